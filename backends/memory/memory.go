@@ -1,0 +1,322 @@
+// Package memory is the embedded, in-process once store: no server, no
+// configuration, safe for concurrent use by the goroutines of one process.
+//
+// Records live in sharded maps guarded by mutexes. Expired records are
+// treated as absent the moment they expire (lazily, on access) and are
+// removed by an amortised sweep that runs inside writes, so the store needs
+// no background goroutine and nothing to close. A process restart loses
+// every record: use the PostgreSQL or Redis backend when duplicates can
+// arrive at more than one process or across restarts.
+package memory
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+	"time"
+
+	"github.com/stagedoor/once/backends"
+)
+
+const shardCount = 32
+
+// Config configures a Store. A nil *Config means defaults.
+type Config struct {
+	// Now is the store's clock, used for every lease and retention
+	// computation. Tests set it to a fake clock to expire leases and
+	// records deterministically. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// Store is the in-memory backend. The zero value is not usable; call New.
+type Store struct {
+	now    func() time.Time
+	seed   maphash.Seed
+	shards [shardCount]shard
+}
+
+var (
+	_ backends.Store   = (*Store)(nil)
+	_ backends.Watcher = (*Store)(nil)
+)
+
+type recordKey struct {
+	scope string
+	key   string
+}
+
+type entry struct {
+	state       backends.State
+	fingerprint []byte
+	owner       string
+	leaseUntil  time.Time
+	expiresAt   time.Time
+	outcome     []byte
+}
+
+type shard struct {
+	mu       sync.Mutex
+	records  map[recordKey]entry
+	watchers map[recordKey]chan struct{}
+	// writesSinceSweep and sizeAtSweep drive the amortised sweep: a full
+	// sweep of the shard runs once the writes since the last sweep exceed
+	// the number of records it left, so each write pays O(1) on average.
+	writesSinceSweep int
+	sizeAtSweep      int
+}
+
+// New returns an empty Store.
+func New(cfg *Config) *Store {
+	s := &Store{now: time.Now, seed: maphash.MakeSeed()}
+	if cfg != nil && cfg.Now != nil {
+		s.now = cfg.Now
+	}
+	for i := range s.shards {
+		s.shards[i].records = make(map[recordKey]entry)
+		s.shards[i].watchers = make(map[recordKey]chan struct{})
+	}
+	return s
+}
+
+func (s *Store) shardFor(scope, key string) *shard {
+	var h maphash.Hash
+	h.SetSeed(s.seed)
+	h.WriteString(scope)
+	h.WriteByte(0)
+	h.WriteString(key)
+	return &s.shards[h.Sum64()%shardCount]
+}
+
+// lookup returns the live record for k, deleting it when it has expired.
+// The caller holds sh.mu.
+func (sh *shard) lookup(k recordKey, now time.Time) (entry, bool) {
+	e, ok := sh.records[k]
+	if !ok {
+		return entry{}, false
+	}
+	if !now.Before(e.expiresAt) {
+		delete(sh.records, k)
+		return entry{}, false
+	}
+	return e, true
+}
+
+// put stores e under k, wakes watchers of k and runs the amortised sweep.
+// The caller holds sh.mu.
+func (sh *shard) put(k recordKey, e entry, now time.Time) {
+	sh.records[k] = e
+	sh.changed(k)
+	sh.writesSinceSweep++
+	if sh.writesSinceSweep > sh.sizeAtSweep+64 {
+		sh.sweep(now)
+	}
+}
+
+// remove deletes k and wakes its watchers. The caller holds sh.mu.
+func (sh *shard) remove(k recordKey) {
+	delete(sh.records, k)
+	sh.changed(k)
+}
+
+func (sh *shard) changed(k recordKey) {
+	if ch, ok := sh.watchers[k]; ok {
+		close(ch)
+		delete(sh.watchers, k)
+	}
+}
+
+func (sh *shard) sweep(now time.Time) int {
+	removed := 0
+	for k, e := range sh.records {
+		if !now.Before(e.expiresAt) {
+			delete(sh.records, k)
+			removed++
+		}
+	}
+	sh.writesSinceSweep = 0
+	sh.sizeAtSweep = len(sh.records)
+	return removed
+}
+
+func view(e entry, now time.Time) backends.Record {
+	r := backends.Record{State: e.state, Fingerprint: e.fingerprint, Outcome: e.outcome}
+	if e.state == backends.StatePending {
+		r.LeaseRemaining = e.leaseUntil.Sub(now)
+	}
+	return r
+}
+
+// Claim implements backends.Store.
+func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	if err := ctx.Err(); err != nil {
+		return backends.ClaimResult{}, err
+	}
+	k := recordKey{p.Scope, p.Key}
+	sh := s.shardFor(p.Scope, p.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := s.now()
+	tookOver := false
+	if e, ok := sh.lookup(k, now); ok {
+		takeover := e.state == backends.StatePending && !now.Before(e.leaseUntil) &&
+			backends.FingerprintMatches(e.fingerprint, p.Fingerprint)
+		if !takeover {
+			return backends.ClaimResult{Existing: view(e, now)}, nil
+		}
+		tookOver = true
+	}
+	sh.put(k, entry{
+		state:       backends.StatePending,
+		fingerprint: clone(p.Fingerprint),
+		owner:       p.Owner,
+		leaseUntil:  now.Add(p.Lease),
+		expiresAt:   now.Add(p.Retention),
+	}, now)
+	return backends.ClaimResult{Claimed: true, TookOver: tookOver}, nil
+}
+
+// owned returns the live pending record of k if owner holds it. The caller
+// holds sh.mu.
+func (sh *shard) owned(k recordKey, owner string, now time.Time) (entry, bool) {
+	e, ok := sh.lookup(k, now)
+	if !ok || e.state != backends.StatePending || e.owner != owner {
+		return entry{}, false
+	}
+	return e, true
+}
+
+// Complete implements backends.Store.
+func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	k := recordKey{p.Scope, p.Key}
+	sh := s.shardFor(p.Scope, p.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := s.now()
+	e, ok := sh.owned(k, p.Owner, now)
+	if !ok {
+		return false, nil
+	}
+	e.state = backends.StateCompleted
+	e.owner = ""
+	e.outcome = clone(p.Outcome)
+	e.expiresAt = now.Add(p.Retention)
+	sh.put(k, e, now)
+	return true, nil
+}
+
+// Renew implements backends.Store.
+func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	k := recordKey{p.Scope, p.Key}
+	sh := s.shardFor(p.Scope, p.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := s.now()
+	e, ok := sh.owned(k, p.Owner, now)
+	if !ok {
+		return false, nil
+	}
+	e.leaseUntil = now.Add(p.Lease)
+	sh.records[k] = e
+	return true, nil
+}
+
+// Release implements backends.Store.
+func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	k := recordKey{p.Scope, p.Key}
+	sh := s.shardFor(p.Scope, p.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if _, ok := sh.owned(k, p.Owner, s.now()); !ok {
+		return false, nil
+	}
+	sh.remove(k)
+	return true, nil
+}
+
+// Resolve implements backends.Store.
+func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
+	if err := ctx.Err(); err != nil {
+		return backends.ResolveResult{}, err
+	}
+	k := recordKey{p.Scope, p.Key}
+	sh := s.shardFor(p.Scope, p.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	now := s.now()
+	fingerprint := clone(p.Fingerprint)
+	if e, ok := sh.lookup(k, now); ok {
+		if e.state == backends.StateCompleted || !backends.FingerprintMatches(e.fingerprint, p.Fingerprint) {
+			return backends.ResolveResult{Existing: view(e, now)}, nil
+		}
+		if len(p.Fingerprint) == 0 {
+			fingerprint = e.fingerprint
+		}
+	}
+	sh.put(k, entry{
+		state:       backends.StateCompleted,
+		fingerprint: fingerprint,
+		outcome:     clone(p.Outcome),
+		expiresAt:   now.Add(p.Retention),
+	}, now)
+	return backends.ResolveResult{Resolved: true}, nil
+}
+
+// Watch implements backends.Watcher.
+func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	k := recordKey{scope, key}
+	sh := s.shardFor(scope, key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	ch, ok := sh.watchers[k]
+	if !ok {
+		ch = make(chan struct{})
+		sh.watchers[k] = ch
+	}
+	return ch, func() {}, nil
+}
+
+// Sweep removes every expired record now and returns how many it removed.
+// Calling it is optional: expired records are invisible as soon as they
+// expire and are swept as writes happen.
+func (s *Store) Sweep() int {
+	removed := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		removed += sh.sweep(s.now())
+		sh.mu.Unlock()
+	}
+	return removed
+}
+
+// Len returns the number of records held, including expired ones not yet
+// swept.
+func (s *Store) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.records)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+func clone(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append([]byte(nil), b...)
+}

@@ -1,0 +1,211 @@
+// Package backends defines the contract between the once core and its
+// storage backends.
+//
+// A backend is a set of atomic primitives over records keyed by
+// (scope, key). Policy — fingerprint checks, codecs, error classification,
+// waiting, renewal schedules — lives in the core (package once). A backend
+// never interprets an outcome: it stores and returns opaque bytes.
+//
+// # States, not errors
+//
+// Absent, expired and foreign-owned records are states a backend reports
+// through its results (Claimed, Applied), never as errors. A backend returns
+// an error only when it could not reach a decision: the store is
+// unreachable, the context ended, or the data is corrupt. Each backend
+// translates driver errors in one place, so that no raw driver error type
+// escapes; the core wraps whatever it gets in its own store error.
+//
+// # Time
+//
+// Every lease and retention computation uses the store's clock (for example
+// PostgreSQL's clock_timestamp() or Redis PX TTLs), never the caller's.
+//
+// # Implementing a backend
+//
+// Run the conformance suite in package backendtest from the backend's tests;
+// it exercises every rule written on the methods below.
+package backends
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"time"
+)
+
+// MaxScopeLen and MaxKeyLen bound the byte length of a scope and a key. The
+// core validates inputs before any store call, so backends may rely on them.
+const (
+	MaxScopeLen       = 255
+	MaxKeyLen         = 255
+	MaxFingerprintLen = 64
+)
+
+// State is the lifecycle state of a stored record.
+type State uint8
+
+const (
+	// StatePending is a claim whose owner has not completed it yet. Its
+	// lease may be live or expired.
+	StatePending State = iota + 1
+	// StateCompleted is a record that holds the final outcome of its key.
+	StateCompleted
+)
+
+// String returns "pending" or "completed".
+func (s State) String() string {
+	switch s {
+	case StatePending:
+		return "pending"
+	case StateCompleted:
+		return "completed"
+	default:
+		return "unknown"
+	}
+}
+
+// Record is what a backend reports about an existing, unexpired record.
+type Record struct {
+	// State is StatePending or StateCompleted.
+	State State
+	// Fingerprint is the digest stored with the record; empty when the
+	// claim was made without one.
+	Fingerprint []byte
+	// Outcome is the encoded outcome of a completed record; nil while
+	// pending.
+	Outcome []byte
+	// LeaseRemaining is the time left on a pending record's lease, by the
+	// store's clock; zero or negative when the lease has expired. Zero for a
+	// completed record.
+	LeaseRemaining time.Duration
+}
+
+// ClaimParams are the arguments of Store.Claim.
+type ClaimParams struct {
+	Scope string
+	Key   string
+	// Fingerprint is stored with a new claim. An expired lease is taken
+	// over only when FingerprintMatches(record.Fingerprint, Fingerprint).
+	Fingerprint []byte
+	// Owner is the token of the new claim; every later write is fenced by it.
+	Owner string
+	// Lease is how long the claim stays exclusive without renewal.
+	Lease time.Duration
+	// Retention is how long the record lives from the claim; Complete
+	// restarts it.
+	Retention time.Duration
+}
+
+// ClaimResult is the result of Store.Claim.
+type ClaimResult struct {
+	// Claimed reports that the caller's Owner now holds a pending claim on
+	// the key: the key was absent, its record had expired, or its pending
+	// lease had expired (TookOver).
+	Claimed bool
+	// TookOver reports that the claim replaced a pending record whose lease
+	// had expired (its owner presumably crashed).
+	TookOver bool
+	// Existing is the record that prevented the claim when Claimed is false.
+	Existing Record
+}
+
+// CompleteParams are the arguments of Store.Complete.
+type CompleteParams struct {
+	Scope   string
+	Key     string
+	Owner   string
+	Outcome []byte
+	// Retention is how long the completed record lives from completion.
+	Retention time.Duration
+}
+
+// RenewParams are the arguments of Store.Renew.
+type RenewParams struct {
+	Scope string
+	Key   string
+	Owner string
+	// Lease is the new lease, counted from now by the store's clock.
+	Lease time.Duration
+}
+
+// ReleaseParams are the arguments of Store.Release.
+type ReleaseParams struct {
+	Scope string
+	Key   string
+	Owner string
+}
+
+// ResolveParams are the arguments of Store.Resolve.
+type ResolveParams struct {
+	Scope       string
+	Key         string
+	Fingerprint []byte
+	Outcome     []byte
+	Retention   time.Duration
+}
+
+// ResolveResult is the result of Store.Resolve.
+type ResolveResult struct {
+	// Resolved reports that the outcome was stored.
+	Resolved bool
+	// Existing is the record that prevented it when Resolved is false: a
+	// completed record, or a pending one whose fingerprint does not match.
+	Existing Record
+}
+
+// Store is the storage contract every backend implements. All methods are
+// safe for concurrent use, take the context first and honour its
+// cancellation; none keeps the context after returning.
+type Store interface {
+	// Claim atomically, in one store round trip, either creates a pending
+	// record owned by p.Owner (when the key is absent, its record expired,
+	// or its pending lease expired and the fingerprints match) or reports
+	// the existing record without modifying it. Exactly one of any number
+	// of concurrent Claims on an absent key succeeds.
+	Claim(ctx context.Context, p ClaimParams) (ClaimResult, error)
+
+	// Complete stores p.Outcome and marks the record completed if, and only
+	// if, it is pending and owned by p.Owner (its lease may have lapsed as
+	// long as nobody took it over). It reports whether it did; false means
+	// the owner lost the claim and nothing was written.
+	Complete(ctx context.Context, p CompleteParams) (applied bool, err error)
+
+	// Renew extends the lease of a pending record owned by p.Owner to
+	// p.Lease from now. It reports false, writing nothing, when the record
+	// is absent, completed or owned by someone else.
+	Renew(ctx context.Context, p RenewParams) (applied bool, err error)
+
+	// Release deletes a pending record owned by p.Owner so that the next
+	// Claim succeeds at once. It reports false, writing nothing, otherwise.
+	Release(ctx context.Context, p ReleaseParams) (applied bool, err error)
+
+	// Resolve stores an outcome decided out of band (a reconciliation job)
+	// for a key that is absent or pending, whoever owns it, provided the
+	// fingerprints match. It never overwrites a completed record.
+	Resolve(ctx context.Context, p ResolveParams) (ResolveResult, error)
+}
+
+// Watcher is implemented by stores that can signal a change to a record
+// without polling. The core uses it, when present, to wait for a concurrent
+// duplicate to finish; it polls with backoff otherwise.
+type Watcher interface {
+	// Watch returns a channel that is closed after the record of
+	// (scope, key) may have changed, and a function that stops watching.
+	// Spurious wake-ups are allowed; missed changes are not, for changes
+	// made after Watch returned.
+	Watch(ctx context.Context, scope, key string) (changed <-chan struct{}, stop func(), err error)
+}
+
+// ErrClosed is returned by a backend used after its owner closed it.
+var ErrClosed = errors.New("once: store closed")
+
+// FingerprintMatches reports whether a record stored with fingerprint
+// stored may be answered to, or taken over by, a call with fingerprint
+// given. An empty given fingerprint disables the check. Backends use it (or
+// the same predicate in their query language) to decide lease takeovers.
+func FingerprintMatches(stored, given []byte) bool {
+	if len(given) == 0 {
+		return true
+	}
+	return subtle.ConstantTimeCompare(stored, given) == 1
+}
