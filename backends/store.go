@@ -209,3 +209,13 @@ func FingerprintMatches(stored, given []byte) bool {
 	}
 	return subtle.ConstantTimeCompare(stored, given) == 1
 }
+
+// Exclusive is implemented by stores bound to one connection or one
+// transaction, which must not be called concurrently. The core never renews
+// leases on such a store: a claim made inside a transaction is invisible to
+// other sessions until it commits, so there is no lease to keep alive, and
+// concurrent duplicates wait on the store's own row lock instead.
+type Exclusive interface {
+	// Exclusive is a marker; it does nothing.
+	Exclusive()
+}
