@@ -1,0 +1,164 @@
+package once
+
+import (
+	"errors"
+	"strconv"
+	"time"
+)
+
+// Sentinel errors. Check them with errors.Is; the typed errors below carry
+// detail and match the sentinel of their kind.
+var (
+	// ErrInProgress: another call holds a live claim on the key (HTTP 409).
+	// The error is an *InProgressError with a retry-after hint.
+	ErrInProgress = errors.New("once: a request with this key is in progress")
+
+	// ErrKeyReused: the key is bound to another fingerprint (HTTP 422). The
+	// stored outcome is never returned with it, and the error never echoes
+	// stored data.
+	ErrKeyReused = errors.New("once: idempotency key reused with a different request")
+
+	// ErrLeaseLost: the caller's claim was taken over (its lease expired
+	// while fn ran, for example after a long pause) or resolved by someone
+	// else; the caller's outcome was not stored and nothing was overwritten.
+	ErrLeaseLost = errors.New("once: lease lost to another owner")
+
+	// ErrOutcomeUnrecorded: fn finished but its outcome could not be stored
+	// after several attempts. The value is returned with this error; the
+	// key stays claimed until its lease ends and then runs fn again.
+	ErrOutcomeUnrecorded = errors.New("once: outcome not recorded")
+
+	// ErrOutcomeTooLarge: the encoded outcome exceeds the size cap. fn's
+	// value is returned once with this error, and every retry of the key is
+	// answered with this error (fn does not run again).
+	ErrOutcomeTooLarge = errors.New("once: outcome too large to store")
+
+	// ErrInvalidInput: a scope, key, fingerprint or argument failed
+	// validation; nothing reached the store. The error is an
+	// *InvalidInputError.
+	ErrInvalidInput = errors.New("once: invalid input")
+
+	// ErrStore: the store could not be reached or failed. fn did not run
+	// when this comes from the claim (once fails closed). The error is a
+	// *StoreError.
+	ErrStore = errors.New("once: store failure")
+
+	// ErrAlreadyCompleted: Resolve found the key completed already; the
+	// stored outcome was left as it was.
+	ErrAlreadyCompleted = errors.New("once: key already completed")
+
+	// ErrUndecodable: a stored outcome could not be decoded into the
+	// requested type (for example after the type changed between deploys).
+	// fn does not run.
+	ErrUndecodable = errors.New("once: stored outcome cannot be decoded")
+)
+
+// InProgressError reports a live claim held by another call.
+type InProgressError struct {
+	// RetryAfter is a hint for when to try again: the time left on the
+	// owner's lease, capped at one second.
+	RetryAfter time.Duration
+	// LeaseRemaining is the time left on the owner's lease by the store's
+	// clock. A held key stays in progress until it runs out.
+	LeaseRemaining time.Duration
+}
+
+func (e *InProgressError) Error() string {
+	return ErrInProgress.Error() + " (retry after " + e.RetryAfter.String() + ")"
+}
+
+// Is reports whether target is ErrInProgress.
+func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
+
+// InvalidInputError reports which input failed validation and why. It
+// never contains the input itself.
+type InvalidInputError struct {
+	// Field is "scope", "key", "fingerprint", "fn" or "keeper".
+	Field string
+	// Reason says what is wrong, e.g. "longer than 255 bytes".
+	Reason string
+}
+
+func (e *InvalidInputError) Error() string {
+	return "once: invalid " + e.Field + ": " + e.Reason
+}
+
+// Is reports whether target is ErrInvalidInput.
+func (e *InvalidInputError) Is(target error) bool { return target == ErrInvalidInput }
+
+// StoreError wraps a failure of the store during Op.
+type StoreError struct {
+	// Op is the store operation: "claim", "complete", "renew", "release"
+	// or "resolve".
+	Op  string
+	Err error
+}
+
+func (e *StoreError) Error() string { return "once: store " + e.Op + ": " + e.Err.Error() }
+
+// Unwrap returns the backend's error.
+func (e *StoreError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrStore.
+func (e *StoreError) Is(target error) bool { return target == ErrStore }
+
+// UnrecordedError is returned, with fn's value, when fn finished but its
+// outcome could not be stored.
+type UnrecordedError struct {
+	// Err is the last store failure.
+	Err error
+}
+
+func (e *UnrecordedError) Error() string {
+	return ErrOutcomeUnrecorded.Error() + ": " + e.Err.Error()
+}
+
+// Unwrap returns the last store failure.
+func (e *UnrecordedError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrOutcomeUnrecorded.
+func (e *UnrecordedError) Is(target error) bool { return target == ErrOutcomeUnrecorded }
+
+// OutcomeTooLargeError reports an outcome over the size cap.
+type OutcomeTooLargeError struct {
+	// Size is the encoded size; zero on a replay, where it is unknown.
+	Size int
+	// Limit is the cap in force.
+	Limit int
+}
+
+func (e *OutcomeTooLargeError) Error() string {
+	if e.Size == 0 {
+		return ErrOutcomeTooLarge.Error()
+	}
+	return ErrOutcomeTooLarge.Error() + ": " + strconv.Itoa(e.Size) + " bytes, limit " + strconv.Itoa(e.Limit)
+}
+
+// Is reports whether target is ErrOutcomeTooLarge.
+func (e *OutcomeTooLargeError) Is(target error) bool { return target == ErrOutcomeTooLarge }
+
+// StoredError is a final error replayed from the store whose type was not
+// registered with RegisterError: it keeps the code and message of the
+// original. Register the error type to get the original type back instead.
+type StoredError struct {
+	// Code is the code the error was registered or stored with; empty when
+	// it had none. An error can give its code by implementing
+	// ErrorCode() string.
+	Code string
+	// Message is the original error's Error() text.
+	Message string
+}
+
+func (e *StoredError) Error() string { return e.Message }
+
+// ErrorCode returns Code, so a StoredError stored again keeps its code.
+func (e *StoredError) ErrorCode() string { return e.Code }
+
+// undecodable wraps a decode failure of a stored outcome.
+type undecodable struct{ err error }
+
+func (e *undecodable) Error() string { return ErrUndecodable.Error() + ": " + e.err.Error() }
+func (e *undecodable) Unwrap() error { return e.err }
+func (e *undecodable) Is(target error) bool {
+	return target == ErrUndecodable
+}

@@ -1,0 +1,75 @@
+package once
+
+import (
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/memory"
+)
+
+// Keeper binds a store to a policy. It is safe for concurrent use; make one
+// per store and share it.
+type Keeper struct {
+	store backends.Store
+	cfg   config
+}
+
+// New returns a Keeper over store. A nil store means a new in-memory store
+// (package backends/memory), which guards one process only.
+func New(store backends.Store, opts ...Option) *Keeper {
+	if store == nil {
+		store = memory.New(nil)
+	}
+	k := &Keeper{store: store, cfg: defaultConfig()}
+	for _, o := range opts {
+		if o != nil {
+			o(&k.cfg)
+		}
+	}
+	return k
+}
+
+// Store returns the Keeper's store.
+func (k *Keeper) Store() backends.Store { return k.store }
+
+// Scope returns the scope named name: the namespace of keys of one caller,
+// consumer group or job. Keys in different scopes never collide. The name is
+// validated by each call that uses the scope.
+func (k *Keeper) Scope(name string) Scope {
+	return Scope{name: name, store: k.store, cfg: &k.cfg}
+}
+
+// Scope is a small value that carries a store, a policy and a scope name,
+// so that one Keeper serves calls of every result type. The zero Scope is
+// invalid: calls with it return an *InvalidInputError.
+type Scope struct {
+	name  string
+	store backends.Store
+	cfg   *config
+}
+
+// Name returns the scope's name.
+func (s Scope) Name() string { return s.name }
+
+// With returns a copy of s whose calls apply opts on top of s's policy, for
+// per-call retention, lease or wait.
+func (s Scope) With(opts ...Option) Scope {
+	if s.cfg == nil || len(opts) == 0 {
+		return s
+	}
+	cfg := *s.cfg
+	cfg.errorTypes = append([]errorType(nil), cfg.errorTypes...)
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	s.cfg = &cfg
+	return s
+}
+
+// WithStore returns a copy of s that uses store, keeping s's name and
+// policy. The PostgreSQL backend uses it to run a call inside the caller's
+// transaction.
+func (s Scope) WithStore(store backends.Store) Scope {
+	s.store = store
+	return s
+}

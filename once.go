@@ -1,0 +1,109 @@
+package once
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// Do runs fn at most once per (scope, key) within the retention period and
+// returns its outcome to every call with the same key, however often the
+// call is retried and from however many goroutines or processes share the
+// store.
+//
+// The first call claims the key atomically in the store, runs fn and
+// stores its value or final error. A later call with the same key and a
+// matching fingerprint receives that stored outcome without running fn; a
+// call with another fingerprint receives ErrKeyReused and never the stored
+// outcome; a call that arrives while the first is still running receives an
+// *InProgressError (ErrInProgress) at once, or, with WithWait, the outcome
+// once the first finishes. A claim whose owner died is taken over when its
+// lease ends, and fn runs again.
+//
+// Errors from fn come back as fn returned them. Errors marked with Final
+// (or classified final) are stored and replayed, with their type when it is
+// registered with RegisterError. Errors marked with Hold keep the key in
+// progress until the lease ends. Every other error, context cancellation
+// included, is retryable: it is not stored and the claim is released, so
+// the next call runs fn again. If fn panics, the claim is released and Do
+// panics with the same value.
+//
+// While fn runs, Do renews the lease; if the claim is lost (taken over by
+// another caller after a pause longer than the lease), fn's context is
+// cancelled with cause ErrLeaseLost and Do returns ErrLeaseLost without
+// overwriting the new owner's outcome. If the store cannot record fn's
+// outcome, Do returns the value with ErrOutcomeUnrecorded, and the key
+// runs fn again after its lease.
+//
+// Do validates scope, key and fingerprint before touching the store and
+// returns an *InvalidInputError for bad input. It fails closed: when the
+// store cannot be reached, fn does not run and Do returns a *StoreError.
+func Do[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, fn func(context.Context) (T, error)) (T, error) {
+	out, err := DoOutcome(ctx, scope, key, fp, fn)
+	return out.Value, err
+}
+
+// DoOutcome is Do, and also reports whether the answer was replayed from
+// the store and whether it is recorded there.
+func DoOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, fn func(context.Context) (T, error)) (Outcome[T], error) {
+	if err := scope.validate(key, fp); err != nil {
+		return Outcome[T]{}, err
+	}
+	if fn == nil {
+		return Outcome[T]{}, &InvalidInputError{Field: "fn", Reason: "nil"}
+	}
+	cfg := scope.cfg
+	var waitUntil time.Time
+	var waiter *waiter
+	for {
+		owner := newToken()
+		res, err := scope.store.Claim(ctx, backends.ClaimParams{
+			Scope: scope.name, Key: key, Fingerprint: fp, Owner: owner,
+			Lease: cfg.lease, Retention: cfg.retention,
+		})
+		if err != nil {
+			return Outcome[T]{}, &StoreError{Op: "claim", Err: err}
+		}
+		if res.Claimed {
+			return execute(ctx, scope, key, owner, fn)
+		}
+		rec := res.Existing
+		if !backends.FingerprintMatches(rec.Fingerprint, fp) {
+			return Outcome[T]{}, ErrKeyReused
+		}
+		if rec.State == backends.StateCompleted {
+			return replay[T](cfg, rec.Outcome)
+		}
+		inProgress := newInProgress(rec.LeaseRemaining)
+		if cfg.wait <= 0 {
+			return Outcome[T]{}, inProgress
+		}
+		if waiter == nil {
+			waitUntil = time.Now().Add(cfg.wait)
+			waiter = newWaiter(scope.store)
+		}
+		if err := waiter.wait(ctx, scope.name, key, rec.LeaseRemaining, waitUntil); err != nil {
+			if errors.Is(err, errWaitOver) {
+				return Outcome[T]{}, inProgress
+			}
+			return Outcome[T]{}, err
+		}
+	}
+}
+
+func newInProgress(leaseRemaining time.Duration) *InProgressError {
+	if leaseRemaining < 0 {
+		leaseRemaining = 0
+	}
+	return &InProgressError{RetryAfter: min(leaseRemaining, time.Second), LeaseRemaining: leaseRemaining}
+}
+
+func replay[T any](cfg *config, stored []byte) (Outcome[T], error) {
+	v, finalErr, decodeErr := decodeOutcome[T](cfg, stored)
+	if decodeErr != nil {
+		return Outcome[T]{}, decodeErr
+	}
+	return Outcome[T]{Value: v, Replayed: true, Recorded: true}, finalErr
+}
