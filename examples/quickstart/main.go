@@ -46,13 +46,14 @@ func runTo(w io.Writer) error {
 	const key = "7f3a9c2e-5b1d-4e8a-9f60-2c4d8e1b7a05"
 	request := once.Fingerprint("POST /orders {hold_ids:[88211,88212]}")
 
-	done := make(chan error, 1)
+	type result struct {
+		out once.Outcome[receipt]
+		err error
+	}
+	first := make(chan result, 1)
 	go func() {
 		out, err := once.DoOutcome(ctx, buyer, key, request, placeOrder)
-		if err == nil {
-			fmt.Fprintf(w, "request 1: 201 Created, order %s, replayed=%v\n", out.Value.OrderID, out.Replayed)
-		}
-		done <- err
+		first <- result{out, err}
 	}()
 
 	time.Sleep(50 * time.Millisecond)
@@ -63,9 +64,12 @@ func runTo(w io.Writer) error {
 	}
 	fmt.Fprintf(w, "request 2 (while 1 runs): 409 Conflict, Retry-After %s\n", inProgress.RetryAfter)
 
-	if err := <-done; err != nil {
-		return err
+	r := <-first
+	if r.err != nil {
+		return r.err
 	}
+	fmt.Fprintf(w, "request 1: 201 Created, order %s, replayed=%v\n", r.out.Value.OrderID, r.out.Replayed)
+
 	out, err := once.DoOutcome(ctx, buyer, key, request, placeOrder)
 	if err != nil {
 		return err
