@@ -27,25 +27,37 @@ func execute[T any](ctx context.Context, scope Scope, key, owner string, fn func
 
 	var r *renewer
 	if _, exclusive := store.(backends.Exclusive); !exclusive {
-		r = startRenewer(detached, store, backends.RenewParams{Scope: scope.name, Key: key, Owner: owner, Lease: cfg.lease}, cancel)
+		r = startRenewer(detached, store, cfg, backends.RenewParams{Scope: scope.name, Key: key, Owner: owner, Lease: cfg.lease}, cancel)
 	}
 	release := func() {
 		r.stop()
 		wctx, done := context.WithTimeout(detached, writeTimeout)
 		defer done()
-		_, _ = store.Release(wctx, backends.ReleaseParams{Scope: scope.name, Key: key, Owner: owner})
+		start := cfg.clock()
+		_, err := store.Release(wctx, backends.ReleaseParams{Scope: scope.name, Key: key, Owner: owner})
+		if err != nil {
+			cfg.emit(ctx, Event{Kind: EventStoreError, Scope: scope.name, Key: key, Op: "release", Duration: cfg.since(start), Err: err})
+			return
+		}
+		cfg.emit(ctx, Event{Kind: EventReleased, Scope: scope.name, Key: key, Duration: cfg.since(start)})
 	}
 
+	start := cfg.clock()
 	v, err := runFn(fnCtx, fn, release)
-	if err == nil {
-		return record(detached, scope, key, owner, r, v, nil)
+	class, fnErr := Retryable, error(nil)
+	if err != nil {
+		class, fnErr = classify(err, cfg.classifier)
 	}
-	class, fnErr := classify(err, cfg.classifier)
+	cfg.emit(ctx, Event{Kind: EventExecuted, Scope: scope.name, Key: key, Duration: cfg.since(start), Class: class, Err: fnErr})
+	if err == nil {
+		return record(ctx, detached, scope, key, owner, r, v, nil)
+	}
 	switch class {
 	case FinalClass:
-		return record(detached, scope, key, owner, r, v, fnErr)
+		return record(ctx, detached, scope, key, owner, r, v, fnErr)
 	case HeldClass:
 		r.stop()
+		cfg.emit(ctx, Event{Kind: EventHeld, Scope: scope.name, Key: key, Err: fnErr})
 		return Outcome[T]{Value: v}, fnErr
 	default:
 		release()
@@ -71,8 +83,9 @@ func runFn[T any](ctx context.Context, fn func(context.Context) (T, error), abor
 }
 
 // record completes the claim with fn's value (fnErr nil) or final error and
-// returns what Do answers.
-func record[T any](ctx context.Context, scope Scope, key, owner string, r *renewer, v T, fnErr error) (Outcome[T], error) {
+// returns what Do answers. Writes use the detached context; events get the
+// caller's.
+func record[T any](callCtx, ctx context.Context, scope Scope, key, owner string, r *renewer, v T, fnErr error) (Outcome[T], error) {
 	cfg := scope.cfg
 	var data []byte
 	var answer error
@@ -91,19 +104,24 @@ func record[T any](ctx context.Context, scope Scope, key, owner string, r *renew
 		data = encodeTooLarge()
 	}
 	r.stop()
-	applied, err := complete(ctx, scope, key, owner, data)
+	start := cfg.clock()
+	applied, err := complete(callCtx, ctx, scope, key, owner, data)
 	switch {
 	case err != nil:
+		cfg.emit(callCtx, Event{Kind: EventUnrecorded, Scope: scope.name, Key: key, Duration: cfg.since(start), Err: err})
 		return Outcome[T]{Value: v}, errors.Join(fnErr, &UnrecordedError{Err: err})
 	case !applied:
+		cfg.emit(callCtx, Event{Kind: EventLeaseLost, Scope: scope.name, Key: key, Duration: cfg.since(start), Err: ErrLeaseLost})
 		return Outcome[T]{Value: v}, errors.Join(fnErr, ErrLeaseLost)
 	default:
+		cfg.emit(callCtx, Event{Kind: EventRecorded, Scope: scope.name, Key: key, Duration: cfg.since(start)})
 		return Outcome[T]{Value: v, Recorded: true}, answer
 	}
 }
 
 // complete stores the outcome, retrying a failing store a few times.
-func complete(ctx context.Context, scope Scope, key, owner string, data []byte) (bool, error) {
+func complete(callCtx, ctx context.Context, scope Scope, key, owner string, data []byte) (bool, error) {
+	cfg := scope.cfg
 	p := backends.CompleteParams{Scope: scope.name, Key: key, Owner: owner, Outcome: data, Retention: scope.cfg.retention}
 	var err error
 	for attempt := range completeAttempts {
@@ -111,12 +129,14 @@ func complete(ctx context.Context, scope Scope, key, owner string, data []byte) 
 			time.Sleep(completeBackoff << (attempt - 1))
 		}
 		wctx, done := context.WithTimeout(ctx, writeTimeout)
+		start := cfg.clock()
 		var applied bool
 		applied, err = scope.store.Complete(wctx, p)
 		done()
 		if err == nil {
 			return applied, nil
 		}
+		cfg.emit(callCtx, Event{Kind: EventStoreError, Scope: scope.name, Key: key, Op: "complete", Duration: cfg.since(start), Err: err})
 	}
 	return false, err
 }

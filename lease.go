@@ -19,6 +19,7 @@ import (
 type renewer struct {
 	ctx      context.Context
 	store    backends.Store
+	cfg      *config
 	params   backends.RenewParams
 	interval time.Duration
 	cancel   context.CancelCauseFunc
@@ -29,9 +30,9 @@ type renewer struct {
 	lastOK  time.Time
 }
 
-func startRenewer(ctx context.Context, store backends.Store, p backends.RenewParams, cancel context.CancelCauseFunc) *renewer {
+func startRenewer(ctx context.Context, store backends.Store, cfg *config, p backends.RenewParams, cancel context.CancelCauseFunc) *renewer {
 	r := &renewer{
-		ctx: ctx, store: store, params: p, cancel: cancel,
+		ctx: ctx, store: store, cfg: cfg, params: p, cancel: cancel,
 		interval: max(p.Lease/3, time.Millisecond),
 		lastOK:   time.Now(),
 	}
@@ -59,19 +60,32 @@ func (r *renewer) renew() {
 	if r.stopped {
 		return
 	}
+	e := Event{Scope: r.params.Scope, Key: r.params.Key, Duration: r.cfg.since(sent)}
 	switch {
 	case err == nil && ok:
 		r.lastOK = sent
+		e.Kind = EventRenewed
+		r.cfg.emit(r.ctx, e)
 	case err == nil && !ok:
-		r.stopped = true
-		r.cancel(ErrLeaseLost)
+		r.lose(e)
 		return
-	case time.Since(r.lastOK) >= r.params.Lease-r.interval:
-		r.stopped = true
-		r.cancel(ErrLeaseLost)
-		return
+	default:
+		e.Kind, e.Op, e.Err = EventStoreError, "renew", err
+		r.cfg.emit(r.ctx, e)
+		if time.Since(r.lastOK) >= r.params.Lease-r.interval {
+			r.lose(e)
+			return
+		}
 	}
 	r.timer.Reset(r.interval)
+}
+
+// lose stops renewal and cancels fn. The caller holds r.mu.
+func (r *renewer) lose(e Event) {
+	r.stopped = true
+	r.cancel(ErrLeaseLost)
+	e.Kind, e.Op, e.Err = EventLeaseLost, "", ErrLeaseLost
+	r.cfg.emit(r.ctx, e)
 }
 
 // stop ends renewal; an attempt in flight finishes without effect on fn.

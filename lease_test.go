@@ -18,14 +18,14 @@ import (
 func TestLongFnKeepsOwnershipThroughRenewal(t *testing.T) {
 	ctx := context.Background()
 	store := newFaultStore(memory.New(nil))
-	scope := once.New(store, once.WithLease(60*time.Millisecond)).Scope("s")
+	scope := once.New(store, once.WithLease(450*time.Millisecond)).Scope("s")
 	done := make(chan error, 1)
 	started := make(chan struct{})
 	go func() {
 		_, err := once.Do(ctx, scope, "k", nil, func(ctx context.Context) (string, error) {
 			close(started)
 			select {
-			case <-time.After(400 * time.Millisecond): // more than six leases
+			case <-time.After(1500 * time.Millisecond): // more than three leases
 				return "finished", nil
 			case <-ctx.Done():
 				return "", context.Cause(ctx)
@@ -36,7 +36,7 @@ func TestLongFnKeepsOwnershipThroughRenewal(t *testing.T) {
 	<-started
 	var duplicateRuns atomic.Int32
 	for range 10 {
-		time.Sleep(30 * time.Millisecond)
+		time.Sleep(120 * time.Millisecond)
 		_, err := once.Do(ctx, scope, "k", nil, func(context.Context) (string, error) {
 			duplicateRuns.Add(1)
 			return "duplicate", nil

@@ -2,7 +2,6 @@ package once
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/stagedoor/once/backends"
@@ -59,25 +58,32 @@ func DoOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 	var waiter *waiter
 	for {
 		owner := newToken()
+		start := cfg.clock()
 		res, err := scope.store.Claim(ctx, backends.ClaimParams{
 			Scope: scope.name, Key: key, Fingerprint: fp, Owner: owner,
 			Lease: cfg.lease, Retention: cfg.retention,
 		})
 		if err != nil {
+			cfg.emit(ctx, Event{Kind: EventStoreError, Scope: scope.name, Key: key, Op: "claim", Duration: cfg.since(start), Err: err})
 			return Outcome[T]{}, &StoreError{Op: "claim", Err: err}
 		}
 		if res.Claimed {
+			cfg.emit(ctx, Event{Kind: EventClaimed, Scope: scope.name, Key: key, Duration: cfg.since(start), TookOver: res.TookOver})
 			return execute(ctx, scope, key, owner, fn)
 		}
 		rec := res.Existing
 		if !backends.FingerprintMatches(rec.Fingerprint, fp) {
+			cfg.emit(ctx, Event{Kind: EventKeyReused, Scope: scope.name, Key: key, Duration: cfg.since(start)})
 			return Outcome[T]{}, ErrKeyReused
 		}
 		if rec.State == backends.StateCompleted {
-			return replay[T](cfg, rec.Outcome)
+			out, err := replay[T](cfg, rec.Outcome)
+			cfg.emit(ctx, Event{Kind: EventReplayed, Scope: scope.name, Key: key, Duration: cfg.since(start), Err: err})
+			return out, err
 		}
 		inProgress := newInProgress(rec.LeaseRemaining)
-		if cfg.wait <= 0 {
+		if cfg.wait <= 0 || waiter != nil && !time.Now().Before(waitUntil) {
+			cfg.emit(ctx, Event{Kind: EventInProgress, Scope: scope.name, Key: key, Duration: cfg.since(start)})
 			return Outcome[T]{}, inProgress
 		}
 		if waiter == nil {
@@ -85,9 +91,6 @@ func DoOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 			waiter = newWaiter(scope.store)
 		}
 		if err := waiter.wait(ctx, scope.name, key, rec.LeaseRemaining, waitUntil); err != nil {
-			if errors.Is(err, errWaitOver) {
-				return Outcome[T]{}, inProgress
-			}
 			return Outcome[T]{}, err
 		}
 	}

@@ -18,6 +18,7 @@ type config struct {
 	codec      Codec
 	classifier Classifier
 	errorTypes []errorType
+	observer   Observer
 }
 
 func defaultConfig() config {

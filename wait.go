@@ -2,7 +2,6 @@ package once
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/stagedoor/once/backends"
@@ -15,8 +14,6 @@ const (
 	waitBackoffMin = 10 * time.Millisecond
 	waitBackoffMax = 500 * time.Millisecond
 )
-
-var errWaitOver = errors.New("once: wait over")
 
 type waiter struct {
 	store   backends.Store
@@ -31,14 +28,10 @@ func newWaiter(store backends.Store) *waiter {
 }
 
 // wait sleeps until the record may have changed, the backoff passes, or the
-// owner's lease ends, whichever is first. It returns errWaitOver once until
-// has passed and the context's error if it ends first.
+// owner's lease ends or until passes, whichever is first. It returns the
+// context's error if the context ends first.
 func (w *waiter) wait(ctx context.Context, scope, key string, leaseRemaining time.Duration, until time.Time) error {
-	remaining := time.Until(until)
-	if remaining <= 0 {
-		return errWaitOver
-	}
-	d := min(w.backoff, remaining)
+	d := min(w.backoff, max(time.Until(until), 0))
 	if leaseRemaining > 0 {
 		d = min(d, leaseRemaining+time.Millisecond)
 	}

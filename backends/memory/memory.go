@@ -133,6 +133,14 @@ func (sh *shard) sweep(now time.Time) int {
 			removed++
 		}
 	}
+	// A watcher of a key with no record would wait for a change that may
+	// never come; wake it (spurious wake-ups are allowed) and drop it.
+	for k, ch := range sh.watchers {
+		if _, ok := sh.records[k]; !ok {
+			close(ch)
+			delete(sh.watchers, k)
+		}
+	}
 	sh.writesSinceSweep = 0
 	sh.sizeAtSweep = len(sh.records)
 	return removed

@@ -1,7 +1,13 @@
 package memory_test
 
 import (
+	"context"
+	"strconv"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/backendtest"
@@ -19,4 +25,36 @@ func TestConformanceShared(t *testing.T) {
 
 func BenchmarkStore(b *testing.B) {
 	backendtest.Benchmark(b, func(testing.TB) backends.Store { return memory.New(nil) })
+}
+
+func TestSweepRemovesExpiredRecordsAndWakesOrphanWatchers(t *testing.T) {
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	s := memory.New(&memory.Config{Now: func() time.Time { return now }})
+	ctx := context.Background()
+	for i := range 10 {
+		_, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: strconv.Itoa(i), Owner: "o", Lease: time.Second, Retention: time.Duration(i+1) * time.Minute})
+		require.NoError(t, err)
+	}
+	orphan, _, err := s.Watch(ctx, "s", "never-written")
+	require.NoError(t, err)
+	now = now.Add(5*time.Minute + time.Second)
+	assert.Equal(t, 5, s.Sweep())
+	assert.Equal(t, 5, s.Len())
+	select {
+	case <-orphan:
+	default:
+		t.Fatal("a watcher of an absent key must be woken by the sweep")
+	}
+}
+
+func TestAmortisedSweepBoundsGrowth(t *testing.T) {
+	now := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	s := memory.New(&memory.Config{Now: func() time.Time { return now }})
+	ctx := context.Background()
+	for i := range 100_000 {
+		_, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: strconv.Itoa(i), Owner: "o", Lease: time.Second, Retention: time.Second})
+		require.NoError(t, err)
+		now = now.Add(time.Millisecond) // each record expires 1000 claims later
+	}
+	assert.Less(t, s.Len(), 10_000, "expired records are swept by writes without a Sweep call")
 }

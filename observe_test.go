@@ -1,0 +1,131 @@
+package once_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/memory"
+)
+
+type recorder struct {
+	mu     sync.Mutex
+	events []once.Event
+}
+
+func (r *recorder) observe(_ context.Context, e once.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *recorder) kinds() []once.EventKind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	kinds := make([]once.EventKind, len(r.events))
+	for i, e := range r.events {
+		kinds[i] = e.Kind
+	}
+	r.events = nil
+	return kinds
+}
+
+func TestObserverSeesEveryOutcome(t *testing.T) {
+	ctx := context.Background()
+	var rec recorder
+	scope := once.New(nil, once.WithObserver(rec.observe)).Scope("s")
+	ok := func(context.Context) (int, error) { return 1, nil }
+
+	_, _ = once.Do(ctx, scope, "k", once.Fingerprint("a"), ok)
+	assert.Equal(t, []once.EventKind{once.EventClaimed, once.EventExecuted, once.EventRecorded}, rec.kinds())
+	_, _ = once.Do(ctx, scope, "k", once.Fingerprint("a"), ok)
+	assert.Equal(t, []once.EventKind{once.EventReplayed}, rec.kinds())
+	_, _ = once.Do(ctx, scope, "k", once.Fingerprint("b"), ok)
+	assert.Equal(t, []once.EventKind{once.EventKeyReused}, rec.kinds())
+
+	_, _ = once.Do(ctx, scope, "retry", nil, func(context.Context) (int, error) { return 0, errors.New("503") })
+	assert.Equal(t, []once.EventKind{once.EventClaimed, once.EventExecuted, once.EventReleased}, rec.kinds())
+
+	_, _ = once.Do(ctx, scope, "held", nil, func(context.Context) (int, error) { return 0, once.Hold(errors.New("timeout")) })
+	assert.Equal(t, []once.EventKind{once.EventClaimed, once.EventExecuted, once.EventHeld}, rec.kinds())
+	_, _ = once.Do(ctx, scope, "held", nil, ok)
+	assert.Equal(t, []once.EventKind{once.EventInProgress}, rec.kinds())
+}
+
+func TestObserverSeesDurationsClassesAndStoreErrors(t *testing.T) {
+	ctx := context.Background()
+	var rec recorder
+	store := newFaultStore(memory.New(nil))
+	scope := once.New(store, once.WithObserver(rec.observe)).Scope("s")
+	_, _ = once.Do(ctx, scope, "final", nil, func(context.Context) (int, error) {
+		time.Sleep(5 * time.Millisecond)
+		return 0, once.Final(errors.New("declined"))
+	})
+	rec.mu.Lock()
+	executed := rec.events[1]
+	rec.mu.Unlock()
+	assert.Equal(t, once.EventExecuted, executed.Kind)
+	assert.Equal(t, once.FinalClass, executed.Class)
+	assert.GreaterOrEqual(t, executed.Duration, 5*time.Millisecond)
+	assert.Equal(t, "s", executed.Scope)
+	assert.Equal(t, "final", executed.Key)
+	rec.kinds()
+
+	store.set(func(f *faultStore) {
+		f.claim = func(context.Context, backends.ClaimParams) (backends.ClaimResult, error) {
+			return backends.ClaimResult{}, errStoreDown
+		}
+	})
+	_, _ = once.Do(ctx, scope, "down", nil, func(context.Context) (int, error) { return 1, nil })
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Len(t, rec.events, 1)
+	assert.Equal(t, once.EventStoreError, rec.events[0].Kind)
+	assert.Equal(t, "claim", rec.events[0].Op)
+	assert.ErrorIs(t, rec.events[0].Err, errStoreDown)
+}
+
+func TestObserverSeesRenewalsAndLeaseLoss(t *testing.T) {
+	ctx := context.Background()
+	var rec recorder
+	store := newFaultStore(memory.New(nil))
+	scope := once.New(store, once.WithObserver(rec.observe), once.WithLease(30*time.Millisecond)).Scope("s")
+	_, err := once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) {
+		time.Sleep(100 * time.Millisecond)
+		return 1, nil
+	})
+	require.NoError(t, err)
+	assert.Contains(t, rec.kinds(), once.EventRenewed)
+
+	store.set(func(f *faultStore) {
+		f.renew = func(context.Context, backends.RenewParams) (bool, error) { return false, nil }
+	})
+	_, _ = once.Do(ctx, scope, "k2", nil, func(ctx context.Context) (int, error) {
+		<-ctx.Done()
+		return 0, ctx.Err()
+	})
+	assert.Contains(t, rec.kinds(), once.EventLeaseLost)
+}
+
+// exclusiveStore marks a store as bound to one transaction.
+type exclusiveStore struct{ *faultStore }
+
+func (exclusiveStore) Exclusive() {}
+
+func TestExclusiveStoresAreNeverRenewed(t *testing.T) {
+	store := exclusiveStore{newFaultStore(memory.New(nil))}
+	scope := once.New(store, once.WithLease(15*time.Millisecond)).Scope("s")
+	_, err := once.Do(context.Background(), scope, "k", nil, func(context.Context) (int, error) {
+		time.Sleep(80 * time.Millisecond)
+		return 1, nil
+	})
+	require.NoError(t, err)
+	assert.Zero(t, store.Calls("renew"))
+}
