@@ -7,5 +7,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 ensure_go
-demo="${ONCE_DEMO:-./examples/quickstart}"
+demo="${ONCE_DEMO:-./examples/payments}"
 exec go run "$demo" "$@"
