@@ -64,7 +64,7 @@ type service struct {
 
 func newService(keeper *once.Keeper, providerURL string) *service {
 	return &service{
-		keeper:  keeper,
+		keeper: keeper,
 		payrail: &payrail{base: providerURL, http: &http.Client{
 			Timeout: 300 * time.Millisecond,
 			// A fresh connection per request, so that net/http's own retry of
