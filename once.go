@@ -56,6 +56,7 @@ func DoOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 	cfg := scope.cfg
 	var waitUntil time.Time
 	var waiter *waiter
+	defer func() { waiter.close() }()
 	for {
 		owner := newToken()
 		start := cfg.clock()

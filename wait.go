@@ -15,14 +15,18 @@ const (
 	waitBackoffMax = 500 * time.Millisecond
 )
 
+// waiter paces the claims of a call that waits for the owner of a key. It
+// keeps one watch open until it fires, so a long wait costs one
+// subscription per change of the record, not one per backoff step.
 type waiter struct {
-	store   backends.Store
 	watcher backends.Watcher
 	backoff time.Duration
+	changed <-chan struct{}
+	stop    func()
 }
 
 func newWaiter(store backends.Store) *waiter {
-	w := &waiter{store: store, backoff: waitBackoffMin}
+	w := &waiter{backoff: waitBackoffMin}
 	w.watcher, _ = store.(backends.Watcher)
 	return w
 }
@@ -37,21 +41,29 @@ func (w *waiter) wait(ctx context.Context, scope, key string, leaseRemaining tim
 	}
 	w.backoff = min(w.backoff*2, waitBackoffMax)
 
-	var changed <-chan struct{}
-	if w.watcher != nil {
-		ch, stop, err := w.watcher.Watch(ctx, scope, key)
-		if err == nil {
-			defer stop()
-			changed = ch
+	if w.watcher != nil && w.changed == nil {
+		if ch, stop, err := w.watcher.Watch(ctx, scope, key); err == nil {
+			w.changed, w.stop = ch, stop
 		}
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-changed:
+	case <-w.changed:
+		w.close()
 	case <-t.C:
 	case <-ctx.Done():
 		return ctx.Err()
 	}
 	return nil
+}
+
+// close ends the open watch, if any.
+func (w *waiter) close() {
+	if w != nil && w.stop != nil {
+		w.stop()
+	}
+	if w != nil {
+		w.changed, w.stop = nil, nil
+	}
 }
