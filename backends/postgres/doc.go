@@ -1,0 +1,36 @@
+// Package postgres is the PostgreSQL backend of once, built on pgx/v5.
+//
+// A Store keeps one row per (scope, key) in a table created by Migrate (or
+// by the SQL of Migrations run with your own migration tool). Every
+// operation is one SQL statement, so one round trip: a first execution
+// costs two (Claim, Complete), a replay, a duplicate in progress and a
+// fingerprint mismatch one each. All lease and retention arithmetic uses the
+// server's clock_timestamp(); the application's clock is never consulted.
+//
+// # Replays are reads
+//
+// Claim reads the existing row and only writes when it inserts a claim or
+// takes over an expired one. Replaying a completed record takes no row lock
+// and writes nothing (no WAL), so a retry storm on one hot key runs at the
+// speed of an indexed read.
+//
+// # Guarantees
+//
+// The guarantees hold on one primary with synchronous_commit on (the
+// default): a claim or an outcome acknowledged to the caller is durable. A
+// failover to an asynchronous replica can lose the last acknowledged
+// transactions; a lost claim lets a duplicate run again, a lost outcome makes
+// the key run again after its lease. Use synchronous replication when that
+// matters.
+//
+// # Transactional mode
+//
+// Store.InTx binds the store to a caller's pgx.Tx: the claim, the caller's
+// own writes and the outcome then commit or roll back together, which makes
+// a database side effect happen exactly once. DoTx wraps the whole pattern.
+//
+// # Sweeping
+//
+// Expired records are invisible at once but stay in the table until Sweep
+// (or RunSweeper, in a goroutine you start) deletes them in small batches.
+package postgres

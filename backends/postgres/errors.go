@@ -1,0 +1,110 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"net"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// SQLSTATE codes a caller may want to test Error.Code against.
+const (
+	// CodeLockNotAvailable (55P03) is lock_timeout expiring.
+	CodeLockNotAvailable = "55P03"
+	// CodeSerializationFailure (40001) is a conflict in a REPEATABLE READ or
+	// SERIALIZABLE transaction: retry the whole transaction.
+	CodeSerializationFailure = "40001"
+	// CodeUndefinedTable (42P01) usually means Migrate was not run.
+	CodeUndefinedTable = "42P01"
+)
+
+// Error is every error the Store returns when it could not reach a decision:
+// the server refused a statement, the connection failed, or the context
+// ended. It carries the SQLSTATE but none of the server's message, which may
+// quote stored values. When the context ended, errors.Is(err,
+// context.Canceled) or errors.Is(err, context.DeadlineExceeded) holds.
+type Error struct {
+	// Op is the operation that failed: "claim", "complete", "renew",
+	// "release", "resolve", "sweep", "migrate", or DoTx's "begin" and
+	// "commit".
+	Op string
+	// Code is the SQLSTATE reported by the server, or empty when the error
+	// did not come from the server.
+	Code string
+	// Constraint names the violated constraint, if any.
+	Constraint string
+
+	kind  string // what went wrong, in words free of data
+	cause error  // a context error, or nil
+}
+
+// Error implements error.
+func (e *Error) Error() string {
+	msg := "once/postgres: " + e.Op + ": " + e.kind
+	if e.Code != "" {
+		msg += " (SQLSTATE " + e.Code + ")"
+	}
+	if e.Constraint != "" {
+		msg += " on constraint " + e.Constraint
+	}
+	return msg
+}
+
+// Unwrap returns context.Canceled or context.DeadlineExceeded when the
+// operation ended with its context, and nil otherwise.
+func (e *Error) Unwrap() error { return e.cause }
+
+// errContention reports that a statement lost the race with concurrent
+// commits of the same key on every attempt.
+func errContention(op string) error {
+	return &Error{Op: op, kind: "key changed concurrently on every attempt; retry"}
+}
+
+// interpretError is the one place where driver errors are translated. It
+// reports whether a row was found: pgx.ErrNoRows is the state "no row"
+// (false, nil); nil is (true, nil). Any other error becomes an *Error that
+// keeps the SQLSTATE, the constraint name and, when the context ended, the
+// context error; no pgx or pgconn value is reachable from it.
+func interpretError(op string, err error) (found bool, _ error) {
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	e := &Error{Op: op}
+	var pgErr *pgconn.PgError
+	var netErr net.Error
+	var connectErr *pgconn.ConnectError
+	switch {
+	case errors.Is(err, context.Canceled):
+		e.kind, e.cause = "context canceled", context.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		e.kind, e.cause = "context deadline exceeded", context.DeadlineExceeded
+	case pgconn.Timeout(err):
+		e.kind = "network timeout"
+	case errors.As(err, &pgErr):
+		e.kind, e.Code, e.Constraint = "server error", pgErr.Code, pgErr.ConstraintName
+		if pgErr.Code == CodeLockNotAvailable {
+			e.kind = "lock timeout"
+		}
+	case errors.As(err, &connectErr):
+		e.kind = "cannot connect"
+	case errors.As(err, &netErr):
+		e.kind = "network error"
+	default:
+		e.kind = "driver error"
+	}
+	return false, e
+}
+
+// code returns the SQLSTATE of an error returned by interpretError.
+func code(err error) string {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}

@@ -1,0 +1,154 @@
+package postgres
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// The quoted default names in the embedded SQL, replaced by Migrate with
+// the names of its Config.
+const (
+	placeholderTable = `"public"."once_records"`
+	placeholderIndex = `"once_records_expires_at_idx"`
+)
+
+// Migrations returns the embedded migration files, for users who run their
+// own migration tool. Files are named NNN_name.up.sql and NNN_name.down.sql
+// (the golang-migrate layout, which atlas also reads; goose users copy the
+// up and down parts into one annotated file). They create the default names,
+// "public"."once_records"; to use another schema or table, run Migrate, or
+// edit the names in your copy.
+func Migrations() fs.FS {
+	sub, err := fs.Sub(migrationFiles, "migrations")
+	if err != nil {
+		panic(err) // the embedded directory always exists
+	}
+	return sub
+}
+
+// migration is one embedded up migration.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// loadMigrations returns the up migrations in version order, rendered for
+// cfg's schema and table.
+func loadMigrations(r resolved) ([]migration, error) {
+	entries, err := fs.Glob(migrationFiles, "migrations/*.up.sql")
+	if err != nil {
+		return nil, err
+	}
+	rep := strings.NewReplacer(
+		placeholderTable, r.qualifiedTable(),
+		placeholderIndex, pgx.Identifier{r.table + "_expires_at_idx"}.Sanitize(),
+	)
+	var ms []migration
+	for _, p := range entries {
+		base := strings.TrimSuffix(path.Base(p), ".up.sql")
+		num, name, ok := strings.Cut(base, "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("once/postgres: bad migration file name %q", p)
+		}
+		b, err := migrationFiles.ReadFile(p)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: name, sql: rep.Replace(string(b))})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
+	return ms, nil
+}
+
+// Migrate creates or upgrades the records table of cfg (nil means
+// defaults) in one transaction. It creates the schema if missing, records
+// each applied version in <Table>_migrations and applies only the missing
+// ones, so running it again is a no-op. It holds a transaction-level
+// advisory lock (pg_advisory_xact_lock) derived from the table's name, so
+// any number of instances may call it at once at startup: one applies the
+// migrations, the others wait and then find nothing to do.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
+	r, err := resolveConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ms, err := loadMigrations(r)
+	if err != nil {
+		return err
+	}
+	tx, err := pool.Begin(ctx)
+	if _, err := interpretError("migrate", err); err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	if err := migrateTx(ctx, tx, r, ms); err != nil {
+		return err
+	}
+	_, err = interpretError("migrate", tx.Commit(ctx))
+	return err
+}
+
+func migrateTx(ctx context.Context, tx pgx.Tx, r resolved, ms []migration) error {
+	lockKey := "once/postgres migrate " + r.qualifiedTable()
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))", lockKey); err != nil {
+		_, err = interpretError("migrate", err)
+		return err
+	}
+	var schemaExists bool
+	err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1::text)", r.schema).Scan(&schemaExists)
+	if _, err := interpretError("migrate", err); err != nil {
+		return err
+	}
+	if !schemaExists {
+		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{r.schema}.Sanitize()); err != nil {
+			_, err = interpretError("migrate", err)
+			return err
+		}
+	}
+	versions := pgx.Identifier{r.schema, r.table + "_migrations"}.Sanitize()
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+versions+` (
+	version    integer     PRIMARY KEY,
+	name       text        NOT NULL,
+	applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
+)`); err != nil {
+		_, err = interpretError("migrate", err)
+		return err
+	}
+	rows, err := tx.Query(ctx, "SELECT version FROM "+versions)
+	if _, err := interpretError("migrate", err); err != nil {
+		return err
+	}
+	applied, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if _, err := interpretError("migrate", err); err != nil {
+		return err
+	}
+	for _, m := range ms {
+		if slices.Contains(applied, int32(m.version)) {
+			continue
+		}
+		// No arguments: pgx sends the multi-statement file as a simple query.
+		if _, err := tx.Exec(ctx, m.sql); err != nil {
+			_, err = interpretError("migrate", err)
+			return err
+		}
+		if _, err := tx.Exec(ctx, "INSERT INTO "+versions+" (version, name) VALUES ($1::int, $2::text)", m.version, m.name); err != nil {
+			_, err = interpretError("migrate", err)
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,166 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// Default names and limits of a Config.
+const (
+	DefaultSchema         = "public"
+	DefaultTable          = "once_records"
+	DefaultLockTimeout    = 5 * time.Second
+	DefaultSweepBatchSize = 1000
+)
+
+// Config configures a Store and Migrate. A nil *Config means defaults; so
+// does the zero value of each field.
+type Config struct {
+	// Schema is the schema that holds the records table. It must be a plain
+	// identifier: letters, digits and underscores, not starting with a
+	// digit, at most 63 bytes. Defaults to "public".
+	Schema string
+
+	// Table is the name of the records table. Migrate also creates
+	// <Table>_migrations and the index <Table>_expires_at_idx in Schema.
+	// Same rules as Schema, at most 48 bytes. Defaults to "once_records".
+	Table string
+
+	// LockTimeout bounds how long a Claim made through InTx waits for a
+	// concurrent, uncommitted claim of the same key before reporting it in
+	// progress. Defaults to 5 seconds.
+	LockTimeout time.Duration
+
+	// SweepBatchSize is the number of expired rows RunSweeper deletes per
+	// statement. Defaults to 1000.
+	SweepBatchSize int
+
+	// OnSweepError is called by RunSweeper with each error of a sweep; the
+	// next tick tries again. Defaults to ignoring the error.
+	OnSweepError func(error)
+}
+
+// resolved is a validated Config with its defaults applied.
+type resolved struct {
+	schema, table  string
+	lockTimeout    time.Duration
+	sweepBatchSize int
+	onSweepError   func(error)
+}
+
+func resolveConfig(cfg *Config) (resolved, error) {
+	r := resolved{
+		schema:         DefaultSchema,
+		table:          DefaultTable,
+		lockTimeout:    DefaultLockTimeout,
+		sweepBatchSize: DefaultSweepBatchSize,
+		onSweepError:   func(error) {},
+	}
+	if cfg != nil {
+		if cfg.Schema != "" {
+			r.schema = cfg.Schema
+		}
+		if cfg.Table != "" {
+			r.table = cfg.Table
+		}
+		if cfg.LockTimeout > 0 {
+			r.lockTimeout = cfg.LockTimeout
+		}
+		if cfg.SweepBatchSize > 0 {
+			r.sweepBatchSize = cfg.SweepBatchSize
+		}
+		if cfg.OnSweepError != nil {
+			r.onSweepError = cfg.OnSweepError
+		}
+	}
+	if err := validateIdentifier("Schema", r.schema, maxIdentifierLen); err != nil {
+		return resolved{}, err
+	}
+	if err := validateIdentifier("Table", r.table, maxTableLen); err != nil {
+		return resolved{}, err
+	}
+	return r, nil
+}
+
+// qualifiedTable returns the quoted schema-qualified records table.
+func (r resolved) qualifiedTable() string { return pgx.Identifier{r.schema, r.table}.Sanitize() }
+
+// Store is the PostgreSQL backend. It is safe for concurrent use. The zero
+// value is not usable; call New.
+type Store struct {
+	pool *pgxpool.Pool
+	cfg  resolved
+	sql  statements
+}
+
+var _ backends.Store = (*Store)(nil)
+
+// New returns a Store over pool, which the caller keeps owning: the Store
+// never closes it. The records table must exist (see Migrate). New checks
+// cfg and returns an *IdentifierError for an invalid schema or table name;
+// it does not contact the server.
+func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
+	r, err := resolveConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{pool: pool, cfg: r, sql: newStatements(r.qualifiedTable())}, nil
+}
+
+// querier is what the statements run on: a pool or a transaction.
+type querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// Claim implements backends.Store in one statement. When the key's row was
+// committed by a concurrent session after the statement's snapshot was
+// taken, the statement cannot see it yet; Claim then runs once more, the
+// only case in which it takes a second round trip.
+func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	return claimLoop(ctx, p, func(ctx context.Context) (claimRow, error) {
+		return s.sql.claimOnce(ctx, s.pool, p)
+	})
+}
+
+// Complete implements backends.Store in one statement.
+func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
+	return s.sql.complete(ctx, s.pool, p)
+}
+
+// Renew implements backends.Store in one statement.
+func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
+	return s.sql.renew(ctx, s.pool, p)
+}
+
+// Release implements backends.Store in one statement.
+func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
+	return s.sql.release(ctx, s.pool, p)
+}
+
+// Resolve implements backends.Store in one statement (two when it races
+// with a concurrent insert of the same key, as Claim).
+func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
+	return resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
+		return s.sql.resolveOnce(ctx, s.pool, p)
+	})
+}
+
+// micros converts a duration to the whole microseconds passed to the
+// server, which multiplies them by interval '1 microsecond'.
+func micros(d time.Duration) int64 { return d.Microseconds() }
+
+// nonNil returns b, or an empty slice for nil, so that pgx sends an empty
+// bytea instead of NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

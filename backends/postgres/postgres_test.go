@@ -1,0 +1,337 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
+)
+
+func TestConformance(t *testing.T) {
+	s := newStore(t, newPool(t, nil))
+	backendtest.Run(t, func(testing.TB) backends.Store { return s })
+}
+
+func TestConformanceSimpleProtocol(t *testing.T) {
+	s := newStore(t, newPool(t, simpleProtocol))
+	backendtest.Run(t, func(testing.TB) backends.Store { return s })
+}
+
+func BenchmarkStore(b *testing.B) {
+	s := newStore(b, newPool(b, nil))
+	backendtest.Benchmark(b, func(testing.TB) backends.Store { return s })
+}
+
+func TestNewValidatesIdentifiers(t *testing.T) {
+	for _, c := range []struct {
+		cfg   Config
+		field string
+	}{
+		{Config{Schema: "bad-name"}, "Schema"},
+		{Config{Schema: `x"; DROP TABLE y; --`}, "Schema"},
+		{Config{Table: "1abc"}, "Table"},
+		{Config{Table: strings.Repeat("t", maxTableLen+1)}, "Table"},
+		{Config{Schema: strings.Repeat("s", 64)}, "Schema"},
+		{Config{Table: "é"}, "Table"},
+	} {
+		_, err := New(nil, &c.cfg)
+		var ie *IdentifierError
+		require.ErrorAs(t, err, &ie, "%+v", c.cfg)
+		assert.Equal(t, c.field, ie.Field)
+		err = Migrate(context.Background(), nil, &c.cfg)
+		require.ErrorAs(t, err, &ie, "Migrate validates before touching the pool")
+	}
+	s, err := New(nil, nil)
+	require.NoError(t, err)
+	assert.Equal(t, `"public"."once_records"`, s.cfg.qualifiedTable())
+	_, err = New(nil, &Config{Schema: "Mixed_Case_1", Table: strings.Repeat("t", maxTableLen)})
+	require.NoError(t, err)
+}
+
+// TestStatementsPerOperation checks the round-trip floor: every Claim
+// outcome and Complete is one statement.
+func TestStatementsPerOperation(t *testing.T) {
+	c := &counter{}
+	pool := newPool(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = c })
+	s := newStore(t, pool)
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+	claim := func(key, owner string, fp string) backends.ClaimResult {
+		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Owner: owner, Fingerprint: []byte(fp), Lease: time.Minute, Retention: time.Hour})
+		require.NoError(t, err)
+		return r
+	}
+	var r backends.ClaimResult
+	assert.EqualValues(t, 1, c.count(func() { r = claim("k", "o1", "fp") }), "new")
+	require.True(t, r.Claimed)
+	assert.EqualValues(t, 1, c.count(func() { r = claim("k", "o2", "fp") }), "in progress")
+	require.Equal(t, backends.StatePending, r.Existing.State)
+	assert.EqualValues(t, 1, c.count(func() {
+		ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "k", Owner: "o1", Outcome: []byte("v"), Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+	}), "complete")
+	assert.EqualValues(t, 1, c.count(func() { r = claim("k", "o3", "fp") }), "replay")
+	require.Equal(t, []byte("v"), r.Existing.Outcome)
+	assert.EqualValues(t, 1, c.count(func() { r = claim("k", "o4", "other") }), "mismatch")
+	require.Equal(t, []byte("fp"), r.Existing.Fingerprint)
+}
+
+// TestReplayWritesNothing checks that replaying a completed record takes no
+// row lock and writes nothing: the row's xmin never changes, a replay
+// succeeds while another transaction holds the row FOR UPDATE, and the WAL
+// position does not move across replays.
+func TestReplayWritesNothing(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newStore(t, pool)
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+	p := backends.ClaimParams{Scope: scope, Key: "hot", Owner: "o", Fingerprint: []byte("fp"), Lease: time.Minute, Retention: time.Hour}
+	r, err := s.Claim(ctx, p)
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+	ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "hot", Owner: "o", Outcome: []byte("v"), Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	xmin := func() string {
+		var x string
+		require.NoError(t, pool.QueryRow(ctx, "SELECT xmin::text FROM "+s.cfg.qualifiedTable()+" WHERE scope = $1 AND key = 'hot'", scope).Scan(&x))
+		return x
+	}
+	replay := func(ctx context.Context) error {
+		p.Owner = backendtest.Token()
+		r, err := s.Claim(ctx, p)
+		if err == nil && r.Existing.State != backends.StateCompleted {
+			return errors.New("not a replay")
+		}
+		return err
+	}
+	before := xmin()
+	for range 100 {
+		require.NoError(t, replay(ctx))
+	}
+	assert.Equal(t, before, xmin(), "a replay must not rewrite the row")
+
+	// Another transaction locks the row; replays must not wait for it.
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, "SELECT 1 FROM "+s.cfg.qualifiedTable()+" WHERE scope = $1 AND key = 'hot' FOR UPDATE", scope)
+	require.NoError(t, err)
+	for range 10 {
+		short, cancel := context.WithTimeout(ctx, 2*time.Second)
+		require.NoError(t, replay(short), "a replay must not wait for a row lock")
+		cancel()
+	}
+	require.NoError(t, tx.Rollback(ctx))
+
+	// No WAL: other sessions of the server may write in between, so one
+	// clean window out of a few attempts is enough.
+	lsn := func() string {
+		var l string
+		require.NoError(t, pool.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&l))
+		return l
+	}
+	clean := false
+	for range 5 {
+		from := lsn()
+		for range 50 {
+			require.NoError(t, replay(ctx))
+		}
+		if lsn() == from {
+			clean = true
+			break
+		}
+	}
+	assert.True(t, clean, "replays moved the WAL position on every attempt")
+}
+
+func TestSweep(t *testing.T) {
+	c := &counter{}
+	pool := newPool(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = c })
+	s := newTable(t, pool, Config{})
+	ctx := context.Background()
+	table := s.cfg.qualifiedTable()
+	// 2500 expired rows (completed and pending) and 10 live ones.
+	_, err := pool.Exec(ctx, `INSERT INTO `+table+` (scope, key, state, owner, lease_until, outcome, expires_at)
+		SELECT 's', 'expired' || i, 1 + i % 2,
+			CASE WHEN i % 2 = 0 THEN 'o' END, CASE WHEN i % 2 = 0 THEN now() END,
+			CASE WHEN i % 2 = 1 THEN '\x'::bytea END,
+			clock_timestamp() - interval '1 second'
+		FROM generate_series(1, 2500) i`)
+	require.NoError(t, err)
+	for i := range 10 {
+		r, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "live" + string(rune('a'+i)), Owner: "o", Lease: time.Minute, Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+	}
+	var n int64
+	statements := c.count(func() {
+		n, err = s.Sweep(ctx, 1000)
+		require.NoError(t, err)
+	})
+	assert.EqualValues(t, 2500, n)
+	assert.EqualValues(t, 3, statements, "batches of 1000, 1000 and 500")
+	var left int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&left))
+	assert.Equal(t, 10, left, "live rows stay")
+	n, err = s.Sweep(ctx, 0)
+	require.NoError(t, err)
+	assert.Zero(t, n)
+}
+
+func TestRunSweeperStopsWithContext(t *testing.T) {
+	pool := newPool(t, nil)
+	var sweepErrs []error
+	s := newTable(t, pool, Config{OnSweepError: func(err error) { sweepErrs = append(sweepErrs, err) }})
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `INSERT INTO `+s.cfg.qualifiedTable()+` (scope, key, state, outcome, expires_at)
+		VALUES ('s', 'k', 2, '\x', clock_timestamp() - interval '1 second')`)
+	require.NoError(t, err)
+	runCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	err = s.RunSweeper(runCtx, 20*time.Millisecond)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	assert.Empty(t, sweepErrs)
+	var left int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM "+s.cfg.qualifiedTable()).Scan(&left))
+	assert.Zero(t, left)
+}
+
+func TestMigrateConcurrently(t *testing.T) {
+	pool := newPool(t, nil)
+	ctx := context.Background()
+	cfg := &Config{Schema: "once_mig_" + randomSuffix()}
+	t.Cleanup(func() {
+		_, _ = pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{cfg.Schema}.Sanitize()+" CASCADE")
+	})
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() { errs <- Migrate(ctx, pool, cfg) })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.NoError(t, Migrate(ctx, pool, cfg), "running again is a no-op")
+	var versions []int32
+	rows, err := pool.Query(ctx, "SELECT version FROM "+pgx.Identifier{cfg.Schema, DefaultTable + "_migrations"}.Sanitize())
+	require.NoError(t, err)
+	versions, err = pgx.CollectRows(rows, pgx.RowTo[int32])
+	require.NoError(t, err)
+	assert.Equal(t, []int32{1}, versions)
+	var idx int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = 'once_records_expires_at_idx'", cfg.Schema).Scan(&idx))
+	assert.Equal(t, 1, idx)
+
+	// The down migration of Migrations, rendered the same way, drops it all.
+	down, err := fsReadFile(Migrations(), "001_create_records.down.sql")
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, strings.ReplaceAll(down, placeholderTable, pgx.Identifier{cfg.Schema, DefaultTable}.Sanitize()))
+	require.NoError(t, err)
+	var exists bool
+	require.NoError(t, pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", cfg.Schema+".once_records").Scan(&exists))
+	assert.False(t, exists)
+}
+
+func fsReadFile(f fs.FS, name string) (string, error) {
+	b, err := fs.ReadFile(f, name)
+	return string(b), err
+}
+
+func TestMigrationsFS(t *testing.T) {
+	up, err := fsReadFile(Migrations(), "001_create_records.up.sql")
+	require.NoError(t, err)
+	assert.Contains(t, up, placeholderTable)
+	assert.Contains(t, up, placeholderIndex)
+	_, err = fsReadFile(Migrations(), "001_create_records.down.sql")
+	require.NoError(t, err)
+}
+
+// TestErrorsLeakNothing checks that driver errors are translated: a server
+// error keeps its SQLSTATE but neither the driver's types nor the values
+// involved, and context errors stay recognisable.
+func TestErrorsLeakNothing(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newStore(t, pool)
+	ctx := context.Background()
+	secret := "secret-value\x00"
+	_, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: secret, Owner: "o", Lease: time.Minute, Retention: time.Hour})
+	require.Error(t, err)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "claim", e.Op)
+	assert.NotContains(t, err.Error(), "secret")
+	var pgErr *pgconn.PgError
+	assert.False(t, errors.As(err, &pgErr), "no pgconn error is reachable")
+
+	_, err = s.Claim(ctx, backends.ClaimParams{Scope: strings.Repeat("s", 300), Key: "k", Owner: "o", Lease: time.Minute, Retention: time.Hour})
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, "23514", e.Code, "the length check refuses it")
+	assert.Equal(t, "once_records_scope_len", e.Constraint)
+	assert.NotContains(t, err.Error(), "sss")
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = s.Complete(cancelled, backends.CompleteParams{Scope: "s", Key: "k", Owner: "o"})
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorAs(t, err, &e)
+
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	defer cancel()
+	_, err = pool.Exec(short, "SELECT pg_sleep(1)")
+	_, err = interpretError("claim", err)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	missing, err := New(pool, &Config{Schema: testSchema, Table: "no_such_table"})
+	require.NoError(t, err)
+	_, err = missing.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "k", Owner: "o", Lease: time.Minute, Retention: time.Hour})
+	require.ErrorAs(t, err, &e)
+	assert.Equal(t, CodeUndefinedTable, e.Code)
+}
+
+// TestConcurrentTakeover races many claimers on one expired lease: exactly
+// one takes it over.
+func TestConcurrentTakeover(t *testing.T) {
+	s := newStore(t, newPool(t, nil))
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+	for round := range 5 {
+		key := "k" + string(rune('a'+round))
+		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Owner: "stale", Lease: time.Millisecond, Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+		time.Sleep(10 * time.Millisecond)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		winners := 0
+		for range 16 {
+			wg.Go(func() {
+				r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Owner: backendtest.Token(), Lease: time.Minute, Retention: time.Hour})
+				if assert.NoError(t, err) && r.Claimed {
+					assert.True(t, r.TookOver)
+					mu.Lock()
+					winners++
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		assert.Equal(t, 1, winners)
+	}
+}

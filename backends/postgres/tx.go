@@ -1,0 +1,122 @@
+package postgres
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// lockTimeoutHint is the LeaseRemaining reported when a Claim in a
+// transaction gave up waiting for a concurrent uncommitted claim: the core
+// answers ErrInProgress with it as the retry-after hint.
+const lockTimeoutHint = time.Second
+
+// InTx returns a store whose statements run on tx, the caller's
+// transaction: a claim, the caller's own writes in tx and the outcome then
+// commit or roll back together. The returned store implements
+// backends.Exclusive: it must not be used concurrently (a pgx.Tx is not),
+// and the core does not renew its leases, since an uncommitted claim is
+// invisible to other sessions anyway.
+//
+// A concurrent duplicate in another transaction blocks on the key's unique
+// index until the first transaction ends; Claim waits for it at most the
+// Config's LockTimeout, under a savepoint and a transaction-local
+// lock_timeout that it restores afterwards. Past that it rolls back to the
+// savepoint, leaving tx usable, and reports the key pending with a short
+// LeaseRemaining, which the core turns into ErrInProgress.
+//
+// tx should run at READ COMMITTED (the default). At REPEATABLE READ or
+// SERIALIZABLE, a duplicate committed after tx's snapshot makes Claim fail
+// with an *Error of Code CodeSerializationFailure: retry the transaction.
+// The store is valid until tx ends.
+func (s *Store) InTx(tx pgx.Tx) backends.Store {
+	return &txStore{s: s, tx: tx}
+}
+
+// txStore is a Store bound to one transaction.
+type txStore struct {
+	s  *Store
+	tx pgx.Tx
+}
+
+var (
+	_ backends.Store     = (*txStore)(nil)
+	_ backends.Exclusive = (*txStore)(nil)
+)
+
+// Exclusive implements backends.Exclusive.
+func (*txStore) Exclusive() {}
+
+// Claim implements backends.Store. Its statements go in one pipelined batch,
+// so it costs one round trip (two when the lock timeout fires).
+func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	res, err := claimLoop(ctx, p, func(ctx context.Context) (claimRow, error) {
+		return t.claimOnce(ctx, p)
+	})
+	if code(err) == CodeLockNotAvailable {
+		return backends.ClaimResult{Existing: backends.Record{
+			State:          backends.StatePending,
+			Fingerprint:    p.Fingerprint, // unknown: the duplicate is not visible yet
+			LeaseRemaining: lockTimeoutHint,
+		}}, nil
+	}
+	return res, err
+}
+
+const (
+	// txSetLockTimeout saves the transaction's lock_timeout in a custom
+	// setting and sets ours, both local to the savepoint's transaction.
+	txSetLockTimeout = `SELECT set_config('once.saved_lock_timeout', current_setting('lock_timeout'), true),
+	set_config('lock_timeout', $1::text, true)`
+	txRestoreLockTimeout = `SELECT set_config('lock_timeout', current_setting('once.saved_lock_timeout'), true)`
+)
+
+func (t *txStore) claimOnce(ctx context.Context, p backends.ClaimParams) (claimRow, error) {
+	b := &pgx.Batch{}
+	b.Queue("SAVEPOINT once_claim")
+	b.Queue(txSetLockTimeout, strconv.FormatInt(t.s.cfg.lockTimeout.Milliseconds(), 10)+"ms")
+	var r claimRow
+	b.Queue(t.s.sql.claimSQL,
+		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, micros(p.Lease), micros(p.Retention),
+	).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS)
+	})
+	b.Queue(txRestoreLockTimeout)
+	b.Queue("RELEASE SAVEPOINT once_claim")
+	err := t.tx.SendBatch(ctx, b).Close()
+	if _, err := interpretError("claim", err); err != nil {
+		if ctx.Err() == nil {
+			// Undo the failed statement and our lock_timeout; tx stays
+			// usable. If this fails too, tx is beyond saving anyway.
+			_, _ = t.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT once_claim; RELEASE SAVEPOINT once_claim")
+		}
+		return claimRow{}, err
+	}
+	return r, nil
+}
+
+// Complete implements backends.Store.
+func (t *txStore) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
+	return t.s.sql.complete(ctx, t.tx, p)
+}
+
+// Renew implements backends.Store.
+func (t *txStore) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
+	return t.s.sql.renew(ctx, t.tx, p)
+}
+
+// Release implements backends.Store.
+func (t *txStore) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
+	return t.s.sql.release(ctx, t.tx, p)
+}
+
+// Resolve implements backends.Store.
+func (t *txStore) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
+	return resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
+		return t.s.sql.resolveOnce(ctx, t.tx, p)
+	})
+}

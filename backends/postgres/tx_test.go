@@ -1,0 +1,330 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
+)
+
+func claimParams(scope, key string) backends.ClaimParams {
+	return backends.ClaimParams{Scope: scope, Key: key, Owner: backendtest.Token(), Fingerprint: []byte("fp"), Lease: time.Minute, Retention: time.Hour}
+}
+
+// TestClaimSeesRowCommittedAfterSnapshot forces the READ COMMITTED race: a
+// Claim whose insert waits on a concurrent uncommitted claim, committed
+// after the Claim's snapshot, must re-run and report that claim.
+func TestClaimSeesRowCommittedAfterSnapshot(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newStore(t, pool)
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+
+	for _, name := range []string{"insert", "takeover"} {
+		t.Run(name, func(t *testing.T) {
+			key := name
+			if name == "takeover" {
+				p := claimParams(scope, key)
+				p.Lease = time.Millisecond
+				r, err := s.Claim(ctx, p)
+				require.NoError(t, err)
+				require.True(t, r.Claimed)
+				time.Sleep(10 * time.Millisecond)
+			}
+			tx, err := pool.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback(ctx) }()
+			r, err := s.InTx(tx).Claim(ctx, claimParams(scope, key))
+			require.NoError(t, err)
+			require.True(t, r.Claimed)
+
+			got := make(chan backends.ClaimResult, 1)
+			go func() {
+				r, err := s.Claim(ctx, claimParams(scope, key))
+				assert.NoError(t, err)
+				got <- r
+			}()
+			time.Sleep(200 * time.Millisecond) // the Claim blocks on the uncommitted row
+			select {
+			case r := <-got:
+				t.Fatalf("claim did not wait for the uncommitted row: %+v", r)
+			default:
+			}
+			require.NoError(t, tx.Commit(ctx))
+			r = <-got
+			assert.False(t, r.Claimed)
+			assert.Equal(t, backends.StatePending, r.Existing.State)
+			assert.Greater(t, r.Existing.LeaseRemaining, 50*time.Second)
+		})
+	}
+}
+
+// TestInTxLockTimeout checks the bounded wait of a Claim in a transaction
+// for a concurrent uncommitted claim: past LockTimeout it reports the key in
+// progress, leaves its transaction usable and restores lock_timeout.
+func TestInTxLockTimeout(t *testing.T) {
+	t.Run("extended", func(t *testing.T) { testInTxLockTimeout(t, newPool(t, nil)) })
+	t.Run("simple", func(t *testing.T) { testInTxLockTimeout(t, newPool(t, simpleProtocol)) })
+}
+
+func testInTxLockTimeout(t *testing.T, pool *pgxpool.Pool) {
+	ctx := context.Background()
+	s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 200 * time.Millisecond})
+	require.NoError(t, err)
+	scope := backendtest.Scope(t)
+
+	first, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = first.Rollback(ctx) }()
+	r, err := s.InTx(first).Claim(ctx, claimParams(scope, "k"))
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+
+	second, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = second.Rollback(ctx) }()
+	_, err = second.Exec(ctx, "SET LOCAL lock_timeout = '7s'")
+	require.NoError(t, err)
+	start := time.Now()
+	p := claimParams(scope, "k")
+	r, err = s.InTx(second).Claim(ctx, p)
+	require.NoError(t, err)
+	assert.Less(t, time.Since(start), 3*time.Second)
+	assert.False(t, r.Claimed)
+	assert.Equal(t, backends.StatePending, r.Existing.State)
+	assert.Equal(t, lockTimeoutHint, r.Existing.LeaseRemaining)
+	assert.Equal(t, p.Fingerprint, r.Existing.Fingerprint)
+
+	var lt string
+	require.NoError(t, second.QueryRow(ctx, "SHOW lock_timeout").Scan(&lt), "the transaction is still usable")
+	assert.Equal(t, "7s", lt, "lock_timeout is restored")
+
+	// Once the first commits, the second sees its claim.
+	require.NoError(t, first.Commit(ctx))
+	r, err = s.InTx(second).Claim(ctx, claimParams(scope, "k"))
+	require.NoError(t, err)
+	assert.False(t, r.Claimed)
+	assert.Greater(t, r.Existing.LeaseRemaining, 50*time.Second)
+	require.NoError(t, second.QueryRow(ctx, "SHOW lock_timeout").Scan(&lt))
+	assert.Equal(t, "7s", lt)
+}
+
+// TestInTxConformance runs the suite on InTx stores, each operation in a
+// transaction of its own, so the suite's cross-call expectations hold.
+func TestInTxConformance(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newStore(t, pool)
+	backendtest.Run(t, func(testing.TB) backends.Store { return &autoTx{pool: pool, s: s} })
+}
+
+func TestInTxConformanceSimpleProtocol(t *testing.T) {
+	pool := newPool(t, simpleProtocol)
+	s := newStore(t, pool)
+	backendtest.Run(t, func(testing.TB) backends.Store { return &autoTx{pool: pool, s: s} })
+}
+
+// autoTx runs each operation of s.InTx in a transaction of its own.
+type autoTx struct {
+	pool *pgxpool.Pool
+	s    *Store
+}
+
+func inTx[R any](ctx context.Context, a *autoTx, fn func(backends.Store) (R, error)) (R, error) {
+	var r R
+	err := pgx.BeginFunc(ctx, a.pool, func(tx pgx.Tx) error {
+		var err error
+		r, err = fn(a.s.InTx(tx))
+		return err
+	})
+	return r, err
+}
+
+func (a *autoTx) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	return inTx(ctx, a, func(s backends.Store) (backends.ClaimResult, error) { return s.Claim(ctx, p) })
+}
+
+func (a *autoTx) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
+	return inTx(ctx, a, func(s backends.Store) (bool, error) { return s.Complete(ctx, p) })
+}
+
+func (a *autoTx) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
+	return inTx(ctx, a, func(s backends.Store) (bool, error) { return s.Renew(ctx, p) })
+}
+
+func (a *autoTx) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
+	return inTx(ctx, a, func(s backends.Store) (bool, error) { return s.Release(ctx, p) })
+}
+
+func (a *autoTx) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
+	return inTx(ctx, a, func(s backends.Store) (backends.ResolveResult, error) { return s.Resolve(ctx, p) })
+}
+
+// effects creates a table of side effects for one test.
+func effects(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	table := pgx.Identifier{testSchema, "effects_" + randomSuffix()}.Sanitize()
+	_, err := pool.Exec(context.Background(), "CREATE TABLE "+table+" (key text NOT NULL, n int NOT NULL)")
+	require.NoError(t, err)
+	return table
+}
+
+func countRows(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(), sql, args...).Scan(&n))
+	return n
+}
+
+// TestDoTxExactlyOnce races 32 callers of one key, each inserting an effect
+// row inside fn: exactly one effect row is committed, and every caller gets
+// the same answer or ErrInProgress.
+func TestDoTxExactlyOnce(t *testing.T) {
+	pool := newPool(t, func(cfg *pgxpool.Config) { cfg.MaxConns = 40 })
+	s := newStore(t, pool)
+	table := effects(t, pool)
+	scope := once.New(s).Scope(backendtest.Scope(t))
+	ctx := context.Background()
+
+	var ran, replayed, inProgress atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 32 {
+		wg.Go(func() {
+			<-start
+			v, err := DoTx(ctx, pool, s, scope, "order-1", once.Fingerprint("fp"), func(ctx context.Context, tx pgx.Tx) (int, error) {
+				ran.Add(1)
+				_, err := tx.Exec(ctx, "INSERT INTO "+table+" (key, n) VALUES ('order-1', $1)", i)
+				time.Sleep(20 * time.Millisecond) // widen the window for duplicates
+				return i, err
+			})
+			switch {
+			case errors.Is(err, once.ErrInProgress):
+				inProgress.Add(1)
+			case assert.NoError(t, err):
+				if v != i {
+					replayed.Add(1)
+				}
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	assert.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM "+table), "exactly one effect")
+	assert.EqualValues(t, 1, ran.Load(), "fn ran once")
+	assert.EqualValues(t, 31, replayed.Load()+inProgress.Load())
+	t.Logf("replayed %d, in progress %d", replayed.Load(), inProgress.Load())
+}
+
+// TestDoTxRetryableErrorLeavesNothing checks that a retryable fn error
+// rolls back the claim and fn's writes, and that the next call runs fn.
+func TestDoTxRetryableErrorLeavesNothing(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newStore(t, pool)
+	table := effects(t, pool)
+	name := backendtest.Scope(t)
+	scope := once.New(s).Scope(name)
+	ctx := context.Background()
+	boom := errors.New("downstream unavailable")
+
+	_, err := DoTx(ctx, pool, s, scope, "k", nil, func(ctx context.Context, tx pgx.Tx) (string, error) {
+		_, err := tx.Exec(ctx, "INSERT INTO "+table+" (key, n) VALUES ('k', 1)")
+		require.NoError(t, err)
+		return "", boom
+	})
+	require.ErrorIs(t, err, boom)
+	assert.Zero(t, countRows(t, pool, "SELECT count(*) FROM "+table))
+	assert.Zero(t, countRows(t, pool, "SELECT count(*) FROM "+s.cfg.qualifiedTable()+" WHERE scope = $1", name))
+
+	v, err := DoTx(ctx, pool, s, scope, "k", nil, func(ctx context.Context, tx pgx.Tx) (string, error) {
+		_, err := tx.Exec(ctx, "INSERT INTO "+table+" (key, n) VALUES ('k', 2)")
+		return "done", err
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "done", v)
+	assert.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM "+table))
+
+	// A final error is the answer: stored with fn's writes and replayed.
+	declined := errors.New("card declined")
+	_, err = DoTx(ctx, pool, s, scope, "final", nil, func(ctx context.Context, tx pgx.Tx) (string, error) {
+		return "", once.Final(declined)
+	})
+	require.Error(t, err)
+	_, err2 := DoTx(ctx, pool, s, scope, "final", nil, func(ctx context.Context, tx pgx.Tx) (string, error) {
+		t.Error("fn must not run again after a final error")
+		return "", nil
+	})
+	require.Error(t, err2)
+	assert.Equal(t, err.Error(), err2.Error())
+}
+
+// TestDoTxKilledConnectionLeavesNothing terminates the transaction's
+// backend while fn runs: neither the claim nor the effect survives, and the
+// next call runs fn.
+func TestDoTxKilledConnectionLeavesNothing(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newStore(t, pool)
+	table := effects(t, pool)
+	name := backendtest.Scope(t)
+	scope := once.New(s).Scope(name)
+	ctx := context.Background()
+
+	_, err := DoTx(ctx, pool, s, scope, "k", nil, func(ctx context.Context, tx pgx.Tx) (string, error) {
+		_, err := tx.Exec(ctx, "INSERT INTO "+table+" (key, n) VALUES ('k', 1)")
+		require.NoError(t, err)
+		var pid int32
+		require.NoError(t, tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
+		_, err = pool.Exec(ctx, "SELECT pg_terminate_backend($1)", pid)
+		require.NoError(t, err)
+		_, err = tx.Exec(ctx, "INSERT INTO "+table+" (key, n) VALUES ('k', 2)")
+		return "unreachable", err
+	})
+	require.Error(t, err)
+	assert.Zero(t, countRows(t, pool, "SELECT count(*) FROM "+table))
+	assert.Zero(t, countRows(t, pool, "SELECT count(*) FROM "+s.cfg.qualifiedTable()+" WHERE scope = $1", name))
+
+	v, err := DoTx(ctx, pool, s, scope, "k", nil, func(ctx context.Context, tx pgx.Tx) (string, error) {
+		_, err := tx.Exec(ctx, "INSERT INTO "+table+" (key, n) VALUES ('k', 3)")
+		return "ran again", err
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "ran again", v)
+	assert.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM "+table))
+}
+
+// TestStatementsPerDo counts the statements of whole once.Do calls on the
+// pool store: first execution 2, replay 1, in progress 1, mismatch 1.
+func TestStatementsPerDo(t *testing.T) {
+	c := &counter{}
+	pool := newPool(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = c })
+	s := newStore(t, pool)
+	name := backendtest.Scope(t)
+	scope := once.New(s).Scope(name)
+	ctx := context.Background()
+	do := func(key, fp string) (string, error) {
+		return once.Do(ctx, scope, key, once.Fingerprint(fp), func(context.Context) (string, error) { return "v", nil })
+	}
+	var err error
+	assert.EqualValues(t, 2, c.count(func() { _, err = do("k", "fp") }), "first execution")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, c.count(func() { _, err = do("k", "fp") }), "replay")
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, c.count(func() { _, err = do("k", "other") }), "mismatch")
+	require.ErrorIs(t, err, once.ErrKeyReused)
+
+	r, cerr := s.Claim(ctx, claimParams(name, "busy"))
+	require.NoError(t, cerr)
+	require.True(t, r.Claimed)
+	assert.EqualValues(t, 1, c.count(func() { _, err = do("busy", "fp") }), "in progress")
+	require.ErrorIs(t, err, once.ErrInProgress)
+}

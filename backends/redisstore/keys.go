@@ -1,0 +1,56 @@
+package redisstore
+
+import (
+	"strconv"
+	"strings"
+)
+
+// recordKey returns the Redis key of the record of (scope, key):
+//
+//	prefix + "{" + len(s) + ":" + s + ":" + k + "}"
+//
+// where s and k are scope and key with "%" and "}" percent-encoded, and
+// len(s) is the decimal byte length of s. The encoding is injective: the
+// length delimits the scope, and since neither s nor k contains "}", the
+// braces enclose the whole (scope, key) pair, which is therefore the key's
+// Redis Cluster hash tag. Different pairs hash across all slots (a "}"
+// inside a scope or key cannot truncate the tag and crowd one slot), while
+// a record and its notification channel, which share this string, share a
+// slot. Scope "a:b" with key "c" becomes "{3:a:b:c}", scope "a" with key
+// "b:c" becomes "{1:a:b:c}".
+func recordKey(prefix, scope, key string) string {
+	s, k := escape(scope), escape(key)
+	var b strings.Builder
+	b.Grow(len(prefix) + len(s) + len(k) + 8)
+	b.WriteString(prefix)
+	b.WriteByte('{')
+	b.WriteString(strconv.Itoa(len(s)))
+	b.WriteByte(':')
+	b.WriteString(s)
+	b.WriteByte(':')
+	b.WriteString(k)
+	b.WriteByte('}')
+	return b.String()
+}
+
+// escape percent-encodes "%" and "}" so that the result never contains
+// "}" and decodes unambiguously. Other bytes, including "{", "*" and ":",
+// are kept: they are harmless inside a key and keep keys readable.
+func escape(s string) string {
+	if !strings.ContainsAny(s, "%}") {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '%':
+			b.WriteString("%25")
+		case '}':
+			b.WriteString("%7D")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}

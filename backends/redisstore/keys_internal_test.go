@@ -1,0 +1,90 @@
+package redisstore
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// decodeKey inverts recordKey, to prove it injective: a function with a
+// left inverse never maps two inputs to one output.
+func decodeKey(prefix, k string) (scope, key string, ok bool) {
+	rest, ok := strings.CutPrefix(k, prefix+"{")
+	if !ok || !strings.HasSuffix(rest, "}") {
+		return "", "", false
+	}
+	rest = rest[:len(rest)-1]
+	digits, rest, ok := strings.Cut(rest, ":")
+	if !ok {
+		return "", "", false
+	}
+	n, err := strconv.Atoi(digits)
+	if err != nil || n < 0 || n >= len(rest) || rest[n] != ':' {
+		return "", "", false
+	}
+	s, k1 := rest[:n], rest[n+1:]
+	if strings.Contains(s, "}") || strings.Contains(k1, "}") {
+		return "", "", false
+	}
+	return unescape(s), unescape(k1), true
+}
+
+func unescape(s string) string {
+	return strings.NewReplacer("%7D", "}", "%25", "%").Replace(s)
+}
+
+func TestRecordKey(t *testing.T) {
+	for _, c := range []struct{ scope, key, want string }{
+		{"a:b", "c", "once:{3:a:b:c}"},
+		{"a", "b:c", "once:{1:a:b:c}"},
+		{"user-1", "7f9c", "once:{6:user-1:7f9c}"},
+		{"{a}", "b", "once:{5:{a%7D:b}"},
+		{"{a", "}b", "once:{2:{a:%7Db}"},
+		{"*", "*", "once:{1:*:*}"},
+		{"100%", "}", "once:{6:100%25:%7D}"},
+	} {
+		if got := recordKey("once:", c.scope, c.key); got != c.want {
+			t.Errorf("recordKey(%q, %q) = %q, want %q", c.scope, c.key, got, c.want)
+		}
+	}
+}
+
+func TestRecordKeyInjective(t *testing.T) {
+	parts := []string{"a", "b", "c", ":", "a:b", "b:c", "{", "}", "{a}", "a}", "{a", "*", "%", "%7D", "%25", "1:", "1:a", "}b", ""}
+	seen := map[string][2]string{}
+	for _, s := range parts {
+		for _, k := range parts {
+			got := recordKey("p:", s, k)
+			if prev, dup := seen[got]; dup {
+				t.Fatalf("(%q, %q) and (%q, %q) both encode to %q", prev[0], prev[1], s, k, got)
+			}
+			seen[got] = [2]string{s, k}
+			// The hash tag is the whole pair: one "}" only, at the end.
+			if strings.Count(got, "}") != 1 || !strings.HasSuffix(got, "}") {
+				t.Fatalf("%q: a brace inside the pair would cut the hash tag", got)
+			}
+		}
+	}
+}
+
+func FuzzRecordKey(f *testing.F) {
+	f.Add("a:b", "c")
+	f.Add("{x}", "%7D")
+	f.Fuzz(func(t *testing.T, scope, key string) {
+		k := recordKey("once:", scope, key)
+		s2, k2, ok := decodeKey("once:", k)
+		if !ok || s2 != scope || k2 != key {
+			t.Fatalf("recordKey(%q, %q) = %q decodes to (%q, %q, %v)", scope, key, k, s2, k2, ok)
+		}
+	})
+}
+
+func TestInfoField(t *testing.T) {
+	info := "# Memory\r\nused_memory:1\r\nmaxmemory_policy:allkeys-lru\r\n"
+	if v, ok := infoField(info, "maxmemory_policy"); !ok || v != "allkeys-lru" {
+		t.Fatalf("got %q %v", v, ok)
+	}
+	if _, ok := infoField(info, "absent"); ok {
+		t.Fatal("absent field found")
+	}
+}

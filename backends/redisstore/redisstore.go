@@ -1,0 +1,213 @@
+// Package redisstore is the Redis backend of once, for go-redis v9: a
+// single node, a Sentinel failover client or a Redis Cluster, through
+// redis.UniversalClient.
+//
+// Each record is one Redis string key, written only by Lua scripts that
+// touch that key alone, so every operation is one round trip and
+// single-slot on a Cluster. Leases are measured with the server's TIME and
+// retention with PX TTLs: the application's clock is never used. Expired
+// records vanish by themselves; there is nothing to sweep.
+//
+// # Guarantees and their limits
+//
+// Within one Redis primary, Claim, Complete, Renew, Release and Resolve are
+// atomic and linearizable, and exactly one of any number of concurrent
+// Claims of an absent key succeeds. Redis replication is asynchronous,
+// however: a write acknowledged by a primary that fails before its
+// replicas receive it is lost after a failover, so a completed record can
+// become absent (its key runs again) and a claim can vanish (a concurrent
+// duplicate can run). An eviction policy other than noeviction can delete
+// records under memory pressure with the same effect, which is why New
+// checks maxmemory-policy. A restart without persistence (appendonly yes,
+// and appendfsync always for no loss at all) loses every record. See
+// README.md for the settings that narrow these windows.
+package redisstore
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// DefaultKeyPrefix is the prefix of every key the store writes unless
+// Config.KeyPrefix says otherwise.
+const DefaultKeyPrefix = "once:"
+
+// Config configures a Store. A nil *Config means defaults.
+type Config struct {
+	// KeyPrefix is prepended to every record key, to share a database with
+	// other data. It should not contain a "{...}" pair: that would become
+	// the Cluster hash tag of every record and put them all in one slot.
+	// Defaults to DefaultKeyPrefix ("once:").
+	KeyPrefix string
+
+	// EvictionPolicyCheck says what New does when a primary's
+	// maxmemory-policy is not noeviction (checked on every primary of a
+	// Cluster): log a warning, return an *EvictionPolicyError, or skip the
+	// check. Defaults to EvictionWarn.
+	EvictionPolicyCheck EvictionCheck
+
+	// Logger receives the eviction policy warning. Defaults to
+	// slog.Default().
+	Logger *slog.Logger
+}
+
+// Store is the Redis backend. It is safe for concurrent use. The zero value
+// is not usable; call New.
+type Store struct {
+	client  redis.UniversalClient
+	prefix  string
+	sharded bool   // a Cluster client: SPUBLISH / SSUBSCRIBE
+	notify  string // "PUBLISH", or "SPUBLISH" on a Cluster
+	logger  *slog.Logger
+	check   EvictionCheck
+}
+
+var (
+	_ backends.Store   = (*Store)(nil)
+	_ backends.Watcher = (*Store)(nil)
+)
+
+// New returns a Store that uses client, which it never closes. New talks to
+// Redis, within ctx: it checks maxmemory-policy as cfg.EvictionPolicyCheck
+// says and loads the scripts into the server's script cache (on every node
+// of a Cluster), so that operations cost one EVALSHA from the first call.
+// It fails if Redis cannot be reached.
+func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store, error) {
+	if cfg == nil {
+		cfg = &Config{}
+	}
+	s := &Store{
+		client: client,
+		prefix: cfg.KeyPrefix,
+		logger: cfg.Logger,
+		check:  cfg.EvictionPolicyCheck,
+	}
+	if s.prefix == "" {
+		s.prefix = DefaultKeyPrefix
+	}
+	if s.logger == nil {
+		s.logger = slog.Default()
+	}
+	_, s.sharded = client.(*redis.ClusterClient)
+	s.notify = "PUBLISH"
+	if s.sharded {
+		s.notify = "SPUBLISH"
+	}
+	if err := s.applyEvictionCheck(ctx); err != nil {
+		return nil, err
+	}
+	for _, sc := range allScripts {
+		if err := sc.Load(ctx, client).Err(); err != nil {
+			return nil, translate(ctx, "new", err)
+		}
+	}
+	return s, nil
+}
+
+func (s *Store) key(scope, key string) string { return recordKey(s.prefix, scope, key) }
+
+// precheck fails fast on an ended context and rejects what the record's
+// one-byte length fields cannot hold.
+func precheck(ctx context.Context, op, owner string, fp []byte) error {
+	if err := ctx.Err(); err != nil {
+		return translate(ctx, op, err)
+	}
+	if owner == "" || len(owner) > 255 {
+		return invalid(op, "owner token must be 1 to 255 bytes")
+	}
+	if len(fp) > 255 {
+		return invalid(op, "fingerprint longer than 255 bytes")
+	}
+	return nil
+}
+
+// Claim implements backends.Store with one EVALSHA. A replay, an
+// in-progress duplicate and a fingerprint mismatch write nothing. A driver
+// retry of a claim that was applied (same owner token) reports Claimed.
+func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	const op = "claim"
+	if err := precheck(ctx, op, p.Owner, p.Fingerprint); err != nil {
+		return backends.ClaimResult{}, err
+	}
+	v, err := claimScript.Run(ctx, s.client, []string{s.key(p.Scope, p.Key)},
+		p.Fingerprint, p.Owner, millis(p.Lease), millis(p.Retention)).Result()
+	if err != nil {
+		return backends.ClaimResult{}, translate(ctx, op, err)
+	}
+	switch v {
+	case int64(replyClaimed):
+		return backends.ClaimResult{Claimed: true}, nil
+	case int64(replyTookOver):
+		return backends.ClaimResult{Claimed: true, TookOver: true}, nil
+	}
+	rec, err := existing(op, v)
+	return backends.ClaimResult{Existing: rec}, err
+}
+
+// Complete implements backends.Store with one EVALSHA. It also reports
+// true when the record already holds this owner's completion with this
+// very outcome, so that a driver retry of an applied Complete is not
+// mistaken for a lost claim.
+func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
+	const op = "complete"
+	if err := precheck(ctx, op, p.Owner, nil); err != nil {
+		return false, err
+	}
+	return s.runBool(ctx, op, completeScript, p.Scope, p.Key,
+		p.Owner, p.Outcome, millis(p.Retention), s.notify)
+}
+
+// Renew implements backends.Store with one EVALSHA. The record's retention
+// TTL is unchanged.
+func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
+	const op = "renew"
+	if err := precheck(ctx, op, p.Owner, nil); err != nil {
+		return false, err
+	}
+	return s.runBool(ctx, op, renewScript, p.Scope, p.Key, p.Owner, millis(p.Lease))
+}
+
+// Release implements backends.Store with one EVALSHA.
+func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
+	const op = "release"
+	if err := precheck(ctx, op, p.Owner, nil); err != nil {
+		return false, err
+	}
+	return s.runBool(ctx, op, releaseScript, p.Scope, p.Key, p.Owner, s.notify)
+}
+
+// Resolve implements backends.Store with one EVALSHA.
+func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
+	const op = "resolve"
+	if err := precheck(ctx, op, "-", p.Fingerprint); err != nil {
+		return backends.ResolveResult{}, err
+	}
+	v, err := resolveScript.Run(ctx, s.client, []string{s.key(p.Scope, p.Key)},
+		p.Fingerprint, p.Outcome, millis(p.Retention), s.notify).Result()
+	if err != nil {
+		return backends.ResolveResult{}, translate(ctx, op, err)
+	}
+	if v == int64(1) {
+		return backends.ResolveResult{Resolved: true}, nil
+	}
+	rec, err := existing(op, v)
+	return backends.ResolveResult{Existing: rec}, err
+}
+
+func (s *Store) runBool(ctx context.Context, op string, sc *redis.Script, scope, key string, args ...any) (bool, error) {
+	n, err := sc.Run(ctx, s.client, []string{s.key(scope, key)}, args...).Int64()
+	if err != nil {
+		return false, translate(ctx, op, err)
+	}
+	switch n {
+	case 0:
+		return false, nil
+	case 1:
+		return true, nil
+	}
+	return false, corrupt(op, "reply value")
+}
