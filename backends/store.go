@@ -219,3 +219,17 @@ type Exclusive interface {
 	// Exclusive is a marker; it does nothing.
 	Exclusive()
 }
+
+// Admin is implemented by stores that support operator tooling (the
+// cmd/once CLI): reading and deleting one record regardless of its owner.
+// The core never calls it.
+type Admin interface {
+	// Get returns the live record of (scope, key); found is false when the
+	// key is absent or expired. Get takes no lock and writes nothing.
+	Get(ctx context.Context, scope, key string) (rec Record, expiresIn time.Duration, found bool, err error)
+	// Delete removes the record of (scope, key) whatever its state or
+	// owner, so the next call with the key is a new intent. It reports
+	// whether a live record existed. A pending owner's later writes are
+	// fenced off as after a takeover.
+	Delete(ctx context.Context, scope, key string) (deleted bool, err error)
+}
