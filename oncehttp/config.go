@@ -1,0 +1,194 @@
+package oncehttp
+
+import (
+	"net/http"
+
+	"github.com/stagedoor/once"
+)
+
+// DefaultHeader is the request header that carries the idempotency key.
+const DefaultHeader = "Idempotency-Key"
+
+// ReplayedHeader is added, with the value "true", to every replayed
+// response and to no other.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// DefaultMaxBody and DefaultMaxStoredBody are the default caps on the
+// request body that is fingerprinted and on the response body that is
+// stored: 1 MiB each.
+const (
+	DefaultMaxBody       = 1 << 20
+	DefaultMaxStoredBody = 1 << 20
+)
+
+// DefaultProblemBase is the prefix of the default problem type URIs.
+const DefaultProblemBase = "https://stagedoor.example/problems/"
+
+// DefaultStoreHeaders are the response headers stored and replayed by
+// default: the ones a client acts on.
+var DefaultStoreHeaders = []string{
+	"Location", "Content-Type", "Content-Language", "Content-Location",
+	"ETag", "Last-Modified", "Cache-Control", "Retry-After", "Link",
+}
+
+// DefaultMethods are the request methods guarded by default.
+var DefaultMethods = []string{http.MethodPost, http.MethodPatch}
+
+// Config configures a Middleware. Only Scope is required; the zero value of
+// every other field means its documented default.
+type Config struct {
+	// Scope returns the scope of a request's keys: the authenticated
+	// principal (a user or API client id), so that another caller's key is,
+	// to this caller, a key nobody has seen. Required: there is no default,
+	// because any request-derived default (an IP address, a header the
+	// client sets) would let one client replay another's responses. An error
+	// is answered with 401 Problem Details, or with the status of a
+	// *ScopeError it wraps; an empty scope with a nil error is answered
+	// with 401 too. The error's text is never sent.
+	Scope func(*http.Request) (string, error)
+
+	// Header is the request header that carries the key. Defaults to
+	// "Idempotency-Key". The value may be a bare key or an RFC 8941 string
+	// ("quoted", as the draft writes it); the key must be 1 to 255 bytes of
+	// printable ASCII (space included) and appear once, else 400.
+	Header string
+
+	// Methods lists the guarded request methods; others pass straight to
+	// the next handler, untouched. Defaults to POST and PATCH.
+	Methods []string
+
+	// AllowMissingKey lets a guarded request without the header through to
+	// the next handler unguarded. Defaults to false: a guarded request
+	// without a key gets 400 Problem Details (missing-key), since the draft
+	// lets a resource require the key and a POST that creates an order
+	// should.
+	AllowMissingKey bool
+
+	// MaxBody caps the request body read for the fingerprint, in bytes; a
+	// longer body gets 413 Problem Details and the handler does not run.
+	// Defaults to 1 MiB when zero; negative disables the cap, which lets any
+	// client make the server buffer any amount of memory.
+	MaxBody int64
+
+	// Fingerprint computes the request fingerprint. Defaults to a
+	// hashers.RequestHasher with MaxBody: SHA-256 over the method, the
+	// escaped path and the raw body (the query is ignored), with the body
+	// restored for the handler. An error wrapping hashers.ErrBodyTooLarge
+	// or *http.MaxBytesError gets 413, any other error 400; its text is never
+	// sent. A fingerprint over 64 bytes is a programming error and gets 500.
+	Fingerprint func(*http.Request) (once.Fingerprint, error)
+
+	// MaxStoredBody caps the response body that is stored, in bytes.
+	// Defaults to 1 MiB when zero; must not be negative. A larger response
+	// is still sent in full to the client that caused it, but only the fact
+	// that it was too large is stored: retries with the key get 500 Problem
+	// Details (response-unavailable) and the handler does not run again.
+	// The middleware sets the Keeper's outcome cap for its own calls to
+	// MaxStoredBody plus 64 KiB for the stored headers, so that a response
+	// within MaxStoredBody fits; a response whose stored headers exceed
+	// that room is treated like a too-large body on replay.
+	MaxStoredBody int
+
+	// StoreHeaders lists the response headers that are stored and replayed.
+	// Defaults to DefaultStoreHeaders (Location, Content-Type,
+	// Content-Language, Content-Location, ETag, Last-Modified, Cache-Control,
+	// Retry-After, Link). Set-Cookie and hop-by-hop headers (Connection,
+	// Keep-Alive, Transfer-Encoding, Upgrade, TE, Trailer, Proxy-*, and any
+	// header the response's Connection header names) are never stored, even
+	// when listed: a replay must not hand one session's cookie to a retry.
+	StoreHeaders []string
+
+	// OnServerError decides what a 5xx response does to the key; 5xx
+	// responses are never stored either way. Defaults to Hold for every
+	// status: the key stays in progress until the Keeper's lease ends, so
+	// duplicates get 409 meanwhile. Release frees the key at once, so the
+	// next retry runs the handler again; use it for statuses that mean
+	// nothing happened (see ReleaseOn).
+	OnServerError func(status int) ServerErrorPolicy
+
+	// Options are applied to the scope of every call (once.Scope.With),
+	// e.g. once.WithWait(2*time.Second) so that a duplicate waits for the
+	// first request's response instead of getting 409, or a per-route
+	// once.WithLease. Defaults to none: the Keeper's policy applies. The
+	// middleware sets its own codec (responses are stored in a compact
+	// binary form), the outcome size cap (see MaxStoredBody) and the
+	// default error classifier after these, so those three cannot be
+	// overridden here.
+	Options []once.Option
+
+	// ProblemBase is the prefix of the problem type URIs that ProblemTypes
+	// leaves empty. Defaults to "https://stagedoor.example/problems/".
+	ProblemBase string
+
+	// ProblemTypes overrides individual problem type URIs.
+	ProblemTypes ProblemTypes
+}
+
+// ProblemTypes holds the "type" URI of each Problem Details answer. An empty
+// field defaults to Config.ProblemBase followed by the slug in its comment,
+// e.g. "https://stagedoor.example/problems/request-in-progress".
+type ProblemTypes struct {
+	// MissingKey (400): a guarded request without a key. Slug
+	// "idempotency-key-missing". Point it at your API documentation, as the
+	// draft asks.
+	MissingKey string
+	// InvalidKey (400): an empty, too long, non-printable or repeated key.
+	// Slug "idempotency-key-invalid".
+	InvalidKey string
+	// InProgress (409): the first request with the key is still running,
+	// or its 5xx is held. Slug "request-in-progress".
+	InProgress string
+	// KeyReused (422): the key was used with another method, path or body.
+	// Slug "idempotency-key-reused".
+	KeyReused string
+	// BodyTooLarge (413): the request body exceeds MaxBody. Slug
+	// "request-body-too-large".
+	BodyTooLarge string
+	// InvalidBody (400): the body could not be read or fingerprinted. Slug
+	// "request-body-invalid".
+	InvalidBody string
+	// Unauthorized (401, or a *ScopeError's status): Scope failed. Slug
+	// "unauthorized".
+	Unauthorized string
+	// StoreUnavailable (503): the idempotency store failed; the handler did
+	// not run. Slug "store-unavailable".
+	StoreUnavailable string
+	// ResponseUnavailable (500): the key's response exists but cannot be
+	// replayed (it was too large to store, or can no longer be decoded).
+	// Slug "response-unavailable".
+	ResponseUnavailable string
+	// Internal (500): the request was not processed because of a server
+	// error, e.g. Scope returned a name the core rejects (over 255 bytes or
+	// with control characters). Slug "internal-error".
+	Internal string
+}
+
+// ServerErrorPolicy says what a 5xx response does to its key.
+type ServerErrorPolicy uint8
+
+const (
+	// Hold keeps the key in progress until the Keeper's lease ends
+	// (once.Hold): the outcome is unknown, so duplicates get 409 until then
+	// and the next request after the lease runs the handler again. This is
+	// the default.
+	Hold ServerErrorPolicy = iota
+	// Release frees the key at once: the next request with it runs the
+	// handler again. Safe only when the failed request did nothing durable,
+	// or its downstream call carries a once.DerivedKey.
+	Release
+)
+
+// ReleaseOn returns an OnServerError policy that releases the key for the
+// listed statuses and holds it for every other 5xx.
+func ReleaseOn(statuses ...int) func(status int) ServerErrorPolicy {
+	set := make(map[int]bool, len(statuses))
+	for _, s := range statuses {
+		set[s] = true
+	}
+	return func(status int) ServerErrorPolicy {
+		if set[status] {
+			return Release
+		}
+		return Hold
+	}
+}

@@ -1,0 +1,245 @@
+package oncehttp
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/textproto"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/hashers"
+)
+
+// headerBudget is the room left for stored headers and the envelope when
+// the middleware sizes the Keeper's outcome cap for its calls.
+const headerBudget = 64 << 10
+
+// Middleware guards handlers with idempotency keys. It is safe for
+// concurrent use and holds no per-request state; make one per Keeper and
+// Config and wrap as many handlers as you like.
+type Middleware struct {
+	keeper        *once.Keeper
+	scope         func(*http.Request) (string, error)
+	header        string
+	methods       []string
+	allowMissing  bool
+	fingerprint   func(*http.Request) (once.Fingerprint, error)
+	maxStored     int
+	allow         []string
+	onServerError func(int) ServerErrorPolicy
+	opts          []once.Option
+	problems      problems
+}
+
+// New returns a Middleware that guards requests with k, configured by cfg.
+// It returns a *ConfigError (errors.Is ErrInvalidConfig) and no Middleware
+// when k is nil, cfg.Scope is nil (there is no insecure default), or a
+// field is out of range.
+func New(k *once.Keeper, cfg Config) (*Middleware, error) {
+	if k == nil {
+		return nil, &ConfigError{Field: "Keeper", Reason: "nil"}
+	}
+	if cfg.Scope == nil {
+		return nil, &ConfigError{Field: "Scope", Reason: "required: return the authenticated principal of the request"}
+	}
+	if cfg.MaxStoredBody < 0 {
+		return nil, &ConfigError{Field: "MaxStoredBody", Reason: "negative"}
+	}
+	m := &Middleware{
+		keeper:        k,
+		scope:         cfg.Scope,
+		header:        textproto.CanonicalMIMEHeaderKey(cfg.Header),
+		methods:       slices.Clone(cfg.Methods),
+		allowMissing:  cfg.AllowMissingKey,
+		fingerprint:   cfg.Fingerprint,
+		maxStored:     cfg.MaxStoredBody,
+		allow:         storeList(cfg.StoreHeaders),
+		onServerError: cfg.OnServerError,
+	}
+	if cfg.Header == "" {
+		m.header = DefaultHeader
+	} else if !validFieldName(cfg.Header) {
+		return nil, &ConfigError{Field: "Header", Reason: "not a valid header field name"}
+	}
+	if m.methods == nil {
+		m.methods = slices.Clone(DefaultMethods)
+	}
+	if slices.Contains(m.methods, "") {
+		return nil, &ConfigError{Field: "Methods", Reason: "empty method"}
+	}
+	if m.fingerprint == nil {
+		maxBody := cfg.MaxBody
+		if maxBody == 0 {
+			maxBody = DefaultMaxBody
+		}
+		m.fingerprint = hashers.RequestHasher{MaxBody: maxBody}.Hash
+	}
+	if m.maxStored == 0 {
+		m.maxStored = DefaultMaxStoredBody
+	}
+	if m.onServerError == nil {
+		m.onServerError = func(int) ServerErrorPolicy { return Hold }
+	}
+	// The caller's options first; then the three the middleware relies
+	// on: its codec, an outcome cap that fits MaxStoredBody, and no
+	// classifier, so that its 5xx marker errors are released or held as
+	// OnServerError says.
+	m.opts = append(slices.Clone(cfg.Options),
+		once.WithCodec(responseCodec{}),
+		once.WithMaxOutcomeSize(m.maxStored+headerBudget),
+		once.WithClassifier(nil),
+	)
+	base := cfg.ProblemBase
+	if base == "" {
+		base = DefaultProblemBase
+	}
+	m.problems = newProblems(base, cfg.ProblemTypes)
+	return m, nil
+}
+
+// Handler returns next guarded by m. Its type fits routers that take
+// func(http.Handler) http.Handler middleware: pass m.Handler.
+//
+// A request whose method is not guarded reaches next untouched. A guarded
+// request reaches next at most once per (scope, key) within the Keeper's
+// retention, with its body restored after fingerprinting and a context
+// that is cancelled if the key's lease is lost; every other request with
+// the key gets the stored response or a Problem Details answer (see the
+// package documentation).
+func (m *Middleware) Handler(next http.Handler) http.Handler {
+	if next == nil {
+		panic("oncehttp: nil handler")
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m.serve(next, w, r)
+	})
+}
+
+func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
+	if !slices.Contains(m.methods, r.Method) {
+		next.ServeHTTP(w, r)
+		return
+	}
+	key, err := requestKey(r, m.header)
+	switch {
+	case errors.Is(err, errNoKey) && m.allowMissing:
+		next.ServeHTTP(w, r)
+		return
+	case errors.Is(err, errNoKey):
+		m.problems.write(w, probMissingKey, 0)
+		return
+	case err != nil:
+		m.problems.write(w, probInvalidKey, 0)
+		return
+	}
+	name, err := m.scope(r)
+	if err != nil || name == "" {
+		m.problems.writeScope(w, scopeStatus(err))
+		return
+	}
+	fp, err := m.fingerprint(r)
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.Is(err, hashers.ErrBodyTooLarge) || errors.As(err, &tooLarge) {
+			m.problems.write(w, probBodyTooLarge, 0)
+		} else {
+			m.problems.write(w, probInvalidBody, 0)
+		}
+		return
+	}
+
+	var rec *recorder
+	out, err := once.DoOutcome(r.Context(), m.keeper.Scope(name).With(m.opts...), key, fp,
+		func(ctx context.Context) (storedResponse, error) {
+			rec = &recorder{rw: w, method: r.Method, allow: m.allow, limit: m.maxStored}
+			next.ServeHTTP(rec, r.WithContext(ctx))
+			rec.finish()
+			if rec.status >= 500 {
+				err := &serverError{status: rec.status}
+				if m.onServerError(rec.status) == Release {
+					return storedResponse{}, err
+				}
+				return storedResponse{}, once.Hold(err)
+			}
+			return rec.response(), nil
+		})
+	if rec != nil {
+		// The handler ran in this request: its client gets the response as
+		// written, whatever became of storing it (a 5xx, a lost lease, a
+		// store failure after the fact).
+		rec.commit()
+		return
+	}
+	if err == nil {
+		if out.Value.Format != storedFormat || out.Value.TooLarge || out.Value.Status < 200 {
+			m.problems.write(w, probResponseUnavailable, 0)
+			return
+		}
+		out.Value.replay(w, r.Method)
+		return
+	}
+	m.writeError(w, err)
+}
+
+// writeError answers a call that did not run the handler and has no
+// stored response to replay.
+func (m *Middleware) writeError(w http.ResponseWriter, err error) {
+	var inProgress *once.InProgressError
+	switch {
+	case errors.As(err, &inProgress):
+		m.problems.write(w, probInProgress, retryAfterSeconds(inProgress.RetryAfter))
+	case errors.Is(err, once.ErrKeyReused):
+		m.problems.write(w, probKeyReused, 0)
+	case errors.Is(err, once.ErrOutcomeTooLarge), errors.Is(err, once.ErrUndecodable):
+		m.problems.write(w, probResponseUnavailable, 0)
+	case errors.Is(err, once.ErrStore),
+		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		m.problems.write(w, probStoreUnavailable, 1)
+	default:
+		// An invalid scope name, or a stored outcome that is not an HTTP
+		// response (another writer used this scope and key).
+		m.problems.write(w, probInternal, 0)
+	}
+}
+
+// retryAfterSeconds rounds d up to whole seconds, at least 1.
+func retryAfterSeconds(d time.Duration) int {
+	s := int((d + time.Second - 1) / time.Second)
+	return max(s, 1)
+}
+
+// serverError is what fn returns for a 5xx response: retryable (released)
+// or, wrapped in once.Hold, held.
+type serverError struct{ status int }
+
+func (e *serverError) Error() string {
+	return "oncehttp: handler answered " + strconv.Itoa(e.status)
+}
+
+// validFieldName reports whether s is an RFC 9110 token.
+func validFieldName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
+		case c < 0x80 && c > 0x20 && !isSeparator(c):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func isSeparator(c byte) bool {
+	switch c {
+	case '(', ')', '<', '>', '@', ',', ';', ':', '\\', '"', '/', '[', ']', '?', '=', '{', '}', 0x7f:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,141 @@
+package oncehttp
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+)
+
+// problemKind enumerates the answers the middleware makes itself.
+type problemKind uint8
+
+const (
+	probMissingKey problemKind = iota
+	probInvalidKey
+	probInProgress
+	probKeyReused
+	probBodyTooLarge
+	probInvalidBody
+	probUnauthorized
+	probStoreUnavailable
+	probResponseUnavailable
+	probInternal
+	numProblems
+)
+
+type problemSpec struct {
+	slug   string
+	status int
+	title  string
+	detail string
+}
+
+var problemSpecs = [numProblems]problemSpec{
+	probMissingKey: {"idempotency-key-missing", http.StatusBadRequest,
+		"Idempotency key required",
+		"This operation requires an idempotency key header; generate one when the user acts and send the same one with every retry."},
+	probInvalidKey: {"idempotency-key-invalid", http.StatusBadRequest,
+		"Invalid idempotency key",
+		"The idempotency key must be sent once and be 1 to 255 printable ASCII characters."},
+	probInProgress: {"request-in-progress", http.StatusConflict,
+		"Request in progress",
+		"A request with this idempotency key is still being processed; retry after the time in Retry-After to receive its response."},
+	probKeyReused: {"idempotency-key-reused", http.StatusUnprocessableEntity,
+		"Idempotency key reused",
+		"This idempotency key was already used with a different request (method, path or body); use a new key for a new request."},
+	probBodyTooLarge: {"request-body-too-large", http.StatusRequestEntityTooLarge,
+		"Request body too large",
+		"The request body exceeds the size this operation accepts."},
+	probInvalidBody: {"request-body-invalid", http.StatusBadRequest,
+		"Request body unreadable",
+		"The request body could not be read."},
+	probUnauthorized: {"unauthorized", http.StatusUnauthorized,
+		"Caller not identified",
+		"The caller could not be identified, so the idempotency key cannot be scoped."},
+	probStoreUnavailable: {"store-unavailable", http.StatusServiceUnavailable,
+		"Idempotency store unavailable",
+		"The request was not processed because its idempotency key could not be checked; retry with the same key."},
+	probResponseUnavailable: {"response-unavailable", http.StatusInternalServerError,
+		"Stored response unavailable",
+		"A request with this idempotency key was already processed, but its response cannot be replayed; it will not be processed again."},
+	probInternal: {"internal-error", http.StatusInternalServerError,
+		"Internal error",
+		"The request was not processed because of a server error."},
+}
+
+// problem is an RFC 9457 Problem Details document.
+type problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail"`
+}
+
+// problems holds the encoded documents, made once by New.
+type problems struct {
+	body [numProblems][]byte
+	// unauthorizedType is kept to encode the rare *ScopeError answers
+	// with a status other than 401.
+	unauthorizedType string
+}
+
+func newProblems(base string, types ProblemTypes) problems {
+	uris := [numProblems]string{
+		probMissingKey:          types.MissingKey,
+		probInvalidKey:          types.InvalidKey,
+		probInProgress:          types.InProgress,
+		probKeyReused:           types.KeyReused,
+		probBodyTooLarge:        types.BodyTooLarge,
+		probInvalidBody:         types.InvalidBody,
+		probUnauthorized:        types.Unauthorized,
+		probStoreUnavailable:    types.StoreUnavailable,
+		probResponseUnavailable: types.ResponseUnavailable,
+		probInternal:            types.Internal,
+	}
+	var p problems
+	for k, spec := range problemSpecs {
+		if uris[k] == "" {
+			uris[k] = base + spec.slug
+		}
+		p.body[k] = encodeProblem(problem{Type: uris[k], Title: spec.title, Status: spec.status, Detail: spec.detail})
+	}
+	p.unauthorizedType = uris[probUnauthorized]
+	return p
+}
+
+func encodeProblem(p problem) []byte {
+	b, err := json.Marshal(p)
+	if err != nil { // strings and ints always marshal
+		panic(err)
+	}
+	return append(b, '\n')
+}
+
+// write sends problem k. retryAfter, when positive, is sent as Retry-After
+// in whole seconds.
+func (p *problems) write(w http.ResponseWriter, k problemKind, retryAfter int) {
+	p.writeBody(w, problemSpecs[k].status, p.body[k], retryAfter)
+}
+
+// writeScope sends the answer to a Scope failure with the given status.
+func (p *problems) writeScope(w http.ResponseWriter, status int) {
+	if status == http.StatusUnauthorized {
+		p.write(w, probUnauthorized, 0)
+		return
+	}
+	spec := problemSpecs[probUnauthorized]
+	body := encodeProblem(problem{Type: p.unauthorizedType, Title: http.StatusText(status), Status: status, Detail: spec.detail})
+	p.writeBody(w, status, body, 0)
+}
+
+func (p *problems) writeBody(w http.ResponseWriter, status int, body []byte, retryAfter int) {
+	h := w.Header()
+	h.Set("Content-Type", "application/problem+json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	h.Set("Cache-Control", "no-store")
+	if retryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(retryAfter))
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
