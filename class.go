@@ -62,8 +62,18 @@ func Hold(err error) error {
 	return &classified{err: err, class: HeldClass}
 }
 
+// Retry marks err as retryable whatever the classifier says: Do releases
+// the claim at once and stores nothing, so the next call runs fn again. Do
+// returns err itself, unwrapped. Retry(nil) is nil.
+func Retry(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &classified{err: err, class: Retryable}
+}
+
 // Classifier decides the class of an error that fn returned without
-// marking it with Final or Hold.
+// marking it with Final, Hold or Retry.
 type Classifier func(err error) Class
 
 // classify returns the class of err and err without its class marker.

@@ -162,3 +162,22 @@ func TestPanicReleasesAndRepanics(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 3, v, "the panicking call's claim was released")
 }
+
+func TestRetryMarkerOverridesTheClassifier(t *testing.T) {
+	ctx := context.Background()
+	scope := once.New(nil, once.WithClassifier(func(error) once.Class { return once.FinalClass })).Scope("s")
+	var runs atomic.Int32
+	errBusy := errors.New("busy")
+	fn := func(context.Context) (int, error) {
+		if runs.Add(1) == 1 {
+			return 0, once.Retry(errBusy)
+		}
+		return 1, nil
+	}
+	_, err := once.Do(ctx, scope, "k", nil, fn)
+	assert.Equal(t, errBusy, err, "unwrapped")
+	v, err := once.Do(ctx, scope, "k", nil, fn)
+	require.NoError(t, err)
+	assert.Equal(t, 1, v)
+	assert.Equal(t, int32(2), runs.Load())
+}
