@@ -1,0 +1,155 @@
+// Package testservers connects tests outside the backend packages to the
+// real PostgreSQL and Redis servers, so that the core, the HTTP middleware
+// and the examples are tested on every store, never on mocks.
+//
+// Servers come from ONCE_POSTGRES_URL and ONCE_REDIS_ADDR, with local
+// defaults. Without a server a test is skipped, unless ONCE_REQUIRE_SERVERS=1
+// or CI is set, where it fails: in CI a missing server is a failure.
+package testservers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/backends/postgres"
+	"github.com/stagedoor/once/backends/redisstore"
+)
+
+// Defaults when the environment names no server.
+const (
+	DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	DefaultRedisAddr   = "127.0.0.1:6379"
+)
+
+// PostgresURL is ONCE_POSTGRES_URL or DefaultPostgresURL.
+func PostgresURL() string {
+	if u := os.Getenv("ONCE_POSTGRES_URL"); u != "" {
+		return u
+	}
+	return DefaultPostgresURL
+}
+
+// RedisAddr is ONCE_REDIS_ADDR or DefaultRedisAddr.
+func RedisAddr() string {
+	if a := os.Getenv("ONCE_REDIS_ADDR"); a != "" {
+		return a
+	}
+	return DefaultRedisAddr
+}
+
+// Required reports whether a missing server must fail the test.
+func Required() bool {
+	return os.Getenv("ONCE_REQUIRE_SERVERS") == "1" || os.Getenv("CI") != ""
+}
+
+func unavailable(tb testing.TB, what string, err error) {
+	tb.Helper()
+	msg := fmt.Sprintf("%s is not usable: %v", what, err)
+	if Required() {
+		tb.Fatal(msg)
+	}
+	tb.Skip(msg)
+}
+
+// Suffix returns a random suffix for table names and key prefixes.
+func Suffix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// Pool returns a pool on the test server, closed when tb ends.
+func Pool(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, PostgresURL())
+	if err == nil {
+		err = pool.Ping(ctx)
+	}
+	if err != nil {
+		if pool != nil {
+			pool.Close()
+		}
+		unavailable(tb, "PostgreSQL at "+PostgresURL(), err)
+	}
+	tb.Cleanup(pool.Close)
+	return pool
+}
+
+// PostgresStore returns a PostgreSQL store on its own freshly migrated
+// table, dropped when tb ends, and its pool.
+func PostgresStore(tb testing.TB) (*postgres.Store, *pgxpool.Pool) {
+	tb.Helper()
+	pool := Pool(tb)
+	cfg := &postgres.Config{Table: "once_t_" + Suffix()}
+	ctx := context.Background()
+	if err := postgres.Migrate(ctx, pool, cfg); err != nil {
+		tb.Fatalf("migrate: %v", err)
+	}
+	tb.Cleanup(func() {
+		for _, t := range []string{cfg.Table, cfg.Table + "_migrations"} {
+			_, _ = pool.Exec(context.Background(), "DROP TABLE IF EXISTS "+pgx.Identifier{"public", t}.Sanitize())
+		}
+	})
+	s, err := postgres.New(pool, cfg)
+	if err != nil {
+		tb.Fatalf("postgres.New: %v", err)
+	}
+	return s, pool
+}
+
+// RedisClient returns a client of the test server, closed when tb ends.
+func RedisClient(tb testing.TB) *redis.Client {
+	tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: RedisAddr()})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		unavailable(tb, "Redis at "+RedisAddr(), err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// RedisStore returns a Redis store under its own random key prefix, whose
+// keys are deleted when tb ends.
+func RedisStore(tb testing.TB) *redisstore.Store {
+	tb.Helper()
+	c := RedisClient(tb)
+	prefix := "once-t-" + Suffix() + ":"
+	s, err := redisstore.New(context.Background(), c, &redisstore.Config{KeyPrefix: prefix, EvictionPolicyCheck: redisstore.EvictionIgnore})
+	if err != nil {
+		tb.Fatalf("redisstore.New: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx := context.Background()
+		iter := c.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			_ = c.Del(ctx, iter.Val()).Err()
+		}
+	})
+	return s
+}
+
+// Stores returns one fresh store of every backend, by name: "memory",
+// "postgres" and "redis".
+func Stores() map[string]func(testing.TB) backends.Store {
+	return map[string]func(testing.TB) backends.Store{
+		"memory":   func(testing.TB) backends.Store { return memory.New(nil) },
+		"postgres": func(tb testing.TB) backends.Store { s, _ := PostgresStore(tb); return s },
+		"redis":    func(tb testing.TB) backends.Store { return RedisStore(tb) },
+	}
+}
