@@ -168,6 +168,10 @@ type Store interface {
 	// if, it is pending and owned by p.Owner (its lease may have lapsed as
 	// long as nobody took it over). It reports whether it did; false means
 	// the owner lost the claim and nothing was written.
+	//
+	// Complete is idempotent: repeating a Complete that applied, with the
+	// same owner and outcome, reports true again, so that a retry after a
+	// lost reply is not mistaken for a lost lease.
 	Complete(ctx context.Context, p CompleteParams) (applied bool, err error)
 
 	// Renew extends the lease of a pending record owned by p.Owner to
