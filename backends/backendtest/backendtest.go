@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"DuplicateInProgress", testDuplicateInProgress},
 		{"Replay", testReplay},
 		{"CompleteWrongOwner", testCompleteWrongOwner},
+		{"CompleteIsIdempotent", testCompleteIsIdempotent},
 		{"RenewExtendsLease", testRenewExtendsLease},
 		{"RenewWrongOwnerOrCompleted", testRenewWrongOwnerOrCompleted},
 		{"ReleaseThenReclaim", testReleaseThenReclaim},
@@ -67,6 +68,12 @@ func Run(t *testing.T, newStore NewStore) {
 		{"ResolvePending", testResolvePending},
 		{"ResolveNeverOverwrites", testResolveNeverOverwrites},
 		{"Watch", testWatch},
+		{"AdminGet", testAdminGet},
+		{"AdminGetLapsedAndExpired", testAdminGetLapsedAndExpired},
+		{"AdminDeletePendingFencesOwner", testAdminDeletePendingFencesOwner},
+		{"AdminDeleteCompleted", testAdminDeleteCompleted},
+		{"AdminDeleteAbsent", testAdminDeleteAbsent},
+		{"AdminDeleteWakesWatchers", testAdminDeleteWakesWatchers},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -153,10 +160,23 @@ func testCompleteWrongOwner(t *testing.T, s backends.Store) {
 	require.NoError(t, err)
 	assert.Equal(t, backends.StatePending, r.Existing.State, "the record is still the owner's pending claim")
 	assert.True(t, complete(t, s, scope, "k", owner, []byte("y"), longRetention))
-	assert.False(t, complete(t, s, scope, "k", owner, []byte("z"), longRetention), "a completed record is never completed again")
+	assert.False(t, complete(t, s, scope, "k", owner, []byte("z"), longRetention), "a completed record is never completed with another outcome")
+	assert.False(t, complete(t, s, scope, "k", Token(), []byte("y"), longRetention), "nor by another owner")
 	r, err = s.Claim(context.Background(), claim(scope, "k", Token(), nil, longLease, longRetention))
 	require.NoError(t, err)
 	assert.Equal(t, []byte("y"), r.Existing.Outcome)
+}
+
+func testCompleteIsIdempotent(t *testing.T, s backends.Store) {
+	scope, owner := Scope(t), Token()
+	mustClaim(t, s, claim(scope, "k", owner, nil, longLease, longRetention))
+	require.True(t, complete(t, s, scope, "k", owner, []byte("v"), longRetention))
+	assert.True(t, complete(t, s, scope, "k", owner, []byte("v"), longRetention),
+		"a retried Complete whose first reply was lost still reports applied")
+	r, err := s.Claim(context.Background(), claim(scope, "k", Token(), nil, longLease, longRetention))
+	require.NoError(t, err)
+	assert.Equal(t, backends.StateCompleted, r.Existing.State)
+	assert.Equal(t, []byte("v"), r.Existing.Outcome)
 }
 
 func testRenewExtendsLease(t *testing.T, s backends.Store) {

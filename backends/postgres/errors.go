@@ -27,8 +27,8 @@ const (
 // context.Canceled) or errors.Is(err, context.DeadlineExceeded) holds.
 type Error struct {
 	// Op is the operation that failed: "claim", "complete", "renew",
-	// "release", "resolve", "sweep", "migrate", or DoTx's "begin" and
-	// "commit".
+	// "release", "resolve", "sweep", "migrate", Admin's "get" and
+	// "delete", or DoTx's "begin" and "commit".
 	Op string
 	// Code is the SQLSTATE reported by the server, or empty when the error
 	// did not come from the server.

@@ -32,7 +32,8 @@ var (
 // unwraps to its Kind only.
 type Error struct {
 	// Op is the operation: "claim", "complete", "renew", "release",
-	// "resolve", "watch", "new" or "eviction check".
+	// "resolve", "watch", "new", "eviction check", or Admin's "get" and
+	// "delete".
 	Op string
 	// Kind is ErrUnavailable, ErrServer, ErrCorrupt, ErrInvalid,
 	// backends.ErrClosed, context.Canceled or context.DeadlineExceeded.

@@ -1,0 +1,92 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stagedoor/once/backends"
+)
+
+var _ backends.Admin = (*Store)(nil)
+
+// The operator scripts. New does not preload them: operations are rare, and
+// the first run of each costs one EVAL fallback.
+var (
+	//go:embed lua/get.lua
+	getLua string
+	//go:embed lua/delete.lua
+	deleteLua string
+
+	getScript    = redis.NewScript(getLua)
+	deleteScript = redis.NewScript(deleteLua)
+)
+
+// Get implements backends.Admin with one script that reads the record,
+// its PTTL and the server's TIME, and writes nothing. An expired record
+// has vanished from Redis and is reported absent.
+func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
+	const op = "get"
+	if err := ctx.Err(); err != nil {
+		return backends.Record{}, 0, false, translate(ctx, op, err)
+	}
+	v, err := getScript.Run(ctx, s.client, []string{s.key(scope, key)}).Result()
+	if err != nil {
+		return backends.Record{}, 0, false, translate(ctx, op, err)
+	}
+	if v == int64(0) {
+		return backends.Record{}, 0, false, nil
+	}
+	reply, ok := v.([]any)
+	if !ok || len(reply) != 3 {
+		return backends.Record{}, 0, false, corrupt(op, "reply shape")
+	}
+	raw, ok1 := reply[0].(string)
+	ttl, ok2 := reply[1].(int64)
+	left, ok3 := reply[2].(int64)
+	if !ok1 || !ok2 || !ok3 || ttl < 0 {
+		return backends.Record{}, 0, false, corrupt(op, "reply types")
+	}
+	var rec backends.Record
+	if len(raw) > 0 && raw[0] == 'p' {
+		rec, err = decodePending(op, raw)
+		rec.LeaseRemaining = time.Duration(left) * time.Millisecond
+	} else {
+		rec, err = decodeCompleted(op, raw)
+	}
+	if err != nil {
+		return backends.Record{}, 0, false, err
+	}
+	return rec, time.Duration(ttl) * time.Millisecond, true, nil
+}
+
+// Delete implements backends.Admin with one script that deletes the record
+// whatever its state or owner and notifies watchers as Release does. A
+// pending owner's later Complete, Renew and Release find no record and
+// report false.
+func (s *Store) Delete(ctx context.Context, scope, key string) (bool, error) {
+	const op = "delete"
+	if err := ctx.Err(); err != nil {
+		return false, translate(ctx, op, err)
+	}
+	return s.runBool(ctx, op, deleteScript, scope, key, s.notify)
+}
+
+// decodePending parses 'p' len(fp) fp len(owner) owner lease-end-ms,
+// checking the layout; it returns the state and the fingerprint.
+func decodePending(op, s string) (backends.Record, error) {
+	if len(s) < 3 || s[0] != 'p' {
+		return backends.Record{}, corrupt(op, "record header")
+	}
+	n := int(s[1])
+	if len(s) < 3+n {
+		return backends.Record{}, corrupt(op, "record fingerprint")
+	}
+	m := int(s[2+n])
+	if len(s) <= 3+n+m {
+		return backends.Record{}, corrupt(op, "record owner or lease")
+	}
+	return backends.Record{State: backends.StatePending, Fingerprint: bytesOrNil(s[2 : 2+n])}, nil
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/postgres"
+	"github.com/stagedoor/once/backends/redisstore"
+)
+
+// go-redis logs dial failures with the driver's raw messages on the
+// process's stderr; the CLI reports the store's translated errors instead.
+func init() { redis.SetLogger(quietLogger{}) }
+
+type quietLogger struct{}
+
+func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// kind is the store a command line selects.
+type kind uint8
+
+const (
+	kindPostgres kind = iota + 1
+	kindRedis
+)
+
+// selectBackend decides the store from the flags, without contacting it:
+// exactly one of --postgres, --redis, --redis-cluster, or else
+// $ONCE_POSTGRES_URL. Schema and table names are checked here too.
+func (c *cli) selectBackend() (kind, error) {
+	n := 0
+	for _, set := range []bool{c.Postgres != "", c.Redis != "", len(c.RedisCluster) > 0} {
+		if set {
+			n++
+		}
+	}
+	switch {
+	case n > 1:
+		return 0, usagef("choose one store: --postgres, --redis or --redis-cluster")
+	case c.Redis != "" || len(c.RedisCluster) > 0:
+		return kindRedis, nil
+	case c.Postgres == "":
+		c.Postgres = os.Getenv("ONCE_POSTGRES_URL")
+		if c.Postgres == "" {
+			return 0, usagef("no store: give --postgres URL (or set ONCE_POSTGRES_URL), --redis ADDR or --redis-cluster ADDRS")
+		}
+	}
+	if _, err := postgres.New(nil, c.pgConfig()); err != nil {
+		return 0, usage(err) // an *postgres.IdentifierError
+	}
+	return kindPostgres, nil
+}
+
+func (c *cli) pgConfig() *postgres.Config {
+	return &postgres.Config{Schema: c.Schema, Table: c.Table}
+}
+
+// conn is an open store; Close releases its pool or client.
+type conn struct {
+	kind  kind
+	store backends.Store
+	admin backends.Admin
+
+	pool *pgxpool.Pool         // kindPostgres
+	pg   *postgres.Store       // kindPostgres
+	rdb  redis.UniversalClient // kindRedis
+	rs   *redisstore.Store     // kindRedis
+}
+
+// open connects to the store the flags select. A Redis store is contacted
+// (redisstore.New loads its scripts); a PostgreSQL pool connects lazily.
+func (e *env) open(ctx context.Context, k kind) (*conn, error) {
+	c := e.cli
+	if k == kindPostgres {
+		cfg, err := pgxpool.ParseConfig(c.Postgres)
+		if err != nil {
+			// The parser's message can quote the URL, password included.
+			return nil, usagef("invalid --postgres URL (expected postgres://user@host:port/db?options)")
+		}
+		cfg.MaxConns = 2
+		pool, err := pgxpool.NewWithConfig(ctx, cfg)
+		if err != nil {
+			return nil, errors.New("cannot create the PostgreSQL connection pool")
+		}
+		pg, err := postgres.New(pool, c.pgConfig())
+		if err != nil {
+			pool.Close()
+			return nil, usage(err)
+		}
+		return &conn{kind: k, store: pg, admin: pg, pool: pool, pg: pg}, nil
+	}
+	var rdb redis.UniversalClient
+	if len(c.RedisCluster) > 0 {
+		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.RedisCluster})
+	} else {
+		rdb = redis.NewClient(&redis.Options{Addr: c.Redis})
+	}
+	rs, err := redisstore.New(ctx, rdb, &redisstore.Config{
+		KeyPrefix:           c.Prefix,
+		EvictionPolicyCheck: redisstore.EvictionIgnore, // `once check` reports it
+	})
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
+	return &conn{kind: k, store: rs, admin: rs, rdb: rdb, rs: rs}, nil
+}
+
+// Close releases the connections.
+func (c *conn) Close() {
+	if c.pool != nil {
+		c.pool.Close()
+	}
+	if c.rdb != nil {
+		_ = c.rdb.Close()
+	}
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+)
+
+// cli is the command line: global flags, then one subcommand.
+type cli struct {
+	Postgres     string        `placeholder:"URL" help:"PostgreSQL connection URL (default: $ONCE_POSTGRES_URL when no Redis flag is given)."`
+	Schema       string        `default:"public" help:"PostgreSQL schema of the records table."`
+	Table        string        `default:"once_records" help:"PostgreSQL records table."`
+	Redis        string        `placeholder:"ADDR" help:"Redis address (host:port) of a single node."`
+	RedisCluster []string      `name:"redis-cluster" sep:"," placeholder:"ADDRS" help:"Comma-separated seed addresses of a Redis Cluster."`
+	Prefix       string        `default:"once:" help:"Redis key prefix of the records."`
+	JSON         bool          `name:"json" help:"Print machine-readable JSON instead of text."`
+	Timeout      time.Duration `default:"30s" help:"Time limit of the command (not of sweep --loop as a whole)."`
+
+	Migrate migrateCmd `cmd:"" help:"Create or upgrade the PostgreSQL records table."`
+	Sweep   sweepCmd   `cmd:"" help:"Delete expired PostgreSQL rows in batches, once or in a loop."`
+	Get     getCmd     `cmd:"" help:"Show the record of a key: state, fingerprint, lease, expiry, outcome."`
+	Delete  deleteCmd  `cmd:"" help:"Delete the record of a key so the next call is a new intent."`
+	Resolve resolveCmd `cmd:"" help:"Store the outcome of a held or unrecorded key (once.Resolve)."`
+	Check   checkCmd   `cmd:"" help:"Check the store: Redis eviction policy, PostgreSQL connectivity and migration."`
+}
+
+// env is what every command's Run receives.
+type env struct {
+	ctx            context.Context
+	stdout, stderr io.Writer
+	cli            *cli
+}
+
+// bounded returns the command's context, limited by --timeout.
+func (e *env) bounded() (context.Context, context.CancelFunc) {
+	if e.cli.Timeout <= 0 {
+		return context.WithCancel(e.ctx)
+	}
+	return context.WithTimeout(e.ctx, e.cli.Timeout)
+}
+
+// emit prints v as one line of JSON with --json, or the text lines
+// otherwise.
+func (e *env) emit(v any, text ...string) error {
+	if e.cli.JSON {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(e.stdout, "%s\n", b)
+		return err
+	}
+	for _, line := range text {
+		if _, err := fmt.Fprintln(e.stdout, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+)
+
+type getCmd struct {
+	target `embed:""`
+}
+
+// recordView is what get prints: JSON with --json, text otherwise.
+type recordView struct {
+	Scope string `json:"scope"`
+	Key   string `json:"key"`
+	// State is "absent", "pending" or "completed".
+	State       string `json:"state"`
+	Fingerprint string `json:"fingerprint,omitempty"` // hex
+	// LeaseRemainingMS is set for a pending record; negative once the
+	// lease has lapsed (the key can be taken over).
+	LeaseRemainingMS *int64 `json:"lease_remaining_ms,omitempty"`
+	ExpiresInMS      int64  `json:"expires_in_ms,omitempty"`
+	OutcomeSize      int    `json:"outcome_size,omitempty"`
+	// OutcomeKind is "value", "error", "too_large" or "undecodable".
+	OutcomeKind string `json:"outcome_kind,omitempty"`
+	// Outcome is the value's or the error's JSON, when it is JSON.
+	Outcome json.RawMessage `json:"outcome,omitempty"`
+	// OutcomeRaw is the payload (base64 in JSON) when it is not JSON.
+	OutcomeRaw []byte `json:"outcome_raw,omitempty"`
+}
+
+func (g *getCmd) Run(e *env) error {
+	if err := g.validate(); err != nil {
+		return err
+	}
+	k, err := e.cli.selectBackend()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := e.bounded()
+	defer cancel()
+	c, err := e.open(ctx, k)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	rec, expiresIn, found, err := c.admin.Get(ctx, g.Scope, g.Key)
+	if err != nil {
+		return err
+	}
+	v := newRecordView(g.Scope, g.Key, rec, expiresIn, found)
+	return e.emit(v, v.text()...)
+}
+
+func newRecordView(scope, key string, rec backends.Record, expiresIn time.Duration, found bool) recordView {
+	v := recordView{Scope: scope, Key: key, State: "absent"}
+	if !found {
+		return v
+	}
+	v.State = rec.State.String()
+	v.Fingerprint = hex.EncodeToString(rec.Fingerprint)
+	v.ExpiresInMS = expiresIn.Milliseconds()
+	if rec.State == backends.StatePending {
+		ms := rec.LeaseRemaining.Milliseconds()
+		v.LeaseRemainingMS = &ms
+		return v
+	}
+	v.OutcomeSize = len(rec.Outcome)
+	kind, payload, err := once.DescribeOutcome(rec.Outcome)
+	if err != nil {
+		v.OutcomeKind, payload = "undecodable", rec.Outcome
+	} else {
+		v.OutcomeKind = kind
+	}
+	switch {
+	case len(payload) == 0:
+	case json.Valid(payload):
+		v.Outcome = json.RawMessage(payload)
+	default:
+		v.OutcomeRaw = payload
+	}
+	return v
+}
+
+// text renders the view for people.
+func (v recordView) text() []string {
+	lines := []string{
+		"scope:       " + v.Scope,
+		"key:         " + v.Key,
+		"state:       " + v.State,
+	}
+	if v.State == "absent" {
+		return append(lines, "             (no live record: never claimed, expired or deleted)")
+	}
+	fp := v.Fingerprint
+	if fp == "" {
+		fp = "none"
+	}
+	lines = append(lines, "fingerprint: "+fp)
+	if v.LeaseRemainingMS != nil {
+		left := ms(*v.LeaseRemainingMS)
+		if left > 0 {
+			lines = append(lines, "lease:       "+left.String()+" left")
+		} else {
+			lines = append(lines, "lease:       lapsed "+(-left).String()+" ago (the next call with the key takes it over)")
+		}
+	}
+	lines = append(lines, "expires in:  "+ms(v.ExpiresInMS).String())
+	if v.State != backends.StateCompleted.String() {
+		return lines
+	}
+	lines = append(lines, fmt.Sprintf("outcome:     %d bytes, %s", v.OutcomeSize, describeKind(v.OutcomeKind)))
+	switch {
+	case v.Outcome != nil:
+		var b bytes.Buffer
+		if json.Indent(&b, v.Outcome, "  ", "  ") == nil {
+			lines = append(lines, "  "+b.String())
+		}
+	case v.OutcomeRaw != nil:
+		lines = append(lines, fmt.Sprintf("  (not JSON; %d bytes from a custom codec; use --json for base64)", len(v.OutcomeRaw)))
+	}
+	return lines
+}
+
+func describeKind(kind string) string {
+	switch kind {
+	case once.OutcomeValue:
+		return "value"
+	case once.OutcomeError:
+		return "final error"
+	case once.OutcomeTooLarge:
+		return "too large (the value exceeded the size cap; every call gets ErrOutcomeTooLarge)"
+	default:
+		return "undecodable (not written by this version of once)"
+	}
+}
+
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

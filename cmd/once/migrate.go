@@ -1,0 +1,46 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/stagedoor/once/backends/postgres"
+)
+
+type migrateCmd struct{}
+
+func (m *migrateCmd) Run(e *env) error {
+	k, err := e.cli.selectBackend()
+	if err != nil {
+		return err
+	}
+	if k != kindPostgres {
+		return usagef("migrate is for PostgreSQL; Redis needs no migration")
+	}
+	ctx, cancel := e.bounded()
+	defer cancel()
+	c, err := e.open(ctx, k)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	before, err := migrationVersion(ctx, c.pool, e.cli)
+	if err != nil {
+		return err
+	}
+	if err := postgres.Migrate(ctx, c.pool, e.cli.pgConfig()); err != nil {
+		return err
+	}
+	after, err := migrationVersion(ctx, c.pool, e.cli)
+	if err != nil {
+		return err
+	}
+	text := fmt.Sprintf("%s: migrated from version %d to %d", pgTable(e.cli), before, after)
+	if before == after {
+		text = fmt.Sprintf("%s: up to date at version %d", pgTable(e.cli), after)
+	}
+	return e.emit(struct {
+		Table string `json:"table"`
+		From  int    `json:"from_version"`
+		To    int    `json:"to_version"`
+	}{pgTable(e.cli), before, after}, text)
+}

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once/backends/redisstore"
+)
+
+func TestRedis(t *testing.T) {
+	for name, cluster := range map[string]bool{"single": false, "cluster": true} {
+		t.Run(name, func(t *testing.T) {
+			r := newRedis(t, cluster)
+			store, err := redisstore.New(context.Background(), r.client, &redisstore.Config{
+				KeyPrefix: r.prefix, EvictionPolicyCheck: redisstore.EvictionIgnore,
+			})
+			require.NoError(t, err)
+			t.Run("Lifecycle", func(t *testing.T) { lifecycle(t, store, r.flags) })
+			t.Run("ResolveHeld", func(t *testing.T) { held(t, store, r.flags) })
+			t.Run("Check", func(t *testing.T) {
+				want := exitOK
+				if store.CheckEvictionPolicy(context.Background()) != nil {
+					want = exitFailure
+				}
+				res := runCLI(t, r.flags("--json", "check")...)
+				require.Equal(t, want, res.code, "%s", res)
+				var c checkResult
+				require.NoError(t, json.Unmarshal([]byte(res.stdout), &c), res.stdout)
+				assert.Equal(t, "redis", c.Store)
+				assert.Equal(t, want == exitOK, c.OK)
+			})
+		})
+	}
+}
+
+func TestRedisUnreachable(t *testing.T) {
+	r := runCLI(t, "--redis", "127.0.0.1:1", "get", "s", "k")
+	assert.Equal(t, exitFailure, r.code, "%s", r)
+	assert.Contains(t, r.stderr, "once/redisstore:")
+}

@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/alecthomas/kong"
+)
+
+// Exit codes.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+// exitRequest is how kong's Exit (after --help) unwinds out of Parse
+// without ending the process, so that run stays callable in-process.
+type exitRequest struct{ code int }
+
+// run parses args, runs the selected command and returns the exit status.
+// Everything it prints goes to stdout (results) or stderr (errors).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int) {
+	var c cli
+	defer func() {
+		if r := recover(); r != nil {
+			req, ok := r.(exitRequest)
+			if !ok {
+				panic(r)
+			}
+			code = req.code
+			if code != exitOK {
+				code = exitUsage
+			}
+		}
+	}()
+	parser, err := kong.New(&c,
+		kong.Name("once"),
+		kong.Description("Operate the records of github.com/stagedoor/once in PostgreSQL or Redis."),
+		kong.Writers(stdout, stderr),
+		kong.Exit(func(code int) { panic(exitRequest{code}) }),
+		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "once: %v\n", err)
+		return exitFailure
+	}
+	for i, a := range args {
+		// The parser would turn invalid bytes into U+FFFD, and a scope or
+		// key would silently become another one.
+		if !utf8.ValidString(a) {
+			return report(stderr, usagef("argument %d is not valid UTF-8", i+1))
+		}
+	}
+	kctx, err := parser.Parse(args)
+	if err != nil {
+		return report(stderr, usage(err))
+	}
+	return report(stderr, kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr, cli: &c}))
+}
+
+// report prints err, if any, and returns its exit status.
+func report(stderr io.Writer, err error) int {
+	if err == nil {
+		return exitOK
+	}
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "once") { // the core's and the backends' errors name themselves
+		msg = "once: " + msg
+	}
+	fmt.Fprintln(stderr, msg)
+	var u *usageError
+	if errors.As(err, &u) {
+		fmt.Fprintln(stderr, "Run 'once --help' for usage.")
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// usageError is an error of the command line (flags, arguments, scope or
+// key): exit status 2, nothing was sent to the store.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// usage marks err as a usage error.
+func usage(err error) error { return &usageError{err} }
+
+// usagef is a usage error with a formatted message.
+func usagef(format string, args ...any) error { return usage(fmt.Errorf(format, args...)) }
