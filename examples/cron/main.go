@@ -3,15 +3,22 @@
 // it ran or is running.
 //
 //	go run ./examples/cron
+//	go run ./examples/cron -store postgres   # or -store redis
 //
 // Each instance calls once.Do with the job's name as the scope and the date
 // as the key. The run's summary is the stored outcome, so an instance that
 // starts after the job finished reports it without running it again.
+//
+// On the default in-memory store the instances are goroutines sharing one
+// Keeper, which is all a memory store can guard. With -store postgres or
+// -store redis every instance has its own Keeper over the shared store, as
+// separate processes would, and the store alone decides who runs the job.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -20,10 +27,14 @@ import (
 	"time"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/examples/internal/exstore"
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout, 5); err != nil {
+	cfg := exstore.RegisterFlags(flag.CommandLine, exstore.Memory)
+	flag.Parse()
+	cfg.Name, cfg.Drop = exstore.Unique("cron"), true
+	if err := run(context.Background(), os.Stdout, 5, *cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "cron:", err)
 		os.Exit(1)
 	}
@@ -69,8 +80,24 @@ func instance(ctx context.Context, k *once.Keeper, j *job, name, date string) st
 	}
 }
 
-func run(ctx context.Context, w io.Writer, instances int) error {
-	k := once.New(nil, once.WithLease(10*time.Second))
+// run fires the job on instances instances at once, two nights in a row,
+// on the store of cfg, and checks that it ran once per night.
+func run(ctx context.Context, w io.Writer, instances int, cfg exstore.Config) error {
+	store, closeStore, err := exstore.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	fmt.Fprintln(w, "store:", cfg)
+	shared := once.New(store, once.WithLease(10*time.Second))
+	// keeper is an instance's Keeper: its own over a durable store, as a
+	// separate process would have; the one shared Keeper over memory.
+	keeper := func() *once.Keeper {
+		if cfg.Durable() {
+			return once.New(store, once.WithLease(10*time.Second))
+		}
+		return shared
+	}
 	j := &job{runs: map[string]int{}}
 	dates := []string{"2026-11-29", "2026-11-30"}
 	for _, date := range dates {
@@ -81,7 +108,7 @@ func run(ctx context.Context, w io.Writer, instances int) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				lines[i] = instance(ctx, k, j, fmt.Sprintf("instance-%d", i+1), date)
+				lines[i] = instance(ctx, keeper(), j, fmt.Sprintf("instance-%d", i+1), date)
 			}()
 		}
 		wg.Wait()
@@ -90,7 +117,7 @@ func run(ctx context.Context, w io.Writer, instances int) error {
 			fmt.Fprintln(w, "  "+l)
 		}
 		fmt.Fprintln(w, "  a late instance starts:")
-		fmt.Fprintln(w, "  "+instance(ctx, k, j, "instance-late", date))
+		fmt.Fprintln(w, "  "+instance(ctx, keeper(), j, "instance-late", date))
 	}
 	fmt.Fprintln(w, "runs per date:")
 	for _, date := range dates {

@@ -8,12 +8,21 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once/examples/internal/exstore"
+	"github.com/stagedoor/once/examples/internal/exstoretest"
 )
 
 func TestOneRunPerJobAndDate(t *testing.T) {
-	var out bytes.Buffer
-	require.NoError(t, run(context.Background(), &out, 8), out.String())
-	text := out.String()
+	exstoretest.Each(t, "cron", func(t *testing.T, cfg exstore.Config) {
+		t.Parallel()
+		var out bytes.Buffer
+		require.NoError(t, run(context.Background(), &out, 8, cfg), out.String())
+		check(t, out.String())
+	})
+}
+
+func check(t *testing.T, text string) {
 	assert.Equal(t, 2, strings.Count(text, "ran the job for"), "one run per date")
 	assert.Contains(t, text, "2026-11-29: 1\n")
 	assert.Contains(t, text, "2026-11-30: 1\n")

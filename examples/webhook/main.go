@@ -5,12 +5,18 @@
 // delivery is refused before its event ID is claimed.
 //
 //	go run ./examples/webhook
+//	go run ./examples/webhook -store postgres   # or -store redis
+//
+// The event ID is the key and the provider's endpoint the scope. With
+// -store postgres or -store redis the records are shared, so any number of
+// receiver instances behind a load balancer process each event once.
 package main
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -20,10 +26,14 @@ import (
 	"time"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/examples/internal/exstore"
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
+	cfg := exstore.RegisterFlags(flag.CommandLine, exstore.Memory)
+	flag.Parse()
+	cfg.Name, cfg.Drop = exstore.Unique("webhook"), true
+	if err := run(context.Background(), os.Stdout, *cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "webhook:", err)
 		os.Exit(1)
 	}
@@ -36,11 +46,19 @@ type delivery struct {
 	parallel int // deliveries sent at once
 }
 
-func run(ctx context.Context, w io.Writer) error {
+// run delivers the events to a receiver on the store of cfg and checks that
+// each was processed once.
+func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
+	store, closeStore, err := exstore.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	fmt.Fprintln(w, "store:", cfg)
 	secret := []byte("whsec_demo")
 	rc := &receiver{
 		secret:    secret,
-		keeper:    once.New(nil),
+		keeper:    once.New(store),
 		failOnce:  map[string]bool{"evt_3": true},
 		processed: map[string]int{},
 		failed:    map[string]bool{},
