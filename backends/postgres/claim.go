@@ -150,14 +150,22 @@ func (q statements) claimOnce(ctx context.Context, db querier, p backends.ClaimP
 // claimLoop runs one claim attempt, and again (boundedly) when it lost a
 // race with a concurrent commit of the same key.
 func claimLoop(ctx context.Context, p backends.ClaimParams, attempt func(context.Context) (claimRow, error)) (backends.ClaimResult, error) {
+	return raceLoop(ctx, "claim", attempt, func(r claimRow) (backends.ClaimResult, bool) { return r.decide(p.Fingerprint) })
+}
+
+// raceLoop runs attempt until decide accepts its row, at most maxAttempts
+// times: each re-run takes a fresh snapshot after losing a race with a
+// concurrent commit of the same key.
+func raceLoop[Row, Result any](ctx context.Context, op string, attempt func(context.Context) (Row, error), decide func(Row) (Result, bool)) (Result, error) {
+	var zero Result
 	for range maxAttempts {
 		row, err := attempt(ctx)
 		if err != nil {
-			return backends.ClaimResult{}, err
+			return zero, err
 		}
-		if res, retry := row.decide(p.Fingerprint); !retry {
+		if res, retry := decide(row); !retry {
 			return res, nil
 		}
 	}
-	return backends.ClaimResult{}, errContention("claim")
+	return zero, errContention(op)
 }

@@ -104,14 +104,5 @@ func (q statements) resolveOnce(ctx context.Context, db querier, p backends.Reso
 // resolveLoop runs one resolve attempt, and again (boundedly) when it lost
 // a race with a concurrent commit of the same key.
 func resolveLoop(ctx context.Context, p backends.ResolveParams, attempt func(context.Context) (resolveRow, error)) (backends.ResolveResult, error) {
-	for range maxAttempts {
-		row, err := attempt(ctx)
-		if err != nil {
-			return backends.ResolveResult{}, err
-		}
-		if res, retry := row.decide(p.Fingerprint); !retry {
-			return res, nil
-		}
-	}
-	return backends.ResolveResult{}, errContention("resolve")
+	return raceLoop(ctx, "resolve", attempt, func(r resolveRow) (backends.ResolveResult, bool) { return r.decide(p.Fingerprint) })
 }
