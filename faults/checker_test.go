@@ -1,0 +1,113 @@
+package faults
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// reread is what a fresh DoOutcome answered for an acknowledged key after
+// the run.
+type reread struct {
+	Replayed bool
+	Value    string
+	Err      string
+}
+
+// observation is everything a run left behind.
+type observation struct {
+	Mode    string
+	Keys    []string
+	Acks    []event
+	Faults  []event
+	Effects map[string][]effect
+	Rereads map[string]reread
+	// Stuck lists the keys still in progress past lease + slack.
+	Stuck []string
+}
+
+// verdict is the checker's answer.
+type verdict struct {
+	Violations []string
+	// AllowedDups reports the raw-mode keys with more than one effect
+	// whose worker died between the effect and the completion.
+	AllowedDups []string
+	// DupKeys counts keys with more than one effect (allowed or not).
+	DupKeys int
+	// MaxEffects is the largest number of effects of one key; MaxAttempts
+	// the largest number of calls a fenced key's provider absorbed.
+	MaxEffects, MaxAttempts int
+	Acked, Lost, Changed    int
+	Stuck                   int
+}
+
+// check applies the invariants to a run.
+func check(o observation) verdict {
+	var v verdict
+	bad := func(format string, args ...any) { v.Violations = append(v.Violations, fmt.Sprintf(format, args...)) }
+
+	window := map[string][]string{} // key -> faults inside the crash window
+	for _, f := range o.Faults {
+		if crashWindow[f.Point] {
+			window[f.Key] = append(window[f.Key], fmt.Sprintf("%s at %s in %s", f.Action, f.Point, f.Worker))
+		}
+	}
+	acked := map[string][]string{}
+	for _, a := range o.Acks {
+		acked[a.Key] = append(acked[a.Key], a.Value)
+	}
+
+	keys := append([]string(nil), o.Keys...)
+	sort.Strings(keys)
+	for _, key := range keys {
+		effs := o.Effects[key]
+		n := len(effs)
+		v.MaxEffects = max(v.MaxEffects, n)
+		for _, e := range effs {
+			v.MaxAttempts = max(v.MaxAttempts, e.Attempts)
+		}
+		if n > 1 {
+			v.DupKeys++
+			allowed := 1
+			if o.Mode == modeRaw {
+				allowed += len(window[key])
+			}
+			if n > allowed {
+				bad("key %s: %d effects (allowed %d in %s mode)", key, n, allowed, o.Mode)
+			} else {
+				v.AllowedDups = append(v.AllowedDups, fmt.Sprintf("key %s: %d effects after %v", key, n, window[key]))
+			}
+		}
+		values := acked[key]
+		if len(values) == 0 {
+			continue
+		}
+		v.Acked++
+		first := values[0]
+		if i := slices.IndexFunc(values, func(s string) bool { return s != first }); i >= 0 {
+			v.Changed++
+			bad("key %s: acknowledged %q, later %q", key, first, values[i])
+		}
+		if n == 0 {
+			bad("key %s: acknowledged %q with no effect in the ledger", key, first)
+		} else if !slices.ContainsFunc(effs, func(e effect) bool { return e.Value == first }) {
+			bad("key %s: acknowledged %q, which no effect made", key, first)
+		}
+		if o.Rereads != nil {
+			rr, ok := o.Rereads[key]
+			switch {
+			case !ok:
+				v.Lost++
+				bad("key %s: not re-read", key)
+			case rr.Err != "" || !rr.Replayed || rr.Value != first:
+				v.Lost++
+				bad("key %s: acknowledged %q, re-read gave replayed=%v value=%q err=%q", key, first, rr.Replayed, rr.Value, rr.Err)
+			}
+		}
+	}
+	v.Stuck = len(o.Stuck)
+	for _, k := range o.Stuck {
+		bad("key %s: in progress past lease + slack", k)
+	}
+	return v
+}

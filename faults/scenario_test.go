@@ -1,0 +1,244 @@
+package faults
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends/postgres"
+	"github.com/stagedoor/once/internal/testservers"
+)
+
+// scenario is one multi-process run.
+type scenario struct {
+	Name    string
+	Backend string // "postgres" or "redis"
+	Mode    string // modeRaw, modeFenced, modeTx
+	// Fails are handed to the spawned workers in order, one each.
+	Fails []failpoint
+	// RandomKills are SIGKILLs sent by the driver at random times.
+	RandomKills int
+	// Proxy puts the workers' store connections behind a toxiproxy.
+	Proxy bool
+	// Chaos runs during the run, until the workers are done.
+	Chaos func(ctx context.Context, e *env)
+}
+
+// env is what a scenario's chaos can act on.
+type env struct {
+	c       *cluster
+	proxy   *netProxy
+	redis   *redisServer
+	pool    *pgxpool.Pool // the driver's own, direct
+	appName string
+}
+
+// runScenario runs sc and checks the invariants. It returns the verdict.
+func runScenario(t *testing.T, sc scenario) verdict {
+	t.Helper()
+	prof := currentProfile()
+	start := time.Now()
+	ctx := context.Background()
+	pool := testservers.Pool(t) // the ledger, and the records on PostgreSQL
+	sfx := testservers.Suffix()
+	e := &env{pool: pool, appName: "once_fault_" + sfx}
+
+	l, err := createLedger(ctx, pool, "faults_ledger_"+sfx, sc.Mode)
+	if err != nil {
+		t.Fatalf("ledger: %v", err)
+	}
+	t.Cleanup(func() { l.drop(context.Background()) })
+
+	direct := storeSpec{Backend: sc.Backend, AppName: e.appName + "_driver", LockTimeoutMS: 300}
+	switch sc.Backend {
+	case "postgres":
+		direct.Table = "faults_rec_" + sfx
+		direct.Addr = testservers.PostgresURL()
+		cfg := &postgres.Config{Table: direct.Table}
+		if err := postgres.Migrate(ctx, pool, cfg); err != nil {
+			t.Fatalf("migrate: %v", err)
+		}
+		t.Cleanup(func() {
+			for _, tb := range []string{cfg.Table, cfg.Table + "_migrations"} {
+				_, _ = pool.Exec(context.Background(), "DROP TABLE IF EXISTS "+pgx.Identifier{tb}.Sanitize())
+			}
+		})
+	case "redis":
+		e.redis = startRedis(t)
+		direct.Addr = e.redis.addr()
+		direct.Prefix = "faults:" + sfx + ":"
+	}
+	workers := direct
+	workers.AppName = e.appName
+	if sc.Proxy {
+		upstream := direct.Addr
+		if sc.Backend == "postgres" {
+			upstream = pgHostPort(t, direct.Addr)
+		}
+		e.proxy = newProxy(t, upstream)
+		workers.Addr = e.proxy.addr()
+		if sc.Backend == "postgres" {
+			workers.Addr = pgWithHost(t, direct.Addr, e.proxy.addr())
+		}
+	}
+
+	keys := make([]string, prof.Keys)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%05d-%s", i, sfx[:4])
+	}
+	base := workerConfig{
+		Store: workers, LedgerURL: testservers.PostgresURL(), LedgerTable: l.table, Mode: sc.Mode,
+		Scope: "faults", Keys: keys, LeaseMS: prof.Lease.Milliseconds(), PerCallMS: 5000,
+		DeadlineMS: prof.Deadline.Milliseconds(),
+	}
+	c := newCluster(t, prof, base, sc.Fails, sc.RandomKills+2)
+	e.c = c
+	c.start()
+
+	chaosCtx, stopChaos := context.WithCancel(ctx)
+	chaosDone := make(chan struct{})
+	go func() {
+		defer close(chaosDone)
+		for i := 0; i < sc.RandomKills && chaosCtx.Err() == nil; i++ {
+			sleepCtx(chaosCtx, time.Duration(300+i*400)*time.Millisecond)
+			c.killRandom()
+		}
+		if sc.Chaos != nil {
+			sc.Chaos(chaosCtx, e)
+		}
+	}()
+	c.wait(prof.Deadline + 30*time.Second)
+	stopChaos()
+	<-chaosDone
+	if e.proxy != nil {
+		e.proxy.reset()
+	}
+	for _, x := range c.exits {
+		t.Errorf("worker exit: %s", x)
+	}
+
+	// Past lease + slack after the last fault, every key must be completed
+	// or claimable: the recovery client's first call may not be told
+	// "in progress".
+	c.mu.Lock()
+	quiet := time.Until(c.lastFault.Add(prof.Lease + prof.Slack))
+	c.mu.Unlock()
+	time.Sleep(max(quiet, 0))
+	st, err := direct.open(ctx)
+	if err != nil {
+		t.Fatalf("direct store: %v", err)
+	}
+	defer st.close()
+	scope := once.New(st.store, once.WithLease(prof.Lease)).Scope(base.Scope)
+	call := plainCall(scope, l, nil, "recovery", 0)
+	if sc.Mode == modeTx {
+		call = txCall(st.pool, st.pg, scope, l, nil, "recovery", 0)
+	}
+	var stuck []string
+	for _, key := range keys {
+		for attempt := 0; ; attempt++ {
+			cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+			v, replayed, err := call(cctx, key)
+			cancel()
+			if err == nil {
+				c.acks = append(c.acks, event{Ev: "ack", Key: key, Value: v, Worker: "recovery", Replayed: replayed})
+				break
+			}
+			if attempt == 0 && errors.Is(err, once.ErrInProgress) {
+				stuck = append(stuck, key)
+			}
+			if attempt > 100 {
+				t.Errorf("recovery: key %s: %v", key, err)
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+
+	// Re-read every acknowledged key: it must replay the acknowledged value.
+	rereads := map[string]reread{}
+	for _, key := range keys {
+		ran := false
+		out, err := once.DoOutcome(ctx, scope, key, nil, func(context.Context) (string, error) { ran = true; return "re-read ran fn", nil })
+		rr := reread{Replayed: out.Replayed && !ran, Value: out.Value}
+		if err != nil {
+			rr.Err = err.Error()
+		}
+		rereads[key] = rr
+	}
+
+	effects, err := l.effects(ctx)
+	if err != nil {
+		t.Fatalf("ledger: %v", err)
+	}
+	v := check(observation{Mode: sc.Mode, Keys: keys, Acks: c.acks, Faults: c.faults, Effects: effects, Rereads: rereads, Stuck: stuck})
+	if fired := len(c.faults); fired < len(sc.Fails) {
+		t.Errorf("only %d of %d failpoints fired", fired, len(sc.Fails))
+	}
+	row := summaryRow{
+		Scenario: sc.Name, Backend: sc.Backend, Mode: sc.Mode, Keys: len(keys), Procs: c.spawned,
+		Faults: c.injected, Errors: c.errKinds, V: v, Took: time.Since(start),
+	}
+	summary.add(row)
+	t.Log("\n" + row.String())
+	for _, d := range v.AllowedDups {
+		t.Logf("allowed duplicate (raw mode, crash between effect and completion): %s", d)
+	}
+	for i, msg := range v.Violations {
+		if i == 20 {
+			t.Errorf("… %d more violations", len(v.Violations)-20)
+			break
+		}
+		t.Errorf("violation: %s", msg)
+	}
+	return v
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(d):
+	}
+}
+
+// pgHostPort is the host:port of a PostgreSQL URL.
+func pgHostPort(t testing.TB, raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("ONCE_POSTGRES_URL: %v", err)
+	}
+	h := u.Host
+	if !strings.Contains(h, ":") {
+		h += ":5432"
+	}
+	return h
+}
+
+// pgWithHost replaces the host:port of a PostgreSQL URL.
+func pgWithHost(t testing.TB, raw, hostPort string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		t.Fatalf("ONCE_POSTGRES_URL: %v", err)
+	}
+	u.Host = hostPort
+	return u.String()
+}
+
+// kindsOf lists the keys of m in order, for logs.
+func kindsOf(m map[string]int) string {
+	ks := make([]string, 0, len(m))
+	for k, n := range m {
+		ks = append(ks, fmt.Sprintf("%s×%d", k, n))
+	}
+	sort.Strings(ks)
+	return strings.Join(ks, ", ")
+}

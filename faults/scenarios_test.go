@@ -1,0 +1,79 @@
+package faults
+
+import (
+	"math/rand/v2"
+	"testing"
+)
+
+// killAtEveryPoint is one SIGKILL at each failpoint, each in the first few
+// executions of a worker, so that it fires while the others still run.
+func killAtEveryPoint() []failpoint {
+	var fs []failpoint
+	for _, p := range allPoints {
+		fs = append(fs, failpoint{Point: p, Action: actionKill, At: 1 + rand.IntN(4)})
+	}
+	if currentProfile().Name == "long" {
+		for _, p := range allPoints {
+			fs = append(fs, failpoint{Point: p, Action: actionKill, At: 5 + rand.IntN(20)})
+		}
+	}
+	return fs
+}
+
+func stopAt(points ...string) []failpoint {
+	var fs []failpoint
+	for _, p := range points {
+		fs = append(fs, failpoint{Point: p, Action: actionStop, At: 1 + rand.IntN(3)})
+	}
+	return fs
+}
+
+// Crashes: kill -9 of a worker at every step, on both stores and in every
+// effect mode. Raw mode may repeat the effect only for keys killed between
+// the effect and the completion.
+func TestCrashPostgresRaw(t *testing.T) {
+	runScenario(t, scenario{Name: "kill -9 at every step", Backend: "postgres", Mode: modeRaw, Fails: killAtEveryPoint()})
+}
+
+func TestCrashPostgresFenced(t *testing.T) {
+	runScenario(t, scenario{Name: "kill -9 at every step", Backend: "postgres", Mode: modeFenced, Fails: killAtEveryPoint(), RandomKills: 1})
+}
+
+func TestCrashPostgresTx(t *testing.T) {
+	runScenario(t, scenario{Name: "kill -9 at every step", Backend: "postgres", Mode: modeTx, Fails: killAtEveryPoint(), RandomKills: 1})
+}
+
+func TestCrashRedisRaw(t *testing.T) {
+	runScenario(t, scenario{Name: "kill -9 at every step", Backend: "redis", Mode: modeRaw, Fails: killAtEveryPoint()})
+}
+
+func TestCrashRedisFenced(t *testing.T) {
+	runScenario(t, scenario{Name: "kill -9 at every step", Backend: "redis", Mode: modeFenced, Fails: killAtEveryPoint(), RandomKills: 1})
+}
+
+// Stale owners: a worker stopped (SIGSTOP) past its lease, resumed after
+// another took the key over; it must overwrite nothing.
+func TestStaleOwnerPostgresFenced(t *testing.T) {
+	runScenario(t, scenario{Name: "SIGSTOP past the lease", Backend: "postgres", Mode: modeFenced, Fails: stopAt(pointBeforeEffect, pointAfterEffect)})
+}
+
+func TestStaleOwnerPostgresTx(t *testing.T) {
+	runScenario(t, scenario{Name: "SIGSTOP past the lease", Backend: "postgres", Mode: modeTx, Fails: stopAt(pointAfterEffect)})
+}
+
+func TestStaleOwnerRedisFenced(t *testing.T) {
+	runScenario(t, scenario{Name: "SIGSTOP past the lease", Backend: "redis", Mode: modeFenced, Fails: stopAt(pointBeforeEffect, pointCompleteBefore)})
+}
+
+// Network and store faults while the workers run.
+func TestNetworkPostgresFenced(t *testing.T) {
+	runScenario(t, scenario{Name: "latency, resets, pg_terminate_backend", Backend: "postgres", Mode: modeFenced, Proxy: true, Chaos: pgChaos})
+}
+
+func TestNetworkPostgresTx(t *testing.T) {
+	runScenario(t, scenario{Name: "latency, resets, pg_terminate_backend", Backend: "postgres", Mode: modeTx, Proxy: true, Chaos: pgChaos})
+}
+
+func TestNetworkRedisFenced(t *testing.T) {
+	runScenario(t, scenario{Name: "latency, resets, CLIENT PAUSE, restart", Backend: "redis", Mode: modeFenced, Proxy: true, Chaos: redisChaos})
+}
