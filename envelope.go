@@ -1,8 +1,10 @@
 package once
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"sync"
 )
 
 // The stored form of an outcome: one version byte, one kind byte, then the
@@ -29,6 +31,9 @@ type errorEnvelope struct {
 }
 
 func encodeValue[T any](c Codec, v T) ([]byte, error) {
+	if _, ok := c.(JSONCodec); ok {
+		return encodeJSONValue(v)
+	}
 	data, err := c.Marshal(v)
 	if err != nil {
 		return nil, err
@@ -36,6 +41,41 @@ func encodeValue[T any](c Codec, v T) ([]byte, error) {
 	out := make([]byte, 2, 2+len(data))
 	out[0], out[1] = envelopeVersion, kindValue
 	return append(out, data...), nil
+}
+
+// jsonEncoder is a reusable buffer with a json.Encoder writing into it.
+type jsonEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var jsonEncoders = sync.Pool{New: func() any {
+	e := new(jsonEncoder)
+	e.enc = json.NewEncoder(&e.buf)
+	return e
+}}
+
+// maxPooledEncoder is the largest buffer kept for reuse.
+const maxPooledEncoder = 64 << 10
+
+// encodeJSONValue is encodeValue for JSONCodec, with one allocation less
+// and no copy of the payload: it encodes straight after the envelope
+// header into a pooled buffer. The bytes are json.Marshal's: an Encoder
+// escapes HTML as Marshal does and only appends a newline, dropped here.
+func encodeJSONValue(v any) ([]byte, error) {
+	e := jsonEncoders.Get().(*jsonEncoder)
+	defer func() {
+		if e.buf.Cap() <= maxPooledEncoder {
+			jsonEncoders.Put(e)
+		}
+	}()
+	e.buf.Reset()
+	e.buf.Write([]byte{envelopeVersion, kindValue})
+	if err := e.enc.Encode(v); err != nil {
+		return nil, err
+	}
+	b := e.buf.Bytes()
+	return bytes.Clone(b[:len(b)-1]), nil
 }
 
 // encodeError stores a final error: as its registered type when one matches

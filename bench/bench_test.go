@@ -1,0 +1,126 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"go/ast"
+	"go/constant"
+	"go/parser"
+	gotoken "go/token"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestQuick runs the command as CI does (-quick) against whichever servers
+// are reachable, so that it never rots. A missing server skips its backend,
+// and fails the test under ONCE_REQUIRE_SERVERS=1 or CI.
+func TestQuick(t *testing.T) {
+	o, err := parseFlags([]string{"-quick", "-out", t.TempDir()}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var out, log bytes.Buffer
+	rows, skipped, err := run(ctx, o, &log)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	for _, s := range skipped {
+		if os.Getenv("ONCE_REQUIRE_SERVERS") == "1" || os.Getenv("CI") != "" {
+			t.Error(s)
+		} else {
+			t.Log(s)
+		}
+	}
+	if want := (len(o.backends) - len(skipped)) * int(numPaths) * len(o.goroutines); len(rows) != want {
+		t.Fatalf("%d rows, want %d", len(rows), want)
+	}
+	// The round-trip targets of DESIGN.md §5: 2 for a first execution, 1
+	// for every other path, for the library and its baseline alike.
+	for _, r := range rows {
+		want := 1.0
+		if r.path == pathFirst {
+			want = 2
+		}
+		if got := r.lib.perOp(uint64(r.lib.trips)); got != want || r.lib.ops == 0 {
+			t.Errorf("%s %v g=%d: library %.2f round trips/op over %d ops, want %v", r.backend, r.path, r.goroutines, got, r.lib.ops, want)
+		}
+		if got := r.raw.perOp(uint64(r.raw.trips)); got != want || r.raw.ops == 0 {
+			t.Errorf("%s %v g=%d: baseline %.2f round trips/op over %d ops, want %v", r.backend, r.path, r.goroutines, got, r.raw.ops, want)
+		}
+	}
+	writeTable(&out, rows)
+	if len(rows) > 0 {
+		if err := writePlot(filepath.Join(o.out, "throughput.svg"), rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Logf("\n%s", out.String())
+}
+
+// TestSQLMatchesBackend checks that the baseline's statements are still
+// the backend's, byte for byte.
+func TestSQLMatchesBackend(t *testing.T) {
+	consts := backendConsts(t, filepath.Join("..", "backends", "postgres"))
+	for name, got := range map[string]string{"claimSQL": rawClaimSQL, "completeSQL": rawCompleteSQL} {
+		if want, ok := consts[name]; !ok || got != want {
+			t.Errorf("bench's copy of %s differs from backends/postgres (copy it again)", name)
+		}
+	}
+}
+
+// TestLuaMatchesBackend checks that the baseline's scripts are still the
+// backend's, byte for byte.
+func TestLuaMatchesBackend(t *testing.T) {
+	for name, got := range map[string]string{"claim.lua": claimLua, "complete.lua": completeLua} {
+		want, err := os.ReadFile(filepath.Join("..", "backends", "redisstore", "lua", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != string(want) {
+			t.Errorf("bench/lua/%s differs from backends/redisstore/lua/%s (copy it again)", name, name)
+		}
+	}
+}
+
+// backendConsts returns the string constants of the non-test files in dir.
+func backendConsts(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	fset := gotoken.NewFileSet()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range af.Decls {
+			gd, ok := d.(*ast.GenDecl)
+			if !ok || gd.Tok != gotoken.CONST {
+				continue
+			}
+			for _, s := range gd.Specs {
+				vs := s.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					if i >= len(vs.Values) {
+						continue
+					}
+					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == gotoken.STRING {
+						out[n.Name] = constant.StringVal(constant.MakeFromLiteral(lit.Value, lit.Kind, 0))
+					}
+				}
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+)
+
+// countingStore counts every call to the wrapped store: the library's
+// store round trips. (A PostgreSQL Claim that loses a race with a
+// concurrent commit re-runs its statement inside one call; the benchmark's
+// keys never race, so calls and statements agree here.)
+type countingStore struct {
+	s backends.Store
+	n *atomic.Int64
+}
+
+func (c countingStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	c.n.Add(1)
+	return c.s.Claim(ctx, p)
+}
+
+func (c countingStore) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
+	c.n.Add(1)
+	return c.s.Complete(ctx, p)
+}
+
+func (c countingStore) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
+	c.n.Add(1)
+	return c.s.Renew(ctx, p)
+}
+
+func (c countingStore) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
+	c.n.Add(1)
+	return c.s.Release(ctx, p)
+}
+
+func (c countingStore) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
+	c.n.Add(1)
+	return c.s.Resolve(ctx, p)
+}
+
+// libraryTarget measures once.Do over store, in scope: a first execution
+// of a fresh key, a replay and a mismatch on a completed hot key, and a
+// duplicate of a key held by a live claim.
+func libraryTarget(ctx context.Context, store backends.Store, scope string) (*target, error) {
+	t := &target{}
+	k := once.New(countingStore{s: store, n: &t.trips}, once.WithLease(lease), once.WithRetention(retention))
+	sc := k.Scope(scope)
+	if _, err := once.Do(ctx, sc, hotKey, fpA, charge); err != nil {
+		return nil, fmt.Errorf("seed replay key: %w", err)
+	}
+	r, err := store.Claim(ctx, backends.ClaimParams{Scope: scope, Key: pendingKey, Fingerprint: fpA, Owner: token(), Lease: holdLease, Retention: retention})
+	if err != nil || !r.Claimed {
+		return nil, fmt.Errorf("seed in-progress key: %v %+v", err, r)
+	}
+	var keys keySeq
+	t.ops[pathFirst] = func(ctx context.Context) error {
+		out, err := once.DoOutcome(ctx, sc, keys.next(""), fpA, charge)
+		if err != nil || out.Replayed || !out.Recorded {
+			return fmt.Errorf("first execution: %v %+v", err, out)
+		}
+		return nil
+	}
+	t.ops[pathReplay] = func(ctx context.Context) error {
+		out, err := once.DoOutcome(ctx, sc, hotKey, fpA, charge)
+		if err != nil || !out.Replayed || out.Value != thePayment {
+			return fmt.Errorf("replay: %v %+v", err, out)
+		}
+		return nil
+	}
+	t.ops[pathInProgress] = func(ctx context.Context) error {
+		_, err := once.Do(ctx, sc, pendingKey, fpA, charge)
+		if _, ok := err.(*once.InProgressError); !ok {
+			return fmt.Errorf("in progress: %v", err)
+		}
+		return nil
+	}
+	t.ops[pathMismatch] = func(ctx context.Context) error {
+		_, err := once.Do(ctx, sc, hotKey, fpB, charge)
+		if !errors.Is(err, once.ErrKeyReused) {
+			return fmt.Errorf("mismatch: %v", err)
+		}
+		return nil
+	}
+	return t, nil
+}
