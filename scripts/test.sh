@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 . scripts/lib.sh
 . scripts/services.sh
 ensure_go
+# -race needs cgo, hence a C compiler.
+command -v gcc >/dev/null 2>&1 || apt_install gcc libc6-dev
 ensure_postgres
 ensure_redis
 export ONCE_REQUIRE_SERVERS=1
