@@ -32,7 +32,7 @@ ensure_redis() {
   command -v redis-server >/dev/null 2>&1 || apt_install redis-server
   if ! redis_up; then
     log "starting Redis"
-    redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no >/dev/null
+    redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no --dir /tmp >/dev/null
     for _ in $(seq 1 30); do redis_up && break; sleep 0.2; done
   fi
   redis_up || { log "Redis does not answer on 127.0.0.1:6379"; return 1; }
