@@ -32,8 +32,12 @@ func (k *Keeper) Store() backends.Store { return k.store }
 
 // Scope returns the scope named name: the namespace of keys of one caller,
 // consumer group or job. Keys in different scopes never collide. The name is
-// validated by each call that uses the scope.
+// validated by each call that uses the scope. The Scope of a nil Keeper is
+// the zero Scope, which every call rejects with an *InvalidInputError.
 func (k *Keeper) Scope(name string) Scope {
+	if k == nil {
+		return Scope{name: name}
+	}
 	return Scope{name: name, store: k.store, cfg: &k.cfg}
 }
 

@@ -47,7 +47,7 @@ func Do[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, fn 
 // DoOutcome is Do, and also reports whether the answer was replayed from
 // the store and whether it is recorded there.
 func DoOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, fn func(context.Context) (T, error)) (Outcome[T], error) {
-	if err := scope.validate(key, fp); err != nil {
+	if err := scope.validate(ctx, key, fp); err != nil {
 		return Outcome[T]{}, err
 	}
 	if fn == nil {

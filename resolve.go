@@ -15,7 +15,7 @@ import (
 // never overwrites a completed key: it returns ErrAlreadyCompleted then, and
 // ErrKeyReused when the key is bound to another fingerprint.
 func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, value T, err error) error {
-	if vErr := scope.validate(key, fp); vErr != nil {
+	if vErr := scope.validate(ctx, key, fp); vErr != nil {
 		return vErr
 	}
 	cfg := scope.cfg

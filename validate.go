@@ -1,6 +1,7 @@
 package once
 
 import (
+	"context"
 	"unicode"
 	"unicode/utf8"
 
@@ -31,7 +32,10 @@ func validateName(field, s string, limit int) error {
 // it to answer 400 before anything else happens.
 func ValidateKey(key string) error { return validateName("key", key, backends.MaxKeyLen) }
 
-func (s Scope) validate(key string, fp Fingerprint) error {
+func (s Scope) validate(ctx context.Context, key string, fp Fingerprint) error {
+	if ctx == nil {
+		return &InvalidInputError{Field: "ctx", Reason: "nil"}
+	}
 	if s.cfg == nil || s.store == nil {
 		return &InvalidInputError{Field: "scope", Reason: "zero Scope; use Keeper.Scope"}
 	}

@@ -59,3 +59,17 @@ func TestLimitsAreInclusive(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, v)
 }
+
+func TestNilContextAndNilKeeperAreErrorsNotPanics(t *testing.T) {
+	fn := func(context.Context) (int, error) { return 1, nil }
+	var invalid *once.InvalidInputError
+	_, err := once.Do(nil, once.New(nil).Scope("s"), "k", nil, fn)
+	require.ErrorAs(t, err, &invalid)
+	assert.Equal(t, "ctx", invalid.Field)
+
+	var k *once.Keeper
+	_, err = once.Do(context.Background(), k.Scope("s"), "k", nil, fn)
+	require.ErrorAs(t, err, &invalid)
+	assert.Equal(t, "scope", invalid.Field)
+	require.ErrorAs(t, once.Resolve(context.Background(), k.Scope("s"), "k", nil, 1, nil), &invalid)
+}
