@@ -9,6 +9,10 @@ import (
 // An HTTP middleware maps it to 413 Content Too Large.
 var ErrBodyTooLarge = errors.New("hashers: request body too large")
 
+// ErrInvalidRequest is returned by RequestHasher.Hash for a nil request or
+// a request without a URL.
+var ErrInvalidRequest = errors.New("hashers: invalid request")
+
 // ErrInvalidJSON is matched by errors.Is for a *[JSONError]: the input is
 // not a single valid I-JSON value (for [Fields], not an object). An HTTP
 // middleware maps it to 400 Bad Request.

@@ -1,7 +1,6 @@
 package hashers
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -82,8 +81,8 @@ func Request(r *http.Request, maxBody int64) (once.Fingerprint, error) {
 //
 // Hash mutates r, so it must not run concurrently with other uses of r.
 func (h RequestHasher) Hash(r *http.Request) (once.Fingerprint, error) {
-	if r.URL == nil {
-		return nil, errors.New("hashers: request has no URL")
+	if r == nil || r.URL == nil {
+		return nil, ErrInvalidRequest
 	}
 	body, err := readBody(r, h.limit())
 	if err != nil {

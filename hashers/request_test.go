@@ -251,3 +251,10 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.n += int64(n)
 	return n, err
 }
+
+func TestRequestNilIsAnError(t *testing.T) {
+	_, err := RequestHasher{}.Hash(nil)
+	assert.ErrorIs(t, err, ErrInvalidRequest)
+	_, err = RequestHasher{}.Hash(&http.Request{Method: http.MethodPost})
+	assert.ErrorIs(t, err, ErrInvalidRequest)
+}
