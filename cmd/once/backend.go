@@ -120,3 +120,15 @@ func (c *conn) Close() {
 		_ = c.rdb.Close()
 	}
 }
+
+// connect opens the store of kind k under the command's timeout. done
+// closes the connection and ends the timeout.
+func (e *env) connect(k kind) (ctx context.Context, c *conn, done func(), err error) {
+	ctx, cancel := e.bounded()
+	c, err = e.open(ctx, k)
+	if err != nil {
+		cancel()
+		return nil, nil, nil, err
+	}
+	return ctx, c, func() { c.Close(); cancel() }, nil
+}

@@ -31,13 +31,11 @@ func (ch *checkCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := e.bounded()
-	defer cancel()
-	c, err := e.open(ctx, k)
+	_, c, done, err := e.connect(k)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	var res checkResult
 	if k == kindRedis {
 		res, err = checkRedis(e, c)

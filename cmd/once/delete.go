@@ -16,13 +16,11 @@ func (d *deleteCmd) Run(e *env) error {
 	if !d.Yes {
 		return usagef("delete needs --yes: the next call with the key runs its side effect again, and a pending owner loses its claim")
 	}
-	ctx, cancel := e.bounded()
-	defer cancel()
-	c, err := e.open(ctx, k)
+	ctx, c, done, err := e.connect(k)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	deleted, err := c.admin.Delete(ctx, d.Scope, d.Key)
 	if err != nil {
 		return err

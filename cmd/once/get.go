@@ -43,13 +43,11 @@ func (g *getCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := e.bounded()
-	defer cancel()
-	c, err := e.open(ctx, k)
+	ctx, c, done, err := e.connect(k)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	rec, expiresIn, found, err := c.admin.Get(ctx, g.Scope, g.Key)
 	if err != nil {
 		return err

@@ -16,13 +16,11 @@ func (m *migrateCmd) Run(e *env) error {
 	if k != kindPostgres {
 		return usagef("migrate is for PostgreSQL; Redis needs no migration")
 	}
-	ctx, cancel := e.bounded()
-	defer cancel()
-	c, err := e.open(ctx, k)
+	ctx, c, done, err := e.connect(k)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 	before, err := migrationVersion(ctx, c.pool, e.cli)
 	if err != nil {
 		return err

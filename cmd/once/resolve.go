@@ -39,13 +39,11 @@ func (r *resolveCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := e.bounded()
-	defer cancel()
-	c, err := e.open(ctx, k)
+	ctx, c, done, err := e.connect(k)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
+	defer done()
 
 	scope := once.New(c.store, once.WithRetention(r.Retention)).Scope(r.Scope)
 	var finalErr error
