@@ -37,7 +37,6 @@ ensure_redis() {
   fi
   redis_up || { log "Redis does not answer on 127.0.0.1:6379"; return 1; }
   export ONCE_REDIS_ADDR="${ONCE_REDIS_ADDR:-127.0.0.1:6379}"
-  if [ -x scripts/redis-cluster.sh ]; then
-    scripts/redis-cluster.sh start
-  fi
+  scripts/redis-cluster.sh start
+  scripts/redis-sentinel.sh start
 }

@@ -168,6 +168,10 @@ func cleanup() {
 		_ = cluster.ForEachMaster(ctx, del)
 		_ = cluster.Close()
 	}
+	if sentinel != nil && sentinelErr == nil {
+		_ = del(ctx, sentinel)
+		_ = sentinel.Close()
+	}
 }
 
 func nonDefault(prefix string) *redisstore.Config { return &redisstore.Config{KeyPrefix: prefix} }
