@@ -73,20 +73,6 @@ func TestSQLMatchesBackend(t *testing.T) {
 	}
 }
 
-// TestLuaMatchesBackend checks that the baseline's scripts are still the
-// backend's, byte for byte.
-func TestLuaMatchesBackend(t *testing.T) {
-	for name, got := range map[string]string{"claim.lua": claimLua, "complete.lua": completeLua} {
-		want, err := os.ReadFile(filepath.Join("..", "backends", "redisstore", "lua", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got != string(want) {
-			t.Errorf("bench/lua/%s differs from backends/redisstore/lua/%s (copy it again)", name, name)
-		}
-	}
-}
-
 // backendConsts returns the string constants of the non-test files in dir.
 func backendConsts(t *testing.T, dir string) map[string]string {
 	t.Helper()

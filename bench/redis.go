@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	_ "embed"
 	"fmt"
 	"os"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stagedoor/once/backends/redisstore"
+	"github.com/stagedoor/once/internal/redislua"
 )
 
 func redisAddr() string {
@@ -20,16 +20,6 @@ func redisAddr() string {
 	}
 	return "127.0.0.1:6379"
 }
-
-// The baseline's scripts are the backend's claim.lua and complete.lua,
-// copied verbatim into lua/ (go:embed cannot reach the backend's
-// directory); TestLuaMatchesBackend fails when they drift apart.
-var (
-	//go:embed lua/claim.lua
-	claimLua string
-	//go:embed lua/complete.lua
-	completeLua string
-)
 
 func openRedis(ctx context.Context) (*redis.Client, error) {
 	c := redis.NewClient(&redis.Options{Addr: redisAddr()})
@@ -59,7 +49,7 @@ func deletePrefix(ctx context.Context, c *redis.Client, prefix string) {
 }
 
 // setupRedis returns the library over redisstore and its baseline:
-// EVALSHA of the backend's own claim and complete scripts (lua/), through
+// EVALSHA of the backend's own claim and complete scripts (internal/redislua), through
 // go-redis's Script.Run on the same client, with the same key layout and
 // arguments.
 func setupRedis(ctx context.Context, id string) (lib, raw *target, cleanup func(), err error) {
@@ -94,7 +84,7 @@ func setupRedis(ctx context.Context, id string) (lib, raw *target, cleanup func(
 
 func rawRedisTarget(ctx context.Context, c *redis.Client, prefix, scope string) (*target, error) {
 	t := &target{}
-	claimScript, completeScript := redis.NewScript(claimLua), redis.NewScript(completeLua)
+	claimScript, completeScript := redis.NewScript(redislua.Claim), redis.NewScript(redislua.Complete)
 	for _, sc := range []*redis.Script{claimScript, completeScript} {
 		if err := sc.Load(ctx, c).Err(); err != nil {
 			return nil, err

@@ -2,12 +2,12 @@ package redisstore
 
 import (
 	"context"
-	_ "embed"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/internal/redislua"
 )
 
 var _ backends.Admin = (*Store)(nil)
@@ -15,13 +15,8 @@ var _ backends.Admin = (*Store)(nil)
 // The operator scripts. New does not preload them: operations are rare, and
 // the first run of each costs one EVAL fallback.
 var (
-	//go:embed lua/get.lua
-	getLua string
-	//go:embed lua/delete.lua
-	deleteLua string
-
-	getScript    = redis.NewScript(getLua)
-	deleteScript = redis.NewScript(deleteLua)
+	getScript    = redis.NewScript(redislua.Get)
+	deleteScript = redis.NewScript(redislua.Delete)
 )
 
 // Get implements backends.Admin with one script that reads the record,

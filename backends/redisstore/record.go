@@ -6,7 +6,7 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// Replies of claim.lua and resolve.lua (see the layout in lua/claim.lua).
+// Replies of claim.lua and resolve.lua (see the layout in internal/redislua/claim.lua).
 const (
 	replyClaimed  = 1
 	replyTookOver = 2
