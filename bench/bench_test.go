@@ -3,13 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"go/ast"
-	"go/constant"
-	"go/parser"
-	gotoken "go/token"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -60,53 +55,4 @@ func TestQuick(t *testing.T) {
 		}
 	}
 	t.Logf("\n%s", out.String())
-}
-
-// TestSQLMatchesBackend checks that the baseline's statements are still
-// the backend's, byte for byte.
-func TestSQLMatchesBackend(t *testing.T) {
-	consts := backendConsts(t, filepath.Join("..", "backends", "postgres"))
-	for name, got := range map[string]string{"claimSQL": rawClaimSQL, "completeSQL": rawCompleteSQL} {
-		if want, ok := consts[name]; !ok || got != want {
-			t.Errorf("bench's copy of %s differs from backends/postgres (copy it again)", name)
-		}
-	}
-}
-
-// backendConsts returns the string constants of the non-test files in dir.
-func backendConsts(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	fset := gotoken.NewFileSet()
-	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		af, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, d := range af.Decls {
-			gd, ok := d.(*ast.GenDecl)
-			if !ok || gd.Tok != gotoken.CONST {
-				continue
-			}
-			for _, s := range gd.Specs {
-				vs := s.(*ast.ValueSpec)
-				for i, n := range vs.Names {
-					if i >= len(vs.Values) {
-						continue
-					}
-					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == gotoken.STRING {
-						out[n.Name] = constant.StringVal(constant.MakeFromLiteral(lit.Value, lit.Kind, 0))
-					}
-				}
-			}
-		}
-	}
-	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stagedoor/once/backends/postgres"
+	"github.com/stagedoor/once/internal/pgsql"
 )
 
 const defaultPostgresURL = "postgres://postgres:postgres@127.0.0.1:5432/test?sslmode=disable"
@@ -69,7 +70,7 @@ func (r *pgRun) close() {
 
 // setupPostgres returns the library over the postgres backend and its
 // baseline: the backend's own claim and complete statements (see
-// pgsql.go) sent with pgx on the same pool, one QueryRow each.
+// internal/pgsql) sent with pgx on the same pool, one QueryRow each.
 func setupPostgres(ctx context.Context, id string, conns int32) (lib, raw *target, cleanup func(), err error) {
 	r, err := openPostgres(ctx, id, conns)
 	if err != nil {
@@ -109,7 +110,7 @@ type pgClaimRow struct {
 
 func rawPostgresTarget(ctx context.Context, pool *pgxpool.Pool, table, scope string) (*target, error) {
 	t := &target{}
-	claimSQL, completeSQL := fmt.Sprintf(rawClaimSQL, table), fmt.Sprintf(rawCompleteSQL, table)
+	claimSQL, completeSQL := fmt.Sprintf(pgsql.Claim, table), fmt.Sprintf(pgsql.Complete, table)
 	leaseUS, retentionUS, holdUS := lease.Microseconds(), retention.Microseconds(), holdLease.Microseconds()
 	claim := func(ctx context.Context, key string, fp []byte, owner string, leaseUS int64) (pgClaimRow, error) {
 		t.trips.Add(1)

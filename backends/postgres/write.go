@@ -5,26 +5,15 @@ import (
 	"fmt"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/internal/pgsql"
 )
 
 // The fenced writes. Each is one statement conditional on the owner token
 // of a live pending row, and returns a row only when it applied.
 const (
-	// completeSQL: $1 scope, $2 key, $3 owner, $4 outcome, $5 retention µs.
-	// The owner stays on the completed row so that a repeated Complete by
-	// the same owner with the same outcome (a retry after a lost reply)
-	// applies again instead of reading as a lost lease.
-	completeSQL = `UPDATE %[1]s SET
-	state = 2,
-	lease_until = NULL,
-	outcome = $4::bytea,
-	completed_at = CASE WHEN state = 2 THEN completed_at ELSE clock_timestamp() END,
-	expires_at = CASE WHEN state = 2 THEN expires_at
-		ELSE clock_timestamp() + $5::bigint * interval '1 microsecond' END
-WHERE scope = $1::text AND key = $2::text
-	AND owner = $3::text AND expires_at > clock_timestamp()
-	AND (state = 1 OR (state = 2 AND outcome = $4::bytea))
-RETURNING true`
+	// completeSQL: $1 scope, $2 key, $3 owner, $4 outcome, $5 retention µs;
+	// pgsql.Complete, documented there.
+	completeSQL = pgsql.Complete
 
 	// renewSQL: $1 scope, $2 key, $3 owner, $4 lease µs.
 	renewSQL = `UPDATE %[1]s SET

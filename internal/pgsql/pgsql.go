@@ -1,13 +1,30 @@
-package main
+// Package pgsql holds the PostgreSQL backend's claim and complete
+// statements. They live here, not in backends/postgres, so that the
+// benchmark's raw-driver baseline (bench/) sends the very same text
+// without the library. %[1]s is the quoted, schema-qualified table.
+package pgsql
 
-// The PostgreSQL baseline sends the backend's own statements, copied here
-// verbatim (the backend keeps them unexported and the benchmark exposes
-// nothing new); TestSQLMatchesBackend fails when they drift apart. %[1]s
-// is the quoted, schema-qualified table.
-
-// rawClaimSQL is backends/postgres claimSQL. Parameters: $1 scope, $2 key,
-// $3 fingerprint, $4 owner, $5 lease and $6 retention in microseconds.
-const rawClaimSQL = `WITH c AS (
+// Claim is the single statement behind the backend's Claim. Parameters: $1 scope,
+// $2 key, $3 fingerprint, $4 owner, $5 lease and $6 retention in
+// microseconds.
+//
+// The CTE e reads the row as of the statement's snapshot, without locking
+// it. Then at most one of two writes acts:
+//
+//   - ins inserts the claim when e saw no row. ON CONFLICT DO NOTHING covers
+//     a row committed after the snapshot: the insert does nothing and the
+//     caller runs the statement again with a fresh snapshot.
+//   - upd replaces the row when e saw it expired, or pending with an expired
+//     lease and a matching fingerprint (the CTE t). It is conditioned on the
+//     exact row e observed (state, owner, lease, expiry), so of two
+//     concurrent takeovers only one applies; the other finds the row changed
+//     and is re-run.
+//
+// A live completed row, or a live lease, satisfies neither write: the
+// statement then only reads, takes no row lock and writes nothing. The
+// uncorrelated EXISTS becomes a one-time filter, so upd does not even scan
+// the index on that path.
+const Claim = `WITH c AS (
 	SELECT clock_timestamp() AS now
 ), e AS (
 	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at
@@ -59,9 +76,12 @@ SELECT
 	coalesce((extract(epoch FROM e.lease_until - c.now) * 1000000)::bigint, 0)
 FROM c LEFT JOIN e ON true`
 
-// rawCompleteSQL is backends/postgres completeSQL: $1 scope, $2 key,
-// $3 owner, $4 outcome, $5 retention µs.
-const rawCompleteSQL = `UPDATE %[1]s SET
+// Complete is the statement behind the backend's Complete. Parameters:
+// $1 scope, $2 key, $3 owner, $4 outcome, $5 retention in microseconds.
+// The owner stays on the completed row so that a repeated Complete by
+// the same owner with the same outcome (a retry after a lost reply)
+// applies again instead of reading as a lost lease.
+const Complete = `UPDATE %[1]s SET
 	state = 2,
 	lease_until = NULL,
 	outcome = $4::bytea,
