@@ -169,19 +169,13 @@ func (c *canon) array() error {
 			if err := c.value(); err != nil {
 				return err
 			}
-			c.skipSpace()
-			if c.pos >= len(c.data) {
-				return c.unexpected()
+			done, err := c.separator(']')
+			if err != nil {
+				return err
 			}
-			if c.data[c.pos] == ']' {
-				c.pos++
+			if done {
 				break
 			}
-			if c.data[c.pos] != ',' {
-				return c.unexpected()
-			}
-			c.pos++
-			c.skipSpace()
 		}
 	}
 	c.out = append(c.out, tagEnd)
@@ -223,19 +217,13 @@ func (c *canon) object() error {
 			}
 			m.end = len(c.out)
 			c.members = append(c.members, m)
-			c.skipSpace()
-			if c.pos >= len(c.data) {
-				return c.unexpected()
+			done, err := c.separator('}')
+			if err != nil {
+				return err
 			}
-			if c.data[c.pos] == '}' {
-				c.pos++
+			if done {
 				break
 			}
-			if c.data[c.pos] != ',' {
-				return c.unexpected()
-			}
-			c.pos++
-			c.skipSpace()
 		}
 	}
 	if err := c.sortMembers(base); err != nil {
@@ -293,4 +281,22 @@ func (c *canon) sortMembers(base int) error {
 	}
 	copy(c.out[start:], c.tmp)
 	return nil
+}
+
+// separator consumes what follows an array element or object member: the
+// closing byte (done) or a comma and the space after it.
+func (c *canon) separator(closing byte) (done bool, err error) {
+	c.skipSpace()
+	switch {
+	case c.pos >= len(c.data):
+		return false, c.unexpected()
+	case c.data[c.pos] == closing:
+		c.pos++
+		return true, nil
+	case c.data[c.pos] != ',':
+		return false, c.unexpected()
+	}
+	c.pos++
+	c.skipSpace()
+	return false, nil
 }
