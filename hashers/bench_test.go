@@ -93,3 +93,30 @@ func jsonObject1KiB() []byte {
 	sb.WriteString(`],"hold_ids":[88211,88212,88213],"note":"leave at door\nring twice","created":1.7e9}`)
 	return []byte(sb.String())
 }
+
+// BenchmarkJSONLargeLiteral compares the cost per byte of three documents of
+// the same size: one long string, one number with a huge exponent and one
+// with a huge mantissa. Canonicalisation is linear in its input, so the
+// three report similar ns/op per byte (see MB/s).
+func BenchmarkJSONLargeLiteral(b *testing.B) {
+	const n = 512 << 10
+	docs := []struct {
+		name string
+		data []byte
+	}{
+		{"string", []byte(`"` + strings.Repeat("x", n) + `"`)},
+		{"exponent", []byte("1e" + strings.Repeat("7", n))},
+		{"negative-exponent", []byte("1.5e-" + strings.Repeat("9", n))},
+		{"mantissa", []byte(strings.Repeat("7", n/2) + "." + strings.Repeat("3", n/2) + "e-12")},
+	}
+	for _, d := range docs {
+		b.Run(d.name, func(b *testing.B) {
+			b.SetBytes(int64(len(d.data)))
+			for b.Loop() {
+				if _, err := JSON(d.data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -2,7 +2,6 @@ package hashers
 
 import (
 	"encoding/binary"
-	"math/big"
 	"strconv"
 )
 
@@ -128,7 +127,9 @@ func digitAt(intDigits, fracDigits []byte, k int) byte {
 // appendExponent appends the decimal text of ±digits + adj. It uses int64
 // arithmetic when the literal exponent has at most 18 significant digits
 // (|adj| is bounded by the input length, so the sum cannot overflow) and
-// math/big otherwise.
+// otherwise adds adj to the digit string directly, in one right-to-left
+// pass: the cost is linear in the exponent's length, however long it is
+// (a conversion to binary and back, as math/big does, is superlinear).
 func appendExponent(dst, digits []byte, neg bool, adj int64) []byte {
 	for len(digits) > 1 && digits[0] == '0' {
 		digits = digits[1:]
@@ -143,10 +144,57 @@ func appendExponent(dst, digits []byte, neg bool, adj int64) []byte {
 		}
 		return strconv.AppendInt(dst, e+adj, 10)
 	}
-	e, _ := new(big.Int).SetString(string(digits), 10)
-	if neg {
-		e.Neg(e)
+	// |digits| ≥ 10^18 > |adj|, so the sum has the sign of ±digits and
+	// its magnitude is digits + |adj| when adj has that sign, else
+	// digits − |adj| (positive).
+	mag := uint64(adj)
+	if adj < 0 {
+		mag = uint64(-adj)
 	}
-	e.Add(e, big.NewInt(adj))
-	return e.Append(dst, 10)
+	subtract := (adj < 0) != neg
+	if neg {
+		dst = append(dst, '-')
+	}
+	return appendDecimalSum(dst, digits, mag, subtract)
+}
+
+// appendDecimalSum appends the decimal text of digits ± small, where digits
+// is a decimal string without leading zeros and, when subtracting, greater
+// than small. It touches each digit once.
+func appendDecimalSum(dst, digits []byte, small uint64, subtract bool) []byte {
+	start := len(dst)
+	dst = append(dst, 0) // room for a carry out of the top digit
+	dst = append(dst, digits...)
+	out := dst[start:]
+	var carry uint64 // carry (adding) or borrow (subtracting)
+	for i := len(out) - 1; i >= 1 && (small > 0 || carry > 0); i-- {
+		d := uint64(out[i] - '0')
+		s := small % 10
+		small /= 10
+		if subtract {
+			sub := s + carry
+			if d >= sub {
+				d, carry = d-sub, 0
+			} else {
+				d, carry = d+10-sub, 1
+			}
+		} else {
+			d += s + carry
+			carry = d / 10
+			d %= 10
+		}
+		out[i] = byte('0' + d)
+	}
+	if carry > 0 && !subtract {
+		out[0] = '1'
+		return dst
+	}
+	// No carry out: drop the spare byte and any leading zeros a borrow
+	// left behind (10…0 − 1 = 9…9).
+	skip := 1
+	for skip < len(out)-1 && out[skip] == '0' {
+		skip++
+	}
+	n := copy(out, out[skip:])
+	return dst[:start+n]
 }
