@@ -20,8 +20,9 @@
 //
 // # HTTP requests
 //
-// [RequestHasher] hashes a request's method, escaped path, optionally its
-// raw query, and its body: the request hash of an idempotency-key table. It
+// [RequestHasher] hashes a request's method, its request target (the
+// escaped path and, by default, the canonical query: decoded pairs sorted
+// by name) and its body: the request hash of an idempotency-key table. It
 // reads the body under a size cap and puts it back, so the handler that
 // runs afterwards reads the same bytes. Its Body field plugs in a body
 // canonicaliser such as [JSON], so that a retry whose JSON body was

@@ -13,18 +13,38 @@ const DefaultMaxBody = 1 << 20
 
 // requestTag is the domain tag of request digests; bump the version if the
 // encoding below ever changes.
-const requestTag = "once/hashers.Request/v1"
+const requestTag = "once/hashers.Request/v2"
 
 // Flags recorded in every request digest, so that hashers configured
 // differently never produce the same digest for different requests.
 const (
-	flagQuery byte = 1 << iota // the raw query is included
-	flagBody                   // the body part is the output of Body, not raw bytes
+	flagQueryRaw       byte = 1 << iota // the raw query is included
+	flagBody                            // the body part is the output of Body, not raw bytes
+	flagQueryCanonical                  // the canonical query pairs are included
 )
 
-// RequestHasher fingerprints an HTTP request by its method, path, optional
-// query and body. The zero value is ready to use: raw body, 1 MiB cap, query
-// ignored. A RequestHasher is immutable in use and safe for concurrent use
+// QueryMode says how a RequestHasher includes the query string.
+type QueryMode uint8
+
+const (
+	// QueryCanonical includes the query as the list of its decoded
+	// name=value pairs, sorted by name, the values of one name kept in
+	// their order: "a=1&b=2", "b=2&a=1", "a=%31&b=2" and "b=2&&a=1" are
+	// the same query, as url.ParseQuery reads them; "a=1&a=2" and
+	// "a=2&a=1" are not. A query that url.ParseQuery rejects (a bad
+	// escape, a semicolon) is included raw, under a distinct tag. This is
+	// the default.
+	QueryCanonical QueryMode = iota
+	// QueryRaw includes r.URL.RawQuery exactly as sent.
+	QueryRaw
+	// QueryIgnore leaves the query out: POST /orders?debug=1 and POST
+	// /orders with the same body are the same request.
+	QueryIgnore
+)
+
+// RequestHasher fingerprints an HTTP request by its method, its request
+// target (path and query) and its body. The zero value is ready to use: raw
+// body, 1 MiB cap, canonical path and query. A RequestHasher is immutable in use and safe for concurrent use
 // on different requests.
 type RequestHasher struct {
 	// MaxBody caps the body size in bytes; a longer body makes Hash fail
@@ -33,11 +53,10 @@ type RequestHasher struct {
 	// which lets any client make the server buffer any amount of memory.
 	MaxBody int64
 
-	// IncludeQuery adds the raw query string (r.URL.RawQuery, exactly as
-	// sent: "a=1&b=2" and "b=2&a=1" differ) to the digest. Defaults to
-	// false: the query is ignored, so POST /orders?debug=1 and POST /orders
-	// with the same body are the same request.
-	IncludeQuery bool
+	// Query says how the query string enters the digest. Defaults to
+	// QueryCanonical: a query that changes what the request means (POST
+	// /orders?status=202) never gets the answer of another query.
+	Query QueryMode
 
 	// Body, if set, turns the body bytes into the part that is hashed, e.g.
 	// JSON so that re-serialised JSON bodies match, or a closure over
@@ -57,8 +76,11 @@ func Request(r *http.Request, maxBody int64) (once.Fingerprint, error) {
 
 // Hash returns the SHA-256 fingerprint of r: its method (case-sensitive;
 // "" is GET, as net/http reads it), its escaped path (r.URL.EscapedPath(),
-// not cleaned, so "/a" and "/a/" differ), its raw query when IncludeQuery is
-// set, and its body as the Body field says. The host, headers and
+// not cleaned, so "/a" and "/a/" differ, but with RFC 3986 §6.2.2
+// normalisation: hex digits of percent-escapes upper-cased and escaped
+// unreserved characters decoded, so "/%7euser" is "/~user" while
+// "/a%2Fb" stays apart from "/a/b"), its query as the Query field says,
+// and its body as the Body field says. The host, headers and
 // trailers are not included. Requests with equal components give equal
 // digests; requests differing in any included component give different
 // ones, except where Body maps two bodies to one value (as JSON does for
@@ -90,8 +112,18 @@ func (h RequestHasher) Hash(r *http.Request) (once.Fingerprint, error) {
 	}
 
 	var flags byte
-	if h.IncludeQuery {
-		flags |= flagQuery
+	var pairs [][2]string
+	switch h.Query {
+	case QueryRaw:
+		flags |= flagQueryRaw
+	case QueryIgnore:
+	default:
+		var ok bool
+		if pairs, ok = canonicalQuery(r.URL.RawQuery); ok {
+			flags |= flagQueryCanonical
+		} else {
+			flags |= flagQueryRaw
+		}
 	}
 	part := body
 	if h.Body != nil && len(body) > 0 {
@@ -111,10 +143,17 @@ func (h RequestHasher) Hash(r *http.Request) (once.Fingerprint, error) {
 	w.stringPart(requestTag)
 	w.bytePart(flags)
 	w.stringPart(method)
-	w.stringPart(r.URL.EscapedPath())
-	if h.IncludeQuery {
+	w.stringPart(normalPath(r.URL.EscapedPath()))
+	switch {
+	case flags&flagQueryRaw != 0:
 		w.stringPart(r.URL.RawQuery)
-	} else {
+	case flags&flagQueryCanonical != 0:
+		w.length(len(pairs))
+		for _, p := range pairs {
+			w.stringPart(p[0])
+			w.stringPart(p[1])
+		}
+	default:
 		w.part(nil)
 	}
 	w.part(part)

@@ -90,7 +90,7 @@ func TestRequestDistinguishes(t *testing.T) {
 	h := RequestHasher{}
 	want := mustHash(t, h, base())
 	assert.Equal(t, want, mustHash(t, h, base()), "deterministic")
-	assert.Equal(t, want, mustHash(t, h, newReq(t, http.MethodPost, "/orders?x=2", "body")), "query ignored by default")
+	assert.NotEqual(t, want, mustHash(t, h, newReq(t, http.MethodPost, "/orders?x=2", "body")), "query included by default")
 
 	differ := map[string]*http.Request{
 		"method":       newReq(t, http.MethodPut, "/orders?x=1", "body"),
@@ -111,14 +111,53 @@ func TestRequestDistinguishes(t *testing.T) {
 		assert.NotEqual(t, want, mustHash(t, h, r), name)
 	}
 
-	q := RequestHasher{IncludeQuery: true}
+	q := RequestHasher{Query: QueryRaw}
 	withQ := mustHash(t, q, base())
-	assert.NotEqual(t, want, withQ, "IncludeQuery changes the digest")
+	assert.NotEqual(t, want, withQ, "QueryRaw and QueryCanonical never share digests")
 	assert.NotEqual(t, withQ, mustHash(t, q, newReq(t, http.MethodPost, "/orders?x=2", "body")))
 	assert.NotEqual(t, withQ, mustHash(t, q, newReq(t, http.MethodPost, "/orders?", "body")))
-	assert.NotEqual(t, mustHash(t, h, newReq(t, http.MethodPost, "/orders", "body")),
-		mustHash(t, q, newReq(t, http.MethodPost, "/orders", "body")),
-		"configurations never share digests")
+	ignore := RequestHasher{Query: QueryIgnore}
+	assert.Equal(t, mustHash(t, ignore, base()), mustHash(t, ignore, newReq(t, http.MethodPost, "/orders?x=2", "body")), "QueryIgnore")
+	for _, a := range []RequestHasher{h, q} {
+		assert.NotEqual(t, mustHash(t, a, newReq(t, http.MethodPost, "/orders", "body")),
+			mustHash(t, ignore, newReq(t, http.MethodPost, "/orders", "body")),
+			"configurations never share digests")
+	}
+}
+
+// TestRequestTargetCanonical: queries and paths that every server reads
+// alike share a digest; those that may mean something else do not.
+func TestRequestTargetCanonical(t *testing.T) {
+	h := RequestHasher{}
+	digest := func(target string) string {
+		return hexString(mustHash(t, h, newReq(t, http.MethodPost, target, "body")))
+	}
+	same := [][]string{
+		{"/orders?a=1&b=2", "/orders?b=2&a=1", "/orders?a=%31&b=2", "/orders?b=2&&a=1&", "/orders?a=1&b=%32"},
+		{"/orders?q=a+b", "/orders?q=a%20b"},
+		{"/orders?flag", "/orders?flag="},
+		{"/orders", "/orders?", "/orders?&"},
+		{"/~user/x", "/%7euser/x", "/%7Euser/x"},
+		{"/a%2fb", "/a%2Fb"},
+	}
+	for _, group := range same {
+		for _, target := range group[1:] {
+			assert.Equal(t, digest(group[0]), digest(target), "%s ~ %s", group[0], target)
+		}
+	}
+	differ := [][2]string{
+		{"/orders?a=1&a=2", "/orders?a=2&a=1"},
+		{"/orders?status=201", "/orders?status=202"},
+		{"/orders?a=1", "/orders?A=1"},
+		{"/orders?a=1&b=2", "/orders?a=1%26b%3D2"},
+		{"/orders?a=b=c", "/orders?a=b&c"},
+		{"/a%2Fb", "/a/b"},
+		{"/orders?x=%zz", "/orders?x=%25zz"}, // malformed: hashed raw, under another tag
+		{"/orders?a;b", "/orders?a&b"},
+	}
+	for _, d := range differ {
+		assert.NotEqual(t, digest(d[0]), digest(d[1]), "%s vs %s", d[0], d[1])
+	}
 }
 
 func TestRequestBodyTooLarge(t *testing.T) {
