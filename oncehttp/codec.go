@@ -12,10 +12,11 @@ import (
 // base64), so the stored size is the body plus the few allow-listed
 // headers, and a replay decodes without reflection.
 //
-//	format byte | uvarint status | flags byte | uvarint #headers
-//	{ string name | uvarint #values | string value… }… | body (the rest)
+//	format byte | uvarint status | flags byte | fields (headers)
+//	| fields (trailers; format 2 only) | body (the rest)
 //
-// where a string is a uvarint length and its bytes.
+// where fields is uvarint #fields { string name | uvarint #values |
+// string value… }… and a string is a uvarint length and its bytes.
 type responseCodec struct{}
 
 const flagTooLarge = 1
@@ -28,13 +29,10 @@ func (responseCodec) Marshal(v any) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("oncehttp: cannot encode %T", v)
 	}
-	size := 1 + binary.MaxVarintLen64*2 + 1 + len(s.Body)
-	for name, vals := range s.Header {
-		size += binary.MaxVarintLen64*2 + len(name)
-		for _, v := range vals {
-			size += binary.MaxVarintLen64 + len(v)
-		}
+	if s.Format != storedFormat {
+		return nil, fmt.Errorf("oncehttp: cannot encode format %d", s.Format)
 	}
+	size := 1 + binary.MaxVarintLen64*3 + 1 + len(s.Body) + fieldsSize(s.Header) + fieldsSize(s.Trailer)
 	b := make([]byte, 0, size)
 	b = append(b, byte(s.Format))
 	b = binary.AppendUvarint(b, uint64(s.Status))
@@ -43,15 +41,32 @@ func (responseCodec) Marshal(v any) ([]byte, error) {
 		flags |= flagTooLarge
 	}
 	b = append(b, flags)
-	b = binary.AppendUvarint(b, uint64(len(s.Header)))
-	for name, vals := range s.Header {
+	b = appendFields(b, s.Header)
+	b = appendFields(b, s.Trailer)
+	return append(b, s.Body...), nil
+}
+
+func fieldsSize(h http.Header) int {
+	size := binary.MaxVarintLen64
+	for name, vals := range h {
+		size += binary.MaxVarintLen64*2 + len(name)
+		for _, v := range vals {
+			size += binary.MaxVarintLen64 + len(v)
+		}
+	}
+	return size
+}
+
+func appendFields(b []byte, h http.Header) []byte {
+	b = binary.AppendUvarint(b, uint64(len(h)))
+	for name, vals := range h {
 		b = appendString(b, name)
 		b = binary.AppendUvarint(b, uint64(len(vals)))
 		for _, v := range vals {
 			b = appendString(b, v)
 		}
 	}
-	return append(b, s.Body...), nil
+	return b
 }
 
 // Unmarshal implements once.Codec for *storedResponse. The decoded body
@@ -65,31 +80,19 @@ func (responseCodec) Unmarshal(data []byte, v any) error {
 	format := d.byte()
 	status := d.uvarint()
 	flags := d.byte()
-	n := d.uvarint()
-	if d.err != nil || n > uint64(len(d.data)) || status > 999 {
+	if d.err != nil || !readableFormat(int(format)) || status > 999 {
 		return errNotResponse
 	}
-	var h http.Header
-	if n > 0 {
-		h = make(http.Header, n)
-	}
-	for range n {
-		name := d.string()
-		m := d.uvarint()
-		if d.err != nil || m > uint64(len(d.data)) {
-			return errNotResponse
-		}
-		vals := make([]string, m)
-		for i := range vals {
-			vals[i] = d.string()
-		}
-		h[name] = vals
+	h := d.fields()
+	var trailer http.Header
+	if format >= 2 {
+		trailer = d.fields()
 	}
 	if d.err != nil {
 		return errNotResponse
 	}
 	*s = storedResponse{
-		Format: int(format), Status: int(status), Header: h,
+		Format: storedFormat, Status: int(status), Header: h, Trailer: trailer,
 		TooLarge: flags&flagTooLarge != 0,
 	}
 	if len(d.data) > 0 {
@@ -131,6 +134,38 @@ func (d *decoder) uvarint() uint64 {
 	}
 	d.data = d.data[n:]
 	return v
+}
+
+// fields reads a fields section; nil when it has no field. Every count is
+// checked against the bytes left (each entry takes at least one), so a
+// corrupt count cannot make it allocate more than the input's size.
+func (d *decoder) fields() http.Header {
+	n := d.uvarint()
+	if d.err != nil || n > uint64(len(d.data)) {
+		d.err = errNotResponse
+		return nil
+	}
+	var h http.Header
+	if n > 0 {
+		h = make(http.Header, n)
+	}
+	for range n {
+		name := d.string()
+		m := d.uvarint()
+		if d.err != nil || m > uint64(len(d.data)) {
+			d.err = errNotResponse
+			return nil
+		}
+		vals := make([]string, m)
+		for i := range vals {
+			vals[i] = d.string()
+		}
+		if d.err != nil {
+			return nil
+		}
+		h[name] = vals
+	}
+	return h
 }
 
 func (d *decoder) string() string {

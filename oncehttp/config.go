@@ -21,11 +21,17 @@ const (
 	DefaultMaxStoredBody = 1 << 20
 )
 
-// DefaultProblemBase is the prefix of the default problem type URIs.
+// DefaultProblemBase is the prefix of the default problem type URIs. It is
+// a placeholder, under the reserved ".example" domain (RFC 2606), so that
+// nobody mistakes it for a real page: set Config.ProblemBase (or
+// Config.ProblemTypes) to your API's documentation, where each problem's
+// slug names a section, as RFC 9457 asks of type URIs.
 const DefaultProblemBase = "https://stagedoor.example/problems/"
 
 // DefaultStoreHeaders are the response headers stored and replayed by
-// default: the ones a client acts on.
+// default: the ones a client acts on. To replay another one, list it with
+// these: Config{StoreHeaders: append(slices.Clone(DefaultStoreHeaders),
+// "X-Request-Id")}.
 var DefaultStoreHeaders = []string{
 	"Location", "Content-Type", "Content-Language", "Content-Location",
 	"ETag", "Last-Modified", "Cache-Control", "Retry-After", "Link",
@@ -46,6 +52,14 @@ type Config struct {
 	// *ScopeError it wraps; an empty scope with a nil error is answered
 	// with 401 too. The error's text is never sent.
 	Scope func(*http.Request) (string, error)
+
+	// ValidateKey, if set, checks a key against the resource's own
+	// published key format (a UUID, a prefix) after the built-in rules
+	// (see Header); an error is answered with 400 Problem Details
+	// (idempotency-key-invalid) and the handler does not run. The error's
+	// text is never sent. Defaults to nil: every key the built-in rules
+	// accept is accepted.
+	ValidateKey func(key string) error
 
 	// Header is the request header that carries the key. Defaults to
 	// "Idempotency-Key". The value may be a bare key or an RFC 8941 string
@@ -72,17 +86,24 @@ type Config struct {
 
 	// Fingerprint computes the request fingerprint. Defaults to a
 	// hashers.RequestHasher with MaxBody: SHA-256 over the method, the
-	// escaped path and the raw body (the query is ignored), with the body
-	// restored for the handler. An error wrapping hashers.ErrBodyTooLarge
+	// request target (the escaped path and the canonical query, so that
+	// "?b=2&a=1" is "?a=1&b=2" but "?status=202" is not "?status=201") and
+	// the raw body, with the body restored for the handler. An error wrapping hashers.ErrBodyTooLarge
 	// or *http.MaxBytesError gets 413, any other error 400; its text is never
 	// sent. A fingerprint over 64 bytes is a programming error and gets 500.
 	Fingerprint func(*http.Request) (once.Fingerprint, error)
 
 	// MaxStoredBody caps the response body that is stored, in bytes.
 	// Defaults to 1 MiB when zero; must not be negative. A larger response
-	// is still sent in full to the client that caused it, but only the fact
-	// that it was too large is stored: retries with the key get 500 Problem
-	// Details (response-unavailable) and the handler does not run again.
+	// is still sent in full to the client that caused it, and the handler
+	// never runs again for the key; what is stored is its status and
+	// stored headers without the body. A retry then learns that the request
+	// was processed and where its result is: a response that named its
+	// result (Content-Location, else Location) is replayed as 303 See Other
+	// to that URI, with a Problem Details body (response-too-large) that
+	// gives the original status; one that named nothing gets 500 Problem
+	// Details (response-unavailable) with the original status. Give large
+	// responses a Location.
 	// The middleware sets the Keeper's outcome cap for its own calls to
 	// MaxStoredBody plus 64 KiB for the stored headers, so that a response
 	// within MaxStoredBody fits; a response whose stored headers exceed
@@ -97,6 +118,16 @@ type Config struct {
 	// header the response's Connection header names) are never stored, even
 	// when listed: a replay must not hand one session's cookie to a retry.
 	StoreHeaders []string
+
+	// StoreStatus decides, per status, whether a handler's response below
+	// 500 is stored and replayed to retries (true) or released (false: the
+	// first client gets it, the key is freed and the next request with it
+	// runs the handler again). A handler overrides it for one response
+	// with SkipStore or ForceStore. Defaults to DefaultStoreStatus: every
+	// answer is stored except validation failures (400, 422) and transient
+	// answers (408, 425, 429). 5xx responses are never stored, whatever it
+	// says (see OnServerError).
+	StoreStatus func(status int) bool
 
 	// OnServerError decides what a 5xx response does to the key; 5xx
 	// responses are never stored either way. Defaults to Hold for every
@@ -153,14 +184,43 @@ type ProblemTypes struct {
 	// StoreUnavailable (503): the idempotency store failed; the handler did
 	// not run. Slug "store-unavailable".
 	StoreUnavailable string
-	// ResponseUnavailable (500): the key's response exists but cannot be
-	// replayed (it was too large to store, or can no longer be decoded).
-	// Slug "response-unavailable".
+	// ResponseUnavailable (500): the key's request was processed but its
+	// response cannot be replayed (it was too large to store and named no
+	// URI for its result, or can no longer be decoded). Slug
+	// "response-unavailable".
 	ResponseUnavailable string
+	// ResponseTooLarge (303 See Other): the key's request was processed,
+	// its response was too large to store, and it named where its result
+	// is (Location). Slug "response-too-large".
+	ResponseTooLarge string
+	// InvalidInput (400): a nested once.Do refused its input (see
+	// WriteError). Slug "invalid-input".
+	InvalidInput string
 	// Internal (500): the request was not processed because of a server
 	// error, e.g. Scope returned a name the core rejects (over 255 bytes or
 	// with control characters). Slug "internal-error".
 	Internal string
+}
+
+// DefaultStoreStatus is the default Config.StoreStatus. As Stripe does, an
+// answer is stored only once the endpoint started executing, so it stores
+// every status below 500 except:
+//
+//	400 Bad Request, 422 Unprocessable Content: validation failures; the
+//	    client corrects the request and retries with the same key
+//	408 Request Timeout, 425 Too Early, 429 Too Many Requests: transient;
+//	    the same request succeeds later
+//
+// A 402 card decline, a 404, a 409 business conflict are answers to the
+// intent and are stored. 1xx responses are never final and 5xx never
+// stored (see Config.OnServerError).
+func DefaultStoreStatus(status int) bool {
+	switch status {
+	case http.StatusBadRequest, http.StatusUnprocessableEntity,
+		http.StatusRequestTimeout, http.StatusTooEarly, http.StatusTooManyRequests:
+		return false
+	}
+	return status < 500
 }
 
 // ServerErrorPolicy says what a 5xx response does to its key.

@@ -8,11 +8,13 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
@@ -175,4 +177,14 @@ func eventually(t *testing.T, d time.Duration, f func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// assertRetryAfter checks that r carries Retry-After in whole seconds
+// within [lo, hi].
+func assertRetryAfter(t *testing.T, r reply, lo, hi int) {
+	t.Helper()
+	v, err := strconv.Atoi(r.header.Get("Retry-After"))
+	require.NoError(t, err, "Retry-After %q", r.header.Get("Retry-After"))
+	assert.GreaterOrEqual(t, v, lo)
+	assert.LessOrEqual(t, v, hi)
 }

@@ -30,6 +30,8 @@ type Middleware struct {
 	maxStored     int
 	allow         []string
 	onServerError func(int) ServerErrorPolicy
+	storeStatus   func(int) bool
+	validateKey   func(string) error
 	opts          []once.Option
 	problems      problems
 }
@@ -58,6 +60,8 @@ func New(k *once.Keeper, cfg Config) (*Middleware, error) {
 		maxStored:     cfg.MaxStoredBody,
 		allow:         storeList(cfg.StoreHeaders),
 		onServerError: cfg.OnServerError,
+		storeStatus:   cfg.StoreStatus,
+		validateKey:   cfg.ValidateKey,
 	}
 	if cfg.Header == "" {
 		m.header = DefaultHeader
@@ -75,7 +79,7 @@ func New(k *once.Keeper, cfg Config) (*Middleware, error) {
 		if maxBody == 0 {
 			maxBody = DefaultMaxBody
 		}
-		m.fingerprint = hashers.RequestHasher{MaxBody: maxBody}.Hash
+		m.fingerprint = hashers.RequestHasher{MaxBody: maxBody, Query: hashers.QueryCanonical}.Hash
 	}
 	if m.maxStored == 0 {
 		m.maxStored = DefaultMaxStoredBody
@@ -83,14 +87,19 @@ func New(k *once.Keeper, cfg Config) (*Middleware, error) {
 	if m.onServerError == nil {
 		m.onServerError = func(int) ServerErrorPolicy { return Hold }
 	}
-	// The caller's options first; then the three the middleware relies
-	// on: its codec, an outcome cap that fits MaxStoredBody, and no
+	if m.storeStatus == nil {
+		m.storeStatus = DefaultStoreStatus
+	}
+	// The caller's options first; then the ones the middleware relies
+	// on: its codec, an outcome cap that fits MaxStoredBody, no
 	// classifier, so that its 5xx marker errors are released or held as
-	// OnServerError says.
+	// OnServerError says, and an observer (added to the caller's) that
+	// tells FirstExecution about takeovers.
 	m.opts = append(slices.Clone(cfg.Options),
 		once.WithCodec(responseCodec{}),
 		once.WithMaxOutcomeSize(m.maxStored+headerBudget),
 		once.WithClassifier(nil),
+		once.WithObserver(tookOverObserver),
 	)
 	base := cfg.ProblemBase
 	if base == "" {
@@ -135,6 +144,10 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 		m.problems.write(w, probInvalidKey, 0)
 		return
 	}
+	if m.validateKey != nil && m.validateKey(key) != nil {
+		m.problems.write(w, probInvalidKey, 0)
+		return
+	}
 	name, err := m.scope(r)
 	if err != nil || name == "" {
 		m.problems.writeScope(w, scopeStatus(err))
@@ -152,7 +165,9 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 	}
 
 	var rec *recorder
-	out, err := once.DoOutcome(r.Context(), m.keeper.Scope(name).With(m.opts...), key, fp,
+	g := &guarded{key: key, scope: name, problems: &m.problems}
+	ctx := withGuarded(r.Context(), g)
+	out, err := once.DoOutcome(ctx, m.keeper.Scope(name).With(m.opts...), key, fp,
 		func(ctx context.Context) (storedResponse, error) {
 			rec = &recorder{rw: w, method: r.Method, allow: m.allow, limit: m.maxStored}
 			next.ServeHTTP(rec, r.WithContext(ctx))
@@ -164,6 +179,9 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 				}
 				return storedResponse{}, once.Hold(err)
 			}
+			if !m.stores(rec.status, storeChoice(g.choice.Load())) {
+				return storedResponse{}, &notStoredError{status: rec.status}
+			}
 			return rec.response(), nil
 		})
 	if rec != nil {
@@ -174,14 +192,28 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 		return
 	}
 	if err == nil {
-		if out.Value.Format != storedFormat || out.Value.TooLarge || out.Value.Status < 200 {
+		switch {
+		case !readableFormat(out.Value.Format) || out.Value.Status < 200:
 			m.problems.write(w, probResponseUnavailable, 0)
-			return
+		case out.Value.TooLarge:
+			m.problems.writeUnreplayable(w, &out.Value)
+		default:
+			out.Value.replay(w, r.Method)
 		}
-		out.Value.replay(w, r.Method)
 		return
 	}
 	m.writeError(w, err)
+}
+
+// stores reports whether a response below 500 is stored.
+func (m *Middleware) stores(status int, choice storeChoice) bool {
+	switch choice {
+	case storeSkip:
+		return false
+	case storeForce:
+		return true
+	}
+	return m.storeStatus(status)
 }
 
 // writeError answers a call that did not run the handler and has no
@@ -190,7 +222,7 @@ func (m *Middleware) writeError(w http.ResponseWriter, err error) {
 	var inProgress *once.InProgressError
 	switch {
 	case errors.As(err, &inProgress):
-		m.problems.write(w, probInProgress, retryAfterSeconds(inProgress.RetryAfter))
+		m.problems.write(w, probInProgress, retryAfterSeconds(inProgress.LeaseRemaining))
 	case errors.Is(err, once.ErrKeyReused):
 		m.problems.write(w, probKeyReused, 0)
 	case errors.Is(err, once.ErrOutcomeTooLarge), errors.Is(err, once.ErrUndecodable):
@@ -217,6 +249,14 @@ type serverError struct{ status int }
 
 func (e *serverError) Error() string {
 	return "oncehttp: handler answered " + strconv.Itoa(e.status)
+}
+
+// notStoredError is what fn returns for a response that is not stored
+// (StoreStatus, SkipStore): retryable, so the key is released.
+type notStoredError struct{ status int }
+
+func (e *notStoredError) Error() string {
+	return "oncehttp: response " + strconv.Itoa(e.status) + " not stored"
 }
 
 // validFieldName reports whether s is an RFC 9110 token.

@@ -20,6 +20,8 @@ const (
 	probStoreUnavailable
 	probResponseUnavailable
 	probInternal
+	probResponseTooLarge
+	probInvalidInput
 	numProblems
 )
 
@@ -58,6 +60,12 @@ var problemSpecs = [numProblems]problemSpec{
 	probResponseUnavailable: {"response-unavailable", http.StatusInternalServerError,
 		"Stored response unavailable",
 		"A request with this idempotency key was already processed, but its response cannot be replayed; it will not be processed again."},
+	probResponseTooLarge: {"response-too-large", http.StatusSeeOther,
+		"Response too large to replay",
+		"A request with this idempotency key was already processed, with the status in original_status; its response was too large to keep, and its result is at the URI in Location. It will not be processed again."},
+	probInvalidInput: {"invalid-input", http.StatusBadRequest,
+		"Invalid input",
+		"A value derived from this request is not a valid idempotency scope, key or fingerprint."},
 	probInternal: {"internal-error", http.StatusInternalServerError,
 		"Internal error",
 		"The request was not processed because of a server error."},
@@ -69,14 +77,19 @@ type problem struct {
 	Title  string `json:"title"`
 	Status int    `json:"status"`
 	Detail string `json:"detail"`
+	// OriginalStatus and Location are extension members of the answers
+	// about a processed request whose response cannot be replayed: the
+	// status the handler answered and where its result is.
+	OriginalStatus int    `json:"original_status,omitempty"`
+	Location       string `json:"location,omitempty"`
 }
 
 // problems holds the encoded documents, made once by New.
 type problems struct {
 	body [numProblems][]byte
-	// unauthorizedType is kept to encode the rare *ScopeError answers
-	// with a status other than 401.
-	unauthorizedType string
+	// types are kept to encode the answers whose body varies: *ScopeError
+	// statuses other than 401, and unreplayable responses.
+	types [numProblems]string
 }
 
 func newProblems(base string, types ProblemTypes) problems {
@@ -91,6 +104,8 @@ func newProblems(base string, types ProblemTypes) problems {
 		probStoreUnavailable:    types.StoreUnavailable,
 		probResponseUnavailable: types.ResponseUnavailable,
 		probInternal:            types.Internal,
+		probResponseTooLarge:    types.ResponseTooLarge,
+		probInvalidInput:        types.InvalidInput,
 	}
 	var p problems
 	for k, spec := range problemSpecs {
@@ -99,7 +114,7 @@ func newProblems(base string, types ProblemTypes) problems {
 		}
 		p.body[k] = encodeProblem(problem{Type: uris[k], Title: spec.title, Status: spec.status, Detail: spec.detail})
 	}
-	p.unauthorizedType = uris[probUnauthorized]
+	p.types = uris
 	return p
 }
 
@@ -124,8 +139,29 @@ func (p *problems) writeScope(w http.ResponseWriter, status int) {
 		return
 	}
 	spec := problemSpecs[probUnauthorized]
-	body := encodeProblem(problem{Type: p.unauthorizedType, Title: http.StatusText(status), Status: status, Detail: spec.detail})
+	body := encodeProblem(problem{Type: p.types[probUnauthorized], Title: http.StatusText(status), Status: status, Detail: spec.detail})
 	p.writeBody(w, status, body, 0)
+}
+
+// writeUnreplayable answers a retry of a processed request whose response
+// was too large to store: 303 See Other to the result's URI when the
+// response named one, else 500 (response-unavailable); both with the
+// original status, and with the replay marker, since they stand for the
+// stored answer.
+func (p *problems) writeUnreplayable(w http.ResponseWriter, s *storedResponse) {
+	k := probResponseUnavailable
+	loc := s.resultLocation()
+	if loc != "" {
+		k = probResponseTooLarge
+		w.Header().Set("Location", loc)
+	}
+	spec := problemSpecs[k]
+	w.Header().Set(ReplayedHeader, "true")
+	body := encodeProblem(problem{
+		Type: p.types[k], Title: spec.title, Status: spec.status, Detail: spec.detail,
+		OriginalStatus: s.Status, Location: loc,
+	})
+	p.writeBody(w, spec.status, body, 0)
 }
 
 func (p *problems) writeBody(w http.ResponseWriter, status int, body []byte, retryAfter int) {

@@ -12,6 +12,12 @@ import (
 // once, and buffers the final status and body so that they can be stored
 // before the client sees them. When the body outgrows the storage cap it
 // commits what it has and streams the rest.
+//
+// Headers are what net/http makes of them: the header map as it was at
+// WriteHeader (or the first Write) is the response's header, for the first
+// client and for the stored copy alike; a header set later is dropped,
+// unless it is a trailer (declared in "Trailer" before WriteHeader, or
+// named with http.TrailerPrefix), which is sent after the body.
 type recorder struct {
 	rw     http.ResponseWriter
 	method string
@@ -19,7 +25,9 @@ type recorder struct {
 	limit  int      // MaxStoredBody
 
 	status    int         // final status; 0 until written
+	sent      http.Header // the header map at WriteHeader time
 	stored    http.Header // allow-listed headers at WriteHeader time
+	trailers  http.Header // trailers at the end of the handler
 	body      []byte
 	streaming bool // the response went to rw; body is no longer kept
 }
@@ -47,7 +55,8 @@ func (r *recorder) WriteHeader(code int) {
 		return
 	}
 	r.status = code
-	r.stored = storedHeader(r.rw.Header(), r.allow)
+	r.sent = sentHeader(r.rw.Header())
+	r.stored = storedHeader(r.sent, r.allow)
 }
 
 // Write buffers p, or sends it once the response streams. It returns
@@ -69,6 +78,7 @@ func (r *recorder) Write(p []byte) (int, error) {
 	// Over the storage cap: this response will not be stored; stop
 	// buffering it and send it as it comes.
 	r.streaming = true
+	resetHeader(r.rw.Header(), r.sent)
 	r.rw.WriteHeader(r.status)
 	if len(r.body) > 0 {
 		if _, err := r.rw.Write(r.body); err != nil {
@@ -97,30 +107,45 @@ func (r *recorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 func (r *recorder) Unwrap() http.ResponseWriter { return r.rw }
 
 // finish settles the status of a handler that wrote nothing (200, as
-// net/http does).
+// net/http does) and collects the trailers the handler set.
 func (r *recorder) finish() {
 	if r.status == 0 {
 		r.WriteHeader(http.StatusOK)
 	}
+	r.trailers = trailerValues(r.sent, r.rw.Header())
 }
 
 // commit sends the buffered response to the real writer, as the handler
-// wrote it (Set-Cookie included), unless it already streamed.
+// wrote it (Set-Cookie included), unless it already streamed: the header
+// map as it was at WriteHeader, the body, then the trailers.
 func (r *recorder) commit() {
 	if r.streaming {
 		return
 	}
-	setContentLength(r.rw.Header(), r.status, r.method, len(r.body))
+	h := r.rw.Header()
+	resetHeader(h, r.sent)
+	if r.trailers == nil {
+		setContentLength(h, r.status, r.method, len(r.body))
+	}
 	r.rw.WriteHeader(r.status)
 	if len(r.body) > 0 && r.method != http.MethodHead {
 		_, _ = r.rw.Write(r.body)
 	}
+	setTrailers(h, r.trailers)
 }
 
-// response returns what is stored for the recorded response.
+// response returns what is stored for the recorded response: its status,
+// its allow-listed headers and trailers, and its body unless the body
+// outgrew the cap.
 func (r *recorder) response() storedResponse {
-	if r.streaming {
-		return storedResponse{Format: storedFormat, Status: r.status, TooLarge: true}
+	s := storedResponse{
+		Format: storedFormat, Status: r.status, Header: r.stored,
+		Trailer: storedHeader(r.trailers, r.allow),
 	}
-	return storedResponse{Format: storedFormat, Status: r.status, Header: r.stored, Body: r.body}
+	if r.streaming {
+		s.TooLarge = true
+		return s
+	}
+	s.Body = r.body
+	return s
 }

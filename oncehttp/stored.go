@@ -1,6 +1,7 @@
 package oncehttp
 
 import (
+	"maps"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -10,8 +11,11 @@ import (
 
 // storedFormat is the version of storedResponse's encoding; bump it if the
 // fields change meaning, so that records written by an older release are
-// recognised.
-const storedFormat = 1
+// recognised. Format 1 had no trailers; it is still read.
+const storedFormat = 2
+
+// readableFormat reports whether records of format f can be replayed.
+func readableFormat(f int) bool { return f == 1 || f == storedFormat }
 
 // storedResponse is the outcome stored for a key: what a replay sends.
 // responseCodec encodes it.
@@ -19,9 +23,12 @@ type storedResponse struct {
 	Format int
 	Status int
 	Header http.Header
-	Body   []byte
-	// TooLarge records that the body exceeded MaxStoredBody: only the fact
-	// is stored, and a replay answers response-unavailable.
+	// Trailer holds the allow-listed trailers, sent after the body.
+	Trailer http.Header
+	Body    []byte
+	// TooLarge records that the body exceeded MaxStoredBody: the status
+	// and headers are stored without the body, and a replay points to the
+	// result's URI (see replayTooLarge).
 	TooLarge bool
 }
 
@@ -97,17 +104,108 @@ func bodyAllowed(status int) bool {
 }
 
 // replay writes s to w: its status, its stored headers (replacing any of
-// the same name), "Idempotent-Replayed: true" and its body, byte for byte.
+// the same name), "Idempotent-Replayed: true", its body, byte for byte, and
+// its stored trailers.
 func (s *storedResponse) replay(w http.ResponseWriter, method string) {
 	h := w.Header()
 	for name, v := range s.Header {
 		h[name] = v
 	}
 	h.Set(ReplayedHeader, "true")
-	setContentLength(h, s.Status, method, len(s.Body))
+	if len(s.Trailer) > 0 {
+		names := slices.Sorted(maps.Keys(s.Trailer))
+		h["Trailer"] = []string{strings.Join(names, ", ")}
+	} else {
+		setContentLength(h, s.Status, method, len(s.Body))
+	}
 	w.WriteHeader(s.Status)
 	if len(s.Body) > 0 && bodyAllowed(s.Status) && method != http.MethodHead {
 		_, _ = w.Write(s.Body)
+	}
+	for name, v := range s.Trailer {
+		h[name] = v
+	}
+}
+
+// resultLocation returns the URI a too-large response named for its
+// result: Content-Location (the body is a representation of it), else
+// Location (the created resource).
+func (s *storedResponse) resultLocation() string {
+	if v := s.Header.Get("Content-Location"); v != "" {
+		return v
+	}
+	return s.Header.Get("Location")
+}
+
+// sentHeader returns a copy of h as net/http sends it as the response
+// header: without the http.TrailerPrefix fields, which are trailers.
+func sentHeader(h http.Header) http.Header {
+	out := make(http.Header, len(h))
+	for name, v := range h {
+		if !strings.HasPrefix(name, http.TrailerPrefix) {
+			out[name] = slices.Clone(v)
+		}
+	}
+	return out
+}
+
+// resetHeader makes h hold exactly the fields of snapshot.
+func resetHeader(h, snapshot http.Header) {
+	clear(h)
+	for name, v := range snapshot {
+		h[name] = v
+	}
+}
+
+// trailerValues returns the trailers a handler set, as net/http collects
+// them when the handler returns: the fields that sent (the header at
+// WriteHeader time) declared in "Trailer", with their values in live (the
+// header map now), and the fields of live named with http.TrailerPrefix.
+// It returns nil when there is none.
+func trailerValues(sent, live http.Header) http.Header {
+	var out http.Header
+	add := func(name string, v []string) {
+		if len(v) == 0 || name == "" {
+			return
+		}
+		if out == nil {
+			out = make(http.Header)
+		}
+		out[name] = slices.Clone(v)
+	}
+	for _, decl := range sent["Trailer"] {
+		for name := range strings.SplitSeq(decl, ",") {
+			name = textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))
+			add(name, live[name])
+		}
+	}
+	for name, v := range live {
+		if after, ok := strings.CutPrefix(name, http.TrailerPrefix); ok {
+			add(textproto.CanonicalMIMEHeaderKey(after), v)
+		}
+	}
+	return out
+}
+
+// setTrailers puts trailers into h after WriteHeader, so that net/http
+// sends them after the body: a declared one under its name, any other
+// under http.TrailerPrefix.
+func setTrailers(h, trailers http.Header) {
+	if len(trailers) == 0 {
+		return
+	}
+	declared := map[string]bool{}
+	for _, decl := range h["Trailer"] {
+		for name := range strings.SplitSeq(decl, ",") {
+			declared[textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(name))] = true
+		}
+	}
+	for name, v := range trailers {
+		if declared[name] {
+			h[name] = v
+		} else {
+			h[http.TrailerPrefix+name] = v
+		}
 	}
 }
 
