@@ -1,0 +1,284 @@
+package oncehttp
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"time"
+)
+
+// Transport is the client side of the Idempotency-Key draft: an
+// http.RoundTripper that sends every unsafe request (POST and PATCH by
+// default) with an idempotency key, and retries it with the same key and
+// the same body when the attempt may not have taken effect or the server
+// asks to come back later. It works with any server that implements the
+// draft, oncehttp's Middleware and Stripe's API included.
+//
+// # The key
+//
+// One key per intent: the request's own header if the caller set it, else
+// the key of the request's context (WithKey), else a fresh random key made
+// once per RoundTrip and sent with every attempt of it. A generated key
+// lives as long as one RoundTrip: a caller that retries the call itself
+// (a job re-run after a crash, a user's second click) must make the key
+// where that retry is born and pass it with WithKey, for example
+// once.DerivedKey("order", orderID).
+//
+// # Retries
+//
+// An attempt is retried, after a wait, when it failed without an answer (a
+// refused or dropped connection, a reset, an EOF before the response; the
+// server may have processed it, which is what the key is for), or when its
+// status is one of RetryStatus: by default 409 (the first request with the
+// key is in progress), 429, 502, 503 and 504. Every other answer is final
+// and returned at once, 400, 402 and 422 included. The wait is the answer's
+// Retry-After when it has one (up to MaxRetryAfter: a longer one ends the
+// retries), else a capped exponential backoff with jitter. Retries stop at
+// MaxAttempts, when the request's context ends, and before a wait that
+// would outlast the context's deadline: then the last answer (or error) is
+// returned as is, and a response that is returned is never read or closed
+// by the Transport.
+//
+// Each retry resends the body byte for byte through req.GetBody (which
+// http.NewRequest sets for bytes, strings and their readers). A request
+// with a body and no GetBody is sent once, with its key, and not retried.
+//
+// Requests of other methods pass to Base untouched, without key or retry.
+// The caller's request is never modified. A Transport is safe for
+// concurrent use; its fields must not change once it is in use. The zero
+// value is ready to use.
+type Transport struct {
+	// Base sends each attempt. Defaults to http.DefaultTransport.
+	Base http.RoundTripper
+
+	// Header is the request header that carries the key. Defaults to
+	// "Idempotency-Key".
+	Header string
+
+	// Bare sends the key as it is instead of as an RFC 8941 sf-string
+	// ("quoted"), the form the draft defines. Defaults to false (quoted).
+	// oncehttp accepts both; a server that takes the raw header value as
+	// the key (as Stripe does) dedups either form, since every attempt
+	// sends the same bytes.
+	Bare bool
+
+	// Methods lists the guarded methods. Defaults to POST and PATCH.
+	Methods []string
+
+	// MaxAttempts caps the attempts of one request, the first included.
+	// Defaults to 5 when zero; 1 attaches the key and never retries.
+	MaxAttempts int
+
+	// BaseDelay is the backoff before the second attempt; it doubles for
+	// each further attempt, up to MaxDelay, and a random part of up to
+	// half of it is taken off (jitter), so that clients that failed
+	// together do not retry together. Defaults to 100ms.
+	BaseDelay time.Duration
+
+	// MaxDelay caps the backoff. Defaults to 5s.
+	MaxDelay time.Duration
+
+	// MaxRetryAfter is the longest Retry-After the Transport waits for; an
+	// answer that asks for more is returned to the caller. Defaults to 60s.
+	MaxRetryAfter time.Duration
+
+	// RetryStatus reports whether an answer with the status is retried.
+	// Defaults to DefaultRetryStatus.
+	RetryStatus func(status int) bool
+
+	// NewKey makes the key of a request that has none. Defaults to NewKey
+	// (128 random bits).
+	NewKey func() string
+
+	// OnRetry, if set, is called before each wait: for logs and metrics.
+	OnRetry func(Retry)
+}
+
+// Retry describes one retry decision of a Transport.
+type Retry struct {
+	// Attempt is the number of the attempt that failed, from 1.
+	Attempt int
+	// Key is the idempotency key sent with every attempt.
+	Key string
+	// Status is the failed attempt's status; 0 when Err is set.
+	Status int
+	// Err is the failed attempt's error; nil when it had an answer.
+	Err error
+	// Delay is the wait before the next attempt.
+	Delay time.Duration
+}
+
+// DefaultRetryStatus is the default Transport.RetryStatus: 409 Conflict
+// (the draft's answer while the first request with the key is in
+// progress), 429 Too Many Requests, 502 Bad Gateway, 503 Service
+// Unavailable and 504 Gateway Timeout. A 500 is not retried: it is an
+// answer the server may have stored as final.
+func DefaultRetryStatus(status int) bool {
+	switch status {
+	case http.StatusConflict, http.StatusTooManyRequests,
+		http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout:
+		return true
+	}
+	return false
+}
+
+// NewClient returns an http.Client that sends its requests through t (a
+// zero Transport when t is nil). Use the client's Timeout, or the
+// request's context, to bound a request with all its retries.
+func NewClient(t *Transport) *http.Client {
+	if t == nil {
+		t = &Transport{}
+	}
+	return &http.Client{Transport: t}
+}
+
+// Replayed reports whether resp is a replay of an answer the server had
+// already given for the request's key (the Idempotent-Replayed header), or
+// follows a redirect that was (a 303 to the result of a replayed request).
+func Replayed(resp *http.Response) bool {
+	for r := resp; r != nil; {
+		if r.Header.Get(ReplayedHeader) == "true" {
+			return true
+		}
+		if r.Request == nil {
+			return false
+		}
+		r = r.Request.Response
+	}
+	return false
+}
+
+// RoundTrip implements http.RoundTripper; see Transport.
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !slices.Contains(t.methods(), req.Method) {
+		return t.base().RoundTrip(req)
+	}
+	header := t.header()
+	key, value, err := t.keyFor(req, header)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	ctx := req.Context()
+	attempts := t.maxAttempts()
+	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
+		attempts = 1 // the body cannot be sent again
+	}
+	for attempt := 1; ; attempt++ {
+		r := req.Clone(ctx)
+		r.Header.Set(header, value)
+		if attempt > 1 && req.GetBody != nil {
+			if r.Body, err = req.GetBody(); err != nil {
+				return nil, fmt.Errorf("oncehttp: resending the body: %w", err)
+			}
+		}
+		resp, err := t.base().RoundTrip(r)
+		if attempt >= attempts || !t.retryable(ctx, resp, err) {
+			return resp, err
+		}
+		delay, ok := t.delay(attempt, resp)
+		if !ok || !fitsDeadline(ctx, delay) {
+			return resp, err
+		}
+		info := Retry{Attempt: attempt, Key: key, Err: err, Delay: delay}
+		if resp != nil {
+			info.Status = resp.StatusCode
+			discard(resp)
+		}
+		if t.OnRetry != nil {
+			t.OnRetry(info)
+		}
+		if err := sleep(ctx, delay); err != nil {
+			return nil, fmt.Errorf("oncehttp: retry of %s %s with key %q: %w", req.Method, req.URL.Redacted(), key, err)
+		}
+	}
+}
+
+// retryable reports whether an attempt's outcome calls for another.
+func (t *Transport) retryable(ctx context.Context, resp *http.Response, err error) bool {
+	if err != nil {
+		return ctx.Err() == nil && !permanent(err)
+	}
+	return t.retryStatus()(resp.StatusCode)
+}
+
+// permanent reports errors that another attempt cannot cure: a
+// certificate the client refuses.
+func permanent(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	return errors.As(err, &verify) || errors.As(err, &unknown) ||
+		errors.As(err, &hostname) || errors.As(err, &invalid)
+}
+
+// fitsDeadline reports whether a wait of d ends before ctx's deadline.
+func fitsDeadline(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return !ok || time.Until(deadline) > d
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	}
+}
+
+// discard reads a little of a response that will not be returned, so that
+// its connection can be reused, and closes it.
+func discard(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+}
+
+func (t *Transport) base() http.RoundTripper {
+	if t.Base != nil {
+		return t.Base
+	}
+	return http.DefaultTransport
+}
+
+func (t *Transport) header() string {
+	if t.Header != "" {
+		return t.Header
+	}
+	return DefaultHeader
+}
+
+func (t *Transport) methods() []string {
+	if t.Methods != nil {
+		return t.Methods
+	}
+	return DefaultMethods
+}
+
+func (t *Transport) maxAttempts() int {
+	if t.MaxAttempts > 0 {
+		return t.MaxAttempts
+	}
+	return 5
+}
+
+func (t *Transport) retryStatus() func(int) bool {
+	if t.RetryStatus != nil {
+		return t.RetryStatus
+	}
+	return DefaultRetryStatus
+}
