@@ -311,7 +311,7 @@ func TestRetryAfterParsing(t *testing.T) {
 		"0": 0, "1": time.Second, " 120 ": 2 * time.Minute,
 		now.Add(90 * time.Second).Format(http.TimeFormat): 90 * time.Second,
 		now.Add(-time.Hour).Format(http.TimeFormat):       0,
-		"99999999999999999999999":                          1<<63 - 1,
+		"99999999999999999999999":                         1<<63 - 1,
 	} {
 		got, ok := retryAfter(v, now)
 		assert.True(t, ok, v)
