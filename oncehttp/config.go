@@ -110,7 +110,9 @@ type Config struct {
 	// that room is treated like a too-large body on replay.
 	MaxStoredBody int
 
-	// StoreHeaders lists the response headers that are stored and replayed.
+	// StoreHeaders lists the response headers (and trailers) that are
+	// stored and replayed; those the handler set after WriteHeader are not
+	// part of the response, as in net/http.
 	// Defaults to DefaultStoreHeaders (Location, Content-Type,
 	// Content-Language, Content-Location, ETag, Last-Modified, Cache-Control,
 	// Retry-After, Link). Set-Cookie and hop-by-hop headers (Connection,

@@ -1,35 +1,93 @@
-// Package oncehttp is net/http middleware that makes a POST (or PATCH)
-// happen once per idempotency key, as the IETF httpapi Idempotency-Key
-// draft describes: the key comes from the Idempotency-Key request header,
-// the scope from a function you provide (the authenticated principal), and
-// the request fingerprint is a SHA-256 over the method, the path and the
-// body (package hashers).
+// Package oncehttp is both sides of the IETF httpapi Idempotency-Key draft
+// for net/http: Middleware makes a POST (or PATCH) happen once per
+// idempotency key on the server, and Transport, on the client, sends one
+// key per intent and retries safely with it. They share the header names
+// and the key rules, so they live in one package.
+//
+// # Server
 //
 //	m, err := oncehttp.New(keeper, oncehttp.Config{
 //		Scope: func(r *http.Request) (string, error) { return userID(r.Context()) },
 //	})
 //	mux.Handle("POST /orders", m.Handler(placeOrder))
 //
+// The key comes from the Idempotency-Key request header, the scope from a
+// function you provide (the authenticated principal), and the request
+// fingerprint is a SHA-256 over the method, the request target (escaped
+// path and canonical query) and the body (package hashers).
+//
 // # What a client receives
 //
 //   - First request with a key: the handler runs; its response is sent as
-//     written and, unless it is a 5xx, stored (status, body and the
-//     allow-listed headers of Config.StoreHeaders).
+//     written and, if Config.StoreStatus says so (see below), stored:
+//     status, body, the allow-listed headers and trailers of
+//     Config.StoreHeaders.
 //   - Same key, same request, completed: the stored response, byte for byte,
 //     with "Idempotent-Replayed: true". The handler does not run. A stored 4xx
 //     (a 402 card decline) is replayed like a 201: it is the answer to the
 //     intent.
-//   - Same key, another method, path or body: 422 Problem Details
+//   - Same key, another method, path, query or body: 422 Problem Details
 //     (idempotency-key-reused), never the stored response.
 //   - Same key while the first request runs, or while a 5xx is held: 409
-//     Problem Details (request-in-progress) with Retry-After in whole
-//     seconds, at least 1.
-//   - Missing key (unless Config.AllowMissingKey) or a malformed key: 400.
-//     A body over Config.MaxBody: 413. Scope failure: 401 (or the status of
-//     a *ScopeError). Store failure: 503, never the store's error text.
+//     Problem Details (request-in-progress) with Retry-After: the time left
+//     on the key's lease, in whole seconds, at least 1. That is exact for a
+//     held key; for a running request it is the longest the key can stay
+//     busy without its owner renewing it, and the answer may be ready
+//     sooner: to make duplicates wait for it instead, pass
+//     once.WithWait in Config.Options.
+//   - A response too large to store (Config.MaxStoredBody): 303 See Other
+//     to the Location (or Content-Location) it gave, with the original
+//     status in a Problem Details body (response-too-large); 500
+//     (response-unavailable) if it gave none. The handler does not run
+//     again.
+//   - Missing key (unless Config.AllowMissingKey), a malformed key or one
+//     Config.ValidateKey refuses: 400. A body over Config.MaxBody: 413.
+//     Scope failure: 401 (or the status of a *ScopeError). Store failure:
+//     503, never the store's error text.
 //
-// Every error answer is an RFC 9457 application/problem+json document with
-// type, title, status and detail; none is stored.
+// Every answer of the middleware's own is an RFC 9457
+// application/problem+json document with type, title, status and detail;
+// none is stored. The type URIs default to placeholders under
+// DefaultProblemBase, to be pointed at your documentation.
+//
+// # What is stored
+//
+// As Stripe does, an answer is stored only once the endpoint started
+// executing. With DefaultStoreStatus:
+//
+//	2xx, 3xx, and 4xx other than below   stored, replayed for the retention
+//	400, 422 (validation)                not stored: key released, the
+//	                                     corrected request runs
+//	408, 425, 429 (transient)            not stored: key released
+//	5xx                                  never stored: key held until the
+//	                                     lease ends (OnServerError: Hold),
+//	                                     or released (ReleaseOn)
+//
+// A handler overrides the policy for the response it is writing with
+// SkipStore(r.Context()) (an answer given before anything durable happened)
+// or ForceStore. WriteError answers an error from the handler's own nested
+// once.Do with the right problem (409, 422, 400, 503) and does not store it.
+//
+// # Headers
+//
+// The response's header is the header map as it was at WriteHeader (or
+// the first Write), as net/http sends it: a header set later is dropped,
+// except trailers (declared in "Trailer", or set with http.TrailerPrefix),
+// which follow the body. The first client gets every header; a replay gets
+// the headers and trailers of Config.StoreHeaders (DefaultStoreHeaders:
+// Location, Content-Type, Content-Language, Content-Location, ETag,
+// Last-Modified, Cache-Control, Retry-After, Link), plus Content-Length
+// and "Idempotent-Replayed: true". Set-Cookie and hop-by-hop headers are
+// never stored. To replay another header, list it with the defaults:
+// Config{StoreHeaders: append(slices.Clone(DefaultStoreHeaders),
+// "X-Request-Id")}.
+//
+// # Inside the handler
+//
+// Key, ScopeName and FirstExecution tell the handler which key and scope
+// it runs for, and whether it runs after a takeover of an earlier,
+// unfinished execution, so that it can derive the keys of its own
+// downstream calls (once.DerivedKey) and look for partial work.
 //
 // # Server errors
 //
@@ -53,9 +111,22 @@
 // before the client sees it; Flush is a no-op while buffering. A response
 // body that grows past Config.MaxStoredBody stops being buffered: it is
 // streamed to the client from then on (Flush works), and the key records
-// only that the response was too large, so a retry gets a 500 Problem
-// Details (response-unavailable) and the handler does not run again.
-// Hijacking is refused (http.ErrNotSupported): a hijacked connection has no
-// response to store. http.ResponseController reaches the underlying
-// writer for deadlines and full duplex through Unwrap.
+// its status and headers without the body (see above). Hijacking is
+// refused (http.ErrNotSupported): a hijacked connection has no response to
+// store. http.ResponseController reaches the underlying writer for
+// deadlines and full duplex through Unwrap.
+//
+// # Client
+//
+//	client := oncehttp.NewClient(&oncehttp.Transport{})
+//	ctx = oncehttp.WithKey(ctx, once.DerivedKey("order", orderID))
+//	req, _ := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader(body))
+//	resp, err := client.Do(req) // retried with the same key and body
+//	replayed := oncehttp.Replayed(resp)
+//
+// Transport attaches the key (the request's header, WithKey's, or one made
+// per request), retries connection errors and 409, 429, 502, 503 and 504
+// with Retry-After or capped exponential backoff with jitter, within
+// MaxAttempts and the context's deadline, and never retries a final answer
+// (400, 402, 422…). See Transport.
 package oncehttp
