@@ -1,0 +1,124 @@
+package oncehttp
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// step is one scripted answer: a status with an optional Retry-After, or a
+// connection dropped after the request was read.
+type step struct {
+	status     int
+	retryAfter string
+	drop       bool
+}
+
+func (s step) String() string {
+	if s.drop {
+		return "drop"
+	}
+	return fmt.Sprintf("%d(ra=%q)", s.status, s.retryAfter)
+}
+
+// modelOutcome is what the Transport must do with a script: how many
+// attempts reach the server, and the final status (0 for an error).
+func modelOutcome(script []step, maxAttempts int) (attempts, final int) {
+	for i, s := range script {
+		attempt := i + 1
+		if s.drop {
+			if attempt >= maxAttempts {
+				return attempt, 0
+			}
+			continue
+		}
+		if attempt >= maxAttempts || !DefaultRetryStatus(s.status) || s.retryAfter == "3600" {
+			return attempt, s.status
+		}
+	}
+	panic("script too short")
+}
+
+// TestTransportAgainstModel plays random scripts of answers and dropped
+// connections and checks every decision against modelOutcome, plus the
+// invariants: one key and one body on every attempt.
+func TestTransportAgainstModel(t *testing.T) {
+	rng := rand.New(rand.NewPCG(16, 13))
+	statuses := []int{200, 201, 400, 402, 404, 409, 422, 429, 500, 502, 503, 504}
+	retryAfters := []string{"", "", "0", "3600", "soon"}
+
+	var mu sync.Mutex
+	var script []step
+	var seen []attempt
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		seen = append(seen, attempt{r.Header.Get(DefaultHeader), body})
+		s := script[len(seen)-1]
+		mu.Unlock()
+		if s.drop {
+			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+				_ = conn.Close()
+			}
+			return
+		}
+		if s.retryAfter != "" {
+			w.Header().Set("Retry-After", s.retryAfter)
+		}
+		w.WriteHeader(s.status)
+	}))
+	defer srv.Close()
+	base := &http.Transport{DisableKeepAlives: true} // no net/http retry of its own
+	defer base.CloseIdleConnections()
+
+	const runs = 300
+	for run := range runs {
+		maxAttempts := 1 + rng.IntN(5)
+		s := make([]step, maxAttempts)
+		for i := range s {
+			if rng.IntN(5) == 0 {
+				s[i] = step{drop: true}
+				continue
+			}
+			s[i] = step{status: statuses[rng.IntN(len(statuses))], retryAfter: retryAfters[rng.IntN(len(retryAfters))]}
+		}
+		mu.Lock()
+		script, seen = s, nil
+		mu.Unlock()
+		wantAttempts, wantFinal := modelOutcome(s, maxAttempts)
+
+		body := make([]byte, rng.IntN(2048))
+		for i := range body {
+			body[i] = byte(rng.Uint32())
+		}
+		tr := &Transport{Base: base, MaxAttempts: maxAttempts, BaseDelay: time.Microsecond, MaxDelay: time.Millisecond}
+		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL, bytes.NewReader(body))
+		require.NoError(t, err)
+		resp, err := NewClient(tr).Do(req)
+		msg := fmt.Sprintf("run %d: script %v, max %d", run, s, maxAttempts)
+		if wantFinal == 0 {
+			require.Error(t, err, msg)
+		} else {
+			require.NoError(t, err, msg)
+			require.Equal(t, wantFinal, resp.StatusCode, msg)
+			resp.Body.Close()
+		}
+		mu.Lock()
+		got := append([]attempt(nil), seen...)
+		mu.Unlock()
+		require.Len(t, got, wantAttempts, msg)
+		for i, a := range got {
+			require.Equal(t, got[0].key, a.key, "%s: attempt %d", msg, i+1)
+			require.Equal(t, body, a.body, "%s: attempt %d", msg, i+1)
+		}
+	}
+}
