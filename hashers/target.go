@@ -38,16 +38,17 @@ func canonicalQuery(raw string) (pairs [][2]string, ok bool) {
 // the hex digits of every percent-escape upper-cased, and escapes of
 // unreserved characters (ALPHA, DIGIT, "-", ".", "_", "~") decoded. Other
 // escapes, "%2F" included, stay escaped, so the path's segments are kept.
-// A malformed escape is left as it is.
+// A path with a malformed escape (which net/http refuses before any
+// handler runs) is left as it is.
 func normalPath(p string) string {
-	if !strings.Contains(p, "%") {
+	if !strings.Contains(p, "%") || !wellEscaped(p) {
 		return p
 	}
 	var b strings.Builder
 	b.Grow(len(p))
 	for i := 0; i < len(p); i++ {
 		c := p[i]
-		if c != '%' || i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
+		if c != '%' {
 			b.WriteByte(c)
 			continue
 		}
@@ -62,6 +63,19 @@ func normalPath(p string) string {
 		i += 2
 	}
 	return b.String()
+}
+
+// wellEscaped reports whether every '%' in p starts a %XX escape.
+func wellEscaped(p string) bool {
+	for i := 0; i < len(p); i++ {
+		if p[i] == '%' {
+			if i+2 >= len(p) || !isHex(p[i+1]) || !isHex(p[i+2]) {
+				return false
+			}
+			i += 2
+		}
+	}
+	return true
 }
 
 func isHex(c byte) bool {
