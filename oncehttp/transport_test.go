@@ -329,3 +329,28 @@ func TestRetryAfterParsing(t *testing.T) {
 		assert.GreaterOrEqual(t, d, ceiling/2)
 	}
 }
+
+// TestReplayedFollowsRedirects: a replayed 303 to the result (the
+// Middleware's answer for a response too large to store) makes the
+// followed GET's answer a replay too; the GET carries no key.
+func TestReplayedFollowsRedirects(t *testing.T) {
+	var getKey string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			getKey = r.Header.Get(DefaultHeader)
+			_, _ = io.WriteString(w, "the result")
+			return
+		}
+		w.Header().Set("Location", "/exports/1")
+		w.Header().Set(ReplayedHeader, "true")
+		w.WriteHeader(http.StatusSeeOther)
+	}))
+	defer srv.Close()
+	resp, body, err := post(t, NewClient(&Transport{Base: srv.Client().Transport}), context.Background(), srv.URL, []byte("{}"))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "the result", string(body))
+	assert.True(t, Replayed(resp))
+	assert.Empty(t, getKey)
+	assert.False(t, Replayed(&http.Response{Header: http.Header{}}))
+}
