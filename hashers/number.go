@@ -103,11 +103,10 @@ func (c *canon) number() error {
 	if neg {
 		c.out = append(c.out, '-')
 	}
-	for k := lead; k < lead+sig; k++ {
-		if k == lead+1 {
-			c.out = append(c.out, '.')
-		}
-		c.out = append(c.out, digitAt(intDigits, fracDigits, k))
+	c.out = append(c.out, digitAt(intDigits, fracDigits, lead))
+	if sig > 1 {
+		c.out = append(c.out, '.')
+		c.out = appendDigits(c.out, intDigits, fracDigits, lead+1, lead+sig)
 	}
 	c.out = append(c.out, 'E')
 	c.out = append(c.out, exp...)
@@ -115,6 +114,18 @@ func (c *canon) number() error {
 }
 
 func isDigit(ch byte) bool { return '0' <= ch && ch <= '9' }
+
+// appendDigits appends digits [from, to) of int ‖ frac, in bulk.
+func appendDigits(dst, intDigits, fracDigits []byte, from, to int) []byte {
+	if from < len(intDigits) {
+		dst = append(dst, intDigits[from:min(to, len(intDigits))]...)
+		from = len(intDigits)
+	}
+	if from < to {
+		dst = append(dst, fracDigits[from-len(intDigits):to-len(intDigits)]...)
+	}
+	return dst
+}
 
 // digitAt returns the k-th digit of int ‖ frac.
 func digitAt(intDigits, fracDigits []byte, k int) byte {
