@@ -237,10 +237,14 @@ func (m *Middleware) writeError(w http.ResponseWriter, err error) {
 	}
 }
 
-// retryAfterSeconds rounds d up to whole seconds, at least 1.
+// retryAfterSeconds rounds d up to whole seconds, at least 1, without
+// overflow for a lease of any length.
 func retryAfterSeconds(d time.Duration) int {
-	s := int((d + time.Second - 1) / time.Second)
-	return max(s, 1)
+	s := d / time.Second
+	if d%time.Second > 0 {
+		s++
+	}
+	return max(int(s), 1)
 }
 
 // serverError is what fn returns for a 5xx response: retryable (released)

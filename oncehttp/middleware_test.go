@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -233,6 +234,8 @@ func TestRetryAfterSeconds(t *testing.T) {
 	assert.Equal(t, 1, retryAfterSeconds(300*time.Millisecond))
 	assert.Equal(t, 1, retryAfterSeconds(time.Second))
 	assert.Equal(t, 2, retryAfterSeconds(1001*time.Millisecond))
+	assert.Equal(t, 1, retryAfterSeconds(-time.Hour))
+	assert.Equal(t, int(math.MaxInt64/int64(time.Second))+1, retryAfterSeconds(math.MaxInt64), "no overflow")
 }
 
 // TestReplayIsByteForByte compares the raw bodies and the replayed status
