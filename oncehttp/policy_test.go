@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -387,4 +388,16 @@ func TestWriteErrorForNestedDo(t *testing.T) {
 	assert.Equal(t, http.StatusBadRequest, invalid.Code)
 	assert.False(t, WriteError(httptest.NewRecorder(), req, io.EOF), "fn's own errors are the handler's")
 	assert.False(t, WriteError(httptest.NewRecorder(), req, nil))
+}
+
+// TestRetryAfterWithAnEndlessLease: a key held under the longest lease
+// says so, in seconds, rather than wrapping to a short value.
+func TestRetryAfterWithAnEndlessLease(t *testing.T) {
+	s := newShop()
+	srv := serve(t, once.New(nil, once.WithLease(math.MaxInt64)), Config{}, s)
+	key := newKey(t)
+	require.Equal(t, http.StatusGatewayTimeout, call(t, srv, "POST", "/timeout", "buyer", key, "").status)
+	r := call(t, srv, "POST", "/timeout", "buyer", key, "")
+	require.Equal(t, http.StatusConflict, r.status)
+	assertRetryAfter(t, r, int(math.MaxInt64/int64(time.Second))-60, int(math.MaxInt64/int64(time.Second))+1)
 }
