@@ -36,7 +36,9 @@ import (
 // server may have processed it, which is what the key is for), or when its
 // status is one of RetryStatus: by default 409 (the first request with the
 // key is in progress), 429, 502, 503 and 504. Every other answer is final
-// and returned at once, 400, 402 and 422 included. The wait is the answer's
+// and returned at once, 400, 402 and 422 included. A server's explicit
+// advice wins over the status: "Stripe-Should-Retry: false" makes any
+// answer final, and "true" makes a 4xx or 5xx retried. The wait is the answer's
 // Retry-After when it has one (up to MaxRetryAfter: a longer one ends the
 // retries), else a capped exponential backoff with jitter. Retries stop at
 // MaxAttempts, when the request's context ends, and before a wait that
@@ -204,8 +206,19 @@ func (t *Transport) retryable(ctx context.Context, resp *http.Response, err erro
 	if err != nil {
 		return ctx.Err() == nil && !permanent(err)
 	}
+	switch resp.Header.Get(shouldRetryHeader) {
+	case "false":
+		return false
+	case "true":
+		return resp.StatusCode >= 400
+	}
 	return t.retryStatus()(resp.StatusCode)
 }
+
+// shouldRetryHeader is Stripe's explicit advice on a failed request, which
+// overrides the status: "false" (retrying would not help) or "true" (a
+// lock timeout, say).
+const shouldRetryHeader = "Stripe-Should-Retry"
 
 // permanent reports errors that another attempt cannot cure: a
 // certificate the client refuses.

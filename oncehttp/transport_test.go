@@ -354,3 +354,20 @@ func TestReplayedFollowsRedirects(t *testing.T) {
 	assert.Empty(t, getKey)
 	assert.False(t, Replayed(&http.Response{Header: http.Header{}}))
 }
+
+// TestTransportFollowsShouldRetryAdvice: Stripe's Stripe-Should-Retry
+// header overrides the status both ways.
+func TestTransportFollowsShouldRetryAdvice(t *testing.T) {
+	s, srv := startScripted(t, status(409, "Stripe-Should-Retry", "false"), status(201))
+	var retries []Retry
+	resp, _, err := post(t, NewClient(fastTransport(srv, &retries)), context.Background(), srv.URL, []byte("{}"))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+	assert.Len(t, s.seen(), 1)
+
+	s, srv = startScripted(t, status(400, "Stripe-Should-Retry", "true"), status(201))
+	resp, _, err = post(t, NewClient(fastTransport(srv, &retries)), context.Background(), srv.URL, []byte("{}"))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusCreated, resp.StatusCode)
+	assert.Len(t, s.seen(), 2)
+}
