@@ -171,7 +171,8 @@ type ProblemTypes struct {
 	// InProgress (409): the first request with the key is still running,
 	// or its 5xx is held. Slug "request-in-progress".
 	InProgress string
-	// KeyReused (422): the key was used with another method, path or body.
+	// KeyReused (422): the key was used with another method, path, query
+	// or body.
 	// Slug "idempotency-key-reused".
 	KeyReused string
 	// BodyTooLarge (413): the request body exceeds MaxBody. Slug
