@@ -172,8 +172,7 @@ type ProblemTypes struct {
 	// or its 5xx is held. Slug "request-in-progress".
 	InProgress string
 	// KeyReused (422): the key was used with another method, path, query
-	// or body.
-	// Slug "idempotency-key-reused".
+	// or body. Slug "idempotency-key-reused".
 	KeyReused string
 	// BodyTooLarge (413): the request body exceeds MaxBody. Slug
 	// "request-body-too-large".
