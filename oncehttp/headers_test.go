@@ -70,21 +70,24 @@ func TestHeadersAfterWriteHeaderAsNetHTTP(t *testing.T) {
 		},
 	}
 	stored := []string{"X-Before", "X-After", "Content-Type", "Location", "ETag", "X-Checksum", "X-Late"}
-	for name, h := range handlers {
-		t.Run(name, func(t *testing.T) {
-			plain := httptest.NewServer(h)
-			defer plain.Close()
-			m, err := New(once.New(nil), Config{Scope: userScope, StoreHeaders: stored})
-			require.NoError(t, err)
-			guarded := httptest.NewServer(m.Handler(h))
-			defer guarded.Close()
+	onEveryStore(t, func(t *testing.T, keeper func(...once.Option) *once.Keeper) {
+		for name, h := range handlers {
+			t.Run(name, func(t *testing.T) {
+				plain := httptest.NewServer(h)
+				defer plain.Close()
+				m, err := New(keeper(), Config{Scope: userScope, StoreHeaders: stored})
+				require.NoError(t, err)
+				guarded := httptest.NewServer(m.Handler(h))
+				defer guarded.Close()
 
-			want := fetchSeen(t, plain, "k")
-			first := fetchSeen(t, guarded, "k")
-			replay := fetchSeen(t, guarded, "k")
-			assert.Equal(t, want, first, "the first client sees what net/http sends")
-			assert.Equal(t, want, replay, "every replay sees the same")
-			assert.Empty(t, want.header.Get("X-After"), "net/http drops a late header")
-		})
-	}
+				key := newKey(t)
+				want := fetchSeen(t, plain, key)
+				first := fetchSeen(t, guarded, key)
+				replay := fetchSeen(t, guarded, key)
+				assert.Equal(t, want, first, "the first client sees what net/http sends")
+				assert.Equal(t, want, replay, "every replay sees the same")
+				assert.Empty(t, want.header.Get("X-After"), "net/http drops a late header")
+			})
+		}
+	})
 }

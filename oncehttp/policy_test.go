@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/internal/testservers"
 )
 
 // noRedirects is a real client that shows 3xx answers instead of following
@@ -48,7 +49,7 @@ func send(t *testing.T, c *http.Client, srv *httptest.Server, path, key, body st
 
 // statusServer answers POST /status/{code} with that code, and counts the
 // runs per code. ?skip=1 and ?force=1 call SkipStore and ForceStore.
-func statusServer(t *testing.T, cfg Config) (*httptest.Server, *sync.Map) {
+func statusServer(t *testing.T, k *once.Keeper, cfg Config) (*httptest.Server, *sync.Map) {
 	t.Helper()
 	var runs sync.Map // code → *atomic.Int64
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -71,11 +72,22 @@ func statusServer(t *testing.T, cfg Config) (*httptest.Server, *sync.Map) {
 	if cfg.Scope == nil {
 		cfg.Scope = userScope
 	}
-	m, err := New(once.New(nil), cfg)
+	m, err := New(k, cfg)
 	require.NoError(t, err)
 	srv := httptest.NewServer(m.Handler(h))
 	t.Cleanup(srv.Close)
 	return srv, &runs
+}
+
+// onEveryStore runs f on memory, PostgreSQL and Redis, with a Keeper
+// factory over a fresh store of each.
+func onEveryStore(t *testing.T, f func(t *testing.T, keeper func(...once.Option) *once.Keeper)) {
+	for name, newStore := range testservers.Stores() {
+		t.Run(name, func(t *testing.T) {
+			store := newStore(t)
+			f(t, func(opts ...once.Option) *once.Keeper { return once.New(store, opts...) })
+		})
+	}
 }
 
 // TestStoragePolicyPerStatus: what a retry with the same key receives after
@@ -89,35 +101,37 @@ func TestStoragePolicyPerStatus(t *testing.T) {
 		408: false, 425: false, 429: false, // transient
 		500: false, 503: false, // never (released here, see OnServerError)
 	}
-	srv, runs := statusServer(t, Config{OnServerError: ReleaseOn(500, 503)})
-	c := noRedirects(srv)
-	for code, want := range stored {
-		t.Run(strconv.Itoa(code), func(t *testing.T) {
-			key := newKey(t)
-			path := "/status/" + strconv.Itoa(code)
-			first := send(t, c, srv, path, key, "")
-			second := send(t, c, srv, path, key, "")
-			require.Equal(t, code, first.status)
-			require.Equal(t, code, second.status)
-			n, _ := runs.Load(path)
-			if want {
-				assert.Equal(t, "true", second.header.Get(ReplayedHeader))
-				assert.Equal(t, first.body, second.body)
-				assert.Equal(t, int64(1), n.(*atomic.Int64).Load(), "stored: the handler ran once")
-			} else {
-				assert.Empty(t, second.header.Get(ReplayedHeader))
-				assert.Equal(t, int64(2), n.(*atomic.Int64).Load(), "not stored: the retry ran the handler again")
-			}
-			runs.Delete(path) // keys are fresh per case; counts too
-		})
-	}
+	onEveryStore(t, func(t *testing.T, keeper func(...once.Option) *once.Keeper) {
+		srv, runs := statusServer(t, keeper(), Config{OnServerError: ReleaseOn(500, 503)})
+		c := noRedirects(srv)
+		for code, want := range stored {
+			t.Run(strconv.Itoa(code), func(t *testing.T) {
+				key := newKey(t)
+				path := "/status/" + strconv.Itoa(code)
+				first := send(t, c, srv, path, key, "")
+				second := send(t, c, srv, path, key, "")
+				require.Equal(t, code, first.status)
+				require.Equal(t, code, second.status)
+				n, _ := runs.Load(path)
+				if want {
+					assert.Equal(t, "true", second.header.Get(ReplayedHeader))
+					assert.Equal(t, first.body, second.body)
+					assert.Equal(t, int64(1), n.(*atomic.Int64).Load(), "stored: the handler ran once")
+				} else {
+					assert.Empty(t, second.header.Get(ReplayedHeader))
+					assert.Equal(t, int64(2), n.(*atomic.Int64).Load(), "not stored: the retry ran the handler again")
+				}
+				runs.Delete(path) // keys are fresh per case; counts too
+			})
+		}
+	})
 }
 
 // TestHandlerOverridesStorage: SkipStore releases a 201, ForceStore keeps
 // a 422, and a custom StoreStatus replaces the table; ForceStore cannot
 // store a 5xx.
 func TestHandlerOverridesStorage(t *testing.T) {
-	srv, runs := statusServer(t, Config{})
+	srv, runs := statusServer(t, once.New(nil), Config{})
 	count := func(path string) int64 {
 		n, ok := runs.Load(path)
 		require.True(t, ok, path)
@@ -140,7 +154,7 @@ func TestHandlerOverridesStorage(t *testing.T) {
 	second = send(t, srv.Client(), srv, "/status/503?force=1", k, "")
 	assert.Equal(t, http.StatusConflict, second.status, "a 5xx is held, never stored")
 
-	custom, runs2 := statusServer(t, Config{StoreStatus: func(int) bool { return true }})
+	custom, runs2 := statusServer(t, once.New(nil), Config{StoreStatus: func(int) bool { return true }})
 	k = newKey(t)
 	send(t, custom.Client(), custom, "/status/429", k, "")
 	second = send(t, custom.Client(), custom, "/status/429", k, "")
@@ -182,14 +196,16 @@ func TestValidation400IsNotStored(t *testing.T) {
 // TestFingerprintCoversTheQuery: ?status=202 with the key of ?status=201
 // is another request (422); the same query in another order is the same.
 func TestFingerprintCoversTheQuery(t *testing.T) {
-	srv, _ := statusServer(t, Config{})
-	key := newKey(t)
-	assert.Equal(t, http.StatusCreated, send(t, srv.Client(), srv, "/status/201?a=1&b=2", key, "").status)
-	r := send(t, srv.Client(), srv, "/status/201?a=1&b=3", key, "")
-	assert.Equal(t, http.StatusUnprocessableEntity, r.status)
-	assert.Equal(t, reusedType, r.problem(t).Type)
-	r = send(t, srv.Client(), srv, "/status/201?b=2&a=1", key, "")
-	assert.Equal(t, "true", r.header.Get(ReplayedHeader), "a reordered query is the same request")
+	onEveryStore(t, func(t *testing.T, keeper func(...once.Option) *once.Keeper) {
+		srv, _ := statusServer(t, keeper(), Config{})
+		key := newKey(t)
+		assert.Equal(t, http.StatusCreated, send(t, srv.Client(), srv, "/status/201?a=1&b=2", key, "").status)
+		r := send(t, srv.Client(), srv, "/status/201?a=1&b=3", key, "")
+		assert.Equal(t, http.StatusUnprocessableEntity, r.status)
+		assert.Equal(t, reusedType, r.problem(t).Type)
+		r = send(t, srv.Client(), srv, "/status/201?b=2&a=1", key, "")
+		assert.Equal(t, "true", r.header.Get(ReplayedHeader), "a reordered query is the same request")
+	})
 }
 
 // TestOversizedResponse: a response over MaxStoredBody that names its
@@ -197,55 +213,57 @@ func TestFingerprintCoversTheQuery(t *testing.T) {
 // follows redirects gets the resource; one that names nothing gets 500
 // with the original status. The handler never runs twice.
 func TestOversizedResponse(t *testing.T) {
-	var creates atomic.Int64
-	big := strings.Repeat("x", 4096)
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /exports", func(w http.ResponseWriter, r *http.Request) {
-		n := creates.Add(1)
-		w.Header().Set("Location", fmt.Sprintf("/exports/%d", n))
-		w.Header().Set("Content-Type", "text/csv")
-		w.WriteHeader(http.StatusCreated)
-		_, _ = io.WriteString(w, big)
+	onEveryStore(t, func(t *testing.T, keeper func(...once.Option) *once.Keeper) {
+		var creates atomic.Int64
+		big := strings.Repeat("x", 4096)
+		mux := http.NewServeMux()
+		mux.HandleFunc("POST /exports", func(w http.ResponseWriter, r *http.Request) {
+			n := creates.Add(1)
+			w.Header().Set("Location", fmt.Sprintf("/exports/%d", n))
+			w.Header().Set("Content-Type", "text/csv")
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, big)
+		})
+		mux.HandleFunc("POST /anonymous", func(w http.ResponseWriter, r *http.Request) {
+			creates.Add(1)
+			w.WriteHeader(http.StatusOK)
+			_, _ = io.WriteString(w, big)
+		})
+		mux.HandleFunc("GET /exports/{id}", func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.WriteString(w, "export "+r.PathValue("id"))
+		})
+		m, err := New(keeper(), Config{Scope: userScope, MaxStoredBody: 1024})
+		require.NoError(t, err)
+		srv := httptest.NewServer(m.Handler(mux))
+		defer srv.Close()
+
+		key := newKey(t)
+		first := send(t, srv.Client(), srv, "/exports", key, "")
+		require.Equal(t, http.StatusCreated, first.status)
+		assert.Equal(t, big, first.body, "the first client gets the whole body")
+
+		retry := send(t, noRedirects(srv), srv, "/exports", key, "")
+		assert.Equal(t, http.StatusSeeOther, retry.status)
+		assert.Equal(t, "/exports/1", retry.header.Get("Location"))
+		assert.Equal(t, "true", retry.header.Get(ReplayedHeader))
+		p := retry.problem(t)
+		assert.Equal(t, DefaultProblemBase+"response-too-large", p.Type)
+		assert.Equal(t, http.StatusCreated, p.OriginalStatus)
+		assert.Equal(t, "/exports/1", p.Location)
+
+		followed := send(t, srv.Client(), srv, "/exports", key, "")
+		assert.Equal(t, http.StatusOK, followed.status)
+		assert.Equal(t, "export 1", followed.body, "a client that follows 303 gets the result")
+
+		key = newKey(t)
+		require.Equal(t, http.StatusOK, send(t, srv.Client(), srv, "/anonymous", key, "").status)
+		retry = send(t, srv.Client(), srv, "/anonymous", key, "")
+		assert.Equal(t, http.StatusInternalServerError, retry.status)
+		p = retry.problem(t)
+		assert.Equal(t, DefaultProblemBase+"response-unavailable", p.Type)
+		assert.Equal(t, http.StatusOK, p.OriginalStatus)
+		assert.Equal(t, int64(2), creates.Load(), "each handler ran once")
 	})
-	mux.HandleFunc("POST /anonymous", func(w http.ResponseWriter, r *http.Request) {
-		creates.Add(1)
-		w.WriteHeader(http.StatusOK)
-		_, _ = io.WriteString(w, big)
-	})
-	mux.HandleFunc("GET /exports/{id}", func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.WriteString(w, "export "+r.PathValue("id"))
-	})
-	m, err := New(once.New(nil), Config{Scope: userScope, MaxStoredBody: 1024})
-	require.NoError(t, err)
-	srv := httptest.NewServer(m.Handler(mux))
-	defer srv.Close()
-
-	key := newKey(t)
-	first := send(t, srv.Client(), srv, "/exports", key, "")
-	require.Equal(t, http.StatusCreated, first.status)
-	assert.Equal(t, big, first.body, "the first client gets the whole body")
-
-	retry := send(t, noRedirects(srv), srv, "/exports", key, "")
-	assert.Equal(t, http.StatusSeeOther, retry.status)
-	assert.Equal(t, "/exports/1", retry.header.Get("Location"))
-	assert.Equal(t, "true", retry.header.Get(ReplayedHeader))
-	p := retry.problem(t)
-	assert.Equal(t, DefaultProblemBase+"response-too-large", p.Type)
-	assert.Equal(t, http.StatusCreated, p.OriginalStatus)
-	assert.Equal(t, "/exports/1", p.Location)
-
-	followed := send(t, srv.Client(), srv, "/exports", key, "")
-	assert.Equal(t, http.StatusOK, followed.status)
-	assert.Equal(t, "export 1", followed.body, "a client that follows 303 gets the result")
-
-	key = newKey(t)
-	require.Equal(t, http.StatusOK, send(t, srv.Client(), srv, "/anonymous", key, "").status)
-	retry = send(t, srv.Client(), srv, "/anonymous", key, "")
-	assert.Equal(t, http.StatusInternalServerError, retry.status)
-	p = retry.problem(t)
-	assert.Equal(t, DefaultProblemBase+"response-unavailable", p.Type)
-	assert.Equal(t, http.StatusOK, p.OriginalStatus)
-	assert.Equal(t, int64(2), creates.Load(), "each handler ran once")
 }
 
 // TestRetryAfterIsTheHoldLeft: a held 5xx answers duplicates with the time
@@ -268,46 +286,48 @@ func TestRetryAfterIsTheHoldLeft(t *testing.T) {
 // TestHandlerSeesItsKey: the context accessors inside a guarded handler,
 // and FirstExecution false after a takeover of a held key.
 func TestHandlerSeesItsKey(t *testing.T) {
-	type seen struct {
-		Key, Scope string
-		First      bool
-	}
-	var fail atomic.Bool
-	fail.Store(true)
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, ok := Key(r.Context())
-		require.True(t, ok)
-		scope, ok := ScopeName(r.Context())
-		require.True(t, ok)
-		if fail.Swap(false) {
-			w.WriteHeader(http.StatusBadGateway) // held until the lease ends
-			return
+	onEveryStore(t, func(t *testing.T, keeper func(...once.Option) *once.Keeper) {
+		type seen struct {
+			Key, Scope string
+			First      bool
 		}
-		_ = json.NewEncoder(w).Encode(seen{key, scope, FirstExecution(r.Context())})
-	})
-	m, err := New(once.New(nil, once.WithLease(200*time.Millisecond)), Config{Scope: userScope})
-	require.NoError(t, err)
-	srv := httptest.NewServer(m.Handler(h))
-	defer srv.Close()
-	key := newKey(t)
-	require.Equal(t, http.StatusBadGateway, send(t, srv.Client(), srv, "/", key, "").status)
-	var r reply
-	eventually(t, 5*time.Second, func() bool {
-		r = send(t, srv.Client(), srv, "/", key, "")
-		return r.status == http.StatusOK
-	})
-	var got seen
-	require.NoError(t, json.Unmarshal([]byte(r.body), &got))
-	assert.Equal(t, seen{key, "buyer", false}, got, "a takeover is not the first execution")
+		var fail atomic.Bool
+		fail.Store(true)
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key, ok := Key(r.Context())
+			require.True(t, ok)
+			scope, ok := ScopeName(r.Context())
+			require.True(t, ok)
+			if fail.Swap(false) {
+				w.WriteHeader(http.StatusBadGateway) // held until the lease ends
+				return
+			}
+			_ = json.NewEncoder(w).Encode(seen{key, scope, FirstExecution(r.Context())})
+		})
+		m, err := New(keeper(once.WithLease(200*time.Millisecond)), Config{Scope: userScope})
+		require.NoError(t, err)
+		srv := httptest.NewServer(m.Handler(h))
+		defer srv.Close()
+		key := newKey(t)
+		require.Equal(t, http.StatusBadGateway, send(t, srv.Client(), srv, "/", key, "").status)
+		var r reply
+		eventually(t, 5*time.Second, func() bool {
+			r = send(t, srv.Client(), srv, "/", key, "")
+			return r.status == http.StatusOK
+		})
+		var got seen
+		require.NoError(t, json.Unmarshal([]byte(r.body), &got))
+		assert.Equal(t, seen{key, "buyer", false}, got, "a takeover is not the first execution")
 
-	key2 := newKey(t)
-	r = send(t, srv.Client(), srv, "/", key2, "")
-	require.NoError(t, json.Unmarshal([]byte(r.body), &got))
-	assert.Equal(t, seen{key2, "buyer", true}, got)
+		key2 := newKey(t)
+		r = send(t, srv.Client(), srv, "/", key2, "")
+		require.NoError(t, json.Unmarshal([]byte(r.body), &got))
+		assert.Equal(t, seen{key2, "buyer", true}, got)
 
-	_, ok := Key(context.Background())
-	assert.False(t, ok)
-	assert.False(t, FirstExecution(context.Background()))
+		_, ok := Key(context.Background())
+		assert.False(t, ok)
+		assert.False(t, FirstExecution(context.Background()))
+	})
 }
 
 // TestValidateKeyHook: a key outside the resource's format is 400 and the
