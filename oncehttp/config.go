@@ -146,7 +146,8 @@ type Config struct {
 	// middleware sets its own codec (responses are stored in a compact
 	// binary form), the outcome size cap (see MaxStoredBody) and the
 	// default error classifier after these, so those three cannot be
-	// overridden here.
+	// overridden here; it also adds an observer (beside yours, which still
+	// sees every event) that tells FirstExecution about takeovers.
 	Options []once.Option
 
 	// ProblemBase is the prefix of the problem type URIs that ProblemTypes
