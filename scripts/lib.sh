@@ -1,19 +1,29 @@
-# Shared set-up for scripts/demo.sh and scripts/test.sh: make sure Go (the
-# version go.mod names) is on PATH, installing it from the Go module proxy
-# when it is missing or too old, and install Debian packages when needed.
+# Shared set-up for the scripts: Go on PATH (installed from the Go module
+# proxy when missing), Debian packages when missing, timed phases, free
+# loopback ports, and a record of what the script started so that it stops
+# it on exit and can prove nothing of its own is left running.
 # Sourced, not run.
 
 GO_VERSION="${GO_VERSION:-1.26.8}"
 
 log() { printf '==> %s\n' "$*" >&2; }
 
+die() {
+  log "FAILED: $*"
+  exit 1
+}
+
 as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
+APT_UPDATED=0
 apt_install() {
   log "installing with apt: $*"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  if [ "$APT_UPDATED" = 0 ]; then
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    APT_UPDATED=1
+  fi
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
 }
 
@@ -49,3 +59,119 @@ ensure_go() {
   export PATH="$HOME/.local/go/bin:$PATH"
   go version >&2
 }
+
+# --- timed phases ----------------------------------------------------------
+# phase_begin NAME ... phase_end: the time of each phase is logged at its end
+# and listed by phase_summary; a phase still open when the script exits is
+# listed as failed.
+
+PHASE_NAME=""
+PHASE_T0=""
+PHASE_LINES=()
+SCRIPT_T0=$EPOCHREALTIME
+
+seconds_since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }'; }
+
+phase_begin() {
+  [ -z "$PHASE_NAME" ] || phase_end
+  PHASE_NAME=$1
+  PHASE_T0=$EPOCHREALTIME
+  log "phase: $PHASE_NAME"
+}
+
+phase_end() {
+  [ -n "$PHASE_NAME" ] || return 0
+  local dt
+  dt=$(seconds_since "$PHASE_T0")
+  PHASE_LINES+=("$(printf '%8s s  %s%s' "$dt" "$PHASE_NAME" "${1:-}")")
+  log "phase: $PHASE_NAME: ${dt} s${1:-}"
+  PHASE_NAME=""
+}
+
+phase_summary() {
+  [ -z "$PHASE_NAME" ] || phase_end "  FAILED"
+  [ "${#PHASE_LINES[@]}" -gt 0 ] || return 0
+  printf '\nphase times:\n' >&2
+  printf '%s\n' "${PHASE_LINES[@]}" >&2
+  printf '%8s s  total\n' "$(seconds_since "$SCRIPT_T0")" >&2
+}
+
+# --- what the script started ----------------------------------------------
+# on_exit CMD: run CMD (a string, eval'd) on exit, last registered first.
+# own_pid NAME PID: a daemon of ours; check_none_left fails while it runs.
+# note_left_running WHAT HOW: a system service the script started because it
+# was installed but down; it is left running and printed with how to stop it.
+
+CLEANUPS=()
+OWNED_PIDS=()
+LEFT_RUNNING=()
+
+on_exit() { CLEANUPS+=("$1"); }
+
+own_pid() { OWNED_PIDS+=("$1:$2"); }
+
+note_left_running() { LEFT_RUNNING+=("$1 (stop it with: $2)"); }
+
+run_cleanups() {
+  local i
+  for ((i = ${#CLEANUPS[@]} - 1; i >= 0; i--)); do
+    eval "${CLEANUPS[i]}" || log "cleanup failed: ${CLEANUPS[i]}"
+  done
+  CLEANUPS=()
+}
+
+pid_alive() { [ -n "$1" ] && kill -0 "$1" 2>/dev/null; }
+
+# wait_gone PID: up to 10 s for a stopped daemon to exit.
+wait_gone() {
+  local _
+  for _ in $(seq 100); do pid_alive "$1" || return 0; sleep 0.1; done
+  return 1
+}
+
+# check_none_left fails when a daemon this script started still runs.
+check_none_left() {
+  local e name pid left=0
+  for e in "${OWNED_PIDS[@]}"; do
+    name=${e%:*} pid=${e##*:}
+    wait_gone "$pid" || { log "still running after the script stopped it: $name (pid $pid)"; left=1; }
+  done
+  [ "$left" = 0 ] || return 1
+  log "none of the ${#OWNED_PIDS[@]} daemons this script started is left running"
+}
+
+print_left_running() {
+  [ "${#LEFT_RUNNING[@]}" -gt 0 ] || return 0
+  log "started because installed but down, and left running as system services:"
+  local e
+  for e in "${LEFT_RUNNING[@]}"; do log "  $e"; done
+}
+
+# --- loopback ports ----------------------------------------------------------
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# wait_port PORT SECONDS: until something listens on 127.0.0.1:PORT.
+wait_port() {
+  local _
+  for _ in $(seq $(($2 * 10))); do port_open "$1" && return 0; sleep 0.1; done
+  return 1
+}
+
+# free_port prints a loopback port nothing listens on, with COUNT-1 free
+# ports after it (free_port 6 for a six-node cluster).
+free_port() {
+  local count=${1:-1} p i ok _
+  for _ in $(seq 200); do
+    p=$((20000 + RANDOM % 20000))
+    ok=1
+    for ((i = 0; i < count; i++)); do
+      if port_open $((p + i)); then ok=0; break; fi
+    done
+    [ "$ok" = 1 ] && { echo "$p"; return 0; }
+  done
+  return 1
+}
+
+# redact hides the password of a URL for logs.
+redact() { sed -E 's#(://[^:/@]*:)[^@/]*@#\1***@#' <<<"$1"; }

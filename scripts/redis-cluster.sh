@@ -4,7 +4,11 @@
 # on loopback ports BASE..BASE+5 (default 7001-7006), no persistence.
 #
 #   scripts/redis-cluster.sh start   # idempotent; waits for cluster_state:ok
-#   scripts/redis-cluster.sh stop
+#   scripts/redis-cluster.sh stop    # stops only the nodes start launched
+#
+# A port that already answers is used as it is and never stopped: start
+# lists the ports of the nodes it launched in DIR/started, and stop shuts
+# down those alone.
 #
 # Environment:
 #   ONCE_REDIS_CLUSTER_BASE_PORT  first port (default 7001)
@@ -33,6 +37,7 @@ cluster_ok() {
 
 start() {
 	local p
+	mkdir -p "$dir"
 	for p in "${ports[@]}"; do
 		if ping "$p"; then
 			continue
@@ -45,6 +50,7 @@ start() {
 			--cluster-config-file nodes.conf --cluster-node-timeout 2000 \
 			--dir "$dir/$p" --save "" --appendonly no --daemonize yes \
 			--logfile "$dir/$p/redis.log" --pidfile "$dir/$p/redis.pid"
+		echo "$p" >>"$dir/started"
 	done
 	for p in "${ports[@]}"; do
 		for _ in $(seq 50); do ping "$p" && break; sleep 0.1; done
@@ -74,12 +80,18 @@ start() {
 }
 
 stop() {
-	local p
-	for p in "${ports[@]}"; do
+	local p pid stopped=()
+	[ -f "$dir/started" ] || { echo "redis cluster: no node of ours to stop"; return; }
+	for p in $(cat "$dir/started"); do
+		pid=$(cat "$dir/$p/redis.pid" 2>/dev/null || true)
 		"$cli" -h 127.0.0.1 -p "$p" shutdown nosave >/dev/null 2>&1 || true
+		for _ in $(seq 100); do [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		rm -rf "${dir:?}/$p"
+		stopped+=("$p")
 	done
-	rm -rf "$dir"
-	echo "redis cluster stopped"
+	rm -f "$dir/started" "$dir/create.log"
+	rmdir "$dir" 2>/dev/null || true
+	echo "redis cluster stopped: ports ${stopped[*]}"
 }
 
 case ${1:-} in

@@ -4,7 +4,11 @@
 # ports from the same redis-server binary, no persistence.
 #
 #   scripts/redis-sentinel.sh start   # idempotent; waits until Sentinel knows the primary
-#   scripts/redis-sentinel.sh stop
+#   scripts/redis-sentinel.sh stop    # stops only the servers start launched
+#
+# A port that already answers is used as it is and never stopped: start
+# lists the ports of the servers it launched in DIR/started, and stop shuts
+# down those alone.
 #
 # Environment:
 #   ONCE_REDIS_SENTINEL_BASE_PORT  primary port; replica +1 (default 6391, 6392)
@@ -32,28 +36,31 @@ start_node() {
 	mkdir -p "$dir/$p"
 	"$server" --port "$p" --bind 127.0.0.1 --dir "$dir/$p" --save "" --appendonly no \
 		--daemonize yes --logfile "$dir/$p/redis.log" --pidfile "$dir/$p/redis.pid" "$@"
+	echo "$p" >>"$dir/started"
 	for _ in $(seq 50); do ping "$p" && return 0; sleep 0.1; done
 	echo "redis on port $p did not start; see $dir/$p/redis.log" >&2
 	exit 1
 }
 
 start() {
+	mkdir -p "$dir"
 	start_node "$primary"
 	start_node "$replica" --replicaof 127.0.0.1 "$primary"
 	if ! ping "$sport"; then
-		mkdir -p "$dir/sentinel"
-		cat >"$dir/sentinel/sentinel.conf" <<CONF
+		mkdir -p "$dir/$sport"
+		cat >"$dir/$sport/sentinel.conf" <<CONF
 port $sport
 bind 127.0.0.1
 daemonize yes
-logfile $dir/sentinel/sentinel.log
-pidfile $dir/sentinel/sentinel.pid
-dir $dir/sentinel
+logfile $dir/$sport/redis.log
+pidfile $dir/$sport/redis.pid
+dir $dir/$sport
 sentinel monitor oncemaster 127.0.0.1 $primary 1
 sentinel down-after-milliseconds oncemaster 2000
 sentinel failover-timeout oncemaster 10000
 CONF
-		"$server" "$dir/sentinel/sentinel.conf" --sentinel
+		"$server" "$dir/$sport/sentinel.conf" --sentinel
+		echo "$sport" >>"$dir/started"
 	fi
 	for _ in $(seq 100); do
 		if "$cli" -h 127.0.0.1 -p "$sport" sentinel get-master-addr-by-name oncemaster 2>/dev/null | grep -q 127.0.0.1; then
@@ -62,15 +69,23 @@ CONF
 		fi
 		sleep 0.1
 	done
-	echo "sentinel did not learn the primary; see $dir/sentinel/sentinel.log" >&2
+	echo "sentinel did not learn the primary; see $dir/$sport/redis.log" >&2
 	exit 1
 }
 
 stop() {
-	local p
-	for p in "$sport" "$replica" "$primary"; do
+	local p pid stopped=()
+	[ -f "$dir/started" ] || { echo "redis sentinel: no server of ours to stop"; return; }
+	for p in $(tac "$dir/started"); do
+		pid=$(cat "$dir/$p/redis.pid" 2>/dev/null || true)
 		"$cli" -h 127.0.0.1 -p "$p" shutdown nosave >/dev/null 2>&1 || true
+		for _ in $(seq 100); do [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		rm -rf "${dir:?}/$p"
+		stopped+=("$p")
 	done
+	rm -f "$dir/started"
+	rmdir "$dir" 2>/dev/null || true
+	echo "redis sentinel stopped: ports ${stopped[*]}"
 }
 
 case "${1:-}" in
