@@ -63,6 +63,7 @@ func TestLimitsAreInclusive(t *testing.T) {
 func TestNilContextAndNilKeeperAreErrorsNotPanics(t *testing.T) {
 	fn := func(context.Context) (int, error) { return 1, nil }
 	var invalid *once.InvalidInputError
+	//lint:ignore SA1012 a nil context is the input under test
 	_, err := once.Do(nil, once.New(nil).Scope("s"), "k", nil, fn)
 	require.ErrorAs(t, err, &invalid)
 	assert.Equal(t, "ctx", invalid.Field)
