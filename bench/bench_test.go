@@ -13,6 +13,9 @@ import (
 // are reachable, so that it never rots. A missing server skips its backend,
 // and fails the test under ONCE_REQUIRE_SERVERS=1 or CI.
 func TestQuick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the benchmark run is the full loop's")
+	}
 	o, err := parseFlags([]string{"-quick", "-out", t.TempDir()}, os.Stderr)
 	if err != nil {
 		t.Fatal(err)

@@ -21,6 +21,10 @@ func TestMain(m *testing.M) {
 		os.Exit(workerMain())
 	}
 	flag.Parse()
+	if testing.Short() {
+		fmt.Fprintln(os.Stderr, "faults: -short skips the fault suite (the full loop runs it)")
+		os.Exit(0)
+	}
 	start := time.Now()
 	code := m.Run()
 	if err := summary.finish(code, time.Since(start)); err != nil {

@@ -32,6 +32,9 @@ import (
 // the store does not issue WAIT, and even WAIT would not make Redis a
 // consensus system. See README.md.
 func TestClusterFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: the cluster failover is the full loop's")
+	}
 	c := clusterClient(t)
 	s := newStore(t, c, nil)
 	ctx := context.Background()
