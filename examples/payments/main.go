@@ -1,7 +1,11 @@
 // Command payments is the main demo of once: a shop charges orders through a
-// fake payment provider that loses responses, answers slowly and is called
-// again after the shop restarts, and still every order is charged exactly
-// once; a declined card is replayed as the same decline.
+// fake payment provider that loses responses, answers slowly, gets a
+// double click and is called again after the shop restarts, and still every
+// order is charged exactly once; a declined card is replayed as the same
+// decline. Each answer the buyer gets says whether it was a replay
+// (Idempotent-Replayed) and which layer deduplicated it: the shop's once.Do
+// on the buyer's key, or the provider's own deduplication of the
+// once.DerivedKey the shop sends it.
 //
 //	go run ./examples/payments
 //
@@ -39,13 +43,12 @@ func main() {
 	}
 }
 
-// restart says when the shop restarts during an order.
+// restart says when the shop restarts during an order; the zero value: never.
 type restart int
 
 const (
-	noRestart restart = iota
 	// restartAfterFailure: after a first attempt that got no answer.
-	restartAfterFailure
+	restartAfterFailure restart = iota + 1
 	// restartAfterPaid: after a first attempt that paid, whose response to
 	// the buyer was lost; the buyer's browser retries with the same key.
 	restartAfterPaid
@@ -60,12 +63,17 @@ type order struct {
 }
 
 var orders = []order{
-	{id: "9b1e4d3a", card: "4242424242424242", fault: dropResponse, story: "the provider charges, then the response is lost"},
+	{id: "9b1e4d3a", card: "4242424242424242", fault: dropResponse, story: "the provider charges, then its response is lost"},
 	{id: "5c2f7e10", card: "4242424242424242", fault: slowCharge, story: "the provider is slower than the shop's timeout"},
+	{id: "c4a19e07", card: "4242424242424242", fault: holdCharge, story: "the buyer double-clicks: a second request while the first is being charged"},
 	{id: "e8a0b6c4", card: "4242424242424242", fault: dropResponse, restart: restartAfterFailure, story: "the response is lost and the shop restarts before retrying"},
 	{id: "3d6f2b90", card: "4242424242424242", restart: restartAfterPaid, story: "paid, but the shop restarts before the buyer sees the answer; the browser retries"},
 	{id: "71d3f9a2", card: declinedCard, story: "the card is declined; the buyer retries anyway"},
 }
+
+// buyerKeyOf is the Idempotency-Key the buyer's browser makes for an order
+// at the click and sends with every retry.
+func buyerKeyOf(orderID string) string { return "checkout-" + orderID }
 
 // run plays every order against the shop on the store of cfg and checks
 // the provider's charges.
@@ -103,79 +111,94 @@ func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 		shop = newService(newKeeper(), url)
 	}
 
+	tallies := map[string]*tally{}
 	for _, o := range orders {
+		t := &tally{}
+		tallies[o.id] = t
 		fmt.Fprintf(w, "\norder %s: %s\n", o.id, o.story)
-		buyerKey := "checkout-" + o.id // made by the buyer's browser at the click
 		req := chargeRequest{OrderID: o.id, Amount: 4200, Card: o.card}
-		for attempt := 1; attempt <= 10; attempt++ {
-			out, err := shop.pay(ctx, "buyer-42", buyerKey, req)
+		pay := func(n int) answer {
+			a := shop.pay(ctx, "buyer-42", buyerKeyOf(o.id), req)
+			fmt.Fprintln(w, a.describe(n, o))
+			t.add(a)
+			return a
+		}
+		n := 1
+		if o.fault == holdCharge {
+			n = doubleClick(ctx, w, shop, prov, o, req, t)
+		}
+		for settled := false; n <= 12; n++ {
+			a := pay(n)
+			if settled {
+				break // the re-send after the final answer
+			}
 			var d *decline
 			switch {
-			case err == nil:
-				fmt.Fprintf(w, "  attempt %d: paid, charge %s (replayed=%v)\n", attempt, out.Value.ID, out.Replayed)
-				if o.restart == restartAfterPaid && attempt == 1 {
-					restartShop("the shop restarts before its answer reaches the buyer; the browser retries")
-					continue
-				}
-				if o.restart == restartAfterPaid && !out.Replayed {
-					fmt.Fprintf(w, "  the restarted shop forgot the key (memory store); the provider deduplicated %s\n",
-						once.DerivedKey("order", o.id))
-				}
-			case errors.As(err, &d):
-				fmt.Fprintf(w, "  attempt %d: declined (%s) (replayed=%v)\n", attempt, d.Code, out.Replayed)
-				if !out.Replayed {
-					continue // the buyer retries; the decline is replayed, not re-attempted
-				}
+			case a.Err == nil && o.restart == restartAfterPaid && n == 1:
+				restartShop("the shop restarts before its answer reaches the buyer; the browser retries")
+			case a.Err == nil:
+				settled = true
+				fmt.Fprintln(w, "  the buyer's browser sends the order once more (a reload)")
+			case errors.As(a.Err, &d):
+				settled = true
 			default:
-				fmt.Fprintf(w, "  attempt %d: %s; retrying\n", attempt, describe(err))
-				if o.restart == restartAfterFailure && attempt == 1 {
+				if o.restart == restartAfterFailure && n == 1 {
 					restartShop("the shop restarts")
 				}
 				time.Sleep(250 * time.Millisecond)
-				continue
 			}
-			break
 		}
 	}
+	return report(w, prov, tallies)
+}
 
-	fmt.Fprintf(w, "\n%-10s %-8s %s\n", "order", "charges", "provider requests")
-	bad := 0
+// doubleClick sends the first click's request and, while the provider is
+// charging it, the second click's: the shop's once.Do answers the second
+// one 409 in progress. It returns the number of the next attempt.
+func doubleClick(ctx context.Context, w io.Writer, shop *service, prov *provider, o order, req chargeRequest, t *tally) int {
+	first := make(chan answer, 1)
+	go func() { first <- shop.pay(ctx, "buyer-42", buyerKeyOf(o.id), req) }()
+	entered := prov.waitCharging(o.id)
+	second := shop.pay(ctx, "buyer-42", buyerKeyOf(o.id), req)
+	prov.release(o.id)
+	a := <-first
+	fmt.Fprintln(w, a.describe(1, o))
+	t.add(a)
+	if entered {
+		fmt.Fprintln(w, "  (attempt 2 was sent while attempt 1 was at the provider)")
+	}
+	fmt.Fprintln(w, second.describe(2, o))
+	t.add(second)
+	fmt.Fprintln(w, "  the buyer's browser retries the second click")
+	return 3
+}
+
+// report prints the charges and answers per order and fails unless every
+// paid order was charged once and the declined card never.
+func report(w io.Writer, prov *provider, tallies map[string]*tally) error {
+	fmt.Fprintf(w, "\n%-10s %-8s %-18s %-8s %-20s %s\n", "order", "charges", "provider requests", "answers", "deduped by the shop", "deduped by the provider")
+	bad, paid, charges, byShop, byProvider := 0, 0, 0, 0, 0
 	for _, o := range orders {
-		charges, attempts := prov.counts(o.id)
-		fmt.Fprintf(w, "%-10s %-8d %d\n", o.id, charges, attempts)
+		c, requests := prov.counts(o.id)
+		t := tallies[o.id]
+		fmt.Fprintf(w, "%-10s %-8d %-18d %-8d %-20d %d\n", o.id, c, requests, t.answers, t.byShop, t.byProvider)
 		want := 1
 		if o.card == declinedCard {
 			want = 0
+		} else {
+			paid++
 		}
-		if charges != want {
+		if c != want {
 			bad++
 		}
+		charges += c
+		byShop += t.byShop
+		byProvider += t.byProvider
 	}
 	if bad > 0 {
 		return fmt.Errorf("%d orders charged the wrong number of times", bad)
 	}
-	fmt.Fprintln(w, "every order charged exactly once; the declined card never")
+	fmt.Fprintf(w, "charges made: %d for %d paid orders (1 per order); the declined card: 0\n", charges, paid)
+	fmt.Fprintf(w, "answers deduplicated: %d by the shop's once.Do (buyer's key), %d by the provider (DerivedKey)\n", byShop, byProvider)
 	return nil
-}
-
-func describe(err error) string {
-	var inProgress *once.InProgressError
-	switch {
-	case errors.As(err, &inProgress):
-		return "409 in progress at the shop"
-	case errors.Is(err, errProviderBusy):
-		return "provider says 409 in progress"
-	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
-		return "timed out waiting for the provider"
-	default:
-		return "no response from the provider (" + shortErr(err) + ")"
-	}
-}
-
-func shortErr(err error) string {
-	s := err.Error()
-	if len(s) > 60 {
-		s = s[len(s)-60:]
-	}
-	return s
 }

@@ -25,7 +25,13 @@ const (
 	dropResponse
 	// slowCharge: the provider takes longer than the client's timeout.
 	slowCharge
+	// holdCharge: the provider holds the charge until release (at most
+	// holdLimit), so that a second click arrives while it runs.
+	holdCharge
 )
+
+// holdLimit bounds a holdCharge, well within the shop's client timeout.
+const holdLimit = 200 * time.Millisecond
 
 type chargeRequest struct {
 	OrderID string `json:"order_id"`
@@ -57,8 +63,10 @@ type provider struct {
 	delay  time.Duration    // how long a slowCharge takes
 
 	mu       sync.Mutex
-	charges  map[string]int // card charges per order
-	attempts map[string]int // requests per order
+	charges  map[string]int           // card charges per order
+	attempts map[string]int           // requests per order
+	charging map[string]chan struct{} // closed when a holdCharge starts
+	released map[string]chan struct{} // closed by release
 }
 
 func newProvider(faults map[string]fault, delay time.Duration) *provider {
@@ -68,7 +76,37 @@ func newProvider(faults map[string]fault, delay time.Duration) *provider {
 		delay:    delay,
 		charges:  map[string]int{},
 		attempts: map[string]int{},
+		charging: map[string]chan struct{}{},
+		released: map[string]chan struct{}{},
 	}
+}
+
+// hold returns the channels of a holdCharge of orderID.
+func (p *provider) hold(orderID string) (charging, released chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.charging[orderID] == nil {
+		p.charging[orderID], p.released[orderID] = make(chan struct{}), make(chan struct{})
+	}
+	return p.charging[orderID], p.released[orderID]
+}
+
+// waitCharging waits until the holdCharge of orderID is being charged, and
+// reports whether it was within holdLimit.
+func (p *provider) waitCharging(orderID string) bool {
+	charging, _ := p.hold(orderID)
+	select {
+	case <-charging:
+		return true
+	case <-time.After(holdLimit):
+		return false
+	}
+}
+
+// release ends the holdCharge of orderID.
+func (p *provider) release(orderID string) {
+	_, released := p.hold(orderID)
+	close(released)
 }
 
 // serve starts the provider on a loopback port and returns its base URL.
@@ -105,9 +143,17 @@ func (p *provider) handleCharge(w http.ResponseWriter, r *http.Request) {
 		f = p.faults[req.OrderID]
 	}
 
-	c, err := once.Do(r.Context(), p.keeper.Scope("merchant-stagedoor"), key, fp, func(ctx context.Context) (charge, error) {
-		if f == slowCharge {
+	out, err := once.DoOutcome(r.Context(), p.keeper.Scope("merchant-stagedoor"), key, fp, func(ctx context.Context) (charge, error) {
+		switch f {
+		case slowCharge:
 			time.Sleep(p.delay)
+		case holdCharge:
+			charging, released := p.hold(req.OrderID)
+			close(charging)
+			select {
+			case <-released:
+			case <-time.After(holdLimit):
+			}
 		}
 		if req.Card == declinedCard {
 			return charge{}, once.Final(&decline{Code: "insufficient_funds"})
@@ -117,6 +163,10 @@ func (p *provider) handleCharge(w http.ResponseWriter, r *http.Request) {
 		p.mu.Unlock()
 		return charge{ID: "ch_" + req.OrderID, OrderID: req.OrderID, Amount: req.Amount}, nil
 	})
+	if out.Replayed {
+		// Like Stripe's: this answer is the stored one, no new charge.
+		w.Header().Set("Idempotent-Replayed", "true")
+	}
 	var d *decline
 	switch {
 	case errors.Is(err, once.ErrInProgress):
@@ -139,7 +189,7 @@ func (p *provider) handleCharge(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	writeJSON(w, http.StatusCreated, c)
+	writeJSON(w, http.StatusCreated, out.Value)
 }
 
 func (p *provider) countAttempt(orderID string) int {
