@@ -3,12 +3,14 @@
 // while the first is still running, and once with the same key on another
 // order. The card is charged once.
 //
-//	go run ./examples/quickstart
+//	go run ./examples/quickstart                    # embedded memory store
+//	go run ./examples/quickstart -store postgres    # or -store redis
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -16,6 +18,7 @@ import (
 	"time"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/examples/internal/exstore"
 )
 
 type receipt struct {
@@ -24,22 +27,31 @@ type receipt struct {
 }
 
 func main() {
-	if err := run(); err != nil {
+	cfg := exstore.RegisterFlags(flag.CommandLine, exstore.Memory)
+	flag.Parse()
+	cfg.Name, cfg.Drop = exstore.Unique("quickstart"), true
+	if err := run(context.Background(), os.Stdout, *cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error { return runTo(os.Stdout) }
-
-func runTo(w io.Writer) error {
-	ctx := context.Background()
-	k := once.New(nil) // the embedded in-memory store
+func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
+	store, closeStore, err := exstore.Open(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer closeStore()
+	fmt.Fprintln(w, "store:", cfg)
+	k := once.New(store)
 	buyer := k.Scope("buyer-42")
 	var charges atomic.Int32
 
+	calling := make(chan struct{})
 	placeOrder := func(ctx context.Context) (receipt, error) {
-		charges.Add(1)
+		if charges.Add(1) == 1 {
+			close(calling)
+		}
 		time.Sleep(200 * time.Millisecond) // the call to the payment provider
 		return receipt{OrderID: "9b1e4d3a", Amount: 4200}, nil
 	}
@@ -56,8 +68,8 @@ func runTo(w io.Writer) error {
 		first <- result{out, err}
 	}()
 
-	time.Sleep(50 * time.Millisecond)
-	_, err := once.Do(ctx, buyer, key, request, placeOrder)
+	<-calling // request 1 is at the payment provider
+	_, err = once.Do(ctx, buyer, key, request, placeOrder)
 	var inProgress *once.InProgressError
 	if !errors.As(err, &inProgress) {
 		return fmt.Errorf("request 2: want in progress, got %v", err)
