@@ -54,7 +54,7 @@ phase_begin "servers"
 ensure_servers
 export ONCE_REQUIRE_SERVERS=1
 
-phase_begin "check: gofmt, go.work lists every module, go.mod tidy"
+phase_begin "check: gofmt; every module in go.work, tidy, with LICENSE"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 [ -z "$unformatted" ] || die "gofmt needed: $unformatted"
 want=$(for m in "${MODULES[@]}"; do (cd "$m" && pwd); done | sort)
@@ -62,6 +62,7 @@ have=$(go list -m -f '{{.Dir}}' | sort)
 [ "$want" = "$have" ] || die "go.work does not list every module (go work use DIR):
 $(diff <(echo "$want") <(echo "$have") || true)"
 for m in "${MODULES[@]}"; do
+  cmp -s LICENSE "$m/LICENSE" || die "$m has no copy of LICENSE (cp LICENSE $m/): pkg.go.dev reads each module's own"
   in_module "$m" go mod tidy -diff >"$WORK/tidy.diff" 2>&1 || die "go.mod of $m is not tidy (cd $m && go mod tidy):
 $(cat "$WORK/tidy.diff")"
 done
