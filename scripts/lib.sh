@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared set-up for the scripts: Go on PATH (installed from the Go module
 # proxy when missing), Debian packages when missing, timed phases, free
 # loopback ports, and a record of what the script started so that it stops

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The servers the tests need, found or started without changing a server the
 # script did not start: no role, password, database or setting of a user's
 # server is ever altered. Sourced by test.sh (after lib.sh).
@@ -34,7 +35,7 @@ pg_answers() { PGCONNECT_TIMEOUT=5 psql -w -X -q -tA -c 'SELECT 1' "$1" </dev/nu
 # and deleted on exit. AUTH trust: every local connection is trusted. AUTH
 # scram: as a fresh Debian install, the postgres role has PASSWORD over TCP
 # (scram-sha-256) and peer authentication on the socket. Sets OWN_PG_DIR
-# (also the socket directory), OWN_PG_PORT and OWN_PG_BIN.
+# (also the socket directory) and OWN_PG_PORT.
 start_own_postgres() {
   local auth=$1 password=${2:-} bin dir port
   bin=$(pg_bindir)
@@ -63,7 +64,8 @@ start_own_postgres() {
     { cat "$dir/server.log" >&2; die "PostgreSQL of our own did not start"; }
   own_pid "PostgreSQL on 127.0.0.1:$port ($dir)" "$(head -n1 "$dir/data/postmaster.pid")"
   as_pg "$bin/createdb" -h "$dir" -p "$port" -U postgres test
-  OWN_PG_DIR=$dir OWN_PG_PORT=$port OWN_PG_BIN=$bin
+  # shellcheck disable=SC2034 # read by the callers
+  OWN_PG_DIR=$dir OWN_PG_PORT=$port
   log "PostgreSQL of our own on 127.0.0.1:$port ($auth auth, data in $dir), stopped and deleted on exit"
 }
 
@@ -170,7 +172,8 @@ ensure_redis_sentinel() {
   fi
   local base=${ONCE_REDIS_SENTINEL_BASE_PORT:-6391} sport=${ONCE_REDIS_SENTINEL_PORT:-26391} dir
   dir=${ONCE_REDIS_SENTINEL_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/once-redis-sentinel.XXXXXX")}
-  local envs="ONCE_REDIS_SENTINEL_BASE_PORT=$base ONCE_REDIS_SENTINEL_PORT=$sport ONCE_REDIS_SENTINEL_DIR=$(printf %q "$dir")"
+  local envs
+  envs="ONCE_REDIS_SENTINEL_BASE_PORT=$base ONCE_REDIS_SENTINEL_PORT=$sport ONCE_REDIS_SENTINEL_DIR=$(printf %q "$dir")"
   on_exit "$envs scripts/redis-sentinel.sh stop >&2"
   eval "$envs scripts/redis-sentinel.sh start >&2"
   own_started_redis "Redis Sentinel" "$dir"

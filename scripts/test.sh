@@ -54,9 +54,12 @@ phase_begin "servers"
 ensure_servers
 export ONCE_REQUIRE_SERVERS=1
 
-phase_begin "check: gofmt; every module in go.work, tidy, with LICENSE"
-unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+phase_begin "check: gofmt, shellcheck; every module in go.work, tidy, with LICENSE"
+mapfile -t gofiles < <(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
+unformatted=$(gofmt -l "${gofiles[@]}")
 [ -z "$unformatted" ] || die "gofmt needed: $unformatted"
+command -v shellcheck >/dev/null 2>&1 || apt_install shellcheck
+shellcheck -x -S warning scripts/*.sh .ci/run
 want=$(for m in "${MODULES[@]}"; do (cd "$m" && pwd); done | sort)
 have=$(go list -m -f '{{.Dir}}' | sort)
 [ "$want" = "$have" ] || die "go.work does not list every module (go work use DIR):
