@@ -79,16 +79,27 @@ start() {
 	exit 1
 }
 
+# shutdown_node PORT: at once, without waiting for lagging replicas (NOW,
+# Redis 7+; plain SHUTDOWN NOSAVE before that).
+shutdown_node() {
+	local out
+	out=$("$cli" -h 127.0.0.1 -p "$1" shutdown nosave now 2>&1) || true
+	case $out in *ERR*) "$cli" -h 127.0.0.1 -p "$1" shutdown nosave >/dev/null 2>&1 || true ;; esac
+}
+
 stop() {
-	local p pid stopped=()
+	local p pid pids=() stopped=()
 	[ -f "$dir/started" ] || { echo "redis cluster: no node of ours to stop"; return; }
+	# Every node is told first, then waited for: each takes a moment to exit.
 	for p in $(cat "$dir/started"); do
-		pid=$(cat "$dir/$p/redis.pid" 2>/dev/null || true)
-		"$cli" -h 127.0.0.1 -p "$p" shutdown nosave >/dev/null 2>&1 || true
-		for _ in $(seq 100); do [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		rm -rf "${dir:?}/$p"
+		pids+=("$(cat "$dir/$p/redis.pid" 2>/dev/null || true)")
+		shutdown_node "$p"
 		stopped+=("$p")
 	done
+	for pid in "${pids[@]}"; do
+		for _ in $(seq 100); do [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	done
+	for p in "${stopped[@]}"; do rm -rf "${dir:?}/$p"; done
 	rm -f "$dir/started" "$dir/create.log"
 	rmdir "$dir" 2>/dev/null || true
 	echo "redis cluster stopped: ports ${stopped[*]}"
