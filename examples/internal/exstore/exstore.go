@@ -24,7 +24,7 @@ const (
 // Defaults of the -postgres and -redis flags when ONCE_POSTGRES_URL and
 // ONCE_REDIS_ADDR are unset.
 const (
-	DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+	DefaultPostgresURL = "postgres://postgres:postgres@127.0.0.1:5432/test?sslmode=disable"
 	DefaultRedisAddr   = "127.0.0.1:6379"
 )
 
