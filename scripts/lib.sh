@@ -131,14 +131,17 @@ wait_gone() {
 }
 
 # check_none_left fails when a daemon this script started still runs.
+# Checked daemons are forgotten, so a second call checks only newer ones.
 check_none_left() {
   local e name pid left=0
+  [ "${#OWNED_PIDS[@]}" -gt 0 ] || return 0
   for e in "${OWNED_PIDS[@]}"; do
     name=${e%:*} pid=${e##*:}
     wait_gone "$pid" || { log "still running after the script stopped it: $name (pid $pid)"; left=1; }
   done
   [ "$left" = 0 ] || return 1
   log "none of the ${#OWNED_PIDS[@]} daemons this script started is left running"
+  OWNED_PIDS=()
 }
 
 print_left_running() {

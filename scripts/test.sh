@@ -34,6 +34,7 @@ finish() {
 }
 phase_end_failed_if_open() { [ -z "$PHASE_NAME" ] || phase_end "  FAILED"; }
 trap finish EXIT
+trap 'exit 130' INT TERM # so that finish stops what was started
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/once-test.XXXXXX")
 on_exit "rm -rf $(printf %q "$WORK")"
