@@ -2,10 +2,12 @@
 # check-lean-core.sh [REPO]: a new module that imports only the core
 # (github.com/stagedoor/once) and its three backends, with a replace to the
 # checkout REPO (default: this one), must not have plotting, CLI, proxy,
-# logging, metrics or OpenTelemetry SDK modules in its `go mod graph`.
-# Fails, listing them, when it does.
+# logging, metrics or OpenTelemetry SDK modules in its `go mod graph`; and
+# the core's go.mod must require directly only pgx, go-redis and testify.
+# Fails, listing the offenders, when either is not so.
 set -euo pipefail
 repo=$(cd "${1:-$(dirname "$0")/..}" && pwd)
+allowed_direct='github.com/jackc/pgx/v5 github.com/redis/go-redis/v9 github.com/stretchr/testify'
 forbidden='gonum|alecthomas/kong|toxiproxy|rs/zerolog|prometheus|go\.opentelemetry\.io/otel/sdk'
 dir=$(mktemp -d "${TMPDIR:-/tmp}/once-lean.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
@@ -37,8 +39,17 @@ var (
 
 func main() {}
 GO
+export GOWORK=off
+failed=0
+direct=$(cd "$repo" && go list -m -f '{{if not .Indirect}}{{if not .Main}}{{.Path}}{{end}}{{end}}' all | grep . | sort)
+extra=$(comm -23 <(echo "$direct") <(tr ' ' '\n' <<<"$allowed_direct" | sort))
+if [ -n "$extra" ]; then
+  echo "check-lean-core: the core's go.mod requires more than $allowed_direct:" >&2
+  sed 's/^/  /' <<<"$extra" >&2
+  failed=1
+fi
 cd "$dir"
-export GOWORK=off GOFLAGS=-mod=mod
+export GOFLAGS=-mod=mod
 go mod tidy >/dev/null 2>"$dir/tidy.log" || { cat "$dir/tidy.log" >&2; exit 1; }
 go build -o /dev/null .
 graph=$(go mod graph)
@@ -49,5 +60,7 @@ if [ -n "$bad" ]; then
   sed 's/^/  /' <<<"$bad" >&2
   exit 1
 fi
+[ "$failed" = 0 ] || exit 1
+echo "check-lean-core: the core requires directly: $(echo $direct)" >&2
 echo "check-lean-core: $(wc -l <<<"$modules") modules in the graph, none of: $forbidden" >&2
 sed 's/^/  /' <<<"$modules" >&2
