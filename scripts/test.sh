@@ -63,7 +63,7 @@ command -v shellcheck >/dev/null 2>&1 || apt_install shellcheck
 shellcheck -x -S warning scripts/*.sh .ci/run
 want=$(for m in "${MODULES[@]}"; do (cd "$m" && pwd); done | sort)
 have=$(go list -m -f '{{.Dir}}' | sort)
-[ "$want" = "$have" ] || die "go.work does not list every module (go work use DIR):
+[ "$want" = "$have" ] || die "go.work does not list every module (go work use -r . adds them all):
 $(diff <(echo "$want") <(echo "$have") || true)"
 for m in "${MODULES[@]}"; do
   cmp -s LICENSE "$m/LICENSE" || die "$m has no copy of LICENSE (cp LICENSE $m/): pkg.go.dev reads each module's own"
