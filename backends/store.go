@@ -20,6 +20,42 @@
 // Every lease and retention computation uses the store's clock (for example
 // PostgreSQL's clock_timestamp() or Redis PX TTLs), never the caller's.
 //
+// # Rules every backend implements
+//
+// Life of a record. A pending record stays live — it blocks claims and is
+// reported as pending — while its lease is live, whatever the retention:
+// its expiry is at least its lease end, and every successful Renew moves
+// the expiry to at least the new lease end. A pending record is therefore
+// expired when both its lease and its retention have ended. A completed
+// record lives Retention from its completion (Complete or Resolve). An
+// expired record is absent in every respect.
+//
+// Durations. Every positive time.Duration, up to math.MaxInt64, means
+// "that long": a backend never lets a lease or a retention wrap into a
+// short (or negative) value. A backend whose native range is smaller
+// saturates at its own maximum, which it documents, and rounds a positive
+// value below its resolution up to its resolution, never down to zero.
+// The core rejects non-positive leases and retentions before any store
+// call; a backend given one treats it as its smallest positive duration
+// (the lease or the record ends at once), never as "forever".
+//
+// Fingerprints. An empty fingerprint means "no check", on either side:
+// FingerprintMatches(stored, given) is true when either is empty, and a
+// constant-time equality otherwise. A key stays bound to the first
+// non-empty fingerprint written for it: a takeover or a Resolve made with
+// an empty fingerprint keeps the stored one, and a non-empty fingerprint
+// given to a record stored without one binds it.
+//
+// Re-sent writes. A driver may re-send a command whose reply was lost
+// (go-redis retries on network errors). Every write reports on a re-send
+// what it reported on the first send, or a result that leads the caller
+// to the same decision: a re-sent Claim by the same Owner reports Claimed
+// (never TookOver, never the caller's own claim as a duplicate); a
+// re-sent Complete or Resolve with the same Owner and outcome reports
+// success; a re-sent Renew reports true while the claim is still held;
+// a re-sent Release reports false (the record is gone either way, which
+// is all the caller needs: the core ignores Release's result).
+//
 // # Implementing a backend
 //
 // Run the conformance suite in package backendtest from the backend's tests;
@@ -85,14 +121,15 @@ type ClaimParams struct {
 	Scope string
 	Key   string
 	// Fingerprint is stored with a new claim. An expired lease is taken
-	// over only when FingerprintMatches(record.Fingerprint, Fingerprint).
+	// over only when FingerprintMatches(record.Fingerprint, Fingerprint);
+	// a takeover with an empty Fingerprint keeps the stored one.
 	Fingerprint []byte
 	// Owner is the token of the new claim; every later write is fenced by it.
 	Owner string
 	// Lease is how long the claim stays exclusive without renewal.
 	Lease time.Duration
-	// Retention is how long the record lives from the claim; Complete
-	// restarts it.
+	// Retention is how long the record lives from the claim, and at least
+	// until its lease ends; Complete restarts it.
 	Retention time.Duration
 }
 
@@ -124,7 +161,8 @@ type RenewParams struct {
 	Scope string
 	Key   string
 	Owner string
-	// Lease is the new lease, counted from now by the store's clock.
+	// Lease is the new lease, counted from now by the store's clock. The
+	// record lives at least until the new lease ends.
 	Lease time.Duration
 }
 
@@ -137,11 +175,20 @@ type ReleaseParams struct {
 
 // ResolveParams are the arguments of Store.Resolve.
 type ResolveParams struct {
-	Scope       string
-	Key         string
+	Scope string
+	Key   string
+	// Fingerprint is checked with FingerprintMatches against a pending
+	// record's; empty keeps the stored one.
 	Fingerprint []byte
-	Outcome     []byte
-	Retention   time.Duration
+	// Owner is a token unique to this Resolve call (the core generates
+	// one per call). The completed record stores it as its owner, so that
+	// a re-send of the same Resolve (same Owner, same Outcome) after a
+	// lost reply reports Resolved instead of the record it wrote. An empty
+	// Owner disables that recognition: a repeated Resolve then reports the
+	// completed record.
+	Owner     string
+	Outcome   []byte
+	Retention time.Duration
 }
 
 // ResolveResult is the result of Store.Resolve.
@@ -175,17 +222,24 @@ type Store interface {
 	Complete(ctx context.Context, p CompleteParams) (applied bool, err error)
 
 	// Renew extends the lease of a pending record owned by p.Owner to
-	// p.Lease from now. It reports false, writing nothing, when the record
-	// is absent, completed or owned by someone else.
+	// p.Lease from now (its lease may have lapsed as long as nobody took it
+	// over), and the record's life to at least the new lease end. It
+	// reports false, writing nothing, when the record is absent, completed
+	// or owned by someone else.
 	Renew(ctx context.Context, p RenewParams) (applied bool, err error)
 
 	// Release deletes a pending record owned by p.Owner so that the next
-	// Claim succeeds at once. It reports false, writing nothing, otherwise.
+	// Claim succeeds at once. It reports false, writing nothing, otherwise
+	// (including on a re-send of a Release that applied).
 	Release(ctx context.Context, p ReleaseParams) (applied bool, err error)
 
 	// Resolve stores an outcome decided out of band (a reconciliation job)
-	// for a key that is absent or pending, whoever owns it, provided the
-	// fingerprints match. It never overwrites a completed record.
+	// for a key that is absent or pending, whoever owns it, provided
+	// FingerprintMatches(stored, p.Fingerprint). The completed record keeps
+	// the stored fingerprint when p.Fingerprint is empty, and stores
+	// p.Owner as its owner. Resolve never overwrites a completed record;
+	// it reports Resolved for a completed record that holds p.Owner (non
+	// empty) and p.Outcome already: a re-send of a Resolve that applied.
 	Resolve(ctx context.Context, p ResolveParams) (ResolveResult, error)
 }
 
@@ -204,14 +258,27 @@ type Watcher interface {
 var ErrClosed = errors.New("once: store closed")
 
 // FingerprintMatches reports whether a record stored with fingerprint
-// stored may be answered to, or taken over by, a call with fingerprint
-// given. An empty given fingerprint disables the check. Backends use it (or
-// the same predicate in their query language) to decide lease takeovers.
+// stored may be answered to, taken over or resolved by a call with
+// fingerprint given. An empty fingerprint on either side disables the
+// check (symmetrically); two non-empty ones must be equal, compared in
+// constant time. Backends use it (or the same predicate in their query
+// language) to decide lease takeovers and resolves.
 func FingerprintMatches(stored, given []byte) bool {
-	if len(given) == 0 {
+	if len(given) == 0 || len(stored) == 0 {
 		return true
 	}
 	return subtle.ConstantTimeCompare(stored, given) == 1
+}
+
+// BoundFingerprint returns the fingerprint a record keeps after a write
+// (a takeover or a resolve) made with fingerprint given over a record
+// stored with fingerprint stored: given when it is non-empty, else stored.
+// Call it only when FingerprintMatches(stored, given).
+func BoundFingerprint(stored, given []byte) []byte {
+	if len(given) == 0 {
+		return stored
+	}
+	return given
 }
 
 // Exclusive is implemented by stores bound to one connection or one

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stagedoor/once/backends"
 )
@@ -83,4 +84,8 @@ func Benchmark(b *testing.B, newStore NewStore) {
 			}
 		})
 	})
+}
+
+func claim(scope, key, owner string, fp []byte, lease, retention time.Duration) backends.ClaimParams {
+	return backends.ClaimParams{Scope: scope, Key: key, Fingerprint: fp, Owner: owner, Lease: lease, Retention: retention}
 }
