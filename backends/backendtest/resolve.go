@@ -34,8 +34,8 @@ func exerciseResolve(t *testing.T, newStore NewStore) {
 		require.False(e.t, res.Resolved)
 		require.Equal(e.t, backends.StateCompleted, res.Existing.State)
 		require.Equal(e.t, []byte("first"), res.Existing.Outcome)
-		res = e.resolveAs("k", owner, nil, []byte("first"))
-		require.False(e.t, res.Resolved, "the claim's owner is not this Resolve's token")
+		res = e.resolveAs("k", owner, nil, []byte("second"))
+		require.False(e.t, res.Resolved, "not even with the completing owner's token")
 	})
 
 	run(t, newStore, "EmptyFingerprintKeepsStored", func(e *env) {

@@ -155,7 +155,8 @@ func view(e entry, now time.Time) backends.Record {
 	return r
 }
 
-// Claim implements backends.Store.
+// Claim implements backends.Store. A Claim by the owner of the pending
+// record (a re-send) reports Claimed and changes nothing.
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
 		return backends.ClaimResult{}, err
@@ -166,22 +167,52 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	defer sh.mu.Unlock()
 	now := s.now()
 	tookOver := false
+	fingerprint := p.Fingerprint
 	if e, ok := sh.lookup(k, now); ok {
+		if e.state == backends.StatePending && e.owner == p.Owner {
+			return backends.ClaimResult{Claimed: true}, nil
+		}
 		takeover := e.state == backends.StatePending && !now.Before(e.leaseUntil) &&
 			backends.FingerprintMatches(e.fingerprint, p.Fingerprint)
 		if !takeover {
 			return backends.ClaimResult{Existing: view(e, now)}, nil
 		}
 		tookOver = true
+		fingerprint = backends.BoundFingerprint(e.fingerprint, p.Fingerprint)
 	}
+	leaseUntil := after(now, p.Lease)
 	sh.put(k, entry{
 		state:       backends.StatePending,
-		fingerprint: clone(p.Fingerprint),
+		fingerprint: clone(fingerprint),
 		owner:       p.Owner,
-		leaseUntil:  now.Add(p.Lease),
-		expiresAt:   now.Add(p.Retention),
+		leaseUntil:  leaseUntil,
+		expiresAt:   latest(after(now, p.Retention), leaseUntil),
 	}, now)
 	return backends.ClaimResult{Claimed: true, TookOver: tookOver}, nil
+}
+
+// after returns now+d for a positive d, saturating at the largest time a
+// time.Time can hold, and now+1ns for a non-positive d (the smallest
+// positive duration, never "forever").
+func after(now time.Time, d time.Duration) time.Time {
+	if d <= 0 {
+		d = 1
+	}
+	t := now.Add(d)
+	if t.Before(now) {
+		return maxTime
+	}
+	return t
+}
+
+// maxTime is later than any deadline a duration can reach.
+var maxTime = time.Unix(1<<62, 0)
+
+func latest(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
 
 // owned returns the live pending record of k if owner holds it. The caller
@@ -214,7 +245,7 @@ func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, 
 	}
 	e.state = backends.StateCompleted
 	e.outcome = clone(p.Outcome)
-	e.expiresAt = now.Add(p.Retention)
+	e.expiresAt = after(now, p.Retention)
 	sh.put(k, e, now)
 	return true, nil
 }
@@ -233,7 +264,8 @@ func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error)
 	if !ok {
 		return false, nil
 	}
-	e.leaseUntil = now.Add(p.Lease)
+	e.leaseUntil = after(now, p.Lease)
+	e.expiresAt = latest(e.expiresAt, e.leaseUntil)
 	sh.records[k] = e
 	return true, nil
 }
@@ -264,20 +296,27 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := s.now()
-	fingerprint := clone(p.Fingerprint)
+	fingerprint := p.Fingerprint
 	if e, ok := sh.lookup(k, now); ok {
-		if e.state == backends.StateCompleted || !backends.FingerprintMatches(e.fingerprint, p.Fingerprint) {
+		if e.state == backends.StateCompleted {
+			// A re-send of this very Resolve reports what the first did.
+			resent := p.Owner != "" && e.owner == p.Owner && bytes.Equal(e.outcome, p.Outcome)
+			if resent {
+				return backends.ResolveResult{Resolved: true}, nil
+			}
 			return backends.ResolveResult{Existing: view(e, now)}, nil
 		}
-		if len(p.Fingerprint) == 0 {
-			fingerprint = e.fingerprint
+		if !backends.FingerprintMatches(e.fingerprint, p.Fingerprint) {
+			return backends.ResolveResult{Existing: view(e, now)}, nil
 		}
+		fingerprint = backends.BoundFingerprint(e.fingerprint, p.Fingerprint)
 	}
 	sh.put(k, entry{
 		state:       backends.StateCompleted,
-		fingerprint: fingerprint,
+		fingerprint: clone(fingerprint),
+		owner:       p.Owner,
 		outcome:     clone(p.Outcome),
-		expiresAt:   now.Add(p.Retention),
+		expiresAt:   after(now, p.Retention),
 	}, now)
 	return backends.ResolveResult{Resolved: true}, nil
 }
