@@ -436,7 +436,7 @@ func do(e *env, o op) (result, error) {
 		if err != nil || !found {
 			return result{}, err
 		}
-		if expiresIn <= 0 {
+		if expiresIn < 0 {
 			return result{}, fmt.Errorf("Get reports a live record expiring in %v", expiresIn)
 		}
 		if rec.State == backends.StatePending && rec.LeaseRemaining-expiresIn > 2*time.Millisecond {

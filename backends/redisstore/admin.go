@@ -39,22 +39,16 @@ func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, ti
 		return backends.Record{}, 0, false, corrupt(op, "reply shape")
 	}
 	raw, ok1 := reply[0].(string)
-	ttl, ok2 := reply[1].(int64)
-	left, ok3 := reply[2].(int64)
+	now, ok2 := reply[1].(int64)
+	ttl, ok3 := reply[2].(int64)
 	if !ok1 || !ok2 || !ok3 || ttl < 0 {
 		return backends.Record{}, 0, false, corrupt(op, "reply types")
 	}
-	var rec backends.Record
-	if len(raw) > 0 && raw[0] == 'p' {
-		rec, err = decodePending(op, raw)
-		rec.LeaseRemaining = time.Duration(left) * time.Millisecond
-	} else {
-		rec, err = decodeCompleted(op, raw)
-	}
+	r, err := decodeRecord(op, raw)
 	if err != nil {
 		return backends.Record{}, 0, false, err
 	}
-	return rec, time.Duration(ttl) * time.Millisecond, true, nil
+	return r.record(now), duration(ttl), true, nil
 }
 
 // Delete implements backends.Admin with one script that deletes the record
@@ -67,21 +61,4 @@ func (s *Store) Delete(ctx context.Context, scope, key string) (bool, error) {
 		return false, translate(ctx, op, err)
 	}
 	return s.runBool(ctx, op, deleteScript, scope, key, s.notify)
-}
-
-// decodePending parses 'p' len(fp) fp len(owner) owner lease-end-ms,
-// checking the layout; it returns the state and the fingerprint.
-func decodePending(op, s string) (backends.Record, error) {
-	if len(s) < 3 || s[0] != 'p' {
-		return backends.Record{}, corrupt(op, "record header")
-	}
-	n := int(s[1])
-	if len(s) < 3+n {
-		return backends.Record{}, corrupt(op, "record fingerprint")
-	}
-	m := int(s[2+n])
-	if len(s) <= 3+n+m {
-		return backends.Record{}, corrupt(op, "record owner or lease")
-	}
-	return backends.Record{State: backends.StatePending, Fingerprint: bytesOrNil(s[2 : 2+n])}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -72,6 +73,9 @@ func translate(ctx context.Context, op string, err error) error {
 	case errors.Is(err, redis.ErrClosed):
 		e.Kind = backends.ErrClosed
 	case errors.Is(err, redis.Nil):
+		e.Kind = ErrCorrupt
+	case errors.As(err, &reply) && strings.HasPrefix(reply.Error(), "ONCECORRUPT"):
+		// The scripts' own verdict on a value they did not write.
 		e.Kind = ErrCorrupt
 	case errors.As(err, &reply):
 		e.Kind = ErrServer

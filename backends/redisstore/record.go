@@ -1,77 +1,172 @@
 package redisstore
 
 import (
+	"math"
 	"time"
 
 	"github.com/stagedoor/once/backends"
 )
 
-// Replies of claim.lua and resolve.lua (see the layout in internal/redislua/claim.lua).
+// Replies of claim.lua (and 1 of the other scripts).
 const (
 	replyClaimed  = 1
 	replyTookOver = 2
 )
 
-// existing decodes the reply a script gives for a record it did not
-// change: the whole completed record as a string, or {fingerprint,
-// lease ms left} for a pending one.
-func existing(op string, v any) (backends.Record, error) {
-	switch v := v.(type) {
-	case string:
-		return decodeCompleted(op, v)
-	case []any:
-		if len(v) != 2 {
-			return backends.Record{}, corrupt(op, "pending reply length")
-		}
-		fp, ok1 := v[0].(string)
-		left, ok2 := v[1].(int64)
-		if !ok1 || !ok2 {
-			return backends.Record{}, corrupt(op, "pending reply types")
-		}
-		return backends.Record{
-			State:          backends.StatePending,
-			Fingerprint:    bytesOrNil(fp),
-			LeaseRemaining: time.Duration(left) * time.Millisecond,
-		}, nil
-	default:
-		return backends.Record{}, corrupt(op, "reply type")
+// MaxDuration is the longest lease or retention the store keeps: Redis
+// counts TTLs in whole milliseconds, so a time.Duration is stored as its
+// milliseconds, rounded up (1 ns becomes 1 ms, never 0), and saturated at
+// MaxDuration, the longest whole number of milliseconds a time.Duration
+// holds (about 292 years). Longer durations, up to math.MaxInt64, mean
+// MaxDuration: never a wrapped, short value.
+const MaxDuration = time.Duration(maxMillis) * time.Millisecond
+
+const maxMillis = math.MaxInt64 / int64(time.Millisecond)
+
+// millis converts d to the milliseconds Redis stores: rounded up so that a
+// positive duration never becomes 0 (which PX rejects) or shorter, at
+// least 1 for a non-positive d (the shortest, never "forever"), and at
+// most maxMillis.
+func millis(d time.Duration) int64 {
+	if d <= 0 {
+		return 1
 	}
+	ms := int64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return min(ms, maxMillis)
 }
 
-// decodeCompleted parses 'c' len(fp) fp len(owner) owner outcome. It copies
-// the record once; Fingerprint and Outcome share that copy.
-func decodeCompleted(op, s string) (backends.Record, error) {
-	if len(s) < 3 || s[0] != 'c' {
-		return backends.Record{}, corrupt(op, "record header")
+// duration converts milliseconds read from Redis to a time.Duration,
+// saturating instead of overflowing.
+func duration(ms int64) time.Duration {
+	switch {
+	case ms > maxMillis:
+		return math.MaxInt64
+	case ms < -maxMillis:
+		return math.MinInt64
 	}
-	n := int(s[1])
-	if len(s) < 3+n {
-		return backends.Record{}, corrupt(op, "record fingerprint")
+	return time.Duration(ms) * time.Millisecond
+}
+
+// stored is a record as Redis holds it (layout in
+// internal/redislua/record.lua).
+type stored struct {
+	state       backends.State
+	fingerprint []byte // nil when empty
+	owner       string
+	leaseEnd    int64  // pending: ms on the server's clock
+	outcome     []byte // completed; never nil
+}
+
+// decodeRecord is the one Go function that parses a stored record:
+//
+//	pending:   'p' len(fp) fp len(owner) owner lease-end-ms
+//	completed: 'c' len(fp) fp len(owner) owner outcome
+//
+// where len(x) is one byte and lease-end-ms is a canonical decimal (no
+// sign, no leading zero). Anything else is ErrCorrupt. It copies raw once;
+// the fingerprint and the outcome share that copy.
+func decodeRecord(op, raw string) (stored, error) {
+	if len(raw) < 3 {
+		return stored{}, corrupt(op, "record header")
 	}
-	m := int(s[2+n])
+	var r stored
+	switch raw[0] {
+	case 'p':
+		r.state = backends.StatePending
+	case 'c':
+		r.state = backends.StateCompleted
+	default:
+		return stored{}, corrupt(op, "record state")
+	}
+	n := int(raw[1])
+	if len(raw) < 3+n {
+		return stored{}, corrupt(op, "record fingerprint")
+	}
+	m := int(raw[2+n])
 	start := 3 + n + m
-	if len(s) < start {
-		return backends.Record{}, corrupt(op, "record owner")
+	if len(raw) < start {
+		return stored{}, corrupt(op, "record owner")
 	}
-	b := []byte(s)
-	r := backends.Record{State: backends.StateCompleted, Outcome: b[start:len(b):len(b)]}
+	b := []byte(raw)
 	if n > 0 {
-		r.Fingerprint = b[2 : 2+n : 2+n]
+		r.fingerprint = b[2 : 2+n : 2+n]
 	}
+	r.owner = raw[3+n : start]
+	rest := b[start:len(b):len(b)]
+	if r.state == backends.StateCompleted {
+		r.outcome = rest
+		return r, nil
+	}
+	end, ok := parseMillis(rest)
+	if !ok {
+		return stored{}, corrupt(op, "record lease end")
+	}
+	r.leaseEnd = end
 	return r, nil
 }
 
-func bytesOrNil(s string) []byte {
-	if s == "" {
-		return nil
+// parseMillis parses a canonical non-negative decimal int64.
+func parseMillis(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 19 || (b[0] == '0' && len(b) > 1) {
+		return 0, false
 	}
-	return []byte(s)
+	var v int64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		d := int64(c - '0')
+		if v > (math.MaxInt64-d)/10 {
+			return 0, false
+		}
+		v = v*10 + d
+	}
+	return v, true
 }
 
-// millis converts d to whole milliseconds for PX, rounding up so that a
-// positive duration never becomes 0 (which Redis rejects) and never
-// shortens.
-func millis(d time.Duration) int64 {
-	ms := (d + time.Millisecond - 1) / time.Millisecond
-	return max(int64(ms), 1)
+// record is r as the store reports it at server time nowMs.
+func (r stored) record(nowMs int64) backends.Record {
+	rec := backends.Record{State: r.state, Fingerprint: r.fingerprint}
+	if r.state == backends.StatePending {
+		rec.LeaseRemaining = duration(r.leaseEnd - nowMs)
+	} else {
+		rec.Outcome = r.outcome
+	}
+	return rec
+}
+
+// existing decodes the reply a script gives for a record it did not
+// change: the whole record string when completed, {record, now ms} when
+// pending.
+func existing(op string, v any) (backends.Record, error) {
+	var raw string
+	var now int64
+	pendingReply := false
+	switch v := v.(type) {
+	case string:
+		raw = v
+	case []any:
+		pendingReply = true
+		var ok1, ok2 bool
+		if len(v) == 2 {
+			raw, ok1 = v[0].(string)
+			now, ok2 = v[1].(int64)
+		}
+		if !ok1 || !ok2 {
+			return backends.Record{}, corrupt(op, "pending reply")
+		}
+	default:
+		return backends.Record{}, corrupt(op, "reply type")
+	}
+	r, err := decodeRecord(op, raw)
+	if err != nil {
+		return backends.Record{}, err
+	}
+	if (r.state == backends.StatePending) != pendingReply {
+		return backends.Record{}, corrupt(op, "reply does not match the record's state")
+	}
+	return r.record(now), nil
 }

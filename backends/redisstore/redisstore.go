@@ -6,7 +6,23 @@
 // touch that key alone, so every operation is one round trip and
 // single-slot on a Cluster. Leases are measured with the server's TIME and
 // retention with PX TTLs: the application's clock is never used. Expired
-// records vanish by themselves; there is nothing to sweep.
+// records vanish by themselves; there is nothing to sweep. A pending
+// record's TTL is at least its lease, and each renewal extends it.
+//
+// # Durations
+//
+// Redis counts in milliseconds: a lease or retention is rounded up to a
+// whole millisecond (1 ns becomes 1 ms) and saturated at MaxDuration
+// (about 292 years); every positive time.Duration up to math.MaxInt64
+// therefore means at least what it says, or MaxDuration.
+//
+// # Driver retries
+//
+// go-redis re-sends a command whose reply was lost (MaxRetries). Every
+// script recognises its own re-send: a Claim by the record's owner
+// reports Claimed, a Complete or a Resolve whose owner token and outcome
+// are already stored reports success, a Renew renews again. A re-sent
+// Release reports false, as the contract allows.
 //
 // # Guarantees and their limits
 //
@@ -116,7 +132,7 @@ func precheck(ctx context.Context, op, owner string, fp []byte) error {
 	if err := ctx.Err(); err != nil {
 		return translate(ctx, op, err)
 	}
-	if owner == "" || len(owner) > 255 {
+	if owner == "" && op != "resolve" || len(owner) > 255 {
 		return invalid(op, "owner token must be 1 to 255 bytes")
 	}
 	if len(fp) > 255 {
@@ -161,8 +177,8 @@ func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, 
 		p.Owner, p.Outcome, millis(p.Retention), s.notify)
 }
 
-// Renew implements backends.Store with one EVALSHA. The record's retention
-// TTL is unchanged.
+// Renew implements backends.Store with one EVALSHA. The record's TTL is
+// kept, or raised to the new lease when that is longer.
 func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
 	const op = "renew"
 	if err := precheck(ctx, op, p.Owner, nil); err != nil {
@@ -180,14 +196,15 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 	return s.runBool(ctx, op, releaseScript, p.Scope, p.Key, p.Owner, s.notify)
 }
 
-// Resolve implements backends.Store with one EVALSHA.
+// Resolve implements backends.Store with one EVALSHA. The completed
+// record stores p.Owner, so that a re-send reports Resolved.
 func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	const op = "resolve"
-	if err := precheck(ctx, op, "-", p.Fingerprint); err != nil {
+	if err := precheck(ctx, op, p.Owner, p.Fingerprint); err != nil {
 		return backends.ResolveResult{}, err
 	}
 	v, err := resolveScript.Run(ctx, s.client, []string{s.key(p.Scope, p.Key)},
-		p.Fingerprint, p.Outcome, millis(p.Retention), s.notify).Result()
+		p.Fingerprint, p.Owner, p.Outcome, millis(p.Retention), s.notify).Result()
 	if err != nil {
 		return backends.ResolveResult{}, translate(ctx, op, err)
 	}

@@ -5,28 +5,21 @@
 -- ARGV[4] notification command ('PUBLISH', 'SPUBLISH' or '')
 --
 -- Returns 1 when stored (or already stored by this owner with this very
--- outcome: a driver retry), 0 otherwise.
+-- outcome: a driver's re-send), 0 otherwise.
 local cur = redis.call('GET', KEYS[1])
 if not cur then
 	return 0
 end
-local n = string.byte(cur, 2)
-local m = string.byte(cur, 3 + n)
-if string.sub(cur, 4 + n, 3 + n + m) ~= ARGV[1] then
+local r = decode(cur)
+if r.owner ~= ARGV[1] then
 	return 0
 end
-local st = string.sub(cur, 1, 1)
-if st == 'c' then
-	if string.sub(cur, 4 + n + m) == ARGV[2] then
+if r.state == 'c' then
+	if r.outcome == ARGV[2] then
 		return 1
 	end
 	return 0
 end
-if st ~= 'p' then
-	return 0
-end
-redis.call('SET', KEYS[1], 'c' .. string.sub(cur, 2, 3 + n + m) .. ARGV[2], 'PX', ARGV[3])
-if ARGV[4] ~= '' then
-	redis.call(ARGV[4], KEYS[1], 'c')
-end
+redis.call('SET', KEYS[1], encode_completed(r.fp, r.owner, ARGV[2]), 'PX', ARGV[3])
+notify(ARGV[4], KEYS[1], 'c')
 return 1

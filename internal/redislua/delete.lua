@@ -9,7 +9,5 @@
 if redis.call('DEL', KEYS[1]) == 0 then
 	return 0
 end
-if ARGV[1] ~= '' then
-	redis.call(ARGV[1], KEYS[1], 'r')
-end
+notify(ARGV[1], KEYS[1], 'r')
 return 1

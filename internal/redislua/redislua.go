@@ -6,24 +6,44 @@
 // publishes on a channel named like that key, so each is single-slot on a
 // Redis Cluster. They read the time with TIME, which Redis (5 and later,
 // effects replication) allows before a write.
+//
+// Every script starts with the prelude record.lua, the one definition of
+// the record layout and of the fingerprint rules on the server side.
 package redislua
 
 import _ "embed"
 
-// The scripts, one per store operation.
+//go:embed record.lua
+var prelude string
+
 var (
 	//go:embed claim.lua
-	Claim string
+	claim string
 	//go:embed complete.lua
-	Complete string
+	complete string
 	//go:embed renew.lua
-	Renew string
+	renew string
 	//go:embed release.lua
-	Release string
+	release string
 	//go:embed resolve.lua
-	Resolve string
+	resolve string
 	//go:embed get.lua
-	Get string
+	get string
 	//go:embed delete.lua
-	Delete string
+	del string
 )
+
+// The scripts, one per store operation, each the prelude followed by its
+// body.
+var (
+	Claim    = prelude + claim
+	Complete = prelude + complete
+	Renew    = prelude + renew
+	Release  = prelude + release
+	Resolve  = prelude + resolve
+	Get      = prelude + get
+	Delete   = prelude + del
+)
+
+// Prelude is record.lua alone, for tests of the layout.
+var Prelude = prelude

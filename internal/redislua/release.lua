@@ -5,16 +5,13 @@
 --
 -- Returns 1 when deleted, 0 otherwise.
 local cur = redis.call('GET', KEYS[1])
-if not cur or string.sub(cur, 1, 1) ~= 'p' then
+if not cur then
 	return 0
 end
-local n = string.byte(cur, 2)
-local m = string.byte(cur, 3 + n)
-if string.sub(cur, 4 + n, 3 + n + m) ~= ARGV[1] then
+local r = decode(cur)
+if r.state ~= 'p' or r.owner ~= ARGV[1] then
 	return 0
 end
 redis.call('DEL', KEYS[1])
-if ARGV[2] ~= '' then
-	redis.call(ARGV[2], KEYS[1], 'r')
-end
+notify(ARGV[2], KEYS[1], 'r')
 return 1

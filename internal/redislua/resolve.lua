@@ -3,31 +3,28 @@
 -- overwrite a completed record.
 --
 -- KEYS[1] record key
--- ARGV[1] fingerprint ('' = none: keep the stored one)  ARGV[2] outcome
--- ARGV[3] retention ms
--- ARGV[4] notification command ('PUBLISH', 'SPUBLISH' or '')
+-- ARGV[1] fingerprint ('' = none: keep the stored one)  ARGV[2] owner token
+-- ARGV[3] outcome  ARGV[4] retention ms
+-- ARGV[5] notification command ('PUBLISH', 'SPUBLISH' or '')
 --
--- Returns 1 when stored; otherwise what claim.lua returns for a record it
--- does not claim: the whole record string (completed) or
--- {fingerprint, lease ms left} (pending, fingerprint mismatch).
+-- Returns 1 when stored, or when the record already holds this owner
+-- token (non-empty) and this outcome (a driver's re-send); otherwise the
+-- existing record (see record.lua).
 local cur = redis.call('GET', KEYS[1])
 local fp = ARGV[1]
 if cur then
-	if string.sub(cur, 1, 1) ~= 'p' then
+	local r = decode(cur)
+	if r.state == 'c' then
+		if ARGV[2] ~= '' and r.owner == ARGV[2] and r.outcome == ARGV[3] then
+			return 1
+		end
 		return cur
 	end
-	local n = string.byte(cur, 2)
-	local stored = string.sub(cur, 3, 2 + n)
-	if fp ~= '' and fp ~= stored then
-		local m = string.byte(cur, 3 + n)
-		local t = redis.call('TIME')
-		local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-		return {stored, tonumber(string.sub(cur, 4 + n + m)) - now}
+	if not fp_matches(r.fp, fp) then
+		return existing(cur, r)
 	end
-	fp = stored
+	fp = bound_fp(r.fp, fp)
 end
-redis.call('SET', KEYS[1], 'c' .. string.char(#fp) .. fp .. string.char(0) .. ARGV[2], 'PX', ARGV[3])
-if ARGV[4] ~= '' then
-	redis.call(ARGV[4], KEYS[1], 'c')
-end
+redis.call('SET', KEYS[1], encode_completed(fp, ARGV[2], ARGV[3]), 'PX', ARGV[4])
+notify(ARGV[5], KEYS[1], 'c')
 return 1

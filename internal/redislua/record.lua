@@ -1,0 +1,79 @@
+-- record.lua: the record layout, prepended to every script (see
+-- redislua.go), so that the server side reads and writes records in this
+-- one place; the Go side decodes them in redisstore's decodeRecord alone.
+--
+-- A record is one string:
+--   pending:   'p' len(fp) fp len(owner) owner lease-end-ms
+--   completed: 'c' len(fp) fp len(owner) owner outcome
+-- where len(x) is one byte and lease-end-ms is a decimal count of
+-- milliseconds on the server's clock (TIME). The key's PX TTL is the
+-- record's expiry: at least the lease end while pending.
+--
+-- Replies that report a record a script did not change: the whole record
+-- string when it is completed, {record, now-ms} when it is pending.
+
+local function now_ms()
+	local t = redis.call('TIME')
+	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+-- decode returns {state = 'p' or 'c', fp, owner, lease_end (pending),
+-- outcome (completed)}, or raises an ONCECORRUPT error reply for a value
+-- this package did not write.
+local function decode(cur)
+	local st = string.sub(cur, 1, 1)
+	local n = string.byte(cur, 2)
+	local m = n and string.byte(cur, 3 + n)
+	if (st ~= 'p' and st ~= 'c') or not m or #cur < 3 + n + m then
+		error({err = 'ONCECORRUPT record layout'})
+	end
+	local r = {state = st, fp = string.sub(cur, 3, 2 + n), owner = string.sub(cur, 4 + n, 3 + n + m)}
+	local rest = string.sub(cur, 4 + n + m)
+	if st == 'p' then
+		r.lease_end = tonumber(rest)
+		if not r.lease_end then
+			error({err = 'ONCECORRUPT record lease'})
+		end
+	else
+		r.outcome = rest
+	end
+	return r
+end
+
+local function encode_pending(fp, owner, lease_end)
+	return 'p' .. string.char(#fp) .. fp .. string.char(#owner) .. owner .. string.format('%d', lease_end)
+end
+
+local function encode_completed(fp, owner, outcome)
+	return 'c' .. string.char(#fp) .. fp .. string.char(#owner) .. owner .. outcome
+end
+
+-- The fingerprint rules of backends.FingerprintMatches and
+-- backends.BoundFingerprint: empty on either side matches; a write keeps
+-- the stored one when given none.
+local function fp_matches(stored, given)
+	return stored == '' or given == '' or stored == given
+end
+
+local function bound_fp(stored, given)
+	if given == '' then
+		return stored
+	end
+	return given
+end
+
+-- existing is the reply for a record the script leaves unchanged.
+local function existing(cur, r)
+	if r.state == 'c' then
+		return cur
+	end
+	return {cur, now_ms()}
+end
+
+-- notify wakes the watchers of the key: cmd is 'PUBLISH', 'SPUBLISH' or ''.
+local function notify(cmd, key, what)
+	if cmd ~= '' then
+		redis.call(cmd, key, what)
+	end
+end
+
