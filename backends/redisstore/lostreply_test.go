@@ -1,0 +1,166 @@
+package redisstore_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
+	"github.com/stagedoor/once/internal/redislua"
+)
+
+// lossyDialer dials the real server and, once armed for a script, lets the
+// next EVALSHA of that script reach the server, waits for its reply, drops
+// the reply and breaks the connection: the server applied the command,
+// the client saw io.EOF, and go-redis re-sends the command on a new
+// connection, exactly as after a network failure between the two.
+type lossyDialer struct {
+	mu      sync.Mutex
+	sha     []byte // the script whose next reply is lost; nil when disarmed
+	dropped atomic.Int32
+	dials   atomic.Int32
+}
+
+func (d *lossyDialer) arm(script string) {
+	sum := sha1.Sum([]byte(script))
+	d.mu.Lock()
+	d.sha = []byte(hex.EncodeToString(sum[:]))
+	d.mu.Unlock()
+}
+
+func (d *lossyDialer) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.dials.Add(1)
+	c, err := (&net.Dialer{}).DialContext(ctx, network, addr)
+	if err != nil {
+		return nil, err
+	}
+	return &lossyConn{Conn: c, d: d}, nil
+}
+
+type lossyConn struct {
+	net.Conn
+	d         *lossyDialer
+	loseReply bool
+}
+
+func (c *lossyConn) Write(p []byte) (int, error) {
+	c.d.mu.Lock()
+	if c.d.sha != nil && bytes.Contains(p, c.d.sha) {
+		c.loseReply, c.d.sha = true, nil
+	}
+	c.d.mu.Unlock()
+	return c.Conn.Write(p)
+}
+
+func (c *lossyConn) Read(p []byte) (int, error) {
+	if !c.loseReply {
+		return c.Conn.Read(p)
+	}
+	c.loseReply = false
+	buf := make([]byte, 64<<10)
+	_, _ = c.Conn.Read(buf) // the server has applied the command and replied
+	_ = c.Conn.Close()
+	c.d.dropped.Add(1)
+	return 0, io.EOF
+}
+
+// lossyStore returns a store whose client re-sends after a lost reply
+// (go-redis's default MaxRetries), and its dialer.
+func lossyStore(t *testing.T) (backends.Store, *lossyDialer) {
+	t.Helper()
+	singleClient(t) // skip or fail when the server is down
+	d := &lossyDialer{}
+	c := redis.NewClient(&redis.Options{Addr: singleAddr(), Dialer: d.dial, PoolSize: 1})
+	t.Cleanup(func() { _ = c.Close() })
+	return newStore(t, c, nil), d
+}
+
+// TestReSentAfterLostReply reproduces issue 13 (7) against the real Redis:
+// each write's first reply is lost after the server applied it, go-redis
+// re-sends it, and the store must report what the first send did.
+func TestReSentAfterLostReply(t *testing.T) {
+	ctx := t.Context()
+	lease, retention := time.Minute, time.Hour
+	claim := func(s backends.Store, scope, owner string) {
+		t.Helper()
+		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: "k", Fingerprint: []byte("fp"), Owner: owner, Lease: lease, Retention: retention})
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+	}
+	lost := func(t *testing.T, d *lossyDialer) {
+		t.Helper()
+		require.Equal(t, int32(1), d.dropped.Load(), "the first reply was lost")
+		require.Equal(t, int32(2), d.dials.Load(), "and the command re-sent on a new connection")
+	}
+
+	t.Run("Resolve", func(t *testing.T) {
+		for _, pending := range []bool{false, true} {
+			s, d := lossyStore(t)
+			scope := backendtest.Scope(t)
+			if pending {
+				claim(s, scope, backendtest.Token())
+			}
+			d.arm(redislua.Resolve)
+			r, err := s.Resolve(ctx, backends.ResolveParams{Scope: scope, Key: "k", Fingerprint: []byte("fp"), Owner: backendtest.Token(), Outcome: []byte("reconciled"), Retention: retention})
+			require.NoError(t, err)
+			lost(t, d)
+			require.True(t, r.Resolved, "pending=%v: a re-sent Resolve that applied reports Resolved, not the record it wrote", pending)
+		}
+	})
+
+	t.Run("Claim", func(t *testing.T) {
+		s, d := lossyStore(t)
+		d.arm(redislua.Claim)
+		claim(s, backendtest.Scope(t), backendtest.Token())
+		lost(t, d)
+	})
+
+	t.Run("Complete", func(t *testing.T) {
+		s, d := lossyStore(t)
+		scope, owner := backendtest.Scope(t), backendtest.Token()
+		claim(s, scope, owner)
+		d.arm(redislua.Complete)
+		ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "k", Owner: owner, Outcome: []byte("v"), Retention: retention})
+		require.NoError(t, err)
+		lost(t, d)
+		require.True(t, ok)
+	})
+
+	t.Run("Renew", func(t *testing.T) {
+		s, d := lossyStore(t)
+		scope, owner := backendtest.Scope(t), backendtest.Token()
+		claim(s, scope, owner)
+		d.arm(redislua.Renew)
+		ok, err := s.Renew(ctx, backends.RenewParams{Scope: scope, Key: "k", Owner: owner, Lease: lease})
+		require.NoError(t, err)
+		lost(t, d)
+		require.True(t, ok)
+	})
+
+	t.Run("Release", func(t *testing.T) {
+		// The contract's one exception: the re-send finds nothing and says
+		// so; the key is released either way.
+		s, d := lossyStore(t)
+		scope, owner := backendtest.Scope(t), backendtest.Token()
+		claim(s, scope, owner)
+		d.arm(redislua.Release)
+		ok, err := s.Release(ctx, backends.ReleaseParams{Scope: scope, Key: "k", Owner: owner})
+		require.NoError(t, err)
+		lost(t, d)
+		require.False(t, ok)
+		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: "k", Owner: backendtest.Token(), Lease: lease, Retention: retention})
+		require.NoError(t, err)
+		require.True(t, r.Claimed, "released")
+	})
+}
