@@ -131,11 +131,23 @@ func parseMillis(b []byte) (int64, bool) {
 func (r stored) record(nowMs int64) backends.Record {
 	rec := backends.Record{State: r.state, Fingerprint: r.fingerprint}
 	if r.state == backends.StatePending {
-		rec.LeaseRemaining = duration(r.leaseEnd - nowMs)
+		rec.LeaseRemaining = duration(subSaturating(r.leaseEnd, nowMs))
 	} else {
 		rec.Outcome = r.outcome
 	}
 	return rec
+}
+
+// subSaturating returns a-b, clamped to the int64 range.
+func subSaturating(a, b int64) int64 {
+	d := a - b
+	if (b < 0 && d < a) || (b > 0 && d > a) {
+		if b < 0 {
+			return math.MaxInt64
+		}
+		return math.MinInt64
+	}
+	return d
 }
 
 // existing decodes the reply a script gives for a record it did not
