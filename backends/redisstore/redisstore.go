@@ -80,6 +80,7 @@ type Store struct {
 	notify  string // "PUBLISH", or "SPUBLISH" on a Cluster
 	logger  *slog.Logger
 	check   EvictionCheck
+	subs    subscribers // the shared Pub/Sub connections of Watch
 }
 
 var (
