@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/stagedoor/once/internal/testservers/serverenv"
 )
 
 // TestQuick runs the command as CI does (-quick) against whichever servers
@@ -28,7 +30,7 @@ func TestQuick(t *testing.T) {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	for _, s := range skipped {
-		if os.Getenv("ONCE_REQUIRE_SERVERS") == "1" || os.Getenv("CI") != "" {
+		if serverenv.Required() {
 			t.Error(s)
 		} else {
 			t.Log(s)

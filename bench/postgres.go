@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,16 +11,10 @@ import (
 
 	"github.com/stagedoor/once/backends/postgres"
 	"github.com/stagedoor/once/internal/pgsql"
+	"github.com/stagedoor/once/internal/testservers/serverenv"
 )
 
-const defaultPostgresURL = "postgres://postgres:postgres@127.0.0.1:5432/test?sslmode=disable"
-
-func postgresURL() string {
-	if u := os.Getenv("ONCE_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return defaultPostgresURL
-}
+func postgresURL() string { return serverenv.PostgresURL() }
 
 // pgRun is this run's PostgreSQL: a pool and a schema of its own, dropped
 // by close.

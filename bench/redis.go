@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"time"
 
@@ -12,14 +11,10 @@ import (
 
 	"github.com/stagedoor/once/backends/redisstore"
 	"github.com/stagedoor/once/internal/redislua"
+	"github.com/stagedoor/once/internal/testservers/serverenv"
 )
 
-func redisAddr() string {
-	if a := os.Getenv("ONCE_REDIS_ADDR"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
+func redisAddr() string { return serverenv.RedisAddr() }
 
 func openRedis(ctx context.Context) (*redis.Client, error) {
 	c := redis.NewClient(&redis.Options{Addr: redisAddr()})

@@ -12,12 +12,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stagedoor/once/internal/testservers/serverenv"
 )
 
-// The test server: ONCE_POSTGRES_URL, or a local trust-auth default.
-// Without a server the tests skip, unless ONCE_REQUIRE_SERVERS=1 or CI is
-// set, where they fail.
-const defaultURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+// The test server: ONCE_POSTGRES_URL, or a local trust-auth default (see
+// internal/testservers/serverenv). Without a server the tests skip, unless
+// ONCE_REQUIRE_SERVERS=1 or CI is set, where they fail.
 
 var (
 	// testSchema is this run's own schema, created by Migrate in TestMain
@@ -27,12 +28,7 @@ var (
 	serverErr error
 )
 
-func databaseURL() string {
-	if u := os.Getenv("ONCE_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return defaultURL
-}
+func databaseURL() string { return serverenv.PostgresURL() }
 
 func randomSuffix() string {
 	var b [6]byte
@@ -69,7 +65,7 @@ func requireServer(tb testing.TB) {
 		return
 	}
 	msg := fmt.Sprintf("PostgreSQL at %s is not usable (%v); set ONCE_POSTGRES_URL", databaseURL(), serverErr)
-	if os.Getenv("ONCE_REQUIRE_SERVERS") == "1" || os.Getenv("CI") != "" {
+	if serverenv.Required() {
 		tb.Fatal(msg)
 	}
 	tb.Skip(msg)

@@ -14,16 +14,13 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stagedoor/once/backends/redisstore"
+	"github.com/stagedoor/once/internal/testservers"
 )
 
-// Servers come from the environment, with local defaults:
-//
-//	ONCE_REDIS_ADDR           single node (default 127.0.0.1:6379)
-//	ONCE_REDIS_CLUSTER_ADDRS  cluster seeds (default 127.0.0.1:7001,...,7006;
-//	                          scripts/redis-cluster.sh start launches it)
-//
-// An unreachable server skips its tests, unless ONCE_REQUIRE_SERVERS=1 or CI
-// is set: then it fails them.
+// Servers come from the environment, with local defaults (package
+// internal/testservers/serverenv): ONCE_REDIS_ADDR, ONCE_REDIS_CLUSTER_ADDRS,
+// ONCE_REDIS_SENTINEL_ADDRS. An unreachable server skips its tests, unless
+// ONCE_REQUIRE_SERVERS=1 or CI is set: then it fails them.
 
 // testPrefix isolates this test run's keys; TestMain deletes them at the end.
 var testPrefix = func() string {
@@ -32,27 +29,9 @@ var testPrefix = func() string {
 	return "oncetest:" + hex.EncodeToString(b[:]) + ":"
 }()
 
-func singleAddr() string {
-	if a := os.Getenv("ONCE_REDIS_ADDR"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
-
-func clusterAddrs() []string {
-	if a := os.Getenv("ONCE_REDIS_CLUSTER_ADDRS"); a != "" {
-		return strings.Split(a, ",")
-	}
-	var addrs []string
-	for p := 7001; p <= 7006; p++ {
-		addrs = append(addrs, fmt.Sprintf("127.0.0.1:%d", p))
-	}
-	return addrs
-}
-
-func requireServers() bool {
-	return os.Getenv("ONCE_REQUIRE_SERVERS") == "1" || os.Getenv("CI") != ""
-}
+func singleAddr() string     { return testservers.RedisAddr() }
+func clusterAddrs() []string { return testservers.RedisClusterAddrs() }
+func requireServers() bool   { return testservers.Required() }
 
 var (
 	singleOnce, clusterOnce sync.Once
@@ -63,11 +42,7 @@ var (
 
 func unreachable(tb testing.TB, what string, err error) {
 	tb.Helper()
-	msg := fmt.Sprintf("%s unreachable (%v); start it (scripts/redis-cluster.sh start for the cluster) or set the address env var", what, err)
-	if requireServers() {
-		tb.Fatal(msg)
-	}
-	tb.Skip(msg)
+	testservers.Unavailable(tb, what, err)
 }
 
 // singleClient returns the shared single-node client, or skips.

@@ -2,7 +2,6 @@ package redisstore_test
 
 import (
 	"context"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -12,16 +11,10 @@ import (
 
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/backendtest"
+	"github.com/stagedoor/once/internal/testservers"
 )
 
-// sentinelAddrs are the Sentinels of the "oncemaster" primary that
-// scripts/redis-sentinel.sh starts.
-func sentinelAddrs() []string {
-	if a := os.Getenv("ONCE_REDIS_SENTINEL_ADDRS"); a != "" {
-		return strings.Split(a, ",")
-	}
-	return []string{"127.0.0.1:26391"}
-}
+func sentinelAddrs() []string { return testservers.RedisSentinelAddrs() }
 
 var (
 	sentinelOnce sync.Once
@@ -34,7 +27,7 @@ func sentinelClient(tb testing.TB) *redis.Client {
 	tb.Helper()
 	sentinelOnce.Do(func() {
 		sentinel = redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:    "oncemaster",
+			MasterName:    testservers.SentinelMaster,
 			SentinelAddrs: sentinelAddrs(),
 			PoolSize:      64,
 		})

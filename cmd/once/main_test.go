@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,23 +16,18 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once/internal/testservers"
 )
 
-// The servers come from ONCE_POSTGRES_URL, ONCE_REDIS_ADDR and
-// ONCE_REDIS_CLUSTER_ADDRS, with local defaults. A missing server skips
-// its tests, unless ONCE_REQUIRE_SERVERS=1 or CI is set: then they fail.
-
-func requireServers() bool {
-	return os.Getenv("ONCE_REQUIRE_SERVERS") == "1" || os.Getenv("CI") != ""
-}
+// The servers come from the shared test environment (internal/testservers):
+// ONCE_POSTGRES_URL, ONCE_REDIS_ADDR and ONCE_REDIS_CLUSTER_ADDRS, with
+// local defaults. A missing server skips its tests, unless
+// ONCE_REQUIRE_SERVERS=1 or CI is set: then they fail.
 
 func unreachable(tb testing.TB, what string, err error) {
 	tb.Helper()
-	msg := fmt.Sprintf("%s unreachable (%v)", what, err)
-	if requireServers() {
-		tb.Fatal(msg)
-	}
-	tb.Skip(msg)
+	testservers.Unavailable(tb, what, err)
 }
 
 func randomName(prefix string) string {
@@ -42,12 +36,7 @@ func randomName(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-func postgresURL() string {
-	if u := os.Getenv("ONCE_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-}
+func postgresURL() string { return testservers.PostgresURL() }
 
 // pgEnv is a PostgreSQL server and a schema of the test's own, dropped at
 // the end.
@@ -82,19 +71,9 @@ func newPG(t *testing.T) pgEnv {
 	return p
 }
 
-func redisAddr() string {
-	if a := os.Getenv("ONCE_REDIS_ADDR"); a != "" {
-		return a
-	}
-	return "127.0.0.1:6379"
-}
+func redisAddr() string { return testservers.RedisAddr() }
 
-func redisClusterAddrs() string {
-	if a := os.Getenv("ONCE_REDIS_CLUSTER_ADDRS"); a != "" {
-		return a
-	}
-	return "127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003,127.0.0.1:7004,127.0.0.1:7005,127.0.0.1:7006"
-}
+func redisClusterAddrs() string { return strings.Join(testservers.RedisClusterAddrs(), ",") }
 
 // redisEnv is a Redis client and a key prefix of the test's own, whose
 // keys are deleted at the end.

@@ -1,10 +1,12 @@
-// Package testservers connects tests outside the backend packages to the
-// real PostgreSQL and Redis servers, so that the core, the HTTP middleware
-// and the examples are tested on every store, never on mocks.
+// Package testservers is the one shared test environment of the
+// repository: it connects tests to the real PostgreSQL and Redis servers,
+// so that the backends, the core, the HTTP middleware, the fault suite,
+// the CLI and the examples are tested on every store, never on mocks.
 //
-// Servers come from ONCE_POSTGRES_URL and ONCE_REDIS_ADDR, with local
-// defaults. Without a server a test is skipped, unless ONCE_REQUIRE_SERVERS=1
-// or CI is set, where it fails: in CI a missing server is a failure.
+// Where the servers are comes from package serverenv (environment
+// variables with local defaults). Without a server a test is skipped,
+// unless ONCE_REQUIRE_SERVERS=1 or CI is set, where it fails: in CI a
+// missing server is a failure (Unavailable).
 package testservers
 
 import (
@@ -12,7 +14,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -24,38 +25,31 @@ import (
 	"github.com/stagedoor/once/backends/memory"
 	"github.com/stagedoor/once/backends/postgres"
 	"github.com/stagedoor/once/backends/redisstore"
+	"github.com/stagedoor/once/internal/testservers/serverenv"
 )
 
-// Defaults when the environment names no server.
+// Defaults when the environment names no server (see serverenv).
 const (
-	DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
-	DefaultRedisAddr   = "127.0.0.1:6379"
+	DefaultPostgresURL = serverenv.DefaultPostgresURL
+	DefaultRedisAddr   = serverenv.DefaultRedisAddr
+	SentinelMaster     = serverenv.SentinelMaster
 )
 
-// PostgresURL is ONCE_POSTGRES_URL or DefaultPostgresURL.
-func PostgresURL() string {
-	if u := os.Getenv("ONCE_POSTGRES_URL"); u != "" {
-		return u
-	}
-	return DefaultPostgresURL
-}
+// Where the servers are, from the environment (see serverenv).
+var (
+	PostgresURL        = serverenv.PostgresURL
+	RedisAddr          = serverenv.RedisAddr
+	RedisClusterAddrs  = serverenv.RedisClusterAddrs
+	RedisSentinelAddrs = serverenv.RedisSentinelAddrs
+	// Required reports whether a missing server must fail the test.
+	Required = serverenv.Required
+)
 
-// RedisAddr is ONCE_REDIS_ADDR or DefaultRedisAddr.
-func RedisAddr() string {
-	if a := os.Getenv("ONCE_REDIS_ADDR"); a != "" {
-		return a
-	}
-	return DefaultRedisAddr
-}
-
-// Required reports whether a missing server must fail the test.
-func Required() bool {
-	return os.Getenv("ONCE_REQUIRE_SERVERS") == "1" || os.Getenv("CI") != ""
-}
-
-func unavailable(tb testing.TB, what string, err error) {
+// Unavailable ends tb because the server what cannot be used: it fails
+// tb when Required, and skips it otherwise.
+func Unavailable(tb testing.TB, what string, err error) {
 	tb.Helper()
-	msg := fmt.Sprintf("%s is not usable: %v", what, err)
+	msg := fmt.Sprintf("%s is not usable: %v (start it or set its environment variable: see package serverenv)", what, err)
 	if Required() {
 		tb.Fatal(msg)
 	}
@@ -82,7 +76,7 @@ func Pool(tb testing.TB) *pgxpool.Pool {
 		if pool != nil {
 			pool.Close()
 		}
-		unavailable(tb, "PostgreSQL at "+PostgresURL(), err)
+		Unavailable(tb, "PostgreSQL at "+PostgresURL(), err)
 	}
 	tb.Cleanup(pool.Close)
 	return pool
@@ -118,7 +112,7 @@ func RedisClient(tb testing.TB) *redis.Client {
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()
-		unavailable(tb, "Redis at "+RedisAddr(), err)
+		Unavailable(tb, "Redis at "+RedisAddr(), err)
 	}
 	tb.Cleanup(func() { _ = c.Close() })
 	return c

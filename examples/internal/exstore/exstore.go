@@ -11,7 +11,8 @@ package exstore
 import (
 	"flag"
 	"fmt"
-	"os"
+
+	"github.com/stagedoor/once/internal/testservers/serverenv"
 )
 
 // Kinds of store.
@@ -24,8 +25,8 @@ const (
 // Defaults of the -postgres and -redis flags when ONCE_POSTGRES_URL and
 // ONCE_REDIS_ADDR are unset.
 const (
-	DefaultPostgresURL = "postgres://postgres:postgres@127.0.0.1:5432/test?sslmode=disable"
-	DefaultRedisAddr   = "127.0.0.1:6379"
+	DefaultPostgresURL = serverenv.DefaultPostgresURL
+	DefaultRedisAddr   = serverenv.DefaultRedisAddr
 )
 
 // Schema is the PostgreSQL schema of every example's tables.
@@ -51,7 +52,7 @@ type Config struct {
 // Defaults returns a Config of kind with the server addresses from the
 // environment or the local defaults.
 func Defaults(kind string) Config {
-	return Config{Kind: kind, PostgresURL: env("ONCE_POSTGRES_URL", DefaultPostgresURL), RedisAddr: env("ONCE_REDIS_ADDR", DefaultRedisAddr)}
+	return Config{Kind: kind, PostgresURL: serverenv.PostgresURL(), RedisAddr: serverenv.RedisAddr()}
 }
 
 // RegisterFlags registers -store, -postgres and -redis on fs, filling a
@@ -82,10 +83,3 @@ func (c Config) String() string {
 
 // Prefix is the Redis key prefix of the records.
 func (c Config) Prefix() string { return "once:ex:" + c.Name + ":" }
-
-func env(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
-}

@@ -6,12 +6,12 @@ package exstoretest
 
 import (
 	"context"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stagedoor/once/examples/internal/exstore"
+	"github.com/stagedoor/once/internal/testservers/serverenv"
 )
 
 // Each runs fn in one subtest per store kind, with a Config naming a fresh
@@ -61,7 +61,7 @@ func Require(t testing.TB, c exstore.Config) {
 		return
 	}
 	msg := c.Kind + " is not usable: " + err.Error() + " (set ONCE_POSTGRES_URL / ONCE_REDIS_ADDR)"
-	if os.Getenv("ONCE_REQUIRE_SERVERS") == "1" || os.Getenv("CI") != "" {
+	if serverenv.Required() {
 		t.Fatal(msg)
 	}
 	t.Skip(msg)
