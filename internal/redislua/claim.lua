@@ -19,7 +19,7 @@ if cur then
 		return 1
 	end
 	if r.state ~= 'p' or r.lease_end > now or not fp_matches(r.fp, fp) then
-		return existing(cur, r)
+		return existing(cur, r, now)
 	end
 	fp = bound_fp(r.fp, fp)
 	took = 2

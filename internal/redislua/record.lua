@@ -62,12 +62,14 @@ local function bound_fp(stored, given)
 	return given
 end
 
--- existing is the reply for a record the script leaves unchanged.
-local function existing(cur, r)
+-- existing is the reply for a record the script leaves unchanged; now is
+-- the time the script decided by (nil: read it now), so that the lease
+-- left it reports agrees with that decision.
+local function existing(cur, r, now)
 	if r.state == 'c' then
 		return cur
 	end
-	return {cur, now_ms()}
+	return {cur, now or now_ms()}
 end
 
 -- notify wakes the watchers of the key: cmd is 'PUBLISH', 'SPUBLISH' or ''.
