@@ -437,7 +437,7 @@ func do(e *env, o op) (result, error) {
 			return result{}, err
 		}
 		if expiresIn < 0 {
-			return result{}, fmt.Errorf("Get reports a live record expiring in %v", expiresIn)
+			return result{}, fmt.Errorf("a live record reported by Get expires in %v", expiresIn)
 		}
 		if rec.State == backends.StatePending && rec.LeaseRemaining > 2*time.Millisecond && expiresIn < rec.LeaseRemaining-2*time.Millisecond {
 			return result{}, fmt.Errorf("a pending record expires (in %v) before its lease ends (in %v)", expiresIn, rec.LeaseRemaining)

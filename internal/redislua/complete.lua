@@ -15,7 +15,7 @@ if r.owner ~= ARGV[1] then
 	return 0
 end
 if r.state == 'c' then
-	if r.outcome == ARGV[2] then
+	if outcome(cur, r) == ARGV[2] then
 		return 1
 	end
 	return 0

@@ -17,9 +17,17 @@ local function now_ms()
 	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- completed reports, from its first byte alone, whether cur is a
+-- completed record: the replay path returns it whole without parsing
+-- (the Go side validates it).
+local function completed(cur)
+	return string.byte(cur, 1) == 99 -- 'c'
+end
+
 -- decode returns {state = 'p' or 'c', fp, owner, lease_end (pending),
--- outcome (completed)}, or raises an ONCECORRUPT error reply for a value
--- this package did not write.
+-- outcome_at (completed: where the outcome starts, see outcome)}, or
+-- raises an ONCECORRUPT error reply for a value this package did not
+-- write.
 local function decode(cur)
 	local st = string.sub(cur, 1, 1)
 	local n = string.byte(cur, 2)
@@ -28,16 +36,20 @@ local function decode(cur)
 		error({err = 'ONCECORRUPT record layout'})
 	end
 	local r = {state = st, fp = string.sub(cur, 3, 2 + n), owner = string.sub(cur, 4 + n, 3 + n + m)}
-	local rest = string.sub(cur, 4 + n + m)
 	if st == 'p' then
-		r.lease_end = tonumber(rest)
+		r.lease_end = tonumber(string.sub(cur, 4 + n + m))
 		if not r.lease_end then
 			error({err = 'ONCECORRUPT record lease'})
 		end
 	else
-		r.outcome = rest
+		r.outcome_at = 4 + n + m
 	end
 	return r
+end
+
+-- outcome is the outcome of a decoded completed record.
+local function outcome(cur, r)
+	return string.sub(cur, r.outcome_at)
 end
 
 local function encode_pending(fp, owner, lease_end)

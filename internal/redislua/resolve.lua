@@ -15,7 +15,7 @@ local fp = ARGV[1]
 if cur then
 	local r = decode(cur)
 	if r.state == 'c' then
-		if ARGV[2] ~= '' and r.owner == ARGV[2] and r.outcome == ARGV[3] then
+		if ARGV[2] ~= '' and r.owner == ARGV[2] and outcome(cur, r) == ARGV[3] then
 			return 1
 		end
 		return cur
