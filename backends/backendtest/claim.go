@@ -3,6 +3,7 @@ package backendtest
 import (
 	"bytes"
 	"context"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -206,6 +207,24 @@ func exerciseClaim(t *testing.T, newStore NewStore) {
 			r := e.probe(key)
 			require.True(e.t, r.Claimed, "%s: a retention of %v has ended", key, d)
 			require.False(e.t, r.TookOver, key)
+		}
+	})
+
+	run(t, newStore, "NonPositiveDurationsEndAtOnce", func(e *env) {
+		// The core rejects them; a backend given one treats it as its
+		// shortest duration, never as "forever".
+		for i, d := range []time.Duration{0, -1, -time.Hour, math.MinInt64} {
+			key := "lease" + string(rune('a'+i))
+			e.mustClaim(key, Token(), nil, d, longRetention)
+			owner := Token()
+			e.mustClaim("retention"+string(rune('a'+i)), owner, nil, longLease, longRetention)
+			require.True(e.t, e.complete("retention"+string(rune('a'+i)), owner, []byte("v"), d))
+		}
+		for i, d := range []time.Duration{0, -1, -time.Hour, math.MinInt64} {
+			e.eventually(func() bool { return e.probe("lease" + string(rune('a'+i))).TookOver },
+				"a lease of "+d.String()+" ends at once")
+			e.eventually(func() bool { return e.probe("retention" + string(rune('a'+i))).Claimed },
+				"a retention of "+d.String()+" ends at once")
 		}
 	})
 

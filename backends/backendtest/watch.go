@@ -105,6 +105,28 @@ func exerciseWatch(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	run(t, newStore, "WatchAgainAfterStop", func(e *env) {
+		// Watch and stop in quick succession (a shared subscription is
+		// dropped and made again before the server confirmed either), then
+		// watch for real: the change must still wake it.
+		w := e.watcher()
+		owner := Token()
+		e.mustClaim("k", owner, nil, longLease, longRetention)
+		for range 20 {
+			_, stop, err := w.Watch(e.ctx, e.scope, "k")
+			require.NoError(e.t, err)
+			stop()
+		}
+		changed, stop, err := w.Watch(e.ctx, e.scope, "k")
+		require.NoError(e.t, err)
+		defer stop()
+		_, stopOther, err := w.Watch(e.ctx, e.scope, "k")
+		require.NoError(e.t, err)
+		stopOther() // another waiter leaving does not unsubscribe the first
+		require.True(e.t, e.complete("k", owner, []byte("v"), longRetention))
+		e.awaitWake(changed, "a completion after watch/stop churn")
+	})
+
 	run(t, newStore, "StopIsIdempotent", func(e *env) {
 		w := e.watcher()
 		_, stop, err := w.Watch(e.ctx, e.scope, "k")
