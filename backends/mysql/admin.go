@@ -1,0 +1,36 @@
+package mysqlstore
+
+import (
+	"context"
+	"time"
+
+	"github.com/stagedoor/once/backends"
+)
+
+var _ backends.Admin = (*Store)(nil)
+
+// Get implements backends.Admin in one consistent read that takes no row
+// lock and writes nothing; it is not blocked by a transaction holding the
+// row. Lease and expiry are measured on the server's UTC_TIMESTAMP(6).
+func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
+	var (
+		row      procRow
+		expireUS int64
+	)
+	found, err := s.pool().queryRow(ctx, "get", s.sql.get,
+		[]any{&row.state, &row.fp, &row.outcome, &row.leaseUS, &expireUS}, scope, key)
+	if !found || err != nil {
+		return backends.Record{}, 0, false, err
+	}
+	return row.existing(nil), fromMicros(expireUS), true, nil
+}
+
+// Delete implements backends.Admin in one DELETE of the live record,
+// whatever its state or owner; an expired record is left to Sweep and
+// reported absent. A pending owner's later Complete, Renew and Release
+// match no row of theirs and report false. It waits for a transaction that
+// holds the row (a claim made through InTx) to end.
+func (s *Store) Delete(ctx context.Context, scope, key string) (bool, error) {
+	n, err := s.pool().exec(ctx, "delete", s.sql.delete, scope, key)
+	return n == 1, err
+}

@@ -1,0 +1,81 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"time"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// lockTimeoutHint is the LeaseRemaining reported when a Claim or Resolve
+// gave up waiting for a concurrent uncommitted claim: the core answers
+// ErrInProgress with it as the retry-after hint.
+const lockTimeoutHint = time.Second
+
+// procRow is the row the claim and resolve procedures return. State 0
+// means the wait for a concurrent uncommitted claim timed out.
+type procRow struct {
+	done     bool // claimed, or resolved
+	tookOver bool
+	state    int64
+	fp       []byte
+	outcome  []byte
+	leaseUS  sql.NullInt64
+}
+
+// existing builds the backends.Record of a live row the procedure
+// reported, or of the uncommitted claim it waited for in vain (state 0),
+// whose fingerprint it cannot see: given stands for it.
+func (r procRow) existing(given []byte) backends.Record {
+	if r.state == 0 {
+		return backends.Record{State: backends.StatePending, Fingerprint: given, LeaseRemaining: lockTimeoutHint}
+	}
+	rec := backends.Record{State: backends.State(r.state), Fingerprint: r.fp}
+	if len(rec.Fingerprint) == 0 {
+		rec.Fingerprint = nil
+	}
+	if rec.State == backends.StatePending {
+		rec.LeaseRemaining = fromMicros(r.leaseUS.Int64)
+	} else {
+		rec.Outcome = r.outcome
+		if rec.Outcome == nil {
+			rec.Outcome = []byte{}
+		}
+	}
+	return rec
+}
+
+func (r runner) claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	if err := checkInput("claim", p.Scope, p.Key, p.Fingerprint, p.Owner, true); err != nil {
+		return backends.ClaimResult{}, err
+	}
+	var row procRow
+	_, err := r.queryRow(ctx, "claim", r.s.sql.claim,
+		[]any{&row.done, &row.tookOver, &row.state, &row.fp, &row.outcome, &row.leaseUS},
+		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, micros(p.Lease), micros(p.Retention), r.s.cfg.lockWaitS)
+	if err != nil {
+		return backends.ClaimResult{}, err
+	}
+	if row.done {
+		return backends.ClaimResult{Claimed: true, TookOver: row.tookOver}, nil
+	}
+	return backends.ClaimResult{Existing: row.existing(p.Fingerprint)}, nil
+}
+
+func (r runner) resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
+	if err := checkInput("resolve", p.Scope, p.Key, p.Fingerprint, p.Owner, false); err != nil {
+		return backends.ResolveResult{}, err
+	}
+	var row procRow
+	_, err := r.queryRow(ctx, "resolve", r.s.sql.resolve,
+		[]any{&row.done, &row.state, &row.fp, &row.outcome, &row.leaseUS},
+		p.Scope, p.Key, nonNil(p.Fingerprint), nonNil(p.Outcome), p.Owner, micros(p.Retention), r.s.cfg.lockWaitS)
+	if err != nil {
+		return backends.ResolveResult{}, err
+	}
+	if row.done {
+		return backends.ResolveResult{Resolved: true}, nil
+	}
+	return backends.ResolveResult{Existing: row.existing(p.Fingerprint)}, nil
+}

@@ -1,0 +1,55 @@
+// Package mysqlstore is the MariaDB and MySQL backend of once, over
+// database/sql with github.com/go-sql-driver/mysql (InnoDB tables).
+//
+// A Store keeps one row per (scope, key) in a table created by
+// Store.Migrate (or by the SQL of Migrations run with your own migration
+// tool), together with two stored procedures, <table>_claim and
+// <table>_resolve.
+//
+// # Round trips
+//
+// MySQL has no INSERT … RETURNING, and MariaDB's cannot be combined with ON
+// DUPLICATE KEY UPDATE, so no single statement both claims a key and
+// returns the record that prevented the claim. INSERT … ON DUPLICATE KEY
+// UPDATE would also take an exclusive row lock on every replay. Claim is
+// therefore one CALL of a stored procedure: a consistent (lock-free) read of
+// the row, then at most one write — an INSERT IGNORE for an absent key, or an
+// UPDATE conditioned on the exact row version read, for an expired record or
+// a lapsed lease. One round trip for every answer: a first execution costs two
+// (Claim, Complete), a replay, a duplicate in progress and a fingerprint
+// mismatch one each, and a replay takes no row lock and writes nothing.
+// Complete, Renew and Release are single statements. Statements are prepared
+// once per connection and cached by the Store, so each call is one
+// COM_STMT_EXECUTE whatever the DSN's interpolateParams setting.
+//
+// # Time
+//
+// Every lease and retention is computed on the server's UTC_TIMESTAMP(6),
+// never on the application's clock, and stored as DATETIME(6) in UTC, so the
+// session time zone does not matter. Durations are sent in whole
+// microseconds, a positive sub-microsecond duration rounding up to one. The
+// longest time.Duration (about 292 years) fits in DATETIME; a deadline that
+// would pass 9999-12-31 23:59:59.999999, DATETIME's maximum, saturates there.
+//
+// # Guarantees and what can be lost
+//
+// An acknowledged claim or outcome is durable on the server with InnoDB's
+// defaults (innodb_flush_log_at_trx_commit=1; with sync_binlog=1 when the
+// binary log is on). Asynchronous replication can lose the last acknowledged
+// transactions on a failover: a lost claim lets a duplicate run again, a lost
+// outcome makes the key run again after its lease. Semi-synchronous
+// replication (or Galera) narrows that window. Read replicas must not serve
+// Claim: a lagging replica would answer "absent" for a claimed key.
+//
+// # Transactional mode
+//
+// Store.InTx binds the store to a caller's *sql.Tx: the claim, the
+// caller's own writes and the outcome then commit or roll back together,
+// which makes a database side effect happen exactly once. DoTx wraps the
+// whole pattern, at READ COMMITTED.
+//
+// # Sweeping
+//
+// Expired records are invisible at once but stay in the table until Sweep
+// (or RunSweeper, in a goroutine you start) deletes them in small batches.
+package mysqlstore

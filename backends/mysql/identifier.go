@@ -1,0 +1,53 @@
+package mysqlstore
+
+import "fmt"
+
+// Identifier limits: MySQL names are at most 64 characters, and the table
+// name leaves room for the suffixes of the objects Migrate derives from it.
+const (
+	maxIdentifierLen = 64
+	maxTableLen      = maxIdentifierLen - len("_migrations")
+)
+
+// IdentifierError reports a Config table name that New refuses. Names are
+// restricted to plain identifiers (ASCII letters, digits and underscores,
+// not starting with a digit) so that they mean the same quoted or not and
+// on every lower_case_table_names setting; they are still always quoted.
+type IdentifierError struct {
+	// Field is "Table".
+	Field string
+	// Name is the refused name.
+	Name string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error implements error.
+func (e *IdentifierError) Error() string {
+	return fmt.Sprintf("once/mysql: invalid %s name %q: %s", e.Field, e.Name, e.Reason)
+}
+
+func validateIdentifier(field, name string, maxLen int) error {
+	if name == "" {
+		return &IdentifierError{Field: field, Name: name, Reason: "empty"}
+	}
+	if len(name) > maxLen {
+		return &IdentifierError{Field: field, Name: name, Reason: fmt.Sprintf("longer than %d bytes", maxLen)}
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
+		case '0' <= c && c <= '9':
+			if i == 0 {
+				return &IdentifierError{Field: field, Name: name, Reason: "starts with a digit"}
+			}
+		default:
+			return &IdentifierError{Field: field, Name: name, Reason: "only ASCII letters, digits and underscores are allowed"}
+		}
+	}
+	return nil
+}
+
+// quote returns name, already validated, between backticks.
+func quote(name string) string { return "`" + name + "`" }

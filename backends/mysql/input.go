@@ -1,0 +1,58 @@
+package mysqlstore
+
+import (
+	"fmt"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// maxOwnerLen is the width of the owner column.
+const maxOwnerLen = 255
+
+// InputError reports a parameter the Store refuses before sending it: the
+// core validates scopes, keys and fingerprints first, so only a direct
+// caller of the Store meets it. The columns are sized to the contract's
+// limits, and INSERT IGNORE would otherwise truncate an oversized value
+// silently instead of failing.
+type InputError struct {
+	// Op is the operation, as in Error.Op.
+	Op string
+	// Field is "Scope", "Key", "Fingerprint" or "Owner".
+	Field string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error implements error.
+func (e *InputError) Error() string {
+	return fmt.Sprintf("once/mysql: %s: invalid %s: %s", e.Op, e.Field, e.Reason)
+}
+
+func checkInput(op, scope, key string, fp []byte, owner string, ownerRequired bool) error {
+	switch {
+	case scope == "":
+		return &InputError{Op: op, Field: "Scope", Reason: "empty"}
+	case len(scope) > backends.MaxScopeLen:
+		return &InputError{Op: op, Field: "Scope", Reason: fmt.Sprintf("longer than %d bytes", backends.MaxScopeLen)}
+	case key == "":
+		return &InputError{Op: op, Field: "Key", Reason: "empty"}
+	case len(key) > backends.MaxKeyLen:
+		return &InputError{Op: op, Field: "Key", Reason: fmt.Sprintf("longer than %d bytes", backends.MaxKeyLen)}
+	case len(fp) > backends.MaxFingerprintLen:
+		return &InputError{Op: op, Field: "Fingerprint", Reason: fmt.Sprintf("longer than %d bytes", backends.MaxFingerprintLen)}
+	case ownerRequired && owner == "":
+		return &InputError{Op: op, Field: "Owner", Reason: "empty"}
+	case len(owner) > maxOwnerLen:
+		return &InputError{Op: op, Field: "Owner", Reason: fmt.Sprintf("longer than %d bytes", maxOwnerLen)}
+	}
+	return nil
+}
+
+// nonNil returns b, or an empty slice for nil, so that the driver sends an
+// empty string instead of NULL.
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}

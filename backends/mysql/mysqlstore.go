@@ -1,0 +1,240 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// Default names and limits of a Config.
+const (
+	DefaultTable          = "once_records"
+	DefaultLockTimeout    = 5 * time.Second
+	DefaultSweepBatchSize = 1000
+)
+
+// errClosed is backends.ErrClosed, reachable through errors.Is from the
+// *Error of an operation on a closed Store.
+var errClosed = backends.ErrClosed
+
+// Config configures a Store. A nil *Config means defaults; so does the
+// zero value of each field.
+type Config struct {
+	// Table is the name of the records table, in the connection's current
+	// database. Migrate also creates <Table>_migrations, the index
+	// <Table>_expires_at_idx and the procedures <Table>_claim and
+	// <Table>_resolve. ASCII letters, digits and underscores, not starting
+	// with a digit, at most 53 bytes. Defaults to "once_records".
+	Table string
+
+	// LockTimeout bounds how long Claim and Resolve wait for a concurrent,
+	// uncommitted claim of the same key (one made through InTx or DoTx)
+	// before reporting the key in progress. It is applied as the session's
+	// innodb_lock_wait_timeout for the duration of the call, in whole
+	// seconds (rounded up, at least one). Defaults to 5 seconds.
+	LockTimeout time.Duration
+
+	// SweepBatchSize is the number of expired rows Sweep deletes per
+	// statement. Defaults to 1000.
+	SweepBatchSize int
+
+	// OnSweepError is called by RunSweeper with each error of a sweep; the
+	// next tick tries again. Defaults to ignoring the error.
+	OnSweepError func(error)
+}
+
+// resolved is a validated Config with its defaults applied.
+type resolved struct {
+	table          string
+	lockWaitS      int64
+	sweepBatchSize int
+	onSweepError   func(error)
+}
+
+func resolveConfig(cfg *Config) (resolved, error) {
+	r := resolved{
+		table:          DefaultTable,
+		lockWaitS:      seconds(DefaultLockTimeout),
+		sweepBatchSize: DefaultSweepBatchSize,
+		onSweepError:   func(error) {},
+	}
+	if cfg != nil {
+		if cfg.Table != "" {
+			r.table = cfg.Table
+		}
+		if cfg.LockTimeout > 0 {
+			r.lockWaitS = seconds(cfg.LockTimeout)
+		}
+		if cfg.SweepBatchSize > 0 {
+			r.sweepBatchSize = cfg.SweepBatchSize
+		}
+		if cfg.OnSweepError != nil {
+			r.onSweepError = cfg.OnSweepError
+		}
+	}
+	if err := validateIdentifier("Table", r.table, maxTableLen); err != nil {
+		return resolved{}, err
+	}
+	return r, nil
+}
+
+// maxLockWaitS is innodb_lock_wait_timeout's maximum.
+const maxLockWaitS = 1 << 30
+
+// seconds rounds a positive duration up to whole seconds, within
+// innodb_lock_wait_timeout's range.
+func seconds(d time.Duration) int64 {
+	s := int64(d / time.Second)
+	if d%time.Second != 0 {
+		s++
+	}
+	return min(max(s, 1), maxLockWaitS)
+}
+
+// Store is the MariaDB/MySQL backend. It is safe for concurrent use. The
+// zero value is not usable; call New.
+type Store struct {
+	db    *sql.DB
+	cfg   resolved
+	sql   statements
+	stmts stmtCache
+}
+
+var _ backends.Store = (*Store)(nil)
+
+// New returns a Store over db, which the caller keeps owning: the Store
+// never closes it. Any DSN of the driver works: the Store scans no DATETIME
+// value, so parseTime and loc do not matter. The records table must exist
+// (see Migrate). New checks cfg and returns an *IdentifierError
+// for an invalid table name; it does not contact the server.
+func New(db *sql.DB, cfg *Config) (*Store, error) {
+	r, err := resolveConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{db: db, cfg: r, sql: newStatements(r.table)}
+	s.stmts.db = db
+	return s, nil
+}
+
+// Close releases the statements the Store prepared. It does not close the
+// *sql.DB. Operations after Close fail with an *Error that wraps
+// backends.ErrClosed.
+func (s *Store) Close() error { return s.stmts.close() }
+
+// stmtCache prepares each statement once on the pool; database/sql then
+// re-prepares it lazily on each connection it runs on and keeps it there.
+type stmtCache struct {
+	db     *sql.DB
+	mu     sync.Mutex
+	closed bool
+	m      map[string]*sql.Stmt
+}
+
+func (c *stmtCache) get(ctx context.Context, op, query string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, closedError(op)
+	}
+	if st, ok := c.m[query]; ok {
+		return st, nil
+	}
+	st, err := c.db.PrepareContext(ctx, query)
+	if _, err := interpretError(op, err); err != nil {
+		return nil, err
+	}
+	if c.m == nil {
+		c.m = make(map[string]*sql.Stmt)
+	}
+	c.m[query] = st
+	return st, nil
+}
+
+func (c *stmtCache) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	var first error
+	for q, st := range c.m {
+		if err := st.Close(); err != nil && first == nil {
+			first = err
+		}
+		delete(c.m, q)
+	}
+	_, err := interpretError("close", first)
+	return err
+}
+
+// runner runs the Store's prepared statements on the pool, or on one
+// transaction when tx is set.
+type runner struct {
+	s  *Store
+	tx *sql.Tx
+}
+
+func (r runner) stmt(ctx context.Context, op, query string) (*sql.Stmt, error) {
+	st, err := r.s.stmts.get(ctx, op, query)
+	if err != nil || r.tx == nil {
+		return st, err
+	}
+	return r.tx.StmtContext(ctx, st), nil
+}
+
+func (r runner) queryRow(ctx context.Context, op, query string, dest []any, args ...any) (found bool, err error) {
+	st, err := r.stmt(ctx, op, query)
+	if err != nil {
+		return false, err
+	}
+	return interpretError(op, st.QueryRowContext(ctx, args...).Scan(dest...))
+}
+
+func (r runner) exec(ctx context.Context, op, query string, args ...any) (int64, error) {
+	st, err := r.stmt(ctx, op, query)
+	if err != nil {
+		return 0, err
+	}
+	res, err := st.ExecContext(ctx, args...)
+	if _, err := interpretError(op, err); err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	_, err = interpretError(op, err)
+	return n, err
+}
+
+func (s *Store) pool() runner { return runner{s: s} }
+
+// Claim implements backends.Store in one CALL (see the package doc).
+func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	return s.pool().claim(ctx, p)
+}
+
+// Complete implements backends.Store in one UPDATE; a repeated Complete
+// that finds the record already completed by the same owner with the same
+// outcome costs one more SELECT to tell so.
+func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
+	return s.pool().complete(ctx, p)
+}
+
+// Renew implements backends.Store in one UPDATE.
+func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
+	return s.pool().renew(ctx, p)
+}
+
+// Release implements backends.Store in one DELETE.
+func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
+	return s.pool().release(ctx, p)
+}
+
+// Resolve implements backends.Store in one CALL.
+func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
+	return s.pool().resolve(ctx, p)
+}
+
+// String describes the store for logs, without credentials.
+func (s *Store) String() string { return fmt.Sprintf("mysqlstore(%s)", s.cfg.table) }

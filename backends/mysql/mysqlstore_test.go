@@ -1,0 +1,27 @@
+package mysqlstore
+
+import (
+	"testing"
+
+	"github.com/go-sql-driver/mysql"
+
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
+)
+
+func TestConformance(t *testing.T) {
+	s := newStore(t, newDB(t, nil), Config{})
+	backendtest.Run(t, func(testing.TB) backends.Store { return s })
+}
+
+// TestConformanceClientFoundRows runs the suite with the driver's
+// clientFoundRows flag, which changes what affected-rows counts mean.
+func TestConformanceClientFoundRows(t *testing.T) {
+	s := newStore(t, newDB(t, func(c *mysql.Config) { c.ClientFoundRows = true }), Config{})
+	backendtest.Run(t, func(testing.TB) backends.Store { return s })
+}
+
+func BenchmarkStore(b *testing.B) {
+	s := newStore(b, newDB(b, nil), Config{})
+	backendtest.Benchmark(b, func(testing.TB) backends.Store { return s })
+}

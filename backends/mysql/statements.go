@@ -1,0 +1,79 @@
+package mysqlstore
+
+import "strings"
+
+// maxDatetime is DATETIME(6)'s largest value: a deadline past it saturates
+// there.
+const maxDatetime = `'9999-12-31 23:59:59.999999'`
+
+// The SQL of every operation, with the placeholder table name `once_records`
+// replaced by the configured one. Each fenced write bumps revision, so that
+// an UPDATE that matches its row always changes it.
+const (
+	claimSQL   = "CALL `once_records_claim`(?, ?, ?, ?, ?, ?, ?)"
+	resolveSQL = "CALL `once_records_resolve`(?, ?, ?, ?, ?, ?, ?)"
+
+	// completeSQL: retention µs, outcome, scope, key, owner. Assignments
+	// read only parameters and the server's clock, never a column assigned
+	// before them, so they mean the same with MariaDB's
+	// SIMULTANEOUS_ASSIGNMENT sql_mode or without.
+	completeSQL = "UPDATE `once_records` SET\n" +
+		"\tcompleted_at = UTC_TIMESTAMP(6),\n" +
+		"\texpires_at = COALESCE(UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, " + maxDatetime + "),\n" +
+		"\tlease_until = NULL, outcome = ?, revision = revision + 1, state = 2\n" +
+		"WHERE scope = ? AND `key` = ? AND owner = ? AND state = 1 AND expires_at > UTC_TIMESTAMP(6)"
+
+	// completedBySQL: scope, key, owner, outcome. It tells a repeated
+	// Complete (the reply of the first was lost) from a lost claim.
+	completedBySQL = "SELECT 1 FROM `once_records`\n" +
+		"WHERE scope = ? AND `key` = ? AND owner = ? AND state = 2 AND outcome = ? AND expires_at > UTC_TIMESTAMP(6)"
+
+	// renewSQL: lease µs, lease µs, scope, key, owner. The record's expiry
+	// never falls before the new lease end.
+	renewSQL = "UPDATE `once_records` SET\n" +
+		"\tlease_until = COALESCE(UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, " + maxDatetime + "),\n" +
+		"\texpires_at = GREATEST(expires_at, COALESCE(UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, " + maxDatetime + ")),\n" +
+		"\trevision = revision + 1\n" +
+		"WHERE scope = ? AND `key` = ? AND state = 1 AND owner = ? AND expires_at > UTC_TIMESTAMP(6)"
+
+	// releaseSQL: scope, key, owner.
+	releaseSQL = "DELETE FROM `once_records`\n" +
+		"WHERE scope = ? AND `key` = ? AND state = 1 AND owner = ? AND expires_at > UTC_TIMESTAMP(6)"
+
+	// getSQL: scope, key. A consistent read: no row lock, no write.
+	getSQL = "SELECT state, fingerprint, outcome,\n" +
+		"\tCOALESCE(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until), 0),\n" +
+		"\tTIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)\n" +
+		"FROM `once_records` WHERE scope = ? AND `key` = ? AND expires_at > UTC_TIMESTAMP(6)"
+
+	// deleteSQL: scope, key. Deletes the live record whatever its owner.
+	deleteSQL = "DELETE FROM `once_records` WHERE scope = ? AND `key` = ? AND expires_at > UTC_TIMESTAMP(6)"
+
+	// sweepSQL: batch size. Oldest expiries first, along the index.
+	sweepSQL = "DELETE FROM `once_records` WHERE expires_at < UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT ?"
+)
+
+// placeholderTable is the default table name in the SQL above and in the
+// embedded migrations; derived names (`once_records_claim`, …) start with
+// it, so one replacement renames them all.
+const placeholderTable = "`once_records"
+
+// statements holds the SQL of every operation, rendered for one table.
+type statements struct {
+	claim, resolve, complete, completedBy, renew, release, get, delete, sweep string
+}
+
+func newStatements(table string) statements {
+	r := strings.NewReplacer(placeholderTable, "`"+table)
+	return statements{
+		claim:       r.Replace(claimSQL),
+		resolve:     r.Replace(resolveSQL),
+		complete:    r.Replace(completeSQL),
+		completedBy: r.Replace(completedBySQL),
+		renew:       r.Replace(renewSQL),
+		release:     r.Replace(releaseSQL),
+		get:         r.Replace(getSQL),
+		delete:      r.Replace(deleteSQL),
+		sweep:       r.Replace(sweepSQL),
+	}
+}

@@ -1,0 +1,68 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"time"
+)
+
+// Sweep deletes expired records, batchSize rows per statement (the Config's
+// SweepBatchSize when batchSize <= 0), until a batch finds fewer than
+// batchSize, and returns how many it deleted. Each batch is its own short
+// READ COMMITTED transaction, so it locks only the expired rows it deletes
+// (no gap locks that would hold up the inserts of concurrent claims) and
+// never holds them for long. Expired records are already invisible to every
+// operation; sweeping only reclaims space. It stops early when ctx ends,
+// returning the count so far with the error.
+func (s *Store) Sweep(ctx context.Context, batchSize int) (int64, error) {
+	if batchSize <= 0 {
+		batchSize = s.cfg.sweepBatchSize
+	}
+	var total int64
+	for {
+		n, err := s.sweepBatch(ctx, batchSize)
+		total += n
+		if err != nil || n < int64(batchSize) {
+			return total, err
+		}
+	}
+}
+
+func (s *Store) sweepBatch(ctx context.Context, batchSize int) (int64, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if _, err := interpretError("sweep", err); err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	n, err := runner{s: s, tx: tx}.exec(ctx, "sweep", s.sql.sweep, batchSize)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := interpretError("sweep", tx.Commit()); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// RunSweeper sweeps every interval (see Sweep) until ctx ends, then
+// returns ctx's error. It starts no goroutine: call it in one you own, e.g.
+// go store.RunSweeper(ctx, time.Minute). Errors of a sweep go to the
+// Config's OnSweepError and the next tick tries again. An interval <= 0
+// means one minute.
+func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) error {
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if _, err := s.Sweep(ctx, 0); err != nil && ctx.Err() == nil {
+				s.cfg.onSweepError(err)
+			}
+		}
+	}
+}

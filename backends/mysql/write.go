@@ -1,0 +1,43 @@
+package mysqlstore
+
+import (
+	"context"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// The fenced writes: each is one statement conditional on the owner token
+// of a live pending row; see statements.go.
+
+func (r runner) complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
+	if err := checkInput("complete", p.Scope, p.Key, nil, p.Owner, true); err != nil {
+		return false, err
+	}
+	n, err := r.exec(ctx, "complete", r.s.sql.complete,
+		micros(p.Retention), nonNil(p.Outcome), p.Scope, p.Key, p.Owner)
+	if err != nil || n == 1 {
+		return n == 1, err
+	}
+	// Nothing pending of ours: applied already (a re-send after a lost
+	// reply), or lost to a takeover, a Resolve or expiry.
+	var one int
+	return r.queryRow(ctx, "complete", r.s.sql.completedBy, []any{&one},
+		p.Scope, p.Key, p.Owner, nonNil(p.Outcome))
+}
+
+func (r runner) renew(ctx context.Context, p backends.RenewParams) (bool, error) {
+	if err := checkInput("renew", p.Scope, p.Key, nil, p.Owner, true); err != nil {
+		return false, err
+	}
+	lease := micros(p.Lease)
+	n, err := r.exec(ctx, "renew", r.s.sql.renew, lease, lease, p.Scope, p.Key, p.Owner)
+	return n == 1, err
+}
+
+func (r runner) release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
+	if err := checkInput("release", p.Scope, p.Key, nil, p.Owner, true); err != nil {
+		return false, err
+	}
+	n, err := r.exec(ctx, "release", r.s.sql.release, p.Scope, p.Key, p.Owner)
+	return n == 1, err
+}
