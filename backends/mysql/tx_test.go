@@ -1,0 +1,373 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
+)
+
+// TestClaimWaitsForUncommittedClaim: a Claim whose insert meets a
+// concurrent uncommitted claim of the key waits for it and, once it
+// commits, reports it (its first, lock-free read could not see it).
+func TestClaimWaitsForUncommittedClaim(t *testing.T) {
+	db := newDB(t, nil)
+	s := newStore(t, db, Config{})
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+	for _, name := range []string{"insert", "takeover"} {
+		t.Run(name, func(t *testing.T) {
+			key := name
+			if name == "takeover" {
+				p := claimParams(scope, key)
+				p.Lease = time.Millisecond
+				r, err := s.Claim(ctx, p)
+				require.NoError(t, err)
+				require.True(t, r.Claimed)
+				time.Sleep(10 * time.Millisecond)
+			}
+			tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback() }()
+			r, err := s.InTx(tx).Claim(ctx, claimParams(scope, key))
+			require.NoError(t, err)
+			require.True(t, r.Claimed)
+
+			got := make(chan backends.ClaimResult, 1)
+			go func() {
+				r, err := s.Claim(ctx, claimParams(scope, key))
+				if err != nil {
+					t.Error(err)
+				}
+				got <- r
+			}()
+			time.Sleep(200 * time.Millisecond) // the Claim blocks on the uncommitted row
+			select {
+			case r := <-got:
+				t.Fatalf("claim did not wait for the uncommitted row: %+v", r)
+			default:
+			}
+			require.NoError(t, tx.Commit())
+			r = <-got
+			require.False(t, r.Claimed)
+			require.Equal(t, backends.StatePending, r.Existing.State)
+			require.Greater(t, r.Existing.LeaseRemaining, 50*time.Second)
+		})
+	}
+}
+
+// TestInTxLockTimeout: past LockTimeout a Claim in a transaction reports
+// the key in progress, leaves its transaction usable and restores the
+// session's innodb_lock_wait_timeout; once the first commits, it sees its
+// claim, at READ COMMITTED and at REPEATABLE READ alike.
+func TestInTxLockTimeout(t *testing.T) {
+	for _, iso := range []sql.IsolationLevel{sql.LevelReadCommitted, sql.LevelRepeatableRead} {
+		t.Run(iso.String(), func(t *testing.T) {
+			db := newDB(t, nil)
+			s := newStore(t, db, Config{LockTimeout: time.Second})
+			ctx := context.Background()
+			scope := backendtest.Scope(t)
+
+			first, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: iso})
+			require.NoError(t, err)
+			defer func() { _ = first.Rollback() }()
+			r, err := s.InTx(first).Claim(ctx, claimParams(scope, "k"))
+			require.NoError(t, err)
+			require.True(t, r.Claimed)
+
+			second, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: iso})
+			require.NoError(t, err)
+			defer func() { _ = second.Rollback() }()
+			_, err = second.ExecContext(ctx, "SET SESSION innodb_lock_wait_timeout = 7")
+			require.NoError(t, err)
+			// Take the snapshot before the first commits.
+			var n int
+			require.NoError(t, second.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quote(testTable)+" WHERE scope = ?", scope).Scan(&n))
+			require.Zero(t, n)
+			p := claimParams(scope, "k")
+			r, err = s.InTx(second).Claim(ctx, p)
+			require.NoError(t, err)
+			require.False(t, r.Claimed)
+			require.Equal(t, backends.StatePending, r.Existing.State)
+			require.Equal(t, lockTimeoutHint, r.Existing.LeaseRemaining)
+			require.Equal(t, p.Fingerprint, r.Existing.Fingerprint)
+
+			var wait int
+			require.NoError(t, second.QueryRowContext(ctx, "SELECT @@SESSION.innodb_lock_wait_timeout").Scan(&wait), "the transaction is still usable")
+			require.Equal(t, 7, wait, "innodb_lock_wait_timeout is restored")
+
+			require.NoError(t, first.Commit())
+			r, err = s.InTx(second).Claim(ctx, claimParams(scope, "k"))
+			require.NoError(t, err)
+			require.False(t, r.Claimed, "the committed claim is seen, even from an older snapshot")
+			require.Greater(t, r.Existing.LeaseRemaining, 50*time.Second)
+			require.NoError(t, second.QueryRowContext(ctx, "SELECT @@SESSION.innodb_lock_wait_timeout").Scan(&wait))
+			require.Equal(t, 7, wait)
+		})
+	}
+}
+
+// TestInTxConformance runs the suite on InTx stores, each operation in a
+// transaction of its own, so the suite's cross-call expectations hold.
+func TestInTxConformance(t *testing.T) {
+	db := newDB(t, nil)
+	s := newStore(t, db, Config{})
+	backendtest.Run(t, func(testing.TB) backends.Store { return &autoTx{db: db, s: s} })
+}
+
+// autoTx runs each operation of s.InTx in a transaction of its own.
+type autoTx struct {
+	db *sql.DB
+	s  *Store
+}
+
+func inTx[R any](ctx context.Context, a *autoTx, fn func(backends.Store) (R, error)) (R, error) {
+	var zero R
+	tx, err := a.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if err != nil {
+		return zero, err
+	}
+	r, err := fn(a.s.InTx(tx))
+	if err != nil {
+		_ = tx.Rollback()
+		return zero, err
+	}
+	return r, tx.Commit()
+}
+
+func (a *autoTx) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	return inTx(ctx, a, func(s backends.Store) (backends.ClaimResult, error) { return s.Claim(ctx, p) })
+}
+
+func (a *autoTx) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
+	return inTx(ctx, a, func(s backends.Store) (bool, error) { return s.Complete(ctx, p) })
+}
+
+func (a *autoTx) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
+	return inTx(ctx, a, func(s backends.Store) (bool, error) { return s.Renew(ctx, p) })
+}
+
+func (a *autoTx) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
+	return inTx(ctx, a, func(s backends.Store) (bool, error) { return s.Release(ctx, p) })
+}
+
+func (a *autoTx) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
+	return inTx(ctx, a, func(s backends.Store) (backends.ResolveResult, error) { return s.Resolve(ctx, p) })
+}
+
+// effects creates a table of side effects for one test, dropped after it.
+func effects(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	table := quote("effects_" + randomSuffix())
+	_, err := db.Exec("CREATE TABLE " + table + " (k VARCHAR(64) NOT NULL, n INT NOT NULL) ENGINE=InnoDB")
+	require.NoError(t, err)
+	t.Cleanup(func() { _, _ = db.Exec("DROP TABLE IF EXISTS " + table) })
+	return table
+}
+
+func countRows(t *testing.T, db *sql.DB, query string, args ...any) int {
+	t.Helper()
+	var n int
+	require.NoError(t, db.QueryRow(query, args...).Scan(&n))
+	return n
+}
+
+// TestDoTxExactlyOnce races 16 callers of one key, each inserting an effect
+// row inside fn: exactly one effect row is committed, and every caller gets
+// the same answer or ErrInProgress.
+func TestDoTxExactlyOnce(t *testing.T) {
+	db := newDB(t, nil)
+	s := newStore(t, db, Config{})
+	table := effects(t, db)
+	scope := once.New(s).Scope(backendtest.Scope(t))
+	ctx := context.Background()
+
+	var ran, replayed, inProgress atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range 16 {
+		wg.Go(func() {
+			<-start
+			v, err := DoTx(ctx, db, s, scope, "order-1", once.Fingerprint("fp"), func(ctx context.Context, tx *sql.Tx) (int, error) {
+				ran.Add(1)
+				_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES ('order-1', ?)", i)
+				time.Sleep(20 * time.Millisecond) // widen the window for duplicates
+				return i, err
+			})
+			switch {
+			case errors.Is(err, once.ErrInProgress):
+				inProgress.Add(1)
+			case err != nil:
+				t.Error(err)
+			case v != i:
+				replayed.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	require.Equal(t, 1, countRows(t, db, "SELECT COUNT(*) FROM "+table), "exactly one effect")
+	require.EqualValues(t, 1, ran.Load(), "fn ran once")
+	require.EqualValues(t, 15, replayed.Load()+inProgress.Load())
+	t.Logf("replayed %d, in progress %d", replayed.Load(), inProgress.Load())
+}
+
+// TestDoTxRetryableErrorLeavesNothing: a retryable fn error rolls back the
+// claim and fn's writes, and the next call runs fn; a final error is
+// stored with fn's writes and replayed.
+func TestDoTxRetryableErrorLeavesNothing(t *testing.T) {
+	db := newDB(t, nil)
+	s := newStore(t, db, Config{})
+	table := effects(t, db)
+	name := backendtest.Scope(t)
+	scope := once.New(s).Scope(name)
+	ctx := context.Background()
+	boom := errors.New("downstream unavailable")
+
+	_, err := DoTx(ctx, db, s, scope, "k", nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
+		_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES ('k', 1)")
+		require.NoError(t, err)
+		return "", boom
+	})
+	require.ErrorIs(t, err, boom)
+	require.Zero(t, countRows(t, db, "SELECT COUNT(*) FROM "+table))
+	require.Zero(t, countRows(t, db, "SELECT COUNT(*) FROM "+quote(testTable)+" WHERE scope = ?", name))
+
+	v, err := DoTx(ctx, db, s, scope, "k", nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
+		_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES ('k', 2)")
+		return "done", err
+	})
+	require.NoError(t, err)
+	require.Equal(t, "done", v)
+	require.Equal(t, 1, countRows(t, db, "SELECT COUNT(*) FROM "+table))
+	v, err = DoTx(ctx, db, s, scope, "k", nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
+		t.Error("fn must not run again")
+		return "", nil
+	})
+	require.NoError(t, err)
+	require.Equal(t, "done", v, "replayed")
+
+	declined := errors.New("card declined")
+	_, err = DoTx(ctx, db, s, scope, "final", nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
+		return "", once.Final(declined)
+	})
+	require.Error(t, err)
+	_, err2 := DoTx(ctx, db, s, scope, "final", nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
+		t.Error("fn must not run again after a final error")
+		return "", nil
+	})
+	require.Error(t, err2)
+	require.Equal(t, err.Error(), err2.Error())
+}
+
+// TestDoTxKilledConnectionLeavesNothing kills the transaction's
+// connection while fn runs: neither the claim nor the effect survives, and
+// the next call runs fn.
+func TestDoTxKilledConnectionLeavesNothing(t *testing.T) {
+	db := newDB(t, nil)
+	s := newStore(t, db, Config{})
+	table := effects(t, db)
+	name := backendtest.Scope(t)
+	scope := once.New(s).Scope(name)
+	ctx := context.Background()
+
+	_, err := DoTx(ctx, db, s, scope, "k", nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
+		_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES ('k', 1)")
+		require.NoError(t, err)
+		var id int64
+		require.NoError(t, tx.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id))
+		_, err = db.ExecContext(ctx, "KILL ?", id)
+		require.NoError(t, err)
+		_, err = tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES ('k', 2)")
+		return "unreachable", err
+	})
+	require.Error(t, err)
+	var myErr *mysql.MySQLError
+	require.False(t, errors.As(err, &myErr), "no driver error escapes: %v", err)
+	require.Zero(t, countRows(t, db, "SELECT COUNT(*) FROM "+table))
+	require.Zero(t, countRows(t, db, "SELECT COUNT(*) FROM "+quote(testTable)+" WHERE scope = ?", name))
+
+	v, err := DoTx(ctx, db, s, scope, "k", nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
+		_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES ('k', 3)")
+		return "ran again", err
+	})
+	require.NoError(t, err)
+	require.Equal(t, "ran again", v)
+	require.Equal(t, 1, countRows(t, db, "SELECT COUNT(*) FROM "+table))
+}
+
+// TestRoundTripsPerDo counts the commands of whole once.Do calls on the
+// pool store: first execution 2, replay 1, in progress 1, mismatch 1.
+func TestRoundTripsPerDo(t *testing.T) {
+	c := &counter{}
+	db := newDB(t, func(cfg *mysql.Config) { cfg.DialFunc = c.dial })
+	db.SetMaxOpenConns(1)
+	s := newStore(t, db, Config{})
+	name := backendtest.Scope(t)
+	scope := once.New(s).Scope(name)
+	ctx := context.Background()
+	do := func(key, fp string) (string, error) {
+		return once.Do(ctx, scope, key, once.Fingerprint(fp), func(context.Context) (string, error) { return "v", nil })
+	}
+	_, err := do("warm", "fp") // prepares the statements on the one connection
+	require.NoError(t, err)
+	require.EqualValues(t, 2, c.count(func() { _, err = do("k", "fp") }), "first execution")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, c.count(func() { _, err = do("k", "fp") }), "replay")
+	require.NoError(t, err)
+	require.EqualValues(t, 1, c.count(func() { _, err = do("k", "other") }), "mismatch")
+	require.ErrorIs(t, err, once.ErrKeyReused)
+
+	r, cerr := s.Claim(ctx, claimParams(name, "busy"))
+	require.NoError(t, cerr)
+	require.True(t, r.Claimed)
+	require.EqualValues(t, 1, c.count(func() { _, err = do("busy", "fp") }), "in progress")
+	require.ErrorIs(t, err, once.ErrInProgress)
+}
+
+// TestConcurrentTakeoverOneWinner races claims on a key whose lease lapsed:
+// exactly one takes it over.
+func TestConcurrentTakeoverOneWinner(t *testing.T) {
+	s := newStore(t, newDB(t, nil), Config{})
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+	for round := range 5 {
+		key := "k" + string(rune('a'+round))
+		p := claimParams(scope, key)
+		p.Lease = time.Millisecond
+		r, err := s.Claim(ctx, p)
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+		time.Sleep(5 * time.Millisecond)
+		var winners atomic.Int32
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for range 16 {
+			wg.Go(func() {
+				<-start
+				r, err := s.Claim(ctx, claimParams(scope, key))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if r.Claimed {
+					require.True(t, r.TookOver)
+					winners.Add(1)
+				}
+			})
+		}
+		close(start)
+		wg.Wait()
+		require.EqualValues(t, 1, winners.Load(), "round %d", round)
+	}
+}
