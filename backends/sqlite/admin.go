@@ -1,0 +1,31 @@
+package sqlitestore
+
+import (
+	"context"
+	"time"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// Get implements backends.Admin with one read on a read connection: no
+// lock, no write. Lease and expiry are measured on the store's clock.
+func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
+	r, err := s.read(ctx, s.reader, "get", scope, key)
+	now := s.nowMicros()
+	if err != nil || !r.live(now) {
+		return backends.Record{}, 0, false, err
+	}
+	return r.record(now), remaining(now, r.expiresAt), true, nil
+}
+
+// Delete implements backends.Admin in one DELETE of the live record,
+// whatever its state or owner; an expired one is left to Sweep and
+// reported absent. A pending owner's later writes match no row of theirs.
+func (s *Store) Delete(ctx context.Context, scope, key string) (bool, error) {
+	res, err := s.writer.ExecContext(ctx, s.sql.delete, scope, key, s.nowMicros())
+	n, err := affected("delete", res, err)
+	if n == 1 {
+		s.watch.notify(scope, key)
+	}
+	return n == 1, err
+}

@@ -1,0 +1,50 @@
+package sqlitestore
+
+import (
+	"math"
+	"time"
+)
+
+// micros converts a duration to whole microseconds, rounding a positive
+// remainder up so that no positive duration becomes 0; a non-positive one
+// (the core never passes one) becomes the smallest positive one, so the
+// lease or the record ends at once, never "forever".
+func micros(d time.Duration) int64 {
+	if d <= 0 {
+		return 1
+	}
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond != 0 {
+		us++
+	}
+	return us
+}
+
+// deadline is now plus d in microseconds, saturating at the largest int64.
+func deadline(now int64, d time.Duration) int64 {
+	us := micros(d)
+	if now > math.MaxInt64-us {
+		return math.MaxInt64
+	}
+	return now + us
+}
+
+// remaining converts the microseconds from now to t into a duration,
+// saturating at the bounds of time.Duration.
+func remaining(now, t int64) time.Duration {
+	diff := t - now
+	if (t >= 0) != (now >= 0) && (diff >= 0) != (t >= now) {
+		// t - now overflowed int64; only a corrupt file gets here.
+		if t > now {
+			return math.MaxInt64
+		}
+		return math.MinInt64
+	}
+	switch {
+	case diff > math.MaxInt64/int64(time.Microsecond):
+		return math.MaxInt64
+	case diff < math.MinInt64/int64(time.Microsecond):
+		return math.MinInt64
+	}
+	return time.Duration(diff) * time.Microsecond
+}

@@ -1,0 +1,90 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// row is a stored record as read.
+type row struct {
+	found      bool
+	state      int64
+	fp         []byte
+	owner      sql.NullString
+	resolved   bool
+	leaseUntil sql.NullInt64
+	outcome    []byte
+	expiresAt  int64
+}
+
+// live reports whether the row exists and has not expired at now.
+func (r row) live(now int64) bool { return r.found && r.expiresAt > now }
+
+// pendingBy reports whether the row is a live claim of owner.
+func (r row) pendingBy(owner string, now int64) bool {
+	return r.live(now) && r.state == 1 && r.owner.Valid && r.owner.String == owner
+}
+
+// record is the backends.Record of a live row.
+func (r row) record(now int64) backends.Record {
+	rec := backends.Record{State: backends.State(r.state), Fingerprint: r.fp}
+	if len(rec.Fingerprint) == 0 {
+		rec.Fingerprint = nil
+	}
+	if rec.State == backends.StatePending {
+		rec.LeaseRemaining = remaining(now, r.leaseUntil.Int64)
+	} else {
+		rec.Outcome = r.outcome
+		if rec.Outcome == nil {
+			rec.Outcome = []byte{}
+		}
+	}
+	return rec
+}
+
+// querier is a pool or a transaction.
+type querier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+func (s *Store) read(ctx context.Context, q querier, op, scope, key string) (row, error) {
+	var r row
+	err := q.QueryRowContext(ctx, s.sql.read, scope, key).
+		Scan(&r.state, &r.fp, &r.owner, &r.resolved, &r.leaseUntil, &r.outcome, &r.expiresAt)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return row{}, nil
+	case err != nil:
+		return row{}, interpretError(op, err)
+	}
+	r.found = true
+	return r, nil
+}
+
+// writeTx runs fn in a BEGIN IMMEDIATE transaction on the writer: fn reads
+// the row again under the write lock, decides and writes, and its result
+// stands once the transaction commits.
+func (s *Store) writeTx(ctx context.Context, op string, fn func(tx *sql.Tx) error) error {
+	tx, err := s.writer.BeginTx(ctx, nil) // _txlock=immediate: BEGIN IMMEDIATE
+	if err != nil {
+		return interpretError(op, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return interpretError(op, err)
+	}
+	return interpretError(op, tx.Commit())
+}
+
+// affected returns the rows an Exec changed.
+func affected(op string, res sql.Result, err error) (int64, error) {
+	if err != nil {
+		return 0, interpretError(op, err)
+	}
+	n, err := res.RowsAffected()
+	return n, interpretError(op, err)
+}

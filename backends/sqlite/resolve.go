@@ -1,0 +1,70 @@
+package sqlitestore
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+
+	"github.com/stagedoor/once/backends"
+)
+
+type resolveDecision int
+
+const (
+	resolveReport  resolveDecision = iota // report the existing record (or a re-send as Resolved)
+	resolveInsert                         // absent or expired: store the outcome
+	resolvePending                        // pending, fingerprints match: complete it
+)
+
+func decideResolve(r row, p backends.ResolveParams, now int64) (resolveDecision, backends.ResolveResult) {
+	switch {
+	case !r.live(now):
+		return resolveInsert, backends.ResolveResult{Resolved: true}
+	case r.state == 1 && matches(r.fp, p.Fingerprint):
+		return resolvePending, backends.ResolveResult{Resolved: true}
+	case r.state == 2 && r.resolved && p.Owner != "" && r.owner.Valid && r.owner.String == p.Owner &&
+		bytes.Equal(r.outcome, p.Outcome):
+		// A re-send of a Resolve that applied.
+		return resolveReport, backends.ResolveResult{Resolved: true}
+	}
+	return resolveReport, backends.ResolveResult{Existing: r.record(now)}
+}
+
+// Resolve implements backends.Store like Claim: a read first, then, when
+// it writes, a read and a decision inside a BEGIN IMMEDIATE transaction.
+func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
+	r, err := s.read(ctx, s.reader, "resolve", p.Scope, p.Key)
+	if err != nil {
+		return backends.ResolveResult{}, err
+	}
+	if d, res := decideResolve(r, p, s.nowMicros()); d == resolveReport {
+		return res, nil
+	}
+	var res backends.ResolveResult
+	var d resolveDecision
+	err = s.writeTx(ctx, "resolve", func(tx *sql.Tx) error {
+		r, err := s.read(ctx, tx, "resolve", p.Scope, p.Key)
+		if err != nil {
+			return err
+		}
+		now := s.nowMicros()
+		d, res = decideResolve(r, p, now)
+		expires := deadline(now, p.Retention)
+		switch d {
+		case resolveInsert:
+			_, err = tx.ExecContext(ctx, s.sql.insert,
+				p.Scope, p.Key, nonNil(p.Fingerprint), 2, p.Owner, 1, nil, nonNil(p.Outcome), now, expires)
+		case resolvePending:
+			_, err = tx.ExecContext(ctx, s.sql.resolvePending,
+				nonNil(bound(r.fp, p.Fingerprint)), p.Owner, nonNil(p.Outcome), now, expires, p.Scope, p.Key)
+		}
+		return err
+	})
+	if err != nil {
+		return backends.ResolveResult{}, err
+	}
+	if d != resolveReport {
+		s.watch.notify(p.Scope, p.Key)
+	}
+	return res, nil
+}

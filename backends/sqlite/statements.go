@@ -1,0 +1,81 @@
+package sqlitestore
+
+import "strings"
+
+// The SQL of every operation, with the placeholder table name
+// "once_records" replaced by the configured one. Times are parameters:
+// the process's clock is the store's (see the package doc).
+const (
+	// readSQL: scope, key.
+	readSQL = `SELECT state, fingerprint, owner, resolved, lease_until, outcome, expires_at
+FROM "once_records" WHERE scope = ? AND key = ?`
+
+	// insertSQL: scope, key, fingerprint, state, owner, resolved,
+	// lease_until, outcome, now (created and, for state 2, completed),
+	// expires_at. It replaces an expired row of the key.
+	insertSQL = `INSERT OR REPLACE INTO "once_records"
+	(scope, key, fingerprint, state, owner, resolved, lease_until, outcome, created_at, completed_at, expires_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, CASE WHEN ?4 = 2 THEN ?9 END, ?10)`
+
+	// takeoverSQL: fingerprint, owner, lease_until, now, expires_at,
+	// scope, key. Run inside the transaction that read the row.
+	takeoverSQL = `UPDATE "once_records" SET fingerprint = ?1, state = 1, owner = ?2, resolved = 0,
+	lease_until = ?3, outcome = NULL, created_at = ?4, completed_at = NULL, expires_at = ?5
+WHERE scope = ?6 AND key = ?7`
+
+	// resolvePendingSQL: fingerprint, owner, outcome, now, expires_at,
+	// scope, key. Run inside the transaction that read the row.
+	resolvePendingSQL = `UPDATE "once_records" SET fingerprint = ?1, state = 2, owner = ?2, resolved = 1,
+	lease_until = NULL, outcome = ?3, completed_at = ?4, expires_at = ?5
+WHERE scope = ?6 AND key = ?7`
+
+	// completeSQL: outcome, now, expires_at, scope, key, owner, now.
+	completeSQL = `UPDATE "once_records" SET state = 2, lease_until = NULL, outcome = ?1,
+	completed_at = ?2, expires_at = ?3
+WHERE scope = ?4 AND key = ?5 AND owner = ?6 AND state = 1 AND expires_at > ?7`
+
+	// completedBySQL: scope, key, owner, outcome, now. It tells a repeated
+	// Complete (the reply of the first was lost) from a lost claim.
+	completedBySQL = `SELECT 1 FROM "once_records"
+WHERE scope = ? AND key = ? AND owner = ? AND state = 2 AND outcome = ? AND expires_at > ?`
+
+	// renewSQL: lease_until, scope, key, owner, now. The record's expiry
+	// never falls before the new lease end.
+	renewSQL = `UPDATE "once_records" SET lease_until = ?1, expires_at = max(expires_at, ?1)
+WHERE scope = ?2 AND key = ?3 AND state = 1 AND owner = ?4 AND expires_at > ?5`
+
+	// releaseSQL: scope, key, owner, now.
+	releaseSQL = `DELETE FROM "once_records"
+WHERE scope = ? AND key = ? AND state = 1 AND owner = ? AND expires_at > ?`
+
+	// deleteSQL: scope, key, now. The live record, whatever its owner.
+	deleteSQL = `DELETE FROM "once_records" WHERE scope = ? AND key = ? AND expires_at > ?`
+
+	// sweepSQL: now, batch size. Oldest expiries first, along the index.
+	sweepSQL = `DELETE FROM "once_records" WHERE (scope, key) IN (
+	SELECT scope, key FROM "once_records" WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)`
+)
+
+// placeholderTable is the quoted default table name; the index name starts
+// with it too, so one replacement renames both.
+const placeholderTable = `"once_records`
+
+type statements struct {
+	read, insert, takeover, resolvePending, complete, completedBy, renew, release, delete, sweep string
+}
+
+func newStatements(table string) statements {
+	r := strings.NewReplacer(placeholderTable, `"`+table)
+	return statements{
+		read:           r.Replace(readSQL),
+		insert:         r.Replace(insertSQL),
+		takeover:       r.Replace(takeoverSQL),
+		resolvePending: r.Replace(resolvePendingSQL),
+		complete:       r.Replace(completeSQL),
+		completedBy:    r.Replace(completedBySQL),
+		renew:          r.Replace(renewSQL),
+		release:        r.Replace(releaseSQL),
+		delete:         r.Replace(deleteSQL),
+		sweep:          r.Replace(sweepSQL),
+	}
+}

@@ -1,0 +1,53 @@
+package sqlitestore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// The fenced writes: one statement each on the writer, conditional on the
+// owner token of a live pending row.
+
+// Complete implements backends.Store in one UPDATE; a repeated Complete
+// that finds the record already completed by the same owner with the same
+// outcome costs one more SELECT to tell so.
+func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
+	now := s.nowMicros()
+	res, err := s.writer.ExecContext(ctx, s.sql.complete,
+		nonNil(p.Outcome), now, deadline(now, p.Retention), p.Scope, p.Key, p.Owner, now)
+	n, err := affected("complete", res, err)
+	if err != nil {
+		return false, err
+	}
+	if n == 1 {
+		s.watch.notify(p.Scope, p.Key)
+		return true, nil
+	}
+	var one int
+	err = s.reader.QueryRowContext(ctx, s.sql.completedBy, p.Scope, p.Key, p.Owner, nonNil(p.Outcome), now).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	return err == nil, interpretError("complete", err)
+}
+
+// Renew implements backends.Store in one UPDATE.
+func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
+	now := s.nowMicros()
+	res, err := s.writer.ExecContext(ctx, s.sql.renew, deadline(now, p.Lease), p.Scope, p.Key, p.Owner, now)
+	n, err := affected("renew", res, err)
+	return n == 1, err
+}
+
+// Release implements backends.Store in one DELETE.
+func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
+	res, err := s.writer.ExecContext(ctx, s.sql.release, p.Scope, p.Key, p.Owner, s.nowMicros())
+	n, err := affected("release", res, err)
+	if n == 1 {
+		s.watch.notify(p.Scope, p.Key)
+	}
+	return n == 1, err
+}
