@@ -51,7 +51,7 @@ func (r runner) claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 		return backends.ClaimResult{}, err
 	}
 	var row procRow
-	_, err := r.queryRow(ctx, "claim", r.s.sql.claim,
+	err := r.call(ctx, "claim", r.s.sql.claim,
 		[]any{&row.done, &row.tookOver, &row.state, &row.fp, &row.outcome, &row.leaseUS},
 		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, micros(p.Lease), micros(p.Retention), r.s.cfg.lockWaitS)
 	if err != nil {
@@ -68,7 +68,7 @@ func (r runner) resolve(ctx context.Context, p backends.ResolveParams) (backends
 		return backends.ResolveResult{}, err
 	}
 	var row procRow
-	_, err := r.queryRow(ctx, "resolve", r.s.sql.resolve,
+	err := r.call(ctx, "resolve", r.s.sql.resolve,
 		[]any{&row.done, &row.state, &row.fp, &row.outcome, &row.leaseUS},
 		p.Scope, p.Key, nonNil(p.Fingerprint), nonNil(p.Outcome), p.Owner, micros(p.Retention), r.s.cfg.lockWaitS)
 	if err != nil {

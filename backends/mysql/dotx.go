@@ -33,13 +33,27 @@ type TxBeginner interface {
 //
 // A concurrent call with the same key waits for this transaction (at most
 // the store's LockTimeout), then replays its outcome, or receives
-// ErrInProgress past that time. scope's store is replaced by s bound to the
+// ErrInProgress past that time. When InnoDB breaks a deadlock between such
+// waiters by rolling one back before its fn ran, DoTx begins that call
+// again (a few times at most). scope's store is replaced by s bound to the
 // transaction; scope's name and policy are kept.
 func DoTx[T any](ctx context.Context, db TxBeginner, s *Store, scope once.Scope, key string, fp once.Fingerprint, fn func(ctx context.Context, tx *sql.Tx) (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		v, ran, err := doTxOnce(ctx, db, s, scope, key, fp, fn)
+		// InnoDB rolled the whole transaction back to break a deadlock
+		// before fn ran (two duplicates waiting for a claim that rolled
+		// back): nothing happened, so begin again.
+		if ran || attempt == deadlockAttempts || code(err) != CodeDeadlock || ctx.Err() != nil {
+			return v, err
+		}
+	}
+}
+
+func doTxOnce[T any](ctx context.Context, db TxBeginner, s *Store, scope once.Scope, key string, fp once.Fingerprint, fn func(ctx context.Context, tx *sql.Tx) (T, error)) (_ T, ran bool, _ error) {
 	var zero T
 	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
 	if _, err := interpretError("begin", err); err != nil {
-		return zero, err
+		return zero, false, err
 	}
 	done := false
 	defer func() {
@@ -48,15 +62,16 @@ func DoTx[T any](ctx context.Context, db TxBeginner, s *Store, scope once.Scope,
 		}
 	}()
 	out, err := once.DoOutcome(ctx, scope.WithStore(s.InTx(tx)), key, fp, func(ctx context.Context) (T, error) {
+		ran = true
 		return fn(ctx, tx)
 	})
 	if !out.Recorded {
-		return out.Value, err
+		return out.Value, ran, err
 	}
 	cerr := tx.Commit()
 	done = true
 	if _, cerr := interpretError("commit", cerr); cerr != nil && !out.Replayed {
-		return zero, cerr
+		return zero, ran, cerr
 	}
-	return out.Value, err
+	return out.Value, ran, err
 }

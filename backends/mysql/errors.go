@@ -131,3 +131,12 @@ func serverKind(e *mysql.MySQLError) string {
 func closedError(op string) error {
 	return &Error{Op: op, kind: "store closed", cause: errClosed}
 }
+
+// code returns the server error number of an error from interpretError.
+func code(err error) uint16 {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
+}

@@ -26,7 +26,8 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	defer store.Close() // releases its prepared statements, not db
+	// Close releases the store's prepared statements; db stays open.
+	defer store.Close()
 	if err := store.Migrate(ctx); err != nil { // safe from many instances at once
 		log.Fatal(err)
 	}

@@ -193,6 +193,24 @@ func (r runner) queryRow(ctx context.Context, op, query string, dest []any, args
 	return interpretError(op, st.QueryRowContext(ctx, args...).Scan(dest...))
 }
 
+// deadlockAttempts bounds the runs of a pool Claim or Resolve that InnoDB
+// picks as a deadlock victim. Outside a caller's transaction only the
+// victim's own autocommit statement was rolled back, so running the CALL
+// again is safe; inside one, the whole transaction was rolled back and the
+// error is returned.
+const deadlockAttempts = 5
+
+// call runs a procedure that returns one row, again after a deadlock when
+// it runs on the pool.
+func (r runner) call(ctx context.Context, op, query string, dest []any, args ...any) error {
+	for attempt := 1; ; attempt++ {
+		_, err := r.queryRow(ctx, op, query, dest, args...)
+		if err == nil || r.tx != nil || attempt == deadlockAttempts || code(err) != CodeDeadlock || ctx.Err() != nil {
+			return err
+		}
+	}
+}
+
 func (r runner) exec(ctx context.Context, op, query string, args ...any) (int64, error) {
 	st, err := r.stmt(ctx, op, query)
 	if err != nil {

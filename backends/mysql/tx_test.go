@@ -371,3 +371,81 @@ func TestConcurrentTakeoverOneWinner(t *testing.T) {
 		require.EqualValues(t, 1, winners.Load(), "round %d", round)
 	}
 }
+
+// TestDeadlockVictimRetried: when a transaction holding an uncommitted
+// claim rolls back while two pool Claims wait on its row, InnoDB lets both
+// waiters take a shared lock and then makes one of them a deadlock victim
+// (the textbook three-inserter deadlock). The victim's autocommit CALL is
+// run again, so both Claims answer, and exactly one claims the key.
+func TestDeadlockVictimRetried(t *testing.T) {
+	db := newDB(t, nil)
+	s := newStore(t, db, Config{})
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+	for round := range 4 {
+		key := "k" + string(rune('a'+round))
+		tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		require.NoError(t, err)
+		r, err := s.InTx(tx).Claim(ctx, claimParams(scope, key))
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+
+		var winners atomic.Int32
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() {
+				r, err := s.Claim(ctx, claimParams(scope, key))
+				if err != nil {
+					t.Errorf("round %d: %v", round, err)
+					return
+				}
+				if r.Claimed {
+					winners.Add(1)
+				}
+			})
+		}
+		time.Sleep(150 * time.Millisecond) // the Claims wait on the uncommitted row
+		require.NoError(t, tx.Rollback())
+		wg.Wait()
+		require.EqualValues(t, 1, winners.Load(), "round %d", round)
+	}
+}
+
+// TestDoTxDeadlockBeforeFnRetried: DoTx duplicates waiting for a claim
+// that rolls back may deadlock; the victim's fn has not run, so DoTx
+// begins again, and fn runs exactly once in all.
+func TestDoTxDeadlockBeforeFnRetried(t *testing.T) {
+	db := newDB(t, nil)
+	s := newStore(t, db, Config{})
+	table := effects(t, db)
+	scope := once.New(s).Scope(backendtest.Scope(t))
+	ctx := context.Background()
+	for round := range 3 {
+		key := "k" + string(rune('a'+round))
+		first, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		require.NoError(t, err)
+		r, err := s.InTx(first).Claim(ctx, claimParams(scope.Name(), key))
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+
+		var ran atomic.Int32
+		var wg sync.WaitGroup
+		for range 3 {
+			wg.Go(func() {
+				_, err := DoTx(ctx, db, s, scope, key, nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
+					ran.Add(1)
+					_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES (?, 1)", key)
+					return "v", err
+				})
+				if err != nil && !errors.Is(err, once.ErrInProgress) {
+					t.Errorf("round %d: %v", round, err)
+				}
+			})
+		}
+		time.Sleep(150 * time.Millisecond)
+		require.NoError(t, first.Rollback())
+		wg.Wait()
+		require.EqualValues(t, 1, ran.Load(), "round %d", round)
+		require.Equal(t, 1, countRows(t, db, "SELECT COUNT(*) FROM "+table+" WHERE k = ?", key))
+	}
+}
