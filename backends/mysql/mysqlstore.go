@@ -38,6 +38,17 @@ type Config struct {
 	// seconds (rounded up, at least one). Defaults to 5 seconds.
 	LockTimeout time.Duration
 
+	// ReadFirst makes Claim read the row with a plain prepared SELECT before
+	// it calls the claim procedure, and skip the call when the read already
+	// decides (a replay, a duplicate in progress, a mismatch). A replay then
+	// costs the server a primary-key read instead of a procedure call
+	// (about a third of the server CPU, measured on MariaDB 10.11), and a
+	// first execution one more round trip (three instead of two). Worth it
+	// when replays dominate and the server's CPU is the bottleneck; off by
+	// default, so that every answer is one round trip. It applies to the
+	// pool store, not to InTx.
+	ReadFirst bool
+
 	// SweepBatchSize is the number of expired rows Sweep deletes per
 	// statement. Defaults to 1000.
 	SweepBatchSize int
@@ -51,6 +62,7 @@ type Config struct {
 type resolved struct {
 	table          string
 	lockWaitS      int64
+	readFirst      bool
 	sweepBatchSize int
 	onSweepError   func(error)
 }
@@ -72,6 +84,7 @@ func resolveConfig(cfg *Config) (resolved, error) {
 		if cfg.SweepBatchSize > 0 {
 			r.sweepBatchSize = cfg.SweepBatchSize
 		}
+		r.readFirst = cfg.ReadFirst
 		if cfg.OnSweepError != nil {
 			r.onSweepError = cfg.OnSweepError
 		}

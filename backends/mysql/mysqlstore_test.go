@@ -21,7 +21,18 @@ func TestConformanceClientFoundRows(t *testing.T) {
 	backendtest.Run(t, func(testing.TB) backends.Store { return s })
 }
 
+// TestConformanceReadFirst runs the suite with Config.ReadFirst.
+func TestConformanceReadFirst(t *testing.T) {
+	s := newStore(t, newDB(t, nil), Config{ReadFirst: true})
+	backendtest.Run(t, func(testing.TB) backends.Store { return s })
+}
+
 func BenchmarkStore(b *testing.B) {
 	s := newStore(b, newDB(b, nil), Config{})
+	backendtest.Benchmark(b, func(testing.TB) backends.Store { return s })
+}
+
+func BenchmarkStoreReadFirst(b *testing.B) {
+	s := newStore(b, newDB(b, nil), Config{ReadFirst: true})
 	backendtest.Benchmark(b, func(testing.TB) backends.Store { return s })
 }

@@ -46,6 +46,12 @@ const (
 		"\tTIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)\n" +
 		"FROM `once_records` WHERE scope = ? AND `key` = ? AND expires_at > UTC_TIMESTAMP(6)"
 
+	// peekSQL: scope, key. Config.ReadFirst's lock-free read before a
+	// claim: the live record, its lease left on the server's clock.
+	peekSQL = "SELECT state, fingerprint, owner, outcome,\n" +
+		"\tCOALESCE(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until), 0)\n" +
+		"FROM `once_records` WHERE scope = ? AND `key` = ? AND expires_at > UTC_TIMESTAMP(6)"
+
 	// deleteSQL: scope, key. Deletes the live record whatever its owner.
 	deleteSQL = "DELETE FROM `once_records` WHERE scope = ? AND `key` = ? AND expires_at > UTC_TIMESTAMP(6)"
 
@@ -60,7 +66,7 @@ const placeholderTable = "`once_records"
 
 // statements holds the SQL of every operation, rendered for one table.
 type statements struct {
-	claim, resolve, complete, completedBy, renew, release, get, delete, sweep string
+	claim, resolve, complete, completedBy, renew, release, get, peek, delete, sweep string
 }
 
 func newStatements(table string) statements {
@@ -73,6 +79,7 @@ func newStatements(table string) statements {
 		renew:       r.Replace(renewSQL),
 		release:     r.Replace(releaseSQL),
 		get:         r.Replace(getSQL),
+		peek:        r.Replace(peekSQL),
 		delete:      r.Replace(deleteSQL),
 		sweep:       r.Replace(sweepSQL),
 	}

@@ -307,12 +307,18 @@ func TestDoTxKilledConnectionLeavesNothing(t *testing.T) {
 }
 
 // TestRoundTripsPerDo counts the commands of whole once.Do calls on the
-// pool store: first execution 2, replay 1, in progress 1, mismatch 1.
+// pool store: first execution 2, replay 1, in progress 1, mismatch 1; with
+// ReadFirst, a first execution costs 3.
 func TestRoundTripsPerDo(t *testing.T) {
+	t.Run("default", func(t *testing.T) { testRoundTripsPerDo(t, Config{}, 2) })
+	t.Run("ReadFirst", func(t *testing.T) { testRoundTripsPerDo(t, Config{ReadFirst: true}, 3) })
+}
+
+func testRoundTripsPerDo(t *testing.T, cfg Config, first int64) {
 	c := &counter{}
 	db := newDB(t, func(cfg *mysql.Config) { cfg.DialFunc = c.dial })
 	db.SetMaxOpenConns(1)
-	s := newStore(t, db, Config{})
+	s := newStore(t, db, cfg)
 	name := backendtest.Scope(t)
 	scope := once.New(s).Scope(name)
 	ctx := context.Background()
@@ -321,7 +327,7 @@ func TestRoundTripsPerDo(t *testing.T) {
 	}
 	_, err := do("warm", "fp") // prepares the statements on the one connection
 	require.NoError(t, err)
-	require.EqualValues(t, 2, c.count(func() { _, err = do("k", "fp") }), "first execution")
+	require.EqualValues(t, first, c.count(func() { _, err = do("k", "fp") }), "first execution")
 	require.NoError(t, err)
 	require.EqualValues(t, 1, c.count(func() { _, err = do("k", "fp") }), "replay")
 	require.NoError(t, err)

@@ -70,7 +70,7 @@ BEGIN
     DECLARE v_owner VARBINARY(255);
     DECLARE v_outcome LONGBLOB;
     DECLARE v_rev BIGINT UNSIGNED;
-    DECLARE v_attempt INT DEFAULT 0;
+    DECLARE v_rows, v_attempt INT DEFAULT 0;
     DECLARE v_saved_wait BIGINT DEFAULT @@SESSION.innodb_lock_wait_timeout;
     DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
     DECLARE EXIT HANDLER FOR 1205
@@ -83,9 +83,6 @@ BEGIN
         SET SESSION innodb_lock_wait_timeout = v_saved_wait;
         RESIGNAL;
     END;
-    IF p_lock_wait_s > 0 THEN
-        SET SESSION innodb_lock_wait_timeout = p_lock_wait_s;
-    END IF;
     attempts: LOOP
         SET v_found = TRUE;
         IF v_attempt = 0 THEN
@@ -99,26 +96,34 @@ BEGIN
               LOCK IN SHARE MODE;
         END IF;
         SET v_now = UTC_TIMESTAMP(6);
+        IF v_found AND v_expires > v_now AND v_state = 1 AND v_owner = p_owner THEN
+            -- A re-send of a Claim that applied (its reply was lost).
+            SELECT 1 AS claimed, 0 AS took_over, 1 AS state, NULL AS fingerprint, NULL AS outcome, 0 AS lease_us;
+            LEAVE attempts;
+        ELSEIF v_found AND v_expires > v_now
+            AND NOT (v_state = 1 AND v_lease_until <= v_now
+                AND (LENGTH(p_fp) = 0 OR LENGTH(v_fp) = 0 OR v_fp = p_fp)) THEN
+            -- A live record that stays: a replay, a duplicate in progress or
+            -- a mismatch. No lock, no write.
+            SELECT 0 AS claimed, 0 AS took_over, v_state AS state, v_fp AS fingerprint,
+                IF(v_state = 2, v_outcome, NULL) AS outcome,
+                IF(v_state = 1, TIMESTAMPDIFF(MICROSECOND, v_now, v_lease_until), 0) AS lease_us;
+            LEAVE attempts;
+        END IF;
+        -- Absent, expired, or a lapsed lease to take over: one write,
+        -- waiting at most p_lock_wait_s for a concurrent uncommitted claim.
         SET v_new_lease = COALESCE(v_now + INTERVAL p_lease_us MICROSECOND, '9999-12-31 23:59:59.999999');
         SET v_new_expires = GREATEST(v_new_lease,
             COALESCE(v_now + INTERVAL p_retention_us MICROSECOND, '9999-12-31 23:59:59.999999'));
+        IF p_lock_wait_s > 0 THEN
+            SET SESSION innodb_lock_wait_timeout = p_lock_wait_s;
+        END IF;
         IF NOT v_found THEN
             INSERT IGNORE INTO `once_records`
                 (scope, `key`, fingerprint, state, owner, lease_until, created_at, expires_at)
             VALUES (p_scope, p_key, p_fp, 1, p_owner, v_new_lease, v_now, v_new_expires);
-            IF ROW_COUNT() = 1 THEN
-                SET SESSION innodb_lock_wait_timeout = v_saved_wait;
-                SELECT 1 AS claimed, 0 AS took_over, 1 AS state, NULL AS fingerprint, NULL AS outcome, 0 AS lease_us;
-                LEAVE attempts;
-            END IF;
-        ELSEIF v_expires > v_now AND v_state = 1 AND v_owner = p_owner THEN
-            -- A re-send of a Claim that applied (its reply was lost).
-            SET SESSION innodb_lock_wait_timeout = v_saved_wait;
-            SELECT 1 AS claimed, 0 AS took_over, 1 AS state, NULL AS fingerprint, NULL AS outcome, 0 AS lease_us;
-            LEAVE attempts;
-        ELSEIF v_expires <= v_now
-            OR (v_state = 1 AND v_lease_until <= v_now
-                AND (LENGTH(p_fp) = 0 OR LENGTH(v_fp) = 0 OR v_fp = p_fp)) THEN
+            SET v_rows = ROW_COUNT();
+        ELSE
             UPDATE `once_records` SET
                 fingerprint = IF(v_expires > v_now AND LENGTH(p_fp) = 0, v_fp, p_fp),
                 state = 1,
@@ -133,17 +138,14 @@ BEGIN
             WHERE scope = p_scope AND `key` = p_key
                 AND revision = v_rev AND state = v_state
                 AND expires_at = v_expires AND owner <=> v_owner;
-            IF ROW_COUNT() = 1 THEN
-                SET SESSION innodb_lock_wait_timeout = v_saved_wait;
-                SELECT 1 AS claimed, v_expires > v_now AS took_over, 1 AS state,
-                    NULL AS fingerprint, NULL AS outcome, 0 AS lease_us;
-                LEAVE attempts;
-            END IF;
-        ELSE
+            SET v_rows = ROW_COUNT();
+        END IF;
+        IF p_lock_wait_s > 0 THEN
             SET SESSION innodb_lock_wait_timeout = v_saved_wait;
-            SELECT 0 AS claimed, 0 AS took_over, v_state AS state, v_fp AS fingerprint,
-                IF(v_state = 2, v_outcome, NULL) AS outcome,
-                IF(v_state = 1, TIMESTAMPDIFF(MICROSECOND, v_now, v_lease_until), 0) AS lease_us;
+        END IF;
+        IF v_rows = 1 THEN
+            SELECT 1 AS claimed, v_found AND v_expires > v_now AS took_over, 1 AS state,
+                NULL AS fingerprint, NULL AS outcome, 0 AS lease_us;
             LEAVE attempts;
         END IF;
         SET v_attempt = v_attempt + 1;
@@ -179,7 +181,7 @@ BEGIN
     DECLARE v_outcome LONGBLOB;
     DECLARE v_rev BIGINT UNSIGNED;
     DECLARE v_resolved BOOLEAN;
-    DECLARE v_attempt INT DEFAULT 0;
+    DECLARE v_rows, v_attempt INT DEFAULT 0;
     DECLARE v_saved_wait BIGINT DEFAULT @@SESSION.innodb_lock_wait_timeout;
     DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_found = FALSE;
     DECLARE EXIT HANDLER FOR 1205
@@ -192,9 +194,6 @@ BEGIN
         SET SESSION innodb_lock_wait_timeout = v_saved_wait;
         RESIGNAL;
     END;
-    IF p_lock_wait_s > 0 THEN
-        SET SESSION innodb_lock_wait_timeout = p_lock_wait_s;
-    END IF;
     attempts: LOOP
         SET v_found = TRUE;
         IF v_attempt = 0 THEN
@@ -208,18 +207,31 @@ BEGIN
               LOCK IN SHARE MODE;
         END IF;
         SET v_now = UTC_TIMESTAMP(6);
+        IF v_found AND v_expires > v_now AND v_state = 2 THEN
+            IF v_resolved AND LENGTH(p_owner) > 0 AND v_owner = p_owner AND v_outcome = p_outcome THEN
+                -- A re-send of a Resolve that applied (its reply was lost).
+                SELECT 1 AS resolved, 2 AS state, NULL AS fingerprint, NULL AS outcome, 0 AS lease_us;
+            ELSE
+                SELECT 0 AS resolved, v_state AS state, v_fp AS fingerprint, v_outcome AS outcome, 0 AS lease_us;
+            END IF;
+            LEAVE attempts;
+        ELSEIF v_found AND v_expires > v_now
+            AND NOT (LENGTH(p_fp) = 0 OR LENGTH(v_fp) = 0 OR v_fp = p_fp) THEN
+            -- A pending record of another payload.
+            SELECT 0 AS resolved, v_state AS state, v_fp AS fingerprint, NULL AS outcome,
+                TIMESTAMPDIFF(MICROSECOND, v_now, v_lease_until) AS lease_us;
+            LEAVE attempts;
+        END IF;
         SET v_new_expires = COALESCE(v_now + INTERVAL p_retention_us MICROSECOND, '9999-12-31 23:59:59.999999');
+        IF p_lock_wait_s > 0 THEN
+            SET SESSION innodb_lock_wait_timeout = p_lock_wait_s;
+        END IF;
         IF NOT v_found THEN
             INSERT IGNORE INTO `once_records`
                 (scope, `key`, fingerprint, state, owner, outcome, resolved, created_at, completed_at, expires_at)
             VALUES (p_scope, p_key, p_fp, 2, p_owner, p_outcome, TRUE, v_now, v_now, v_new_expires);
-            IF ROW_COUNT() = 1 THEN
-                SET SESSION innodb_lock_wait_timeout = v_saved_wait;
-                SELECT 1 AS resolved, 2 AS state, NULL AS fingerprint, NULL AS outcome, 0 AS lease_us;
-                LEAVE attempts;
-            END IF;
-        ELSEIF v_expires <= v_now
-            OR (v_state = 1 AND (LENGTH(p_fp) = 0 OR LENGTH(v_fp) = 0 OR v_fp = p_fp)) THEN
+            SET v_rows = ROW_COUNT();
+        ELSE
             UPDATE `once_records` SET
                 fingerprint = IF(v_expires > v_now AND LENGTH(p_fp) = 0, v_fp, p_fp),
                 state = 2,
@@ -234,22 +246,13 @@ BEGIN
             WHERE scope = p_scope AND `key` = p_key
                 AND revision = v_rev AND state = v_state
                 AND expires_at = v_expires AND owner <=> v_owner;
-            IF ROW_COUNT() = 1 THEN
-                SET SESSION innodb_lock_wait_timeout = v_saved_wait;
-                SELECT 1 AS resolved, 2 AS state, NULL AS fingerprint, NULL AS outcome, 0 AS lease_us;
-                LEAVE attempts;
-            END IF;
-        ELSEIF v_state = 2 AND v_resolved AND LENGTH(p_owner) > 0 AND v_owner = p_owner
-            AND v_outcome = p_outcome THEN
-            -- A re-send of a Resolve that applied (its reply was lost).
+            SET v_rows = ROW_COUNT();
+        END IF;
+        IF p_lock_wait_s > 0 THEN
             SET SESSION innodb_lock_wait_timeout = v_saved_wait;
+        END IF;
+        IF v_rows = 1 THEN
             SELECT 1 AS resolved, 2 AS state, NULL AS fingerprint, NULL AS outcome, 0 AS lease_us;
-            LEAVE attempts;
-        ELSE
-            SET SESSION innodb_lock_wait_timeout = v_saved_wait;
-            SELECT 0 AS resolved, v_state AS state, v_fp AS fingerprint,
-                IF(v_state = 2, v_outcome, NULL) AS outcome,
-                IF(v_state = 1, TIMESTAMPDIFF(MICROSECOND, v_now, v_lease_until), 0) AS lease_us;
             LEAVE attempts;
         END IF;
         SET v_attempt = v_attempt + 1;
