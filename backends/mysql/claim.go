@@ -51,9 +51,7 @@ func (r runner) claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 		return backends.ClaimResult{}, err
 	}
 	if r.tx == nil && r.s.cfg.readFirst {
-		if res, decided, err := r.peek(ctx, p); err != nil || decided {
-			return res, err
-		}
+		return r.claimReadFirst(ctx, p)
 	}
 	var row procRow
 	err := r.call(ctx, "claim", r.s.sql.claim,
@@ -66,28 +64,6 @@ func (r runner) claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 		return backends.ClaimResult{Claimed: true, TookOver: row.tookOver}, nil
 	}
 	return backends.ClaimResult{Existing: row.existing(p.Fingerprint)}, nil
-}
-
-// peek is Config.ReadFirst's read: it decides the claim when the record is
-// live and stays as it is (the same test as the procedure's first branch),
-// and leaves every other case to the procedure, which reads again.
-func (r runner) peek(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, bool, error) {
-	var row procRow
-	var owner sql.NullString
-	found, err := r.queryRow(ctx, "claim", r.s.sql.peek,
-		[]any{&row.state, &row.fp, &owner, &row.outcome, &row.leaseUS}, p.Scope, p.Key)
-	switch {
-	case err != nil:
-		return backends.ClaimResult{}, false, err
-	case !found:
-		return backends.ClaimResult{}, false, nil
-	case row.state == 1 && owner.Valid && owner.String == p.Owner:
-		return backends.ClaimResult{Claimed: true}, true, nil // a re-send
-	case row.state == 1 && row.leaseUS.Int64 <= 0 &&
-		(len(row.fp) == 0 || backends.FingerprintMatches(row.fp, p.Fingerprint)):
-		return backends.ClaimResult{}, false, nil // a takeover: the procedure decides
-	}
-	return backends.ClaimResult{Existing: row.existing(p.Fingerprint)}, true, nil
 }
 
 func (r runner) resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {

@@ -42,11 +42,14 @@ type Config struct {
 	// it calls the claim procedure, and skip the call when the read already
 	// decides (a replay, a duplicate in progress, a mismatch). A replay then
 	// costs the server a primary-key read instead of a procedure call
-	// (about a third of the server CPU, measured on MariaDB 10.11), and a
-	// first execution one more round trip (three instead of two). Worth it
+	// (a fraction of the server CPU), and a first execution one more round
+	// trip (three instead of two), all plain statements. Worth it
 	// when replays dominate and the server's CPU is the bottleneck; off by
 	// default, so that every answer is one round trip. It applies to the
-	// pool store, not to InTx.
+	// pool store, not to InTx. Its claims use plain statements, so a claim
+	// that meets a concurrent uncommitted claim (InTx, DoTx) waits up to the
+	// session's innodb_lock_wait_timeout, not LockTimeout: set that in the
+	// DSN (for example innodb_lock_wait_timeout=5) when you mix the two.
 	ReadFirst bool
 
 	// SweepBatchSize is the number of expired rows Sweep deletes per

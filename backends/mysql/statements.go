@@ -46,12 +46,6 @@ const (
 		"\tTIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)\n" +
 		"FROM `once_records` WHERE scope = ? AND `key` = ? AND expires_at > UTC_TIMESTAMP(6)"
 
-	// peekSQL: scope, key. Config.ReadFirst's lock-free read before a
-	// claim: the live record, its lease left on the server's clock.
-	peekSQL = "SELECT state, fingerprint, owner, outcome,\n" +
-		"\tCOALESCE(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until), 0)\n" +
-		"FROM `once_records` WHERE scope = ? AND `key` = ? AND expires_at > UTC_TIMESTAMP(6)"
-
 	// deleteSQL: scope, key. Deletes the live record whatever its owner.
 	deleteSQL = "DELETE FROM `once_records` WHERE scope = ? AND `key` = ? AND expires_at > UTC_TIMESTAMP(6)"
 
@@ -66,7 +60,8 @@ const placeholderTable = "`once_records"
 
 // statements holds the SQL of every operation, rendered for one table.
 type statements struct {
-	claim, resolve, complete, completedBy, renew, release, get, peek, delete, sweep string
+	claim, resolve, complete, completedBy, renew, release, get, delete, sweep string
+	peek, insertClaim, takeover                                               string
 }
 
 func newStatements(table string) statements {
@@ -80,6 +75,8 @@ func newStatements(table string) statements {
 		release:     r.Replace(releaseSQL),
 		get:         r.Replace(getSQL),
 		peek:        r.Replace(peekSQL),
+		insertClaim: r.Replace(insertClaimSQL),
+		takeover:    r.Replace(takeoverSQL),
 		delete:      r.Replace(deleteSQL),
 		sweep:       r.Replace(sweepSQL),
 	}

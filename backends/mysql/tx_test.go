@@ -21,8 +21,13 @@ import (
 // concurrent uncommitted claim of the key waits for it and, once it
 // commits, reports it (its first, lock-free read could not see it).
 func TestClaimWaitsForUncommittedClaim(t *testing.T) {
+	t.Run("procedure", func(t *testing.T) { testClaimWaitsForUncommittedClaim(t, Config{}) })
+	t.Run("ReadFirst", func(t *testing.T) { testClaimWaitsForUncommittedClaim(t, Config{ReadFirst: true}) })
+}
+
+func testClaimWaitsForUncommittedClaim(t *testing.T, cfg Config) {
 	db := newDB(t, nil)
-	s := newStore(t, db, Config{})
+	s := newStore(t, db, cfg)
 	ctx := context.Background()
 	scope := backendtest.Scope(t)
 	for _, name := range []string{"insert", "takeover"} {
@@ -344,7 +349,12 @@ func testRoundTripsPerDo(t *testing.T, cfg Config, first int64) {
 // TestConcurrentTakeoverOneWinner races claims on a key whose lease lapsed:
 // exactly one takes it over.
 func TestConcurrentTakeoverOneWinner(t *testing.T) {
-	s := newStore(t, newDB(t, nil), Config{})
+	t.Run("procedure", func(t *testing.T) { testConcurrentTakeoverOneWinner(t, Config{}) })
+	t.Run("ReadFirst", func(t *testing.T) { testConcurrentTakeoverOneWinner(t, Config{ReadFirst: true}) })
+}
+
+func testConcurrentTakeoverOneWinner(t *testing.T, cfg Config) {
+	s := newStore(t, newDB(t, nil), cfg)
 	ctx := context.Background()
 	scope := backendtest.Scope(t)
 	for round := range 5 {
@@ -384,8 +394,13 @@ func TestConcurrentTakeoverOneWinner(t *testing.T) {
 // (the textbook three-inserter deadlock). The victim's autocommit CALL is
 // run again, so both Claims answer, and exactly one claims the key.
 func TestDeadlockVictimRetried(t *testing.T) {
+	t.Run("procedure", func(t *testing.T) { testDeadlockVictimRetried(t, Config{}) })
+	t.Run("ReadFirst", func(t *testing.T) { testDeadlockVictimRetried(t, Config{ReadFirst: true}) })
+}
+
+func testDeadlockVictimRetried(t *testing.T, cfg Config) {
 	db := newDB(t, nil)
-	s := newStore(t, db, Config{})
+	s := newStore(t, db, cfg)
 	ctx := context.Background()
 	scope := backendtest.Scope(t)
 	for round := range 4 {

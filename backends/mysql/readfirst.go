@@ -1,0 +1,109 @@
+package mysqlstore
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// The statements of Config.ReadFirst's claim: plain prepared statements,
+// no procedure. Deadlines are computed on the server's clock and saturate
+// like the procedure's.
+const (
+	// peekSQL: scope, key. A consistent read, no lock; live tells an
+	// expired row from a live one.
+	peekSQL = "SELECT state, fingerprint, owner, outcome,\n" +
+		"\tCOALESCE(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until), 0),\n" +
+		"\trevision, expires_at > UTC_TIMESTAMP(6)\n" +
+		"FROM `once_records` WHERE scope = ? AND `key` = ?"
+
+	// insertClaimSQL: scope, key, fingerprint, owner, lease µs, lease µs,
+	// retention µs.
+	insertClaimSQL = "INSERT IGNORE INTO `once_records`\n" +
+		"\t(scope, `key`, fingerprint, state, owner, lease_until, created_at, expires_at)\n" +
+		"VALUES (?, ?, ?, 1, ?,\n" +
+		"\tCOALESCE(UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, " + maxDatetime + "),\n" +
+		"\tUTC_TIMESTAMP(6),\n" +
+		"\tGREATEST(COALESCE(UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, " + maxDatetime + "),\n" +
+		"\t\tCOALESCE(UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, " + maxDatetime + ")))"
+
+	// takeoverSQL: fingerprint, fingerprint, owner, lease µs, lease µs,
+	// retention µs, scope, key, revision, old owner, fingerprint,
+	// fingerprint. It applies only to the row version that was read
+	// (revision and owner), and only while that row is still expired, or
+	// pending with a lapsed lease and a matching fingerprint, so it never
+	// takes a record that changed in between. Assignments read only
+	// columns not assigned before them.
+	takeoverSQL = "UPDATE `once_records` SET\n" +
+		"\tfingerprint = IF(expires_at > UTC_TIMESTAMP(6) AND LENGTH(?) = 0, fingerprint, ?),\n" +
+		"\tstate = 1, owner = ?, outcome = NULL, resolved = FALSE, revision = revision + 1,\n" +
+		"\tlease_until = COALESCE(UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, " + maxDatetime + "),\n" +
+		"\tcreated_at = UTC_TIMESTAMP(6), completed_at = NULL,\n" +
+		"\texpires_at = GREATEST(COALESCE(UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, " + maxDatetime + "),\n" +
+		"\t\tCOALESCE(UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, " + maxDatetime + "))\n" +
+		"WHERE scope = ? AND `key` = ? AND revision = ? AND owner <=> ?\n" +
+		"\tAND (expires_at <= UTC_TIMESTAMP(6) OR (state = 1 AND lease_until <= UTC_TIMESTAMP(6)\n" +
+		"\t\tAND (LENGTH(?) = 0 OR LENGTH(fingerprint) = 0 OR fingerprint = ?)))"
+)
+
+// peeked is the row peekSQL reads.
+type peeked struct {
+	found    bool
+	row      procRow
+	owner    sql.NullString
+	revision int64
+	live     bool
+}
+
+func (r runner) peek(ctx context.Context, p backends.ClaimParams) (peeked, error) {
+	var pk peeked
+	found, err := r.queryRow(ctx, "claim", r.s.sql.peek,
+		[]any{&pk.row.state, &pk.row.fp, &pk.owner, &pk.row.outcome, &pk.row.leaseUS, &pk.revision, &pk.live},
+		p.Scope, p.Key)
+	pk.found = found
+	return pk, err
+}
+
+// claimReadFirst is Claim under Config.ReadFirst: a plain read decides a
+// replay, a duplicate in progress, a mismatch and a re-send by itself; a
+// new key costs an INSERT IGNORE more, an expired record or a lapsed lease
+// a conditional UPDATE more. When the write finds the key changed by a
+// concurrent session, it reads again (a fresh snapshot: each statement of
+// the pool store commits on its own), at most four times.
+func (r runner) claimReadFirst(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	lease, retention := micros(p.Lease), micros(p.Retention)
+	for range 4 {
+		pk, err := r.peek(ctx, p)
+		if err != nil {
+			return backends.ClaimResult{}, err
+		}
+		var n int64
+		switch {
+		case !pk.found:
+			n, err = r.exec(ctx, "claim", r.s.sql.insertClaim,
+				p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, lease, lease, retention)
+		case pk.live && pk.row.state == 1 && pk.owner.Valid && pk.owner.String == p.Owner:
+			return backends.ClaimResult{Claimed: true}, nil // a re-send
+		case !pk.live || (pk.row.state == 1 && pk.row.leaseUS.Int64 <= 0 &&
+			(len(pk.row.fp) == 0 || backends.FingerprintMatches(pk.row.fp, p.Fingerprint))):
+			fp := nonNil(p.Fingerprint)
+			n, err = r.exec(ctx, "claim", r.s.sql.takeover,
+				fp, fp, p.Owner, lease, lease, retention, p.Scope, p.Key, pk.revision, pk.owner, fp, fp)
+		default:
+			return backends.ClaimResult{Existing: pk.row.existing(p.Fingerprint)}, nil
+		}
+		switch {
+		case code(err) == CodeLockWaitTimeout:
+			// A concurrent uncommitted claim (InTx, DoTx) holds the key.
+			return backends.ClaimResult{Existing: procRow{}.existing(p.Fingerprint)}, nil
+		case code(err) == CodeDeadlock:
+			continue // only this autocommit statement was rolled back
+		case err != nil:
+			return backends.ClaimResult{}, err
+		case n == 1:
+			return backends.ClaimResult{Claimed: true, TookOver: pk.found && pk.live}, nil
+		}
+	}
+	return backends.ClaimResult{}, &Error{Op: "claim", kind: "key changed concurrently on every attempt; retry"}
+}
