@@ -50,8 +50,8 @@ func (r runner) claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	if err := checkInput("claim", p.Scope, p.Key, p.Fingerprint, p.Owner, true); err != nil {
 		return backends.ClaimResult{}, err
 	}
-	if r.tx == nil && r.s.cfg.readFirst {
-		return r.claimReadFirst(ctx, p)
+	if r.tx == nil && !r.s.cfg.oneRoundTrip {
+		return r.claimPlain(ctx, p)
 	}
 	var row procRow
 	err := r.call(ctx, "claim", r.s.sql.claim,

@@ -31,26 +31,29 @@ type Config struct {
 	// with a digit, at most 53 bytes. Defaults to "once_records".
 	Table string
 
-	// LockTimeout bounds how long Claim and Resolve wait for a concurrent,
-	// uncommitted claim of the same key (one made through InTx or DoTx)
-	// before reporting the key in progress. It is applied as the session's
+	// LockTimeout bounds how long a procedure claim (InTx, DoTx,
+	// OneRoundTripClaims) and Resolve wait for a concurrent, uncommitted
+	// claim of the same key before reporting the key in progress. It is applied as the session's
 	// innodb_lock_wait_timeout for the duration of the call, in whole
 	// seconds (rounded up, at least one). Defaults to 5 seconds.
 	LockTimeout time.Duration
 
-	// ReadFirst makes Claim read the row with a plain prepared SELECT before
-	// it calls the claim procedure, and skip the call when the read already
-	// decides (a replay, a duplicate in progress, a mismatch). A replay then
-	// costs the server a primary-key read instead of a procedure call
-	// (a fraction of the server CPU), and a first execution one more round
-	// trip (three instead of two), all plain statements. Worth it
-	// when replays dominate and the server's CPU is the bottleneck; off by
-	// default, so that every answer is one round trip. It applies to the
-	// pool store, not to InTx. Its claims use plain statements, so a claim
-	// that meets a concurrent uncommitted claim (InTx, DoTx) waits up to the
-	// session's innodb_lock_wait_timeout, not LockTimeout: set that in the
-	// DSN (for example innodb_lock_wait_timeout=5) when you mix the two.
-	ReadFirst bool
+	// OneRoundTripClaims makes Claim call the stored procedure
+	// <Table>_claim, so that every claim answer is one round trip (a first
+	// execution two, with Complete). By default Claim sends plain prepared
+	// statements instead: a lock-free SELECT that alone answers a replay, a
+	// duplicate in progress and a mismatch, then, for a new key, an INSERT
+	// IGNORE (a first execution costs three round trips), or, for an expired
+	// record or a lapsed lease, a conditional UPDATE. The procedure saves a
+	// round trip per first execution but costs the server several times the
+	// CPU of a SELECT (see the package doc's measurements): pick it when the
+	// network's latency, not the server, is the bottleneck. A store bound
+	// to a transaction (InTx, DoTx) always uses the procedure, which bounds
+	// its wait for a concurrent claim by LockTimeout. The plain statements
+	// wait up to the session's innodb_lock_wait_timeout instead: set it in
+	// the DSN (for example innodb_lock_wait_timeout=5) when pool claims may
+	// meet keys held by DoTx.
+	OneRoundTripClaims bool
 
 	// SweepBatchSize is the number of expired rows Sweep deletes per
 	// statement. Defaults to 1000.
@@ -65,7 +68,7 @@ type Config struct {
 type resolved struct {
 	table          string
 	lockWaitS      int64
-	readFirst      bool
+	oneRoundTrip   bool
 	sweepBatchSize int
 	onSweepError   func(error)
 }
@@ -87,7 +90,7 @@ func resolveConfig(cfg *Config) (resolved, error) {
 		if cfg.SweepBatchSize > 0 {
 			r.sweepBatchSize = cfg.SweepBatchSize
 		}
-		r.readFirst = cfg.ReadFirst
+		r.oneRoundTrip = cfg.OneRoundTripClaims
 		if cfg.OnSweepError != nil {
 			r.onSweepError = cfg.OnSweepError
 		}
@@ -243,7 +246,9 @@ func (r runner) exec(ctx context.Context, op, query string, args ...any) (int64,
 
 func (s *Store) pool() runner { return runner{s: s} }
 
-// Claim implements backends.Store in one CALL (see the package doc).
+// Claim implements backends.Store with plain statements (one round trip
+// for a replay, a duplicate or a mismatch, two for a new claim), or in one
+// CALL with Config.OneRoundTripClaims (see the package doc).
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	return s.pool().claim(ctx, p)
 }

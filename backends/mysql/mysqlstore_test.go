@@ -21,9 +21,9 @@ func TestConformanceClientFoundRows(t *testing.T) {
 	backendtest.Run(t, func(testing.TB) backends.Store { return s })
 }
 
-// TestConformanceReadFirst runs the suite with Config.ReadFirst.
-func TestConformanceReadFirst(t *testing.T) {
-	s := newStore(t, newDB(t, nil), Config{ReadFirst: true})
+// TestConformanceOneRoundTrip runs the suite with the claim procedure.
+func TestConformanceOneRoundTrip(t *testing.T) {
+	s := newStore(t, newDB(t, nil), Config{OneRoundTripClaims: true})
 	backendtest.Run(t, func(testing.TB) backends.Store { return s })
 }
 
@@ -32,7 +32,7 @@ func BenchmarkStore(b *testing.B) {
 	backendtest.Benchmark(b, func(testing.TB) backends.Store { return s })
 }
 
-func BenchmarkStoreReadFirst(b *testing.B) {
-	s := newStore(b, newDB(b, nil), Config{ReadFirst: true})
+func BenchmarkStoreOneRoundTrip(b *testing.B) {
+	s := newStore(b, newDB(b, nil), Config{OneRoundTripClaims: true})
 	backendtest.Benchmark(b, func(testing.TB) backends.Store { return s })
 }

@@ -21,8 +21,8 @@ import (
 // concurrent uncommitted claim of the key waits for it and, once it
 // commits, reports it (its first, lock-free read could not see it).
 func TestClaimWaitsForUncommittedClaim(t *testing.T) {
-	t.Run("procedure", func(t *testing.T) { testClaimWaitsForUncommittedClaim(t, Config{}) })
-	t.Run("ReadFirst", func(t *testing.T) { testClaimWaitsForUncommittedClaim(t, Config{ReadFirst: true}) })
+	t.Run("plain", func(t *testing.T) { testClaimWaitsForUncommittedClaim(t, Config{}) })
+	t.Run("procedure", func(t *testing.T) { testClaimWaitsForUncommittedClaim(t, Config{OneRoundTripClaims: true}) })
 }
 
 func testClaimWaitsForUncommittedClaim(t *testing.T, cfg Config) {
@@ -312,11 +312,11 @@ func TestDoTxKilledConnectionLeavesNothing(t *testing.T) {
 }
 
 // TestRoundTripsPerDo counts the commands of whole once.Do calls on the
-// pool store: first execution 2, replay 1, in progress 1, mismatch 1; with
-// ReadFirst, a first execution costs 3.
+// pool store: replay 1, in progress 1, mismatch 1; first execution 3 with
+// plain statements, 2 with the claim procedure.
 func TestRoundTripsPerDo(t *testing.T) {
-	t.Run("default", func(t *testing.T) { testRoundTripsPerDo(t, Config{}, 2) })
-	t.Run("ReadFirst", func(t *testing.T) { testRoundTripsPerDo(t, Config{ReadFirst: true}, 3) })
+	t.Run("plain", func(t *testing.T) { testRoundTripsPerDo(t, Config{}, 3) })
+	t.Run("procedure", func(t *testing.T) { testRoundTripsPerDo(t, Config{OneRoundTripClaims: true}, 2) })
 }
 
 func testRoundTripsPerDo(t *testing.T, cfg Config, first int64) {
@@ -349,8 +349,8 @@ func testRoundTripsPerDo(t *testing.T, cfg Config, first int64) {
 // TestConcurrentTakeoverOneWinner races claims on a key whose lease lapsed:
 // exactly one takes it over.
 func TestConcurrentTakeoverOneWinner(t *testing.T) {
-	t.Run("procedure", func(t *testing.T) { testConcurrentTakeoverOneWinner(t, Config{}) })
-	t.Run("ReadFirst", func(t *testing.T) { testConcurrentTakeoverOneWinner(t, Config{ReadFirst: true}) })
+	t.Run("plain", func(t *testing.T) { testConcurrentTakeoverOneWinner(t, Config{}) })
+	t.Run("procedure", func(t *testing.T) { testConcurrentTakeoverOneWinner(t, Config{OneRoundTripClaims: true}) })
 }
 
 func testConcurrentTakeoverOneWinner(t *testing.T, cfg Config) {
@@ -394,8 +394,8 @@ func testConcurrentTakeoverOneWinner(t *testing.T, cfg Config) {
 // (the textbook three-inserter deadlock). The victim's autocommit CALL is
 // run again, so both Claims answer, and exactly one claims the key.
 func TestDeadlockVictimRetried(t *testing.T) {
-	t.Run("procedure", func(t *testing.T) { testDeadlockVictimRetried(t, Config{}) })
-	t.Run("ReadFirst", func(t *testing.T) { testDeadlockVictimRetried(t, Config{ReadFirst: true}) })
+	t.Run("plain", func(t *testing.T) { testDeadlockVictimRetried(t, Config{}) })
+	t.Run("procedure", func(t *testing.T) { testDeadlockVictimRetried(t, Config{OneRoundTripClaims: true}) })
 }
 
 func testDeadlockVictimRetried(t *testing.T, cfg Config) {

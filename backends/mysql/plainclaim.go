@@ -7,8 +7,8 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// The statements of Config.ReadFirst's claim: plain prepared statements,
-// no procedure. Deadlines are computed on the server's clock and saturate
+// The statements of the default (plain) claim: prepared statements, no
+// procedure. Deadlines are computed on the server's clock and saturate
 // like the procedure's.
 const (
 	// peekSQL: scope, key. A consistent read, no lock; live tells an
@@ -65,13 +65,13 @@ func (r runner) peek(ctx context.Context, p backends.ClaimParams) (peeked, error
 	return pk, err
 }
 
-// claimReadFirst is Claim under Config.ReadFirst: a plain read decides a
+// claimPlain is the pool store's default Claim: a plain read decides a
 // replay, a duplicate in progress, a mismatch and a re-send by itself; a
 // new key costs an INSERT IGNORE more, an expired record or a lapsed lease
 // a conditional UPDATE more. When the write finds the key changed by a
 // concurrent session, it reads again (a fresh snapshot: each statement of
 // the pool store commits on its own), at most four times.
-func (r runner) claimReadFirst(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+func (r runner) claimPlain(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	lease, retention := micros(p.Lease), micros(p.Retention)
 	for range 4 {
 		pk, err := r.peek(ctx, p)
