@@ -6,21 +6,31 @@
 // tool), together with two stored procedures, <table>_claim and
 // <table>_resolve.
 //
-// # Round trips
+// # Round trips and server cost
 //
 // MySQL has no INSERT … RETURNING, and MariaDB's cannot be combined with ON
 // DUPLICATE KEY UPDATE, so no single statement both claims a key and
-// returns the record that prevented the claim. INSERT … ON DUPLICATE KEY
-// UPDATE would also take an exclusive row lock on every replay. Claim is
-// therefore one CALL of a stored procedure: a consistent (lock-free) read of
-// the row, then at most one write — an INSERT IGNORE for an absent key, or an
-// UPDATE conditioned on the exact row version read, for an expired record or
-// a lapsed lease. One round trip for every answer: a first execution costs two
-// (Claim, Complete), a replay, a duplicate in progress and a fingerprint
-// mismatch one each, and a replay takes no row lock and writes nothing.
-// Complete, Renew and Release are single statements. Statements are prepared
-// once per connection and cached by the Store, so each call is one
-// COM_STMT_EXECUTE whatever the DSN's interpolateParams setting.
+// returns the record that prevented the claim; INSERT … ON DUPLICATE KEY
+// UPDATE would also take an exclusive row lock on every replay. Two floors
+// remain, and the Store offers both:
+//
+//   - Plain statements (the default). Claim reads the row with a lock-free
+//     prepared SELECT, which alone answers a replay, a duplicate in progress
+//     and a mismatch: one round trip, no row lock, no write. A new key costs
+//     an INSERT IGNORE more, an expired record or a lapsed lease an UPDATE
+//     conditioned on the row version read. A first execution is three round
+//     trips (read, insert, Complete).
+//   - One CALL (Config.OneRoundTripClaims). The same read and write run
+//     inside the stored procedure <Table>_claim: every answer is one round
+//     trip, a first execution two. The price is server CPU: a CALL costs
+//     MariaDB several times a prepared SELECT, so on a busy server the
+//     procedure is slower, and much slower under concurrency (see the
+//     module's README for the measured figures).
+//
+// Complete, Renew and Release are single statements; Resolve is one CALL.
+// Statements are prepared once per connection and cached by the Store, so
+// each call is one COM_STMT_EXECUTE whatever the DSN's interpolateParams
+// setting.
 //
 // # Time
 //
