@@ -17,12 +17,18 @@ func TestConformance(t *testing.T) {
 // TestConformanceClientFoundRows runs the suite with the driver's
 // clientFoundRows flag, which changes what affected-rows counts mean.
 func TestConformanceClientFoundRows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a variant of TestConformance; -short runs the default only")
+	}
 	s := newStore(t, newDB(t, func(c *mysql.Config) { c.ClientFoundRows = true }), Config{})
 	backendtest.Run(t, func(testing.TB) backends.Store { return s })
 }
 
 // TestConformanceOneRoundTrip runs the suite with the claim procedure.
 func TestConformanceOneRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a variant of TestConformance; -short runs the default only")
+	}
 	s := newStore(t, newDB(t, nil), Config{OneRoundTripClaims: true})
 	backendtest.Run(t, func(testing.TB) backends.Store { return s })
 }

@@ -29,6 +29,9 @@ func TestConformance(t *testing.T) {
 // TestConformanceSynchronousNormal runs the suite with one reader and
 // synchronous=NORMAL, so replays and writes contend for few connections.
 func TestConformanceSynchronousNormal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a variant of TestConformance; -short runs the default only")
+	}
 	s := openStore(t, tempDB(t), &Options{Synchronous: "normal", Readers: 1})
 	backendtest.Run(t, func(testing.TB) backends.Store { return s })
 }
