@@ -158,8 +158,13 @@ func testRoundTrips(t *testing.T, cfg Config, newClaim int64) {
 // TestReplayWritesNothing checks that a replay and an in-progress answer
 // leave the row untouched (its revision does not move).
 func TestReplayWritesNothing(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { testReplayWritesNothing(t, Config{}) })
+	t.Run("procedure", func(t *testing.T) { testReplayWritesNothing(t, Config{OneRoundTripClaims: true}) })
+}
+
+func testReplayWritesNothing(t *testing.T, cfg Config) {
 	db := newDB(t, nil)
-	s := newStore(t, db, Config{})
+	s := newStore(t, db, cfg)
 	ctx := context.Background()
 	scope := backendtest.Scope(t)
 	revision := func(key string) int64 {
@@ -410,4 +415,47 @@ func TestRunSweeperStopsWithContext(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	require.Empty(t, errs)
+}
+
+// TestReplayTakesNoLock: a replay and an in-progress answer succeed while
+// another transaction holds the row FOR UPDATE, so they take no row lock.
+func TestReplayTakesNoLock(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { testReplayTakesNoLock(t, Config{}) })
+	t.Run("procedure", func(t *testing.T) { testReplayTakesNoLock(t, Config{OneRoundTripClaims: true}) })
+}
+
+func testReplayTakesNoLock(t *testing.T, cfg Config) {
+	db := newDB(t, nil)
+	s := newStore(t, db, cfg)
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+	done, busy := claimParams(scope, "done"), claimParams(scope, "busy")
+	for _, p := range []backends.ClaimParams{done, busy} {
+		r, err := s.Claim(ctx, p)
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+	}
+	ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "done", Owner: done.Owner, Outcome: []byte("v"), Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	tx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	var n int
+	require.NoError(t, tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quote(testTable)+" WHERE scope = ? FOR UPDATE", scope).Scan(&n))
+	require.Equal(t, 2, n)
+
+	short, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	r, err := s.Claim(short, claimParams(scope, "done"))
+	require.NoError(t, err, "a replay does not wait for the row lock")
+	require.Equal(t, []byte("v"), r.Existing.Outcome)
+	r, err = s.Claim(short, claimParams(scope, "busy"))
+	require.NoError(t, err, "nor does an in-progress answer")
+	require.Equal(t, backends.StatePending, r.Existing.State)
+	rec, _, found, err := s.Get(short, scope, "done")
+	require.NoError(t, err, "nor Get")
+	require.True(t, found)
+	require.Equal(t, []byte("v"), rec.Outcome)
 }
