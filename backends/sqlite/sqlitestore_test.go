@@ -408,3 +408,34 @@ func TestWaitWakesOnCompletion(t *testing.T) {
 	require.Equal(t, "v", <-done)
 	wg.Wait()
 }
+
+// TestReplayWhileWriteLocked: a replay is a read on a read connection, so
+// it answers while another connection (another process, say) holds the
+// file's write lock; a claim of a new key waits for the lock instead.
+func TestReplayWhileWriteLocked(t *testing.T) {
+	path := tempDB(t)
+	s := openStore(t, path, &Options{BusyTimeout: 200 * time.Millisecond})
+	ctx := context.Background()
+	_, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "done", Owner: "o", Lease: time.Minute, Retention: time.Hour})
+	require.NoError(t, err)
+	ok, err := s.Complete(ctx, backends.CompleteParams{Scope: "s", Key: "done", Owner: "o", Outcome: []byte("v"), Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	other := openStore(t, path, nil)
+	conn, err := other.writer.Conn(ctx)
+	require.NoError(t, err)
+	defer func() { _ = conn.Close() }()
+	_, err = conn.ExecContext(ctx, "BEGIN IMMEDIATE")
+	require.NoError(t, err)
+	defer func() { _, _ = conn.ExecContext(ctx, "ROLLBACK") }()
+
+	r, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "done", Owner: "p", Lease: time.Minute, Retention: time.Hour})
+	require.NoError(t, err, "a replay needs no write lock")
+	require.Equal(t, []byte("v"), r.Existing.Outcome)
+
+	_, err = s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "new", Owner: "p", Lease: time.Minute, Retention: time.Hour})
+	var e *Error
+	require.ErrorAs(t, err, &e, "a new claim waits BusyTimeout for the lock, then fails typed")
+	require.Contains(t, e.Error(), "busy")
+}
