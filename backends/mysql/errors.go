@@ -97,6 +97,8 @@ func interpretError(op string, err error) (found bool, _ error) {
 		if strings.Trim(e.SQLState, "\x00") == "" {
 			e.SQLState = ""
 		}
+	case err.Error() == "sql: database is closed": // database/sql's unexported errDBClosed
+		e.kind, e.cause = "the *sql.DB is closed", errClosed
 	case errors.Is(err, sql.ErrConnDone), errors.Is(err, sql.ErrTxDone):
 		e.kind = "connection or transaction already closed"
 	case errors.Is(err, driver.ErrBadConn), errors.Is(err, mysql.ErrInvalidConn):

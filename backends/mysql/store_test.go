@@ -313,6 +313,18 @@ func TestClosedStore(t *testing.T) {
 	require.ErrorAs(t, err, &e)
 }
 
+func TestClosedDB(t *testing.T) {
+	db := newDB(t, nil)
+	s := newStore(t, db, Config{})
+	_, err := s.Claim(context.Background(), claimParams(backendtest.Scope(t), "k"))
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	_, err = s.Claim(context.Background(), claimParams(backendtest.Scope(t), "k"))
+	require.ErrorIs(t, err, backends.ErrClosed)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+}
+
 func TestCancelledContextIsTyped(t *testing.T) {
 	s := newStore(t, newDB(t, nil), Config{})
 	ctx, cancel := context.WithCancel(context.Background())
