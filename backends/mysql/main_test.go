@@ -15,11 +15,13 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/stagedoor/once/internal/testservers/serverenv"
 )
 
 // The test server: ONCE_MYSQL_DSN, or the local MariaDB default. Without a
-// server the tests skip, unless ONCE_REQUIRE_SERVERS=1 or CI is set, where
-// they fail.
+// server the tests skip, unless serverenv.Required (ONCE_REQUIRE_SERVERS=1
+// or CI set), where they fail.
 const defaultDSN = "root@tcp(127.0.0.1:3306)/test?parseTime=true"
 
 var (
@@ -101,7 +103,7 @@ func requireServer(tb testing.TB) {
 		return
 	}
 	msg := fmt.Sprintf("MariaDB/MySQL at %s is not usable (%v); set ONCE_MYSQL_DSN", dsn(), serverErr)
-	if os.Getenv("ONCE_REQUIRE_SERVERS") == "1" || os.Getenv("CI") != "" {
+	if serverenv.Required() {
 		tb.Fatal(msg)
 	}
 	tb.Skip(msg)

@@ -86,7 +86,7 @@ func (r runner) claimPlain(ctx context.Context, p backends.ClaimParams) (backend
 		case pk.live && pk.row.state == 1 && pk.owner.Valid && pk.owner.String == p.Owner:
 			return backends.ClaimResult{Claimed: true}, nil // a re-send
 		case !pk.live || (pk.row.state == 1 && pk.row.leaseUS.Int64 <= 0 &&
-			(len(pk.row.fp) == 0 || backends.FingerprintMatches(pk.row.fp, p.Fingerprint))):
+			backends.FingerprintMatches(pk.row.fp, p.Fingerprint)):
 			fp := nonNil(p.Fingerprint)
 			n, err = r.exec(ctx, "claim", r.s.sql.takeover,
 				fp, fp, p.Owner, lease, lease, retention, p.Scope, p.Key, pk.revision, pk.owner, fp, fp)

@@ -23,7 +23,7 @@ func decideClaim(r row, p backends.ClaimParams, now int64) (claimDecision, backe
 	case r.pendingBy(p.Owner, now):
 		// A re-send of a Claim that applied: claimed, nothing changes.
 		return claimReport, backends.ClaimResult{Claimed: true}
-	case r.state == 1 && r.leaseUntil.Int64 <= now && matches(r.fp, p.Fingerprint):
+	case r.state == 1 && r.leaseUntil.Int64 <= now && backends.FingerprintMatches(r.fp, p.Fingerprint):
 		return claimTakeover, backends.ClaimResult{Claimed: true, TookOver: true}
 	}
 	return claimReport, backends.ClaimResult{Existing: r.record(now)}
@@ -58,7 +58,7 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 				p.Scope, p.Key, nonNil(p.Fingerprint), 1, p.Owner, 0, lease, nil, now, expires)
 		case claimTakeover:
 			_, err = tx.ExecContext(ctx, s.sql.takeover,
-				nonNil(bound(r.fp, p.Fingerprint)), p.Owner, lease, now, expires, p.Scope, p.Key)
+				nonNil(backends.BoundFingerprint(r.fp, p.Fingerprint)), p.Owner, lease, now, expires, p.Scope, p.Key)
 		}
 		return err
 	})

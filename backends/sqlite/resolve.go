@@ -20,7 +20,7 @@ func decideResolve(r row, p backends.ResolveParams, now int64) (resolveDecision,
 	switch {
 	case !r.live(now):
 		return resolveInsert, backends.ResolveResult{Resolved: true}
-	case r.state == 1 && matches(r.fp, p.Fingerprint):
+	case r.state == 1 && backends.FingerprintMatches(r.fp, p.Fingerprint):
 		return resolvePending, backends.ResolveResult{Resolved: true}
 	case r.state == 2 && r.resolved && p.Owner != "" && r.owner.Valid && r.owner.String == p.Owner &&
 		bytes.Equal(r.outcome, p.Outcome):
@@ -56,7 +56,7 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 				p.Scope, p.Key, nonNil(p.Fingerprint), 2, p.Owner, 1, nil, nonNil(p.Outcome), now, expires)
 		case resolvePending:
 			_, err = tx.ExecContext(ctx, s.sql.resolvePending,
-				nonNil(bound(r.fp, p.Fingerprint)), p.Owner, nonNil(p.Outcome), now, expires, p.Scope, p.Key)
+				nonNil(backends.BoundFingerprint(r.fp, p.Fingerprint)), p.Owner, nonNil(p.Outcome), now, expires, p.Scope, p.Key)
 		}
 		return err
 	})
