@@ -1,0 +1,272 @@
+package once
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+)
+
+// Action is what a message consumer does with a message after Consume.
+type Action uint8
+
+const (
+	// Ack: the message is done. Acknowledge it (NATS Ack, AMQP Ack) and do
+	// not deliver it again.
+	Ack Action = iota + 1
+	// RetryLater: the message is not done yet and must be delivered again,
+	// preferably after Decision.RetryAfter (NATS NakWithDelay, AMQP Nack
+	// with requeue).
+	RetryLater
+	// DeadLetter: the message can never be processed as it is. Move it to a
+	// dead-letter queue (NATS Term, AMQP Nack without requeue) so that a
+	// person looks at it; redelivering it would fail the same way forever.
+	DeadLetter
+)
+
+// String returns "ack", "retry later" or "dead letter".
+func (a Action) String() string {
+	switch a {
+	case Ack:
+		return "ack"
+	case RetryLater:
+		return "retry later"
+	case DeadLetter:
+		return "dead letter"
+	default:
+		return "unknown action"
+	}
+}
+
+// Reason says why Consume decided its Action. Every Reason belongs to
+// exactly one Action; see Consume for the table.
+type Reason string
+
+// The reasons of Consume's decisions.
+const (
+	ReasonDone          Reason = "done"                 // Ack: the handler ran now and its success is recorded
+	ReasonReplayed      Reason = "replayed"             // Ack: the handler ran before; its success is replayed
+	ReasonFinal         Reason = "final error"          // Ack: the handler returned a final error now; it is recorded
+	ReasonReplayedFinal Reason = "replayed final error" // Ack: a final error recorded before is replayed
+	ReasonUnrecorded    Reason = "outcome unrecorded"   // Ack: the handler finished but the store did not record it
+	ReasonInProgress    Reason = "in progress"          // RetryLater: another consumer holds a live claim on the key
+	ReasonHeld          Reason = "held"                 // RetryLater: the handler returned a Hold error; the key is held
+	ReasonHandlerError  Reason = "handler error"        // RetryLater: the handler returned a retryable error
+	ReasonPanicked      Reason = "handler panicked"     // RetryLater: the handler panicked; the claim was released
+	ReasonLeaseLost     Reason = "lease lost"           // RetryLater: the claim was taken over while the handler ran
+	ReasonStoreDown     Reason = "store unavailable"    // RetryLater: the claim could not be made; the handler did not run
+	ReasonCanceled      Reason = "canceled"             // RetryLater: the consumer's context ended before the handler ran
+	ReasonMisconfigured Reason = "misconfigured"        // RetryLater: the scope, context, handler or fingerprint is invalid
+	ReasonKeyReused     Reason = "key reused"           // DeadLetter: the key is bound to another payload
+	ReasonInvalidKey    Reason = "invalid key"          // DeadLetter: the key is missing, too long or malformed
+	ReasonUndecodable   Reason = "undecodable"          // DeadLetter: the stored outcome cannot be decoded
+	ReasonRejected      Reason = "rejected"             // DeadLetter: the handler returned a Reject error
+)
+
+// StoreRetryAfter is the RetryAfter hint of a decision taken because the
+// store could not be reached.
+const StoreRetryAfter = time.Second
+
+// Decision is Consume's answer: what to do with the message, and why.
+type Decision struct {
+	// Action is what the consumer does with the message.
+	Action Action
+	// Reason says why; it belongs to Action.
+	Reason Reason
+	// RetryAfter hints when to deliver the message again when Action is
+	// RetryLater; zero means no hint (use the broker's own redelivery
+	// delay). It is zero for the other actions.
+	RetryAfter time.Duration
+	// Err is the error behind the decision: the handler's error (first run
+	// or replayed final error), the panic as a *PanicError, or the failure
+	// of the store or of validation. It is nil for ReasonDone and
+	// ReasonReplayed.
+	Err error
+}
+
+// String describes the decision for logs, without message data.
+func (d Decision) String() string {
+	s := d.Action.String() + " (" + string(d.Reason) + ")"
+	if d.Action == RetryLater && d.RetryAfter > 0 {
+		s += " after " + d.RetryAfter.String()
+	}
+	return s
+}
+
+// PanicError is the Err of a ReasonPanicked decision: the value the
+// handler panicked with and the stack at the panic.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("once: handler panicked: %v", e.Value) }
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// ErrRejected marks a message the handler rejected with Reject.
+var ErrRejected = errors.New("once: message rejected")
+
+type rejected struct{ err error }
+
+func (e *rejected) Error() string        { return e.err.Error() }
+func (e *rejected) Unwrap() error        { return e.err }
+func (e *rejected) Is(target error) bool { return target == ErrRejected }
+
+// Reject marks err as the reason a message can never be processed (its
+// payload cannot be decoded, it names something that does not exist):
+// Consume answers DeadLetter with ReasonRejected. Nothing is stored and
+// the claim is released, so a corrected copy of the message with the same
+// key is processed normally. Reject(nil) is nil.
+func Reject(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &rejected{err: err}
+}
+
+// Consume runs handler at most once per (scope, key), as Do does, and
+// returns what a message consumer must do with the message. Use the
+// message's ID or a business key as key, the consumer group as scope, and
+// a digest of the payload as fp (nil for no check).
+//
+// Consume never panics: a handler panic is recovered (after the claim is
+// released) and answered RetryLater with a *PanicError. The table of its
+// decisions:
+//
+//	what happened                                     Action      Reason
+//	handler ran now, success recorded                 Ack         ReasonDone
+//	key done before, success replayed                 Ack         ReasonReplayed
+//	handler returned a final error now, recorded      Ack         ReasonFinal
+//	key done before, final error replayed             Ack         ReasonReplayedFinal
+//	handler finished, store failed to record it       Ack         ReasonUnrecorded
+//	another consumer holds a live claim on the key    RetryLater  ReasonInProgress (RetryAfter: the lease hint)
+//	handler returned a Hold error                     RetryLater  ReasonHeld (RetryAfter: the lease)
+//	handler returned a retryable error                RetryLater  ReasonHandlerError
+//	handler panicked                                  RetryLater  ReasonPanicked
+//	claim lost to another consumer while running      RetryLater  ReasonLeaseLost
+//	store unreachable at the claim (handler not run)  RetryLater  ReasonStoreDown (RetryAfter: StoreRetryAfter)
+//	consumer's context ended before the handler ran   RetryLater  ReasonCanceled
+//	invalid scope, nil context or handler, long fp    RetryLater  ReasonMisconfigured
+//	key bound to another payload (fingerprint)        DeadLetter  ReasonKeyReused
+//	key empty, over 255 bytes, bad UTF-8, control     DeadLetter  ReasonInvalidKey
+//	stored outcome cannot be decoded                  DeadLetter  ReasonUndecodable
+//	handler returned a Reject error                   DeadLetter  ReasonRejected
+//
+// An unrecorded outcome is acknowledged because the handler's effect has
+// happened: redelivering the message would repeat it. A lost lease is not,
+// because the consumer that took the key over may still fail; the
+// redelivery then replays its outcome. A misconfiguration is retried, not
+// dead-lettered, since the message is not at fault.
+func Consume(ctx context.Context, scope Scope, key string, fp Fingerprint, handler func(context.Context) error) Decision {
+	var fn func(context.Context) (struct{}, error)
+	if handler != nil {
+		fn = func(ctx context.Context) (struct{}, error) { return struct{}{}, handler(ctx) }
+	}
+	_, d := ConsumeValue(ctx, scope, key, fp, fn)
+	return d
+}
+
+// ConsumeValue is Consume for a handler that returns a value, stored and
+// replayed as Do stores and replays it (a Watermill handler's produced
+// messages, for example). The value is returned with Ack decisions other
+// than ReasonFinal and ReasonReplayedFinal.
+func ConsumeValue[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, handler func(context.Context) (T, error)) (v T, d Decision) {
+	if handler == nil {
+		return v, Decision{Action: RetryLater, Reason: ReasonMisconfigured, Err: &InvalidInputError{Field: "fn", Reason: "nil"}}
+	}
+	var ran bool
+	var class Class
+	fn := func(ctx context.Context) (T, error) {
+		ran = true
+		v, err := handler(ctx)
+		if err == nil {
+			return v, nil
+		}
+		if errors.Is(err, ErrRejected) {
+			class = Retryable
+			return v, Retry(err)
+		}
+		class, _ = classify(err, scope.classifier())
+		return v, err
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			var zero T
+			v, d = zero, Decision{Action: RetryLater, Reason: ReasonPanicked, Err: &PanicError{Value: p, Stack: debug.Stack()}}
+		}
+	}()
+	out, err := DoOutcome(ctx, scope, key, fp, fn)
+	if ran {
+		return out.Value, decideRan(scope, out.Recorded, class, err)
+	}
+	return out.Value, decideNotRan(ctx, out.Replayed, err)
+}
+
+// decideRan decides after the handler ran in this call.
+func decideRan(scope Scope, recorded bool, class Class, err error) Decision {
+	switch {
+	case err == nil:
+		return Decision{Action: Ack, Reason: ReasonDone}
+	case recorded:
+		// A final error, or a value recorded as an error (too large, not
+		// encodable): every redelivery gets the same answer.
+		return Decision{Action: Ack, Reason: ReasonFinal, Err: err}
+	case errors.Is(err, ErrRejected):
+		return Decision{Action: DeadLetter, Reason: ReasonRejected, Err: err}
+	case errors.Is(err, ErrLeaseLost) && class != HeldClass:
+		return Decision{Action: RetryLater, Reason: ReasonLeaseLost, Err: err}
+	case errors.Is(err, ErrOutcomeUnrecorded) && class != HeldClass:
+		return Decision{Action: Ack, Reason: ReasonUnrecorded, Err: err}
+	case class == HeldClass:
+		return Decision{Action: RetryLater, Reason: ReasonHeld, RetryAfter: scope.lease(), Err: err}
+	default:
+		return Decision{Action: RetryLater, Reason: ReasonHandlerError, Err: err}
+	}
+}
+
+// decideNotRan decides when the handler did not run in this call.
+func decideNotRan(ctx context.Context, replayed bool, err error) Decision {
+	var inProgress *InProgressError
+	var invalid *InvalidInputError
+	switch {
+	case err == nil:
+		return Decision{Action: Ack, Reason: ReasonReplayed}
+	case replayed:
+		return Decision{Action: Ack, Reason: ReasonReplayedFinal, Err: err}
+	case errors.As(err, &invalid) && invalid.Field == "key":
+		return Decision{Action: DeadLetter, Reason: ReasonInvalidKey, Err: err}
+	case invalid != nil:
+		return Decision{Action: RetryLater, Reason: ReasonMisconfigured, Err: err}
+	case errors.Is(err, ErrKeyReused):
+		return Decision{Action: DeadLetter, Reason: ReasonKeyReused, Err: err}
+	case errors.As(err, &inProgress):
+		return Decision{Action: RetryLater, Reason: ReasonInProgress, RetryAfter: inProgress.RetryAfter, Err: err}
+	case errors.Is(err, ErrUndecodable):
+		return Decision{Action: DeadLetter, Reason: ReasonUndecodable, Err: err}
+	case ctx.Err() != nil:
+		return Decision{Action: RetryLater, Reason: ReasonCanceled, Err: err}
+	default: // a *StoreError: the claim failed, the handler did not run
+		return Decision{Action: RetryLater, Reason: ReasonStoreDown, RetryAfter: StoreRetryAfter, Err: err}
+	}
+}
+
+// classifier and lease read a Scope's policy; a zero Scope has none.
+func (s Scope) classifier() Classifier {
+	if s.cfg == nil {
+		return nil
+	}
+	return s.cfg.classifier
+}
+
+func (s Scope) lease() time.Duration {
+	if s.cfg == nil {
+		return DefaultLease
+	}
+	return s.cfg.lease
+}

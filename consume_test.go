@@ -1,0 +1,289 @@
+package once_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/internal/testservers"
+)
+
+// TestConsumeDecisionTable checks every row of Consume's decision table on
+// every store, over the real servers.
+func TestConsumeDecisionTable(t *testing.T) {
+	for name, newStore := range testservers.Stores() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			consumeTable(t, newStore)
+		})
+	}
+}
+
+// counted returns a handler that counts its runs and returns err.
+func counted(runs *atomic.Int32, err error) func(context.Context) error {
+	return func(context.Context) error { runs.Add(1); return err }
+}
+
+func requireDecision(t *testing.T, d once.Decision, action once.Action, reason once.Reason) {
+	t.Helper()
+	require.Equal(t, action, d.Action, "decision %v, err %v", d, d.Err)
+	require.Equal(t, reason, d.Reason, "decision %v, err %v", d, d.Err)
+	if action != once.RetryLater {
+		require.Zero(t, d.RetryAfter)
+	}
+}
+
+func consumeTable(t *testing.T, newStore func(testing.TB) backends.Store) {
+	ctx := context.Background()
+	fp := once.Fingerprint("payload-1")
+
+	t.Run("DoneThenReplayed", func(t *testing.T) {
+		scope := once.New(newStore(t)).Scope("group")
+		var runs atomic.Int32
+		d := once.Consume(ctx, scope, "m1", fp, counted(&runs, nil))
+		requireDecision(t, d, once.Ack, once.ReasonDone)
+		require.NoError(t, d.Err)
+		d = once.Consume(ctx, scope, "m1", fp, counted(&runs, nil))
+		requireDecision(t, d, once.Ack, once.ReasonReplayed)
+		require.NoError(t, d.Err)
+		require.Equal(t, int32(1), runs.Load())
+	})
+	t.Run("FinalThenReplayedFinal", func(t *testing.T) {
+		scope := once.New(newStore(t), once.RegisterError[*CardDeclinedError]("card_declined")).Scope("group")
+		var runs atomic.Int32
+		declined := &CardDeclinedError{Reason: "lost_card"}
+		d := once.Consume(ctx, scope, "m1", fp, counted(&runs, once.Final(declined)))
+		requireDecision(t, d, once.Ack, once.ReasonFinal)
+		require.ErrorIs(t, d.Err, declined)
+		d = once.Consume(ctx, scope, "m1", fp, counted(&runs, nil))
+		requireDecision(t, d, once.Ack, once.ReasonReplayedFinal)
+		var replayed *CardDeclinedError
+		require.ErrorAs(t, d.Err, &replayed)
+		require.Equal(t, "lost_card", replayed.Reason)
+		require.Equal(t, int32(1), runs.Load(), "a replayed final error is acked, never run again")
+	})
+	t.Run("FinalByClassifier", func(t *testing.T) {
+		errBad := errors.New("bad account")
+		scope := once.New(newStore(t), once.WithClassifier(func(err error) once.Class {
+			if errors.Is(err, errBad) {
+				return once.FinalClass
+			}
+			return once.Retryable
+		})).Scope("group")
+		var runs atomic.Int32
+		requireDecision(t, once.Consume(ctx, scope, "m1", fp, counted(&runs, errBad)), once.Ack, once.ReasonFinal)
+		requireDecision(t, once.Consume(ctx, scope, "m1", fp, counted(&runs, errBad)), once.Ack, once.ReasonReplayedFinal)
+		require.Equal(t, int32(1), runs.Load())
+	})
+	t.Run("Unrecorded", func(t *testing.T) {
+		store := newFaultStore(newStore(t))
+		store.set(func(f *faultStore) {
+			f.complete = func(context.Context, backends.CompleteParams) (bool, error) { return false, errStoreDown }
+		})
+		var runs atomic.Int32
+		d := once.Consume(ctx, once.New(store).Scope("group"), "m1", fp, counted(&runs, nil))
+		requireDecision(t, d, once.Ack, once.ReasonUnrecorded)
+		require.ErrorIs(t, d.Err, once.ErrOutcomeUnrecorded)
+		require.Equal(t, int32(1), runs.Load(), "the effect happened: acked so that it is not repeated")
+	})
+	t.Run("InProgress", func(t *testing.T) {
+		scope := once.New(newStore(t)).Scope("group")
+		started, release := make(chan struct{}), make(chan struct{})
+		first := make(chan once.Decision, 1)
+		go func() {
+			first <- once.Consume(ctx, scope, "m1", fp, func(context.Context) error {
+				close(started)
+				<-release
+				return nil
+			})
+		}()
+		<-started
+		var runs atomic.Int32
+		d := once.Consume(ctx, scope, "m1", fp, counted(&runs, nil))
+		requireDecision(t, d, once.RetryLater, once.ReasonInProgress)
+		require.ErrorIs(t, d.Err, once.ErrInProgress)
+		require.Positive(t, d.RetryAfter)
+		require.LessOrEqual(t, d.RetryAfter, time.Second)
+		close(release)
+		requireDecision(t, <-first, once.Ack, once.ReasonDone)
+		requireDecision(t, once.Consume(ctx, scope, "m1", fp, counted(&runs, nil)), once.Ack, once.ReasonReplayed)
+		require.Zero(t, runs.Load())
+	})
+	t.Run("HeldThenInProgress", func(t *testing.T) {
+		scope := once.New(newStore(t), once.WithLease(time.Minute)).Scope("group")
+		var runs atomic.Int32
+		errTimeout := errors.New("provider timed out")
+		d := once.Consume(ctx, scope, "m1", fp, counted(&runs, once.Hold(errTimeout)))
+		requireDecision(t, d, once.RetryLater, once.ReasonHeld)
+		require.ErrorIs(t, d.Err, errTimeout)
+		require.Equal(t, time.Minute, d.RetryAfter)
+		d = once.Consume(ctx, scope, "m1", fp, counted(&runs, nil))
+		requireDecision(t, d, once.RetryLater, once.ReasonInProgress)
+		require.Equal(t, int32(1), runs.Load(), "a held key is not run again before its lease ends")
+	})
+	t.Run("HandlerErrorThenRerun", func(t *testing.T) {
+		scope := once.New(newStore(t)).Scope("group")
+		var runs atomic.Int32
+		errFlaky := errors.New("downstream 503")
+		d := once.Consume(ctx, scope, "m1", fp, counted(&runs, errFlaky))
+		requireDecision(t, d, once.RetryLater, once.ReasonHandlerError)
+		require.ErrorIs(t, d.Err, errFlaky)
+		require.Zero(t, d.RetryAfter)
+		requireDecision(t, once.Consume(ctx, scope, "m1", fp, counted(&runs, nil)), once.Ack, once.ReasonDone)
+		require.Equal(t, int32(2), runs.Load(), "a retryable error releases the claim at once")
+	})
+	t.Run("PanickedThenRerun", func(t *testing.T) {
+		scope := once.New(newStore(t)).Scope("group")
+		var runs atomic.Int32
+		d := once.Consume(ctx, scope, "m1", fp, func(context.Context) error { runs.Add(1); panic("boom") })
+		requireDecision(t, d, once.RetryLater, once.ReasonPanicked)
+		var p *once.PanicError
+		require.ErrorAs(t, d.Err, &p)
+		require.Equal(t, "boom", p.Value)
+		require.Contains(t, string(p.Stack), "consume_test.go")
+		requireDecision(t, once.Consume(ctx, scope, "m1", fp, counted(&runs, nil)), once.Ack, once.ReasonDone)
+		require.Equal(t, int32(2), runs.Load(), "a panic releases the claim")
+	})
+	t.Run("LeaseLost", func(t *testing.T) {
+		inner := newStore(t)
+		store := newFaultStore(inner)
+		store.set(func(f *faultStore) {
+			f.renew = func(context.Context, backends.RenewParams) (bool, error) { return false, errors.New("paused") }
+		})
+		scope := once.New(store, once.WithLease(200*time.Millisecond)).Scope("group")
+		started, resume := make(chan struct{}), make(chan struct{})
+		stale := make(chan once.Decision, 1)
+		go func() {
+			stale <- once.Consume(ctx, scope, "m1", fp, func(context.Context) error {
+				close(started)
+				<-resume
+				return nil
+			})
+		}()
+		<-started
+		other := once.New(inner).Scope("group")
+		var runs atomic.Int32
+		require.Eventually(t, func() bool {
+			return once.Consume(ctx, other, "m1", fp, counted(&runs, nil)).Reason == once.ReasonDone
+		}, 10*time.Second, 20*time.Millisecond, "the other consumer takes the key over after the lease")
+		close(resume)
+		d := <-stale
+		requireDecision(t, d, once.RetryLater, once.ReasonLeaseLost)
+		require.ErrorIs(t, d.Err, once.ErrLeaseLost)
+		requireDecision(t, once.Consume(ctx, other, "m1", fp, counted(&runs, nil)), once.Ack, once.ReasonReplayed)
+	})
+	t.Run("StoreDown", func(t *testing.T) {
+		store := newFaultStore(newStore(t))
+		store.set(func(f *faultStore) {
+			f.claim = func(context.Context, backends.ClaimParams) (backends.ClaimResult, error) {
+				return backends.ClaimResult{}, errStoreDown
+			}
+		})
+		var runs atomic.Int32
+		d := once.Consume(ctx, once.New(store).Scope("group"), "m1", fp, counted(&runs, nil))
+		requireDecision(t, d, once.RetryLater, once.ReasonStoreDown)
+		require.ErrorIs(t, d.Err, once.ErrStore)
+		require.Equal(t, once.StoreRetryAfter, d.RetryAfter)
+		require.Zero(t, runs.Load(), "fail closed")
+	})
+	t.Run("Canceled", func(t *testing.T) {
+		scope := once.New(newStore(t)).Scope("group")
+		cctx, cancel := context.WithCancel(ctx)
+		cancel()
+		var runs atomic.Int32
+		d := once.Consume(cctx, scope, "m1", fp, counted(&runs, nil))
+		requireDecision(t, d, once.RetryLater, once.ReasonCanceled)
+		require.Zero(t, runs.Load())
+		requireDecision(t, once.Consume(ctx, scope, "m1", fp, counted(&runs, nil)), once.Ack, once.ReasonDone)
+	})
+	t.Run("Misconfigured", func(t *testing.T) {
+		scope := once.New(newStore(t)).Scope("group")
+		var runs atomic.Int32
+		cases := map[string]once.Decision{
+			"zero scope":   once.Consume(ctx, once.Scope{}, "m1", fp, counted(&runs, nil)),
+			"bad scope":    once.Consume(ctx, once.New(newStore(t)).Scope(""), "m1", fp, counted(&runs, nil)),
+			"nil handler":  once.Consume(ctx, scope, "m1", fp, nil),
+			"nil context":  once.Consume(nil, scope, "m1", fp, counted(&runs, nil)), //nolint:staticcheck // the nil context is the input under test
+			"long digest":  once.Consume(ctx, scope, "m1", make(once.Fingerprint, 65), counted(&runs, nil)),
+			"nil keeper":   once.Consume(ctx, (*once.Keeper)(nil).Scope("group"), "m1", fp, counted(&runs, nil)),
+			"scope w/ ctl": once.Consume(ctx, once.New(newStore(t)).Scope("a\nb"), "m1", fp, counted(&runs, nil)),
+		}
+		for name, d := range cases {
+			requireDecision(t, d, once.RetryLater, once.ReasonMisconfigured)
+			require.ErrorIs(t, d.Err, once.ErrInvalidInput, name)
+		}
+		require.Zero(t, runs.Load())
+	})
+	t.Run("KeyReused", func(t *testing.T) {
+		scope := once.New(newStore(t)).Scope("group")
+		var runs atomic.Int32
+		requireDecision(t, once.Consume(ctx, scope, "m1", fp, counted(&runs, nil)), once.Ack, once.ReasonDone)
+		d := once.Consume(ctx, scope, "m1", once.Fingerprint("payload-2"), counted(&runs, nil))
+		requireDecision(t, d, once.DeadLetter, once.ReasonKeyReused)
+		require.ErrorIs(t, d.Err, once.ErrKeyReused)
+		require.Equal(t, int32(1), runs.Load())
+	})
+	t.Run("InvalidKey", func(t *testing.T) {
+		scope := once.New(newStore(t)).Scope("group")
+		var runs atomic.Int32
+		for _, key := range []string{"", strings.Repeat("k", 256), "a\x00b", "\xff\xfe", "tab\tkey"} {
+			d := once.Consume(ctx, scope, key, fp, counted(&runs, nil))
+			requireDecision(t, d, once.DeadLetter, once.ReasonInvalidKey)
+			var invalid *once.InvalidInputError
+			require.ErrorAs(t, d.Err, &invalid)
+			require.Equal(t, "key", invalid.Field)
+		}
+		require.Zero(t, runs.Load())
+		requireDecision(t, once.Consume(ctx, scope, strings.Repeat("k", 255), fp, counted(&runs, nil)), once.Ack, once.ReasonDone)
+	})
+	t.Run("Undecodable", func(t *testing.T) {
+		scope := once.New(newStore(t)).Scope("group")
+		_, err := once.Do(ctx, scope, "m1", fp, func(context.Context) (string, error) { return "text", nil })
+		require.NoError(t, err)
+		var runs atomic.Int32
+		_, d := once.ConsumeValue(ctx, scope, "m1", fp, func(context.Context) (int, error) { runs.Add(1); return 1, nil })
+		requireDecision(t, d, once.DeadLetter, once.ReasonUndecodable)
+		require.ErrorIs(t, d.Err, once.ErrUndecodable)
+		require.Zero(t, runs.Load())
+	})
+	t.Run("RejectedThenFixedCopy", func(t *testing.T) {
+		scope := once.New(newStore(t)).Scope("group")
+		var runs atomic.Int32
+		errSyntax := errors.New("payload is not JSON")
+		d := once.Consume(ctx, scope, "m1", nil, counted(&runs, once.Reject(errSyntax)))
+		requireDecision(t, d, once.DeadLetter, once.ReasonRejected)
+		require.ErrorIs(t, d.Err, errSyntax)
+		require.ErrorIs(t, d.Err, once.ErrRejected)
+		d = once.Consume(ctx, scope, "m1", nil, counted(&runs, once.Final(once.Reject(errSyntax))))
+		requireDecision(t, d, once.DeadLetter, once.ReasonRejected)
+		requireDecision(t, once.Consume(ctx, scope, "m1", nil, counted(&runs, nil)), once.Ack, once.ReasonDone)
+		require.Equal(t, int32(3), runs.Load(), "a rejection stores nothing")
+	})
+	t.Run("ValueReplayed", func(t *testing.T) {
+		scope := once.New(newStore(t)).Scope("group")
+		v, d := once.ConsumeValue(ctx, scope, "m1", fp, func(context.Context) ([]string, error) { return []string{"out-1"}, nil })
+		requireDecision(t, d, once.Ack, once.ReasonDone)
+		require.Equal(t, []string{"out-1"}, v)
+		v, d = once.ConsumeValue(ctx, scope, "m1", fp, func(context.Context) ([]string, error) { return []string{"other"}, nil })
+		requireDecision(t, d, once.Ack, once.ReasonReplayed)
+		require.Equal(t, []string{"out-1"}, v)
+	})
+}
+
+func TestDecisionStrings(t *testing.T) {
+	d := once.Decision{Action: once.RetryLater, Reason: once.ReasonInProgress, RetryAfter: time.Second}
+	require.Equal(t, "retry later (in progress) after 1s", d.String())
+	require.Equal(t, "ack (done)", once.Decision{Action: once.Ack, Reason: once.ReasonDone}.String())
+	require.Equal(t, "dead letter", once.DeadLetter.String())
+	require.Equal(t, "unknown action", once.Action(0).String())
+	require.Nil(t, once.Reject(nil))
+	require.EqualError(t, &once.PanicError{Value: errStoreDown}, "once: handler panicked: connection refused")
+	require.ErrorIs(t, &once.PanicError{Value: errStoreDown}, errStoreDown)
+}
