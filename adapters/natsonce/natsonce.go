@@ -1,0 +1,143 @@
+package natsonce
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/stagedoor/once"
+)
+
+// Handler processes one message. Its error is classified as once.Do
+// classifies fn's errors: wrap it with once.Final for an answer that must
+// not be retried, once.Reject for a message that can never be processed,
+// once.Hold for an unknown outcome.
+type Handler func(ctx context.Context, msg jetstream.Msg) error
+
+// Config tunes Process. A nil *Config means the defaults.
+type Config struct {
+	// Key returns the idempotency key of a message. An error, or an empty
+	// or invalid key, terminates the message as once.ReasonInvalidKey.
+	// Defaults to MsgIDKey.
+	Key func(msg jetstream.Msg) (string, error)
+	// Fingerprint returns the digest the key is bound to; nil disables the
+	// check. Defaults to PayloadFingerprint.
+	Fingerprint func(msg jetstream.Msg) once.Fingerprint
+	// Heartbeat, when positive, makes Process tell JetStream every
+	// Heartbeat that the message is still being worked on
+	// (msg.InProgress), so that a handler slower than the consumer's
+	// AckWait is not redelivered meanwhile. Set it below AckWait. Defaults
+	// to 0: no heartbeat.
+	Heartbeat time.Duration
+	// TermWithReason makes a dead-letter decision terminate the message
+	// with msg.TermWithReason(reason), so that the MSG_TERMINATED advisory
+	// carries the reason. Enable it only on nats-server 2.10.4 or later:
+	// older servers ignore a termination with a reason, and the message is
+	// then redelivered after AckWait instead of being terminated (seen with
+	// 2.9.10). Defaults to false: msg.Term().
+	TermWithReason bool
+	// OnDecision, when set, is called after each message is settled, with
+	// the decision and the error of the acknowledgement (nil when it was
+	// sent). Use it to log and count. Defaults to nil.
+	OnDecision func(msg jetstream.Msg, d once.Decision, ackErr error)
+}
+
+// Process runs h for msg at most once per key in scope (the consumer
+// group), settles msg as once.Consume decides and returns the decision
+// and the acknowledgement's error. It never panics: a panic in h is
+// answered with a Nak (once.ReasonPanicked).
+func Process(ctx context.Context, scope once.Scope, msg jetstream.Msg, h Handler, cfg *Config) (once.Decision, error) {
+	d := decide(ctx, scope, msg, h, cfg)
+	err := settle(msg, d, cfg != nil && cfg.TermWithReason)
+	if cfg != nil && cfg.OnDecision != nil {
+		cfg.OnDecision(msg, d, err)
+	}
+	return d, err
+}
+
+// HandlerFunc returns a jetstream.MessageHandler for Consumer.Consume that
+// calls Process with ctx for every message.
+func HandlerFunc(ctx context.Context, scope once.Scope, h Handler, cfg *Config) jetstream.MessageHandler {
+	return func(msg jetstream.Msg) { _, _ = Process(ctx, scope, msg, h, cfg) }
+}
+
+// Settle acknowledges msg as d says: Ack, NakWithDelay (Nak without a
+// hint) or Term.
+func Settle(msg jetstream.Msg, d once.Decision) error { return settle(msg, d, false) }
+
+func settle(msg jetstream.Msg, d once.Decision, withReason bool) error {
+	if msg == nil {
+		return errNilMessage
+	}
+	switch d.Action {
+	case once.Ack:
+		return msg.Ack()
+	case once.DeadLetter:
+		if withReason {
+			return msg.TermWithReason(string(d.Reason))
+		}
+		return msg.Term()
+	default:
+		if d.RetryAfter > 0 {
+			return msg.NakWithDelay(d.RetryAfter)
+		}
+		return msg.Nak()
+	}
+}
+
+var errNilMessage = errors.New("natsonce: nil message")
+
+// decide reads the key and fingerprint of msg and runs h under Consume.
+func decide(ctx context.Context, scope once.Scope, msg jetstream.Msg, h Handler, cfg *Config) once.Decision {
+	if msg == nil {
+		return once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: errNilMessage}
+	}
+	if h == nil {
+		return once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: errors.New("natsonce: nil handler")}
+	}
+	keyOf, fpOf := MsgIDKey, PayloadFingerprint
+	var heartbeat time.Duration
+	if cfg != nil {
+		if cfg.Key != nil {
+			keyOf = cfg.Key
+		}
+		if cfg.Fingerprint != nil {
+			fpOf = cfg.Fingerprint
+		}
+		heartbeat = cfg.Heartbeat
+	}
+	key, err := keyOf(msg)
+	if err != nil {
+		return once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}
+	}
+	return once.Consume(ctx, scope, key, fpOf(msg), func(ctx context.Context) error {
+		stop := startHeartbeat(msg, heartbeat)
+		defer stop()
+		return h(ctx, msg)
+	})
+}
+
+// startHeartbeat sends msg.InProgress every d until stop is called.
+func startHeartbeat(msg jetstream.Msg, d time.Duration) (stop func()) {
+	if d <= 0 {
+		return func() {}
+	}
+	done := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(d)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	}()
+	return func() { close(done); <-finished }
+}
