@@ -17,7 +17,7 @@ import (
 
 // txEnv is a PostgreSQL store and an effects table of its own.
 type txEnv struct {
-	store *postgres.Store
+	store  *postgres.Store
 	begin  func(context.Context) (pgx.Tx, backends.Store, error)
 	count  func(key string) int
 	effect func(ctx context.Context, tx pgx.Tx, key string) error
