@@ -8,6 +8,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
 )
 
 // Handler processes one message. Its error is classified as once.Do
@@ -57,6 +58,38 @@ func Process(ctx context.Context, scope once.Scope, msg jetstream.Msg, h Handler
 	return d, err
 }
 
+// ProcessTx is Process with the handler inside one database transaction,
+// as once.ConsumeTx runs it: begin opens the transaction and returns it
+// with a store bound to it (for PostgreSQL, pool.Begin and Store.InTx);
+// the claim, the handler's writes through tx and the outcome commit
+// together before the message is acknowledged. A consumer killed at any
+// point then leaves the effect either committed with its record (the
+// redelivery is acknowledged as a replay) or not at all (the redelivery
+// runs the handler).
+func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, msg jetstream.Msg, begin func(context.Context) (X, backends.Store, error), h func(ctx context.Context, tx X, msg jetstream.Msg) error, cfg *Config) (once.Decision, error) {
+	d := decideTx(ctx, scope, msg, begin, h, cfg)
+	err := settle(msg, d, cfg != nil && cfg.TermWithReason)
+	if cfg != nil && cfg.OnDecision != nil {
+		cfg.OnDecision(msg, d, err)
+	}
+	return d, err
+}
+
+func decideTx[X once.Tx](ctx context.Context, scope once.Scope, msg jetstream.Msg, begin func(context.Context) (X, backends.Store, error), h func(context.Context, X, jetstream.Msg) error, cfg *Config) once.Decision {
+	if h == nil {
+		return once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: errors.New("natsonce: nil handler")}
+	}
+	key, fp, heartbeat, bad := identify(msg, cfg)
+	if bad != nil {
+		return *bad
+	}
+	return once.ConsumeTx(ctx, scope, key, fp, begin, func(ctx context.Context, tx X) error {
+		stop := startHeartbeat(msg, heartbeat)
+		defer stop()
+		return h(ctx, tx, msg)
+	})
+}
+
 // HandlerFunc returns a jetstream.MessageHandler for Consumer.Consume that
 // calls Process with ctx for every message.
 func HandlerFunc(ctx context.Context, scope once.Scope, h Handler, cfg *Config) jetstream.MessageHandler {
@@ -91,14 +124,27 @@ var errNilMessage = errors.New("natsonce: nil message")
 
 // decide reads the key and fingerprint of msg and runs h under Consume.
 func decide(ctx context.Context, scope once.Scope, msg jetstream.Msg, h Handler, cfg *Config) once.Decision {
-	if msg == nil {
-		return once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: errNilMessage}
-	}
 	if h == nil {
 		return once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: errors.New("natsonce: nil handler")}
 	}
+	key, fp, heartbeat, bad := identify(msg, cfg)
+	if bad != nil {
+		return *bad
+	}
+	return once.Consume(ctx, scope, key, fp, func(ctx context.Context) error {
+		stop := startHeartbeat(msg, heartbeat)
+		defer stop()
+		return h(ctx, msg)
+	})
+}
+
+// identify returns the key, the fingerprint and the heartbeat of msg, or
+// the decision for a message that cannot be processed.
+func identify(msg jetstream.Msg, cfg *Config) (key string, fp once.Fingerprint, heartbeat time.Duration, bad *once.Decision) {
+	if msg == nil {
+		return "", nil, 0, &once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: errNilMessage}
+	}
 	keyOf, fpOf := MsgIDKey, PayloadFingerprint
-	var heartbeat time.Duration
 	if cfg != nil {
 		if cfg.Key != nil {
 			keyOf = cfg.Key
@@ -110,13 +156,9 @@ func decide(ctx context.Context, scope once.Scope, msg jetstream.Msg, h Handler,
 	}
 	key, err := keyOf(msg)
 	if err != nil {
-		return once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}
+		return "", nil, 0, &once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}
 	}
-	return once.Consume(ctx, scope, key, fpOf(msg), func(ctx context.Context) error {
-		stop := startHeartbeat(msg, heartbeat)
-		defer stop()
-		return h(ctx, msg)
-	})
+	return key, fpOf(msg), heartbeat, nil
 }
 
 // startHeartbeat sends msg.InProgress every d until stop is called.
