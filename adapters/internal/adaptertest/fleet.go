@@ -45,7 +45,10 @@ type Stats struct {
 // the remaining workers and reports. done's false at the timeout fails tb.
 func (f *Fleet) Run(tb testing.TB, done func() bool, timeout time.Duration) Stats {
 	tb.Helper()
+	f.mu.Lock()
 	f.procs, f.byFleet = map[int]*exec.Cmd{}, map[int]bool{}
+	f.started, f.died, f.killed = 0, 0, 0
+	f.mu.Unlock()
 	exited := make(chan int, 64)
 	for range f.Workers {
 		f.start(tb, exited)
@@ -88,8 +91,17 @@ func (f *Fleet) Run(tb testing.TB, done func() bool, timeout time.Duration) Stat
 		f.byFleet[pid] = true
 		_ = cmd.Process.Kill()
 	}
+	live := len(f.procs)
 	f.mu.Unlock()
+	for ; live > 0; live-- {
+		pid := <-exited
+		f.mu.Lock()
+		delete(f.procs, pid)
+		f.mu.Unlock()
+	}
+	f.mu.Lock()
 	stats := Stats{Started: f.started, Died: f.died, Killed: f.killed}
+	f.mu.Unlock()
 	if !finished {
 		tb.Fatalf("workers did not finish within %v: %+v", timeout, stats)
 	}
