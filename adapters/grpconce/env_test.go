@@ -42,7 +42,9 @@ func unaryHandler(method string) func(srv any, ctx context.Context, dec func(any
 		if err := dec(in); err != nil {
 			return nil, err
 		}
-		call := func(ctx context.Context, req any) (any, error) { return srv.(billing).Charge(ctx, req.(*structpb.Struct)) }
+		call := func(ctx context.Context, req any) (any, error) {
+			return srv.(billing).Charge(ctx, req.(*structpb.Struct))
+		}
 		if icpt == nil {
 			return call(ctx, in)
 		}

@@ -3,11 +3,11 @@ package grpconce
 import (
 	"fmt"
 
+	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
-	spb "google.golang.org/genproto/googleapis/rpc/status"
 )
 
 // storedReply is what the store keeps for a call: the response message

@@ -111,7 +111,9 @@ func serverCases(t *testing.T, newStore func(testing.TB) backends.Store) {
 	})
 	t.Run("ClassifyOverride", func(t *testing.T) {
 		var runs atomic.Int32
-		notFound := func(*structpb.Struct) (*wrapperspb.StringValue, error) { return nil, status.Error(codes.NotFound, "no order") }
+		notFound := func(*structpb.Struct) (*wrapperspb.StringValue, error) {
+			return nil, status.Error(codes.NotFound, "no order")
+		}
 		cc := dial(t, startServer(t, newStore(t), charger(&runs, notFound), grpconce.Config{
 			Classify: func(codes.Code) once.Class { return once.Retryable },
 		}))
