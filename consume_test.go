@@ -207,10 +207,11 @@ func consumeTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		scope := once.New(newStore(t)).Scope("group")
 		var runs atomic.Int32
 		cases := map[string]once.Decision{
-			"zero scope":   once.Consume(ctx, once.Scope{}, "m1", fp, counted(&runs, nil)),
-			"bad scope":    once.Consume(ctx, once.New(newStore(t)).Scope(""), "m1", fp, counted(&runs, nil)),
-			"nil handler":  once.Consume(ctx, scope, "m1", fp, nil),
-			"nil context":  once.Consume(nil, scope, "m1", fp, counted(&runs, nil)), //nolint:staticcheck // the nil context is the input under test
+			"zero scope":  once.Consume(ctx, once.Scope{}, "m1", fp, counted(&runs, nil)),
+			"bad scope":   once.Consume(ctx, once.New(newStore(t)).Scope(""), "m1", fp, counted(&runs, nil)),
+			"nil handler": once.Consume(ctx, scope, "m1", fp, nil),
+			//lint:ignore SA1012 a nil context is the input under test
+			"nil context":  once.Consume(nil, scope, "m1", fp, counted(&runs, nil)),
 			"long digest":  once.Consume(ctx, scope, "m1", make(once.Fingerprint, 65), counted(&runs, nil)),
 			"nil keeper":   once.Consume(ctx, (*once.Keeper)(nil).Scope("group"), "m1", fp, counted(&runs, nil)),
 			"scope w/ ctl": once.Consume(ctx, once.New(newStore(t)).Scope("a\nb"), "m1", fp, counted(&runs, nil)),

@@ -148,7 +148,8 @@ func TestConsumeTx(t *testing.T) {
 		require.Equal(t, once.ReasonInvalidKey, once.ConsumeTx(ctx, scope, "", fp, e.begin, noop).Reason)
 		require.Equal(t, once.ReasonMisconfigured, once.ConsumeTx(ctx, scope, "m1", fp, nil, noop).Reason)
 		require.Equal(t, once.ReasonMisconfigured, once.ConsumeTx[pgx.Tx](ctx, scope, "m1", fp, e.begin, nil).Reason)
-		require.Equal(t, once.ReasonMisconfigured, once.ConsumeTx(nil, scope, "m1", fp, e.begin, noop).Reason) //nolint:staticcheck // the nil context is the input under test
+		//lint:ignore SA1012 a nil context is the input under test
+		require.Equal(t, once.ReasonMisconfigured, once.ConsumeTx(nil, scope, "m1", fp, e.begin, noop).Reason)
 	})
 	t.Run("ConcurrentDuplicatesOneEffect", func(t *testing.T) {
 		e := newTxEnv(t)
