@@ -31,18 +31,29 @@ type Tx interface {
 // so the redelivery either replays the outcome or runs the handler again,
 // never both.
 func ConsumeTx[X Tx](ctx context.Context, scope Scope, key string, fp Fingerprint, begin func(context.Context) (X, backends.Store, error), handler func(context.Context, X) error) Decision {
+	var fn func(context.Context, X) (struct{}, error)
+	if handler != nil {
+		fn = func(ctx context.Context, tx X) (struct{}, error) { return struct{}{}, handler(ctx, tx) }
+	}
+	_, d := ConsumeValueTx(ctx, scope, key, fp, begin, fn)
+	return d
+}
+
+// ConsumeValueTx is ConsumeTx for a handler that returns a value, stored
+// and replayed as ConsumeValue stores and replays it.
+func ConsumeValueTx[X Tx, T any](ctx context.Context, scope Scope, key string, fp Fingerprint, begin func(context.Context) (X, backends.Store, error), handler func(context.Context, X) (T, error)) (v T, d Decision) {
 	if begin == nil || handler == nil {
-		return Decision{Action: RetryLater, Reason: ReasonMisconfigured, Err: &InvalidInputError{Field: "fn", Reason: "nil"}}
+		return v, Decision{Action: RetryLater, Reason: ReasonMisconfigured, Err: &InvalidInputError{Field: "fn", Reason: "nil"}}
 	}
 	if err := ValidateKey(key); err != nil {
-		return Decision{Action: DeadLetter, Reason: ReasonInvalidKey, Err: err}
+		return v, Decision{Action: DeadLetter, Reason: ReasonInvalidKey, Err: err}
 	}
 	if ctx == nil {
-		return Decision{Action: RetryLater, Reason: ReasonMisconfigured, Err: &InvalidInputError{Field: "ctx", Reason: "nil"}}
+		return v, Decision{Action: RetryLater, Reason: ReasonMisconfigured, Err: &InvalidInputError{Field: "ctx", Reason: "nil"}}
 	}
 	tx, store, err := begin(ctx)
 	if err != nil {
-		return Decision{Action: RetryLater, Reason: ReasonStoreDown, RetryAfter: StoreRetryAfter, Err: &StoreError{Op: "begin", Err: err}}
+		return v, Decision{Action: RetryLater, Reason: ReasonStoreDown, RetryAfter: StoreRetryAfter, Err: &StoreError{Op: "begin", Err: err}}
 	}
 	committed := false
 	defer func() {
@@ -50,18 +61,19 @@ func ConsumeTx[X Tx](ctx context.Context, scope Scope, key string, fp Fingerprin
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	d := Consume(ctx, scope.WithStore(store), key, fp, func(ctx context.Context) error { return handler(ctx, tx) })
+	v, d = ConsumeValue(ctx, scope.WithStore(store), key, fp, func(ctx context.Context) (T, error) { return handler(ctx, tx) })
+	var zero T
 	if d.Reason == ReasonUnrecorded {
 		// Unlike outside a transaction, the effect is not done: it rolls
 		// back with the claim, so the message must be delivered again.
-		return Decision{Action: RetryLater, Reason: ReasonStoreDown, RetryAfter: StoreRetryAfter, Err: d.Err}
+		return zero, Decision{Action: RetryLater, Reason: ReasonStoreDown, RetryAfter: StoreRetryAfter, Err: d.Err}
 	}
 	if d.Action != Ack {
-		return d
+		return v, d
 	}
 	committed = true
 	if err := tx.Commit(ctx); err != nil && d.Reason != ReasonReplayed && d.Reason != ReasonReplayedFinal {
-		return Decision{Action: RetryLater, Reason: ReasonStoreDown, RetryAfter: StoreRetryAfter, Err: &StoreError{Op: "commit", Err: err}}
+		return zero, Decision{Action: RetryLater, Reason: ReasonStoreDown, RetryAfter: StoreRetryAfter, Err: &StoreError{Op: "commit", Err: err}}
 	}
-	return d
+	return v, d
 }

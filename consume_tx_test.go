@@ -151,6 +151,17 @@ func TestConsumeTx(t *testing.T) {
 		//lint:ignore SA1012 a nil context is the input under test
 		require.Equal(t, once.ReasonMisconfigured, once.ConsumeTx(nil, scope, "m1", fp, e.begin, noop).Reason)
 	})
+	t.Run("ValueReplayed", func(t *testing.T) {
+		e := newTxEnv(t)
+		for _, want := range []once.Reason{once.ReasonDone, once.ReasonReplayed} {
+			v, d := once.ConsumeValueTx(ctx, scope, "m1", fp, e.begin, func(ctx context.Context, tx pgx.Tx) (string, error) {
+				return "billed", e.effect(ctx, tx, "m1")
+			})
+			require.Equal(t, want, d.Reason)
+			require.Equal(t, "billed", v)
+		}
+		require.Equal(t, 1, e.count("m1"))
+	})
 	t.Run("ConcurrentDuplicatesOneEffect", func(t *testing.T) {
 		e := newTxEnv(t)
 		var wg sync.WaitGroup
