@@ -59,6 +59,12 @@ func (l pgLedger) bill(ctx context.Context, orderID string) error {
 	return err
 }
 
+// billTx writes the bill in tx: it exists if tx commits.
+func (l pgLedger) billTx(ctx context.Context, tx pgx.Tx, orderID string) error {
+	_, err := tx.Exec(ctx, "INSERT INTO "+l.table+" VALUES ($1, 1) ON CONFLICT (order_id) DO UPDATE SET bills = "+l.table+".bills + 1", orderID)
+	return err
+}
+
 func (l pgLedger) counts(ctx context.Context) (map[string]int, error) {
 	rows, err := l.pool.Query(ctx, "SELECT order_id, bills FROM "+l.table)
 	if err != nil {

@@ -1,14 +1,18 @@
 // Command queue is an at-least-once consumer of a Redis Stream that bills
 // each order once: a producer XADDs the orders (one of them twice, as a
-// producer retrying after a timeout would), a consumer group of four worker
-// processes reads them with XREADGROUP, and each worker wraps the bill in
-// once.Do (scope: the consumer group; key: the order's id) and XACKs after
-// Do returns. Two workers are killed with SIGKILL in the middle of a
-// message: one after claiming the key and before billing, one after billing
-// and before its XACK. The survivors reclaim their pending entries with
-// XAUTOCLAIM: the first is taken over when the dead worker's 2-second
-// lease ends (the survivor waits for it with once.WithWait), the second is
-// replayed. Every order is billed exactly once.
+// producer retrying after a timeout would) and one entry without an order
+// id, a consumer group of four worker processes reads them with
+// XREADGROUP, and each worker runs the bill under once.Consume (scope: the
+// consumer group; key: the order's id) and settles the entry as the
+// decision says: Ack → XACK, RetryLater → left pending for XAUTOCLAIM,
+// DeadLetter → XADD to a dead-letter stream and XACK. Workers are killed
+// with SIGKILL in the middle of a message: one after claiming the key and
+// before billing, one after billing and before its XACK, and with
+// PostgreSQL one after the bill and before its commit. The survivors
+// reclaim the pending entries with XAUTOCLAIM: a claim left by a dead
+// worker is taken over when its 2-second lease ends (Redis; the survivor
+// waits with once.WithWait) or was never committed (PostgreSQL), the
+// billed one is replayed. Every order is billed exactly once.
 //
 // This example needs Redis, for the stream and by default for the records
 // and the bills:
@@ -19,11 +23,13 @@
 // The workers are this same binary started again with ONCE_QUEUE_WORKER
 // set. -store memory is refused: separate processes share no memory.
 //
-// The kill points are the two where once alone guarantees one bill. A kill
-// between the bill and the recording of the outcome would bill again after
-// the lease, as any at-least-once consumer would: close that window with an
-// effect fenced by a key the downstream deduplicates (once.DerivedKey) or
-// with postgres.DoTx, which commits the bill and the outcome together.
+// With PostgreSQL the bill is written in the transaction of the claim
+// (once.ConsumeValueTx over postgres Store.InTx, the mechanism of
+// postgres.DoTx), so a kill between the bill and the recording of the
+// outcome rolls both back. With Redis the bill and the outcome are separate
+// writes: a kill between them would bill again after the lease, as any
+// at-least-once consumer would, so the Redis run kills only at the two
+// points where once alone guarantees one bill.
 package main
 
 import (

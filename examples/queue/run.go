@@ -60,7 +60,8 @@ func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 	}
 	stream := streamKey(cfg)
 	group := exstore.Unique("billing")
-	defer client.Del(context.Background(), stream, billsKey(cfg))
+	dead := deadKey(cfg)
+	defer client.Del(context.Background(), stream, billsKey(cfg), dead)
 	if err := client.XGroupCreateMkStream(ctx, stream, group, "$").Err(); err != nil {
 		return err
 	}
@@ -69,6 +70,11 @@ func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 	workerCfg := cfg
 	workerCfg.Drop = false
 	crashes := []string{crashInWork, crashBeforeAck, "", ""}
+	victims := "worker-1 will die in the middle of the work, worker-2 before its XACK"
+	if cfg.Kind == exstore.Postgres {
+		crashes = []string{crashInWork, crashBeforeAck, crashAfterBill, ""}
+		victims += ", worker-3 after the bill and before its commit"
+	}
 	lines := make(chan line, 64)
 	var procs []*exec.Cmd
 	defer func() {
@@ -80,7 +86,7 @@ func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 		}
 	}()
 	for i, crash := range crashes {
-		s := spec{Name: fmt.Sprintf("worker-%d", i+1), Crash: crash, Stream: stream, Group: group,
+		s := spec{Name: fmt.Sprintf("worker-%d", i+1), Crash: crash, Stream: stream, Group: group, DeadLetters: dead,
 			Store: workerCfg, Lease: lease, MinIdle: minIdle, Work: work}
 		p, err := start(ctx, s, i, lines)
 		if err != nil {
@@ -98,13 +104,13 @@ func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 			return fmt.Errorf("workers not ready: %w", ctx.Err())
 		}
 	}
-	fmt.Fprintf(w, "%d workers ready (worker-1 will die in the middle of the work, worker-2 before its XACK)\n", len(procs))
+	fmt.Fprintf(w, "%d workers ready (%s)\n", len(procs), victims)
 
 	lastID, err := produce(ctx, client, stream)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "producer: %d orders, order-05 sent twice: %d entries\n", orders, orders+1)
+	fmt.Fprintf(w, "producer: %d orders, order-05 sent twice, one entry without an order id: %d entries\n", orders, orders+2)
 
 	kills := 0
 	tick := time.NewTicker(100 * time.Millisecond)
@@ -130,10 +136,28 @@ func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 			return fmt.Errorf("entries still pending: %w", ctx.Err())
 		}
 	}
-	if kills != 2 {
-		return fmt.Errorf("%d workers killed, want 2: a victim got no message", kills)
+	if want := len(crashes) - countEmpty(crashes); kills != want {
+		return fmt.Errorf("%d workers killed, want %d: a victim got no message", kills, want)
+	}
+	deadEntries, err := client.XLen(ctx, dead).Result()
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "dead-letter stream: %d entry\n", deadEntries)
+	if deadEntries != 1 {
+		return fmt.Errorf("%d dead-lettered entries, want 1", deadEntries)
 	}
 	return report(ctx, w, l)
+}
+
+func countEmpty(crashes []string) int {
+	n := 0
+	for _, c := range crashes {
+		if c == "" {
+			n++
+		}
+	}
+	return n
 }
 
 // start starts a worker process; its output lines go to lines.
@@ -165,11 +189,13 @@ func start(ctx context.Context, s spec, i int, lines chan<- line) (*exec.Cmd, er
 	return cmd, nil
 }
 
-// produce adds the orders to the stream, order-05 twice, and returns the
-// last entry's ID.
+// produce adds the orders to the stream, order-05 twice, and an entry
+// without an order id, and returns the last entry's ID.
 func produce(ctx context.Context, client *redis.Client, stream string) (string, error) {
-	var id string
-	var err error
+	id, err := client.XAdd(ctx, &redis.XAddArgs{Stream: stream, Values: []any{"amount", "1"}}).Result()
+	if err != nil {
+		return "", err
+	}
 	for i := 1; i <= orders; i++ {
 		order := fmt.Sprintf("order-%02d", i)
 		for range 1 + btoi(i == 5) {

@@ -19,6 +19,10 @@ const (
 	// work; the bill is not written yet. Its claim stays in progress until
 	// the lease ends; then another worker takes it over.
 	crashInWork = "in-work"
+	// crashAfterBill (PostgreSQL only): the bill is written in the claim's
+	// transaction, which is not committed. The kill rolls both back; the
+	// reclaimed entry bills once.
+	crashAfterBill = "after-bill"
 	// crashBeforeAck: once.Do returned (the bill is written and the outcome
 	// recorded) but XACK was not sent. The redelivery is replayed.
 	crashBeforeAck = "before-ack"
@@ -27,14 +31,17 @@ const (
 // spec is everything a worker process needs, passed in the environment
 // variable workerEnv as JSON.
 type spec struct {
-	Name    string         `json:"name"`
-	Crash   string         `json:"crash,omitempty"`
-	Stream  string         `json:"stream"`
-	Group   string         `json:"group"`
-	Store   exstore.Config `json:"store"`
-	Lease   time.Duration  `json:"lease"`
-	MinIdle time.Duration  `json:"min_idle"`
-	Work    time.Duration  `json:"work"`
+	Name   string `json:"name"`
+	Crash  string `json:"crash,omitempty"`
+	Stream string `json:"stream"`
+	Group  string `json:"group"`
+	// DeadLetters is the stream that receives entries that can never be
+	// processed.
+	DeadLetters string         `json:"dead_letters"`
+	Store       exstore.Config `json:"store"`
+	Lease       time.Duration  `json:"lease"`
+	MinIdle     time.Duration  `json:"min_idle"`
+	Work        time.Duration  `json:"work"`
 }
 
 // workerEnv names the environment variable that turns the process into a
@@ -50,6 +57,7 @@ func (s spec) env() string {
 // run's prefix so that closing the store deletes them too.
 func streamKey(c exstore.Config) string { return c.Prefix() + "orders" }
 func billsKey(c exstore.Config) string  { return c.Prefix() + "bills" }
+func deadKey(c exstore.Config) string   { return c.Prefix() + "dead" }
 
 // openLedger opens the ledger of c: the bills hash in Redis, or a table
 // next to the records with -store postgres. The returned pool, if any, is

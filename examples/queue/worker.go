@@ -8,9 +8,13 @@ import (
 	"os"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/postgres"
 	"github.com/stagedoor/once/examples/internal/exstore"
 	"github.com/stagedoor/once/hashers"
 )
@@ -25,6 +29,8 @@ type worker struct {
 	scope  once.Scope
 	ledger ledger
 	out    io.Writer
+	pg     *postgres.Store // the transactional path, with -store postgres
+	pool   *pgxpool.Pool
 }
 
 type tookOverKey struct{}
@@ -64,6 +70,9 @@ func runWorker(ctx context.Context, s spec, out io.Writer) error {
 		ledger: l,
 		out:    out,
 	}
+	if pg, ok := store.(*postgres.Store); ok {
+		w.pg, w.pool = pg, pool
+	}
 	fmt.Fprintf(out, "ready %s\n", s.Name)
 	for ctx.Err() == nil {
 		reclaimed, _, err := client.XAutoClaim(ctx, &redis.XAutoClaimArgs{
@@ -90,9 +99,12 @@ func runWorker(ctx context.Context, s spec, out io.Writer) error {
 	return nil
 }
 
-// handle bills the entry's order once and acknowledges the entry. The key
-// is the order's business id, not the entry ID, so the producer's duplicate
-// XADD of an order is deduplicated too.
+// handle bills the entry's order once and settles the entry as
+// once.Consume decides: Ack → XACK; RetryLater → left pending, for
+// XAUTOCLAIM to reclaim after MinIdle; DeadLetter → XADD to the
+// dead-letter stream, then XACK. The key is the order's business id, not
+// the entry ID, so the producer's duplicate XADD of an order is
+// deduplicated too.
 func (w *worker) handle(ctx context.Context, m redis.XMessage, reclaimed bool) {
 	orderID, _ := m.Values["order"].(string)
 	amount, _ := m.Values["amount"].(string)
@@ -100,42 +112,96 @@ func (w *worker) handle(ctx context.Context, m redis.XMessage, reclaimed bool) {
 	if reclaimed {
 		how = "reclaimed"
 	}
+	label := orderID
+	if label == "" {
+		label = "an entry without an order id"
+	}
 	var tookOver bool
-	out, err := once.DoOutcome(context.WithValue(ctx, tookOverKey{}, &tookOver), w.scope, orderID,
-		hashers.Strings(orderID, amount), func(ctx context.Context) (string, error) {
-			if w.Crash == crashInWork {
-				w.crash(ctx, m, orderID, "claimed, working, nothing billed yet")
-			}
-			select {
-			case <-time.After(w.Work):
-			case <-ctx.Done():
-				return "", ctx.Err()
+	ctx = context.WithValue(ctx, tookOverKey{}, &tookOver)
+	billedBy, d := w.consume(ctx, m, orderID, hashers.Strings(orderID, amount))
+	if d.Action == once.RetryLater {
+		// Not acknowledged: the entry stays pending and is reclaimed later.
+		fmt.Fprintf(w.out, "%s: %s %s (%s): %s, left pending: %v\n", w.Name, how, label, m.ID, d, d.Err)
+		return
+	}
+	if w.Crash == crashBeforeAck && d.Reason == once.ReasonDone {
+		w.crash(ctx, m, orderID, "billed and recorded, XACK not sent")
+	}
+	if d.Action == once.DeadLetter {
+		if err := w.client.XAdd(ctx, &redis.XAddArgs{Stream: w.DeadLetters, Values: []any{
+			"entry", m.ID, "order", orderID, "reason", string(d.Reason),
+		}}).Err(); err != nil {
+			fmt.Fprintf(w.out, "%s: %s %s (%s): dead-letter failed, left pending: %v\n", w.Name, how, label, m.ID, err)
+			return
+		}
+	}
+	if err := w.client.XAck(ctx, w.Stream, w.Group, m.ID).Err(); err != nil {
+		fmt.Fprintf(w.out, "%s: %s %s (%s): ack failed: %v\n", w.Name, how, label, m.ID, err)
+		return
+	}
+	what := "billed"
+	switch {
+	case d.Action == once.DeadLetter:
+		what = "dead-lettered (" + string(d.Reason) + ")"
+	case d.Reason == once.ReasonReplayed:
+		what = "replayed (" + billedBy + "), not billed again"
+	case d.Reason == once.ReasonReplayedFinal:
+		what = "replayed final error (" + d.Err.Error() + "), not billed again"
+	case d.Reason == once.ReasonFinal:
+		what = "refused (" + d.Err.Error() + ")"
+	case tookOver:
+		what = "took over the dead worker's claim after its lease, billed"
+	}
+	fmt.Fprintf(w.out, "%s: %s %s (%s): %s; acked\n", w.Name, how, label, m.ID, what)
+}
+
+// consume runs the bill under once.Consume. With PostgreSQL the bill is
+// written in the transaction of the claim (once.ConsumeValueTx over
+// Store.InTx, the mechanism of postgres.DoTx): a worker killed between the
+// bill and the commit leaves neither, and the reclaimed entry bills once.
+// With Redis the bill and the outcome are separate writes.
+func (w *worker) consume(ctx context.Context, m redis.XMessage, orderID string, fp once.Fingerprint) (string, once.Decision) {
+	work := func(ctx context.Context) error {
+		if w.Crash == crashInWork {
+			w.crash(ctx, m, orderID, "claimed, working, nothing billed yet")
+		}
+		select {
+		case <-time.After(w.Work):
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if w.pg == nil {
+		return once.ConsumeValue(ctx, w.scope, orderID, fp, func(ctx context.Context) (string, error) {
+			if err := work(ctx); err != nil {
+				return "", err
 			}
 			if err := w.ledger.bill(ctx, orderID); err != nil {
 				return "", err
 			}
 			return "billed by " + w.Name, nil
 		})
-	if err != nil {
-		// Not acknowledged: the entry stays pending and is reclaimed later.
-		fmt.Fprintf(w.out, "%s: %s %s (%s): not acked, left pending: %v\n", w.Name, how, orderID, m.ID, err)
-		return
 	}
-	if w.Crash == crashBeforeAck {
-		w.crash(ctx, m, orderID, "billed and recorded, XACK not sent")
+	begin := func(ctx context.Context) (pgx.Tx, backends.Store, error) {
+		tx, err := w.pool.Begin(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return tx, w.pg.InTx(tx), nil
 	}
-	if err := w.client.XAck(ctx, w.Stream, w.Group, m.ID).Err(); err != nil {
-		fmt.Fprintf(w.out, "%s: %s %s (%s): ack failed: %v\n", w.Name, how, orderID, m.ID, err)
-		return
-	}
-	what := "billed"
-	switch {
-	case out.Replayed:
-		what = "replayed (" + out.Value + "), not billed again"
-	case tookOver:
-		what = "took over the dead worker's claim after its lease, billed"
-	}
-	fmt.Fprintf(w.out, "%s: %s %s (%s): %s; acked\n", w.Name, how, orderID, m.ID, what)
+	return once.ConsumeValueTx(ctx, w.scope, orderID, fp, begin, func(ctx context.Context, tx pgx.Tx) (string, error) {
+		if err := work(ctx); err != nil {
+			return "", err
+		}
+		if err := w.ledger.(pgLedger).billTx(ctx, tx, orderID); err != nil {
+			return "", err
+		}
+		if w.Crash == crashAfterBill {
+			w.crash(ctx, m, orderID, "billed in the transaction, not committed")
+		}
+		return "billed by " + w.Name, nil
+	})
 }
 
 // crash announces the crash point and hangs there until the coordinator
