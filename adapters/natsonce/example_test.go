@@ -1,0 +1,66 @@
+package natsonce_test
+
+import (
+	"context"
+	"log"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/adapters/natsonce"
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/postgres"
+)
+
+// Consume a JetStream stream with a durable consumer: each message's
+// handler runs once per Nats-Msg-Id, and the message is acked, naked with a
+// delay or terminated as once.Consume decides.
+func ExampleHandlerFunc() {
+	ctx := context.Background()
+	nc, err := nats.Connect(nats.DefaultURL)
+	if err != nil {
+		log.Fatal(err)
+	}
+	js, _ := jetstream.New(nc)
+	cons, err := js.Consumer(ctx, "ORDERS", "billing")
+	if err != nil {
+		log.Fatal(err)
+	}
+	scope := once.New(nil).Scope("billing") // use a PostgreSQL or Redis store across processes
+	charge := func(ctx context.Context, msg jetstream.Msg) error {
+		log.Printf("charging %s", msg.Data())
+		return nil
+	}
+	cc, err := cons.Consume(natsonce.HandlerFunc(ctx, scope, charge, &natsonce.Config{
+		OnDecision: func(msg jetstream.Msg, d once.Decision, ackErr error) { log.Printf("%s: %v", msg.Subject(), d) },
+	}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer cc.Stop()
+}
+
+// Write the effect in the transaction of the claim: a consumer killed at any
+// point leaves the effect and its record both committed or both absent.
+func ExampleProcessTx() {
+	ctx := context.Background()
+	pool, _ := pgxpool.New(ctx, "postgres://localhost/app")
+	store, _ := postgres.New(pool, nil)
+	scope := once.New(store).Scope("billing")
+	begin := func(ctx context.Context) (pgx.Tx, backends.Store, error) {
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return tx, store.InTx(tx), nil
+	}
+	var msg jetstream.Msg // from Consumer.Next, Fetch or Consume
+	d, err := natsonce.ProcessTx(ctx, scope, msg, begin, func(ctx context.Context, tx pgx.Tx, msg jetstream.Msg) error {
+		_, err := tx.Exec(ctx, "INSERT INTO charges (order_id) VALUES ($1)", msg.Headers().Get("Order-Id"))
+		return err
+	}, &natsonce.Config{Key: natsonce.HeaderKey("Order-Id")})
+	log.Print(d, err)
+}
