@@ -76,3 +76,10 @@ func (l *Ledger) Counts(tb testing.TB) map[string]int {
 	}
 	return out
 }
+
+// Has reports whether the ledger holds an entry for key.
+func (l *Ledger) Has(ctx context.Context, key string) (bool, error) {
+	var found bool
+	err := l.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+l.ident()+" WHERE key = $1)", key).Scan(&found)
+	return found, err
+}
