@@ -81,16 +81,30 @@ func TestKilledRoutersProduceOneEffectPerMessage(t *testing.T) {
 			effects := func() map[string]int {
 				out := map[string]int{}
 				for k, n := range ledger.Counts(t) {
-					if !strings.HasPrefix(k, "kill:") {
+					if !strings.HasPrefix(k, "kill:") && !strings.HasPrefix(k, "settled:") {
 						out[k] = n
 					}
 				}
 				return out
 			}
+			// settled counts the deliveries a router handled to the end
+			// (its ack about to be sent).
+			settled := func() int {
+				n := 0
+				for k, c := range ledger.Counts(t) {
+					if strings.HasPrefix(k, "settled:") {
+						n += c
+					}
+				}
+				return n
+			}
 			var total adaptertest.Stats
 			for round := 0; ; round++ {
 				require.Less(t, round, 10, "the queue never drained")
-				stats := fleet.Run(t, func() bool { return len(effects()) == orders && ready() == 0 }, 60*time.Second)
+				// Done when every message waiting at the start of the round
+				// has been handled and none is waiting.
+				base, waiting := settled(), ready()
+				stats := fleet.Run(t, func() bool { return settled()-base >= waiting && ready() == 0 }, 60*time.Second)
 				total.Started += stats.Started
 				total.Died += stats.Died
 				require.Eventually(t, func() bool {
@@ -148,7 +162,9 @@ func runWorker() error {
 		return nil
 	}
 	logger := watermill.NopLogger{}
-	sub, err := wamqp.NewSubscriber(wamqp.NewDurableQueueConfig(amqpURL()), logger)
+	cfg := wamqp.NewDurableQueueConfig(amqpURL())
+	cfg.Consume.Qos.PrefetchCount = 1 // one message in flight per router
+	sub, err := wamqp.NewSubscriber(cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -161,6 +177,9 @@ func runWorker() error {
 			out, err := next(msg)
 			if err == nil {
 				if kerr := dieOnce(msg.Context(), msg.UUID, "before ack"); kerr != nil {
+					return nil, kerr
+				}
+				if kerr := ledger.Record(msg.Context(), "settled:"+msg.UUID, pid); kerr != nil {
 					return nil, kerr
 				}
 			}
