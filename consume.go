@@ -145,7 +145,7 @@ func Reject(err error) error {
 //	handler returned a final error now, recorded      Ack         ReasonFinal
 //	key done before, final error replayed             Ack         ReasonReplayedFinal
 //	handler finished, store failed to record it       Ack         ReasonUnrecorded
-//	another consumer holds a live claim on the key    RetryLater  ReasonInProgress (RetryAfter: the lease hint)
+//	another consumer holds a live claim on the key    RetryLater  ReasonInProgress (RetryAfter: lease left, at most 1s)
 //	handler returned a Hold error                     RetryLater  ReasonHeld (RetryAfter: the lease)
 //	handler returned a retryable error                RetryLater  ReasonHandlerError
 //	handler panicked                                  RetryLater  ReasonPanicked

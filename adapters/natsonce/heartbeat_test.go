@@ -20,7 +20,7 @@ import (
 func TestHeartbeatHoldsOffRedelivery(t *testing.T) {
 	for _, heartbeat := range []time.Duration{0, 100 * time.Millisecond} {
 		t.Run("heartbeat="+heartbeat.String(), func(t *testing.T) {
-			e := newEnv(t, 400*time.Millisecond)
+			e := newEnv(t, 800*time.Millisecond)
 			scope := once.New(nil).Scope("billing")
 			e.publish(t, "charge 5", map[string]string{nats.MsgIdHdr: "m1"})
 			msg := e.next(t)
@@ -33,7 +33,7 @@ func TestHeartbeatHoldsOffRedelivery(t *testing.T) {
 				}, &natsonce.Config{Heartbeat: heartbeat})
 				done <- d
 			}()
-			again, err := e.cons.Next(jetstream.FetchMaxWait(1200 * time.Millisecond))
+			again, err := e.cons.Next(jetstream.FetchMaxWait(2400 * time.Millisecond))
 			close(release)
 			require.Equal(t, once.ReasonDone, (<-done).Reason)
 			if heartbeat == 0 {
