@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"net/http"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/oncehttp"
 )
 
 // answer is what the shop answered one request of the buyer, and which
@@ -88,11 +89,32 @@ func failure(err error) string {
 		return "409 in progress, from the shop"
 	case errors.Is(err, errProviderBusy):
 		return "409 from the provider"
-	case errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err):
+	case errors.Is(err, context.Canceled):
+		return "stopped: the shop shut down"
+	case isTimeout(err):
 		return "timed out waiting for the provider"
 	default:
 		return "no response from the provider"
 	}
+}
+
+// retryReason names why the shop's oncehttp.Transport resends a charge.
+func retryReason(r oncehttp.Retry) string {
+	switch {
+	case r.Err != nil && isTimeout(r.Err):
+		return fmt.Sprintf("no response within %v", attemptTimeout)
+	case r.Err != nil:
+		return "no response from the provider (connection closed)"
+	case r.Status == http.StatusConflict:
+		return "409 from the provider, the key is still being charged"
+	default:
+		return fmt.Sprintf("%d %s from the provider", r.Status, http.StatusText(r.Status))
+	}
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &t) && t.Timeout()
 }
 
 // tally counts, per order, the answers by the layer that deduplicated them.

@@ -11,9 +11,19 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/hashers"
+	"github.com/stagedoor/once/oncehttp"
 )
 
 var errProviderBusy = errors.New("payrail: a charge with this key is in progress (409)")
+
+// Timeouts of the shop's client of the provider.
+const (
+	// attemptTimeout bounds one attempt: the wait for the provider's
+	// response headers.
+	attemptTimeout = 300 * time.Millisecond
+	// callTimeout bounds a call with all its retries.
+	callTimeout = 5 * time.Second
+)
 
 // payrail is the service's client of the payment provider.
 type payrail struct {
@@ -21,47 +31,62 @@ type payrail struct {
 	http *http.Client
 }
 
-// charge asks the provider to charge the card, sending key as the
-// provider's Idempotency-Key. A decline is the final answer to the intent;
-// every other failure (a timeout, a dropped connection, a 409 or a 5xx) is
-// retryable, which is safe because every retry sends the same key. replayed
-// reports the provider's Idempotent-Replayed: true, its deduplication of a
-// key it had already answered.
-func (p *payrail) charge(ctx context.Context, key string, req chargeRequest) (c charge, replayed bool, err error) {
-	c, resp, err := p.post(ctx, key, req)
-	if resp != nil {
-		replayed = resp.Header.Get("Idempotent-Replayed") == "true"
-	}
-	return c, replayed, err
+// newPayrail returns a client whose calls go through oncehttp.Transport:
+// every POST carries the idempotency key of the request's context
+// (oncehttp.WithKey), and an attempt that got no answer (a dropped
+// connection, a timeout) or a 409 (the provider is still charging the key)
+// is retried with the same key, so the provider answers the retry from its
+// record instead of charging again. onRetry hears of each retry.
+func newPayrail(base string, onRetry func(oncehttp.Retry)) *payrail {
+	return &payrail{base: base, http: oncehttp.NewClient(&oncehttp.Transport{
+		Base: &http.Transport{
+			ResponseHeaderTimeout: attemptTimeout,
+			// A fresh connection per request, so that net/http's own retry of
+			// a request with an Idempotency-Key on a reused connection that
+			// broke does not hide the lost responses this demo injects.
+			DisableKeepAlives: true,
+		},
+		// Payrail, like Stripe, takes the header's value as the key.
+		Bare:      true,
+		BaseDelay: 50 * time.Millisecond,
+		OnRetry:   onRetry,
+	})}
 }
 
-func (p *payrail) post(ctx context.Context, key string, req chargeRequest) (charge, *http.Response, error) {
+// charge asks the provider to charge the card, with key as the provider's
+// Idempotency-Key on every attempt. A decline is the final answer to the
+// intent; every other failure (no answer within the retries, a 409 or a
+// 5xx) is retryable, which is safe because every retry of the intent sends
+// the same key. replayed reports the provider's Idempotent-Replayed: true,
+// its deduplication of a key it had already answered.
+func (p *payrail) charge(ctx context.Context, key string, req chargeRequest) (c charge, replayed bool, err error) {
+	ctx, cancel := context.WithTimeout(oncehttp.WithKey(ctx, key), callTimeout)
+	defer cancel()
 	body, _ := json.Marshal(req)
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.base+"/charges", bytes.NewReader(body))
 	if err != nil {
-		return charge{}, nil, err
+		return charge{}, false, err
 	}
-	hreq.Header.Set("Idempotency-Key", key)
 	hreq.Header.Set("Content-Type", "application/json")
 	resp, err := p.http.Do(hreq)
 	if err != nil {
-		return charge{}, nil, err
+		return charge{}, false, err
 	}
 	defer resp.Body.Close()
+	replayed = oncehttp.Replayed(resp)
 	switch resp.StatusCode {
 	case http.StatusCreated:
-		var c charge
-		return c, resp, json.NewDecoder(resp.Body).Decode(&c)
+		return c, replayed, json.NewDecoder(resp.Body).Decode(&c)
 	case http.StatusPaymentRequired:
 		d := &decline{}
 		if err := json.NewDecoder(resp.Body).Decode(d); err != nil {
-			return charge{}, resp, err
+			return charge{}, replayed, err
 		}
-		return charge{}, resp, once.Final(d)
+		return charge{}, replayed, once.Final(d)
 	case http.StatusConflict:
-		return charge{}, resp, errProviderBusy
+		return charge{}, replayed, errProviderBusy
 	default:
-		return charge{}, resp, fmt.Errorf("payrail: %s", resp.Status)
+		return charge{}, replayed, fmt.Errorf("payrail: %s", resp.Status)
 	}
 }
 
@@ -72,17 +97,8 @@ type service struct {
 	payrail *payrail
 }
 
-func newService(keeper *once.Keeper, providerURL string) *service {
-	return &service{
-		keeper: keeper,
-		payrail: &payrail{base: providerURL, http: &http.Client{
-			Timeout: 300 * time.Millisecond,
-			// A fresh connection per request, so that net/http's own retry of
-			// a request with an Idempotency-Key on a reused connection that
-			// broke does not hide the lost responses this demo injects.
-			Transport: &http.Transport{DisableKeepAlives: true},
-		}},
-	}
+func newService(keeper *once.Keeper, providerURL string, onRetry func(oncehttp.Retry)) *service {
+	return &service{keeper: keeper, payrail: newPayrail(providerURL, onRetry)}
 }
 
 // pay charges an order once per buyer intent: the buyer's idempotency key

@@ -2,10 +2,12 @@
 // fake payment provider that loses responses, answers slowly, gets a
 // double click and is called again after the shop restarts, and still every
 // order is charged exactly once; a declined card is replayed as the same
-// decline. Each answer the buyer gets says whether it was a replay
-// (Idempotent-Replayed) and which layer deduplicated it: the shop's once.Do
-// on the buyer's key, or the provider's own deduplication of the
-// once.DerivedKey the shop sends it.
+// decline. The shop calls the provider through oncehttp.Transport, which
+// resends a charge that got no answer with the same Idempotency-Key,
+// once.DerivedKey("order", id); each resend is printed. Each answer the
+// buyer gets says whether it was a replay (Idempotent-Replayed) and which
+// layer deduplicated it: the shop's once.Do on the buyer's key, or the
+// provider's own deduplication of the DerivedKey the shop sends it.
 //
 //	go run ./examples/payments
 //
@@ -26,11 +28,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends/memory"
 	"github.com/stagedoor/once/examples/internal/exstore"
+	"github.com/stagedoor/once/oncehttp"
 )
 
 func main() {
@@ -47,8 +51,9 @@ func main() {
 type restart int
 
 const (
-	// restartAfterFailure: after a first attempt that got no answer.
-	restartAfterFailure restart = iota + 1
+	// restartMidRetry: the shop shuts down (a deploy) while its client
+	// waits to resend a charge that got no answer, and restarts.
+	restartMidRetry restart = iota + 1
 	// restartAfterPaid: after a first attempt that paid, whose response to
 	// the buyer was lost; the buyer's browser retries with the same key.
 	restartAfterPaid
@@ -66,7 +71,7 @@ var orders = []order{
 	{id: "9b1e4d3a", card: "4242424242424242", fault: dropResponse, story: "the provider charges, then its response is lost"},
 	{id: "5c2f7e10", card: "4242424242424242", fault: slowCharge, story: "the provider is slower than the shop's timeout"},
 	{id: "c4a19e07", card: "4242424242424242", fault: holdCharge, story: "the buyer double-clicks: a second request while the first is being charged"},
-	{id: "e8a0b6c4", card: "4242424242424242", fault: dropResponse, restart: restartAfterFailure, story: "the response is lost and the shop restarts before retrying"},
+	{id: "e8a0b6c4", card: "4242424242424242", fault: dropResponse, restart: restartMidRetry, story: "the response is lost and the shop restarts before its client resends the charge"},
 	{id: "3d6f2b90", card: "4242424242424242", restart: restartAfterPaid, story: "paid, but the shop restarts before the buyer sees the answer; the browser retries"},
 	{id: "71d3f9a2", card: declinedCard, story: "the card is declined; the buyer retries anyway"},
 }
@@ -105,10 +110,27 @@ func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 		}
 		return once.New(s, once.RegisterError[*decline]("card_declined"))
 	}
-	shop := newService(newKeeper(), url)
+	// The Transport's retries, reported by its OnRetry hook; shutdown, when
+	// set, is the shop's shutdown during the next one.
+	var mu sync.Mutex
+	resends := map[string]int{} // by provider key
+	var shutdown context.CancelFunc
+	onRetry := func(r oncehttp.Retry) {
+		mu.Lock()
+		resends[r.Key]++
+		stop := shutdown
+		shutdown = nil
+		mu.Unlock()
+		fmt.Fprintf(w, "  the shop's client: %s; it resends the charge with the same Idempotency-Key %s\n", retryReason(r), r.Key)
+		if stop != nil {
+			fmt.Fprintln(w, "  the shop shuts down (a deploy) before the resend: once.Do releases "+buyerKeyOfKey(r.Key))
+			stop()
+		}
+	}
+	shop := newService(newKeeper(), url, onRetry)
 	restartShop := func(why string) {
 		fmt.Fprintln(w, "  "+why)
-		shop = newService(newKeeper(), url)
+		shop = newService(newKeeper(), url, onRetry)
 	}
 
 	tallies := map[string]*tally{}
@@ -117,7 +139,7 @@ func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 		tallies[o.id] = t
 		fmt.Fprintf(w, "\norder %s: %s\n", o.id, o.story)
 		req := chargeRequest{OrderID: o.id, Amount: 4200, Card: o.card}
-		pay := func(n int) answer {
+		pay := func(ctx context.Context, n int) answer {
 			a := shop.pay(ctx, "buyer-42", buyerKeyOf(o.id), req)
 			fmt.Fprintln(w, a.describe(n, o))
 			t.add(a)
@@ -128,7 +150,14 @@ func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 			n = doubleClick(ctx, w, shop, prov, o, req, t)
 		}
 		for settled := false; n <= 12; n++ {
-			a := pay(n)
+			callCtx, stop := context.WithCancel(ctx)
+			if o.restart == restartMidRetry && n == 1 {
+				mu.Lock()
+				shutdown = stop
+				mu.Unlock()
+			}
+			a := pay(callCtx, n)
+			stop()
 			if settled {
 				break // the re-send after the final answer
 			}
@@ -142,14 +171,27 @@ func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 			case errors.As(a.Err, &d):
 				settled = true
 			default:
-				if o.restart == restartAfterFailure && n == 1 {
+				if o.restart == restartMidRetry && n == 1 {
 					restartShop("the shop restarts")
 				}
 				time.Sleep(250 * time.Millisecond)
 			}
 		}
 	}
-	return report(w, prov, tallies)
+	mu.Lock()
+	defer mu.Unlock()
+	return report(w, prov, tallies, resends)
+}
+
+// buyerKeyOfKey is the buyer's key of the order whose provider key is
+// providerKey.
+func buyerKeyOfKey(providerKey string) string {
+	for _, o := range orders {
+		if once.DerivedKey("order", o.id) == providerKey {
+			return buyerKeyOf(o.id)
+		}
+	}
+	return "?"
 }
 
 // doubleClick sends the first click's request and, while the provider is
@@ -175,13 +217,15 @@ func doubleClick(ctx context.Context, w io.Writer, shop *service, prov *provider
 
 // report prints the charges and answers per order and fails unless every
 // paid order was charged once and the declined card never.
-func report(w io.Writer, prov *provider, tallies map[string]*tally) error {
-	fmt.Fprintf(w, "\n%-10s %-8s %-18s %-8s %-20s %s\n", "order", "charges", "provider requests", "answers", "deduped by the shop", "deduped by the provider")
-	bad, paid, charges, byShop, byProvider := 0, 0, 0, 0, 0
+func report(w io.Writer, prov *provider, tallies map[string]*tally, resends map[string]int) error {
+	fmt.Fprintf(w, "\n%-10s %-8s %-18s %-15s %-8s %-20s %s\n", "order", "charges", "provider requests", "client resends", "answers", "deduped by the shop", "deduped by the provider")
+	bad, paid, charges, byShop, byProvider, resent := 0, 0, 0, 0, 0, 0
 	for _, o := range orders {
 		c, requests := prov.counts(o.id)
 		t := tallies[o.id]
-		fmt.Fprintf(w, "%-10s %-8d %-18d %-8d %-20d %d\n", o.id, c, requests, t.answers, t.byShop, t.byProvider)
+		r := resends[once.DerivedKey("order", o.id)]
+		fmt.Fprintf(w, "%-10s %-8d %-18d %-15d %-8d %-20d %d\n", o.id, c, requests, r, t.answers, t.byShop, t.byProvider)
+		resent += r
 		want := 1
 		if o.card == declinedCard {
 			want = 0
@@ -200,5 +244,6 @@ func report(w io.Writer, prov *provider, tallies map[string]*tally) error {
 	}
 	fmt.Fprintf(w, "charges made: %d for %d paid orders (1 per order); the declined card: 0\n", charges, paid)
 	fmt.Fprintf(w, "answers deduplicated: %d by the shop's once.Do (buyer's key), %d by the provider (DerivedKey)\n", byShop, byProvider)
+	fmt.Fprintf(w, "charges resent by the shop's oncehttp.Transport, with the same key: %d\n", resent)
 	return nil
 }
