@@ -200,7 +200,7 @@ func lostClaimReply(t *testing.T, backend string, c lostClaimCase, lease time.Du
 		if n != 3 {
 			t.Errorf("%d scripts ran on the server, want 3 (claim, re-sent claim, complete)", n)
 		}
-		resent = "; the server ran the claim twice (the re-send) and fn once"
+		resent = "; the server ran the claim script twice (the lost one and the re-send), then Complete"
 	}
 	if got == lostClaimRan {
 		requireRecord(t, st.store, "drop", "k", backends.StateCompleted)
