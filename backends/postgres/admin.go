@@ -42,7 +42,7 @@ func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, ti
 	if !found || err != nil {
 		return backends.Record{}, 0, false, err
 	}
-	return existing(state, fp, outcome, leaseUS), time.Duration(expireUS) * time.Microsecond, true, nil
+	return existing(state, fp, outcome, leaseUS), fromMicros(expireUS), true, nil
 }
 
 // Delete implements backends.Admin in one DELETE of the row, whatever its

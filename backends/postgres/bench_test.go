@@ -24,7 +24,7 @@ func BenchmarkRawBaseline(b *testing.B) {
 
 	claim := func(b *testing.B, pool *pgxpool.Pool, scope, key, owner string) claimRow {
 		var r claimRow
-		err := pool.QueryRow(context.Background(), q.claimSQL, scope, key, fp, owner, lease, retention).
+		err := pool.QueryRow(context.Background(), q.claimSQL, scope, key, fp, owner, lease, retention, q.lockTimeout).
 			Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS)
 		if err != nil {
 			b.Fatal(err)

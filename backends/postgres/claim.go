@@ -2,7 +2,8 @@ package postgres
 
 import (
 	"context"
-	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/internal/pgsql"
@@ -60,7 +61,7 @@ func existing(state int16, fp, outcome []byte, leaseUS int64) backends.Record {
 		rec.Fingerprint = nil
 	}
 	if rec.State == backends.StatePending {
-		rec.LeaseRemaining = time.Duration(leaseUS) * time.Microsecond
+		rec.LeaseRemaining = fromMicros(leaseUS)
 	} else {
 		rec.Outcome = outcome
 		if rec.Outcome == nil {
@@ -70,12 +71,17 @@ func existing(state int16, fp, outcome []byte, leaseUS int64) backends.Record {
 	return rec
 }
 
+func (q statements) claimArgs(p backends.ClaimParams) []any {
+	return []any{p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, micros(p.Lease), micros(p.Retention), q.lockTimeout}
+}
+
+func (r *claimRow) scan(row pgx.Row) error {
+	return row.Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS)
+}
+
 func (q statements) claimOnce(ctx context.Context, db querier, p backends.ClaimParams) (claimRow, error) {
 	var r claimRow
-	err := db.QueryRow(ctx, q.claimSQL,
-		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, micros(p.Lease), micros(p.Retention),
-	).Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS)
-	if _, err := interpretError("claim", err); err != nil {
+	if _, err := interpretError("claim", r.scan(db.QueryRow(ctx, q.claimSQL, q.claimArgs(p)...))); err != nil {
 		return claimRow{}, err
 	}
 	return r, nil
@@ -83,8 +89,23 @@ func (q statements) claimOnce(ctx context.Context, db querier, p backends.ClaimP
 
 // claimLoop runs one claim attempt, and again (boundedly) when it lost a
 // race with a concurrent commit of the same key.
+// A claim that gave up waiting for a concurrent uncommitted transaction
+// reports the key pending, with lockTimeoutHint as its lease.
 func claimLoop(ctx context.Context, p backends.ClaimParams, attempt func(context.Context) (claimRow, error)) (backends.ClaimResult, error) {
-	return raceLoop(ctx, "claim", attempt, func(r claimRow) (backends.ClaimResult, bool) { return r.decide(p.Fingerprint) })
+	res, err := raceLoop(ctx, "claim", attempt, func(r claimRow) (backends.ClaimResult, bool) { return r.decide(p.Fingerprint) })
+	if code(err) == CodeLockNotAvailable {
+		return backends.ClaimResult{Existing: heldByTx(p.Fingerprint)}, nil
+	}
+	return res, err
+}
+
+// heldByTx is the record reported for a key held by an uncommitted
+// transaction: pending, with lockTimeoutHint as its lease. Its fingerprint
+// is unknown (the row is not visible yet); the caller's own is reported, so
+// the core answers ErrInProgress, never ErrKeyReused, and the retry learns
+// the truth.
+func heldByTx(fp []byte) backends.Record {
+	return backends.Record{State: backends.StatePending, Fingerprint: fp, LeaseRemaining: lockTimeoutHint}
 }
 
 // raceLoop runs attempt until decide accepts its row, at most maxAttempts

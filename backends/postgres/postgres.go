@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,9 +33,14 @@ type Config struct {
 	// Same rules as Schema, at most 48 bytes. Defaults to "once_records".
 	Table string
 
-	// LockTimeout bounds how long a Claim made through InTx waits for a
-	// concurrent, uncommitted claim of the same key before reporting it in
-	// progress. Defaults to 5 seconds.
+	// LockTimeout bounds how long a Claim or a Resolve waits for a
+	// concurrent, uncommitted transaction that holds the same key (a claim
+	// made through InTx or DoTx, not yet committed) before reporting the
+	// key in progress. It applies to the Store's own statements as well as
+	// to those of InTx, holding a pool connection at most that long. It is
+	// rounded up to whole milliseconds (never to 0, which PostgreSQL reads
+	// as no timeout) and saturates at the server's maximum, about 24.8
+	// days. Defaults to 5 seconds.
 	LockTimeout time.Duration
 
 	// SweepBatchSize is the number of expired rows RunSweeper deletes per
@@ -110,7 +116,7 @@ func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, cfg: r, sql: newStatements(r.qualifiedTable())}, nil
+	return &Store{pool: pool, cfg: r, sql: newStatements(r.qualifiedTable(), r.lockTimeout)}, nil
 }
 
 // querier is what the statements run on: a pool or a transaction.
@@ -123,6 +129,9 @@ type querier interface {
 // committed by a concurrent session after the statement's snapshot was
 // taken, the statement cannot see it yet; Claim then runs once more, the
 // only case in which it takes a second round trip.
+//
+// A Claim that waited LockTimeout for a concurrent uncommitted transaction
+// holding the key reports it pending (see Config.LockTimeout).
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	return claimLoop(ctx, p, func(ctx context.Context) (claimRow, error) {
 		return s.sql.claimOnce(ctx, s.pool, p)
@@ -145,7 +154,8 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 }
 
 // Resolve implements backends.Store in one statement (two when it races
-// with a concurrent insert of the same key, as Claim).
+// with a concurrent insert of the same key, as Claim). Like Claim, it waits
+// at most LockTimeout for an uncommitted transaction holding the key.
 func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	return resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
 		return s.sql.resolveOnce(ctx, s.pool, p)
@@ -153,8 +163,18 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 }
 
 // micros converts a duration to the whole microseconds passed to the
-// server, which multiplies them by interval '1 microsecond'.
-func micros(d time.Duration) int64 { return d.Microseconds() }
+// server, which multiplies them by interval '1 microsecond'. It rounds up,
+// so that a positive sub-microsecond duration never becomes 0. Every
+// time.Duration fits: math.MaxInt64 ns is about 292 years, and
+// timestamptz reaches the year 294276, so no lease or retention needs to
+// saturate on PostgreSQL.
+func micros(d time.Duration) int64 {
+	us := d / time.Microsecond
+	if d%time.Microsecond > 0 {
+		us++
+	}
+	return int64(us)
+}
 
 // nonNil returns b, or an empty slice for nil, so that pgx sends an empty
 // bytea instead of NULL.
@@ -163,4 +183,17 @@ func nonNil(b []byte) []byte {
 		return []byte{}
 	}
 	return b
+}
+
+// fromMicros converts microseconds read from the server to a duration,
+// saturating at the range of time.Duration (a lease of math.MaxInt64,
+// rounded up to whole microseconds, reads back as math.MaxInt64).
+func fromMicros(us int64) time.Duration {
+	switch {
+	case us > math.MaxInt64/int64(time.Microsecond):
+		return math.MaxInt64
+	case us < math.MinInt64/int64(time.Microsecond):
+		return math.MinInt64
+	}
+	return time.Duration(us) * time.Microsecond
 }

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"time"
 
@@ -54,49 +55,46 @@ func (*txStore) Exclusive() {}
 // Claim implements backends.Store. Its statements go in one pipelined batch,
 // so it costs one round trip (two when the lock timeout fires).
 func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
-	res, err := claimLoop(ctx, p, func(ctx context.Context) (claimRow, error) {
+	return claimLoop(ctx, p, func(ctx context.Context) (claimRow, error) {
 		return t.claimOnce(ctx, p)
 	})
-	if code(err) == CodeLockNotAvailable {
-		return backends.ClaimResult{Existing: backends.Record{
-			State:          backends.StatePending,
-			Fingerprint:    p.Fingerprint, // unknown: the duplicate is not visible yet
-			LeaseRemaining: lockTimeoutHint,
-		}}, nil
-	}
-	return res, err
 }
 
 const (
-	// txSetLockTimeout saves the transaction's lock_timeout in a custom
-	// setting and sets ours, both local to the savepoint's transaction.
-	txSetLockTimeout = `SELECT set_config('once.saved_lock_timeout', current_setting('lock_timeout'), true),
-	set_config('lock_timeout', $1::text, true)`
+	// txSaveLockTimeout saves the transaction's lock_timeout in a custom
+	// setting, local to the transaction; the claim statement then sets its
+	// own, and txRestoreLockTimeout puts the saved one back.
+	txSaveLockTimeout    = `SELECT set_config('once.saved_lock_timeout', current_setting('lock_timeout'), true)`
 	txRestoreLockTimeout = `SELECT set_config('lock_timeout', current_setting('once.saved_lock_timeout'), true)`
 )
 
 func (t *txStore) claimOnce(ctx context.Context, p backends.ClaimParams) (claimRow, error) {
+	var r claimRow
+	err := t.guarded(ctx, "claim", t.s.sql.claimSQL, t.s.sql.claimArgs(p), r.scan)
+	return r, err
+}
+
+// guarded runs one statement that sets its own lock_timeout (Claim,
+// Resolve) in one pipelined batch, under a savepoint, and restores the
+// transaction's lock_timeout afterwards. If the statement fails (its lock
+// timeout fired), it rolls back to the savepoint, so tx stays usable.
+func (t *txStore) guarded(ctx context.Context, op, sql string, args []any, scan func(pgx.Row) error) error {
 	b := &pgx.Batch{}
 	b.Queue("SAVEPOINT once_claim")
-	b.Queue(txSetLockTimeout, strconv.FormatInt(t.s.cfg.lockTimeout.Milliseconds(), 10)+"ms")
-	var r claimRow
-	b.Queue(t.s.sql.claimSQL,
-		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, micros(p.Lease), micros(p.Retention),
-	).QueryRow(func(row pgx.Row) error {
-		return row.Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS)
-	})
+	b.Queue(txSaveLockTimeout)
+	b.Queue(sql, args...).QueryRow(scan)
 	b.Queue(txRestoreLockTimeout)
 	b.Queue("RELEASE SAVEPOINT once_claim")
 	err := t.tx.SendBatch(ctx, b).Close()
-	if _, err := interpretError("claim", err); err != nil {
+	if _, err := interpretError(op, err); err != nil {
 		if ctx.Err() == nil {
 			// Undo the failed statement and our lock_timeout; tx stays
 			// usable. If this fails too, tx is beyond saving anyway.
 			_, _ = t.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT once_claim; RELEASE SAVEPOINT once_claim")
 		}
-		return claimRow{}, err
+		return err
 	}
-	return r, nil
+	return nil
 }
 
 // Complete implements backends.Store.
@@ -117,6 +115,23 @@ func (t *txStore) Release(ctx context.Context, p backends.ReleaseParams) (bool, 
 // Resolve implements backends.Store.
 func (t *txStore) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	return resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
-		return t.s.sql.resolveOnce(ctx, t.tx, p)
+		var r resolveRow
+		err := t.guarded(ctx, "resolve", t.s.sql.resolveSQL, t.s.sql.resolveArgs(p), r.scan)
+		return r, err
 	})
+}
+
+// maxLockTimeoutMS is the largest lock_timeout PostgreSQL accepts.
+const maxLockTimeoutMS = math.MaxInt32
+
+// lockTimeoutSetting renders d as a lock_timeout value in whole
+// milliseconds, rounded up: PostgreSQL reads "0ms" as no timeout at all, so
+// a sub-millisecond d must become 1ms, never 0. It saturates at the
+// server's maximum (about 24.8 days).
+func lockTimeoutSetting(d time.Duration) string {
+	ms := d / time.Millisecond
+	if d%time.Millisecond > 0 {
+		ms++
+	}
+	return strconv.FormatInt(int64(min(max(ms, 1), maxLockTimeoutMS)), 10) + "ms"
 }

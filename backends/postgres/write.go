@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/internal/pgsql"
@@ -15,9 +16,11 @@ const (
 	// pgsql.Complete, documented there.
 	completeSQL = pgsql.Complete
 
-	// renewSQL: $1 scope, $2 key, $3 owner, $4 lease µs.
+	// renewSQL: $1 scope, $2 key, $3 owner, $4 lease µs. The record lives
+	// at least until the new lease ends.
 	renewSQL = `UPDATE %[1]s SET
-	lease_until = clock_timestamp() + $4::bigint * interval '1 microsecond'
+	lease_until = clock_timestamp() + $4::bigint * interval '1 microsecond',
+	expires_at = greatest(expires_at, clock_timestamp() + $4::bigint * interval '1 microsecond')
 WHERE scope = $1::text AND key = $2::text
 	AND state = 1 AND owner = $3::text AND expires_at > clock_timestamp()
 RETURNING true`
@@ -29,13 +32,16 @@ WHERE scope = $1::text AND key = $2::text
 RETURNING true`
 )
 
-// statements holds the SQL of every operation, rendered for one table.
+// statements holds the SQL of every operation, rendered for one table,
+// and the lock_timeout that Claim and Resolve set for themselves.
 type statements struct {
 	claimSQL, resolveSQL, completeSQL, renewSQL, releaseSQL, sweepSQL string
+	lockTimeout                                                       string
 }
 
-func newStatements(table string) statements {
+func newStatements(table string, lockTimeout time.Duration) statements {
 	return statements{
+		lockTimeout: lockTimeoutSetting(lockTimeout),
 		claimSQL:    fmt.Sprintf(claimSQL, table),
 		resolveSQL:  fmt.Sprintf(resolveSQL, table),
 		completeSQL: fmt.Sprintf(completeSQL, table),

@@ -6,7 +6,16 @@ package pgsql
 
 // Claim is the single statement behind the backend's Claim. Parameters: $1 scope,
 // $2 key, $3 fingerprint, $4 owner, $5 lease and $6 retention in
-// microseconds.
+// microseconds, $7 the lock_timeout for the statement.
+//
+// c sets lock_timeout for the statement's own transaction (set_config
+// local: it reverts when the statement, or the caller's transaction,
+// ends), before either write reads c, so that waiting for a concurrent
+// uncommitted claim of the key (a DoTx in progress) is bounded.
+//
+// A new record lives at least until its lease ends, whatever the
+// retention. A takeover without a fingerprint keeps the stored one; an
+// empty fingerprint on either side matches.
 //
 // The CTE e reads the row as of the statement's snapshot, without locking
 // it. Then at most one of two writes acts:
@@ -25,7 +34,7 @@ package pgsql
 // uncorrelated EXISTS becomes a one-time filter, so upd does not even scan
 // the index on that path.
 const Claim = `WITH c AS (
-	SELECT clock_timestamp() AS now
+	SELECT clock_timestamp() AS now, set_config('lock_timeout', $7::text, true) AS lock_timeout
 ), e AS (
 	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at
 	FROM %[1]s r
@@ -35,27 +44,28 @@ const Claim = `WITH c AS (
 	SELECT $1::text, $2::text, $3::bytea, 1, $4::text,
 		c.now + $5::bigint * interval '1 microsecond',
 		c.now,
-		c.now + $6::bigint * interval '1 microsecond'
+		c.now + greatest($5::bigint, $6::bigint) * interval '1 microsecond'
 	FROM c
 	WHERE NOT EXISTS (SELECT 1 FROM e)
 	ON CONFLICT (scope, key) DO NOTHING
 	RETURNING true AS done
 ), t AS (
-	SELECT e.state, e.owner, e.lease_until, e.expires_at, e.expires_at > c.now AS took_over, c.now
+	SELECT e.state, e.fingerprint, e.owner, e.lease_until, e.expires_at, e.expires_at > c.now AS took_over, c.now
 	FROM e, c
 	WHERE e.expires_at <= c.now
 		OR (e.state = 1 AND e.lease_until <= c.now
-			AND (octet_length($3::bytea) = 0 OR e.fingerprint = $3::bytea))
+			AND (octet_length($3::bytea) = 0 OR octet_length(e.fingerprint) = 0 OR e.fingerprint = $3::bytea))
 ), upd AS (
 	UPDATE %[1]s r SET
-		fingerprint = $3::bytea,
+		fingerprint = CASE WHEN t.took_over AND octet_length($3::bytea) = 0
+			THEN t.fingerprint ELSE $3::bytea END,
 		state = 1,
 		owner = $4::text,
 		lease_until = t.now + $5::bigint * interval '1 microsecond',
 		outcome = NULL,
 		created_at = t.now,
 		completed_at = NULL,
-		expires_at = t.now + $6::bigint * interval '1 microsecond'
+		expires_at = t.now + greatest($5::bigint, $6::bigint) * interval '1 microsecond'
 	FROM t
 	WHERE EXISTS (SELECT 1 FROM t)
 		AND r.scope = $1::text AND r.key = $2::text

@@ -1,0 +1,116 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
+)
+
+// holdInTx claims (scope, key) in a transaction that stays open until the
+// test ends, as an uncommitted DoTx does.
+func holdInTx(t *testing.T, s *Store, scope, key string) {
+	t.Helper()
+	tx, err := s.pool.Begin(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
+	r, err := s.InTx(tx).Claim(context.Background(), claimParams(scope, key))
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+}
+
+// TestClaimBoundedByUncommittedTx is issue 13 item 8: a plain Claim (and
+// Resolve, and once.Do) on a key claimed inside an uncommitted
+// transaction waits at most LockTimeout and reports the key in progress;
+// it never blocks on the row lock for as long as the transaction lasts.
+func TestClaimBoundedByUncommittedTx(t *testing.T) {
+	holder, err := New(newPool(t, nil), &Config{Schema: testSchema})
+	require.NoError(t, err)
+	// One connection, so that the lock_timeout check at the end reads the
+	// very session the statements ran on.
+	pool := newPool(t, func(cfg *pgxpool.Config) { cfg.MaxConns = 1 })
+	s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 100 * time.Millisecond})
+	require.NoError(t, err)
+	scope := backendtest.Scope(t)
+	holdInTx(t, holder, scope, "held")
+
+	// The test's own deadline is far beyond LockTimeout: hitting it is
+	// the bug (an unbounded wait), not a timing flake.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := s.Claim(ctx, claimParams(scope, "held"))
+	require.NoError(t, err, "the claim waited for the uncommitted transaction")
+	require.False(t, r.Claimed)
+	require.Equal(t, backends.StatePending, r.Existing.State)
+	require.Positive(t, r.Existing.LeaseRemaining)
+
+	res, err := s.Resolve(ctx, backends.ResolveParams{Scope: scope, Key: "held", Outcome: []byte("v"), Retention: time.Hour, Owner: backendtest.Token()})
+	require.NoError(t, err, "the resolve waited for the uncommitted transaction")
+	require.False(t, res.Resolved)
+	require.Equal(t, backends.StatePending, res.Existing.State)
+
+	_, err = once.Do(ctx, once.New(s).Scope(scope), "held", once.Fingerprint("fp"), func(context.Context) (int, error) {
+		t.Error("fn ran beside an uncommitted claim")
+		return 0, nil
+	})
+	require.ErrorIs(t, err, once.ErrInProgress)
+	require.NoError(t, ctx.Err())
+
+	// The pool's connections come back with the server's lock_timeout.
+	var lt string
+	require.NoError(t, pool.QueryRow(ctx, "SHOW lock_timeout").Scan(&lt))
+	require.Equal(t, "0", lt)
+}
+
+// TestSubMillisecondLockTimeout: a LockTimeout below one millisecond is
+// rounded up, never sent as "0ms", which PostgreSQL reads as no timeout.
+func TestSubMillisecondLockTimeout(t *testing.T) {
+	pool := newPool(t, nil)
+	s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 100 * time.Microsecond})
+	require.NoError(t, err)
+	scope := backendtest.Scope(t)
+	holdInTx(t, s, scope, "held")
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, name := range []string{"pool", "tx"} {
+		var r backends.ClaimResult
+		var err error
+		if name == "pool" {
+			r, err = s.Claim(ctx, claimParams(scope, "held"))
+		} else {
+			err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				r, err = s.InTx(tx).Claim(ctx, claimParams(scope, "held"))
+				return err
+			})
+		}
+		require.NoError(t, err, "%s: a sub-millisecond LockTimeout did not bound the wait", name)
+		require.False(t, r.Claimed, name)
+		require.Equal(t, backends.StatePending, r.Existing.State, name)
+	}
+	require.False(t, errors.Is(ctx.Err(), context.DeadlineExceeded))
+}
+
+func TestLockTimeoutSetting(t *testing.T) {
+	for _, c := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{time.Nanosecond, "1ms"},
+		{999 * time.Microsecond, "1ms"},
+		{time.Millisecond, "1ms"},
+		{1001 * time.Microsecond, "2ms"},
+		{5 * time.Second, "5000ms"},
+		{365 * 24 * time.Hour, "2147483647ms"},
+	} {
+		require.Equal(t, c.want, lockTimeoutSetting(c.d), "%v", c.d)
+	}
+}
