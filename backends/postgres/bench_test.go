@@ -3,91 +3,96 @@ package postgres
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/stagedoor/once/backends/backendtest"
+	"github.com/stagedoor/once/internal/pgsql"
 )
 
-// BenchmarkRawBaseline issues the statements of BenchmarkStore straight
-// through pgx, without the library, so that the library's overhead is the
-// ratio of the two (run both with -cpu 1,16).
+// BenchmarkRawBaseline is the seed's mechanism written minimally against
+// pgx, in its own six-column table (internal/pgsql SeedTable), for
+// comparison with BenchmarkStore (run both with -cpu 1,16): a first
+// execution is INSERT … ON CONFLICT DO NOTHING RETURNING then UPDATE; a
+// replay is the same insert, then a SELECT. It never sends the library's
+// statements.
 func BenchmarkRawBaseline(b *testing.B) {
 	pool := newPool(b, nil)
-	q := newStore(b, pool).sql
-	outcome := []byte(`{"order_id":"9b1e4d3a","status":"paid","amount":4200}`)
-	fp := []byte("0123456789abcdef0123456789abcdef")
-	lease, retention := time.Minute.Microseconds(), time.Hour.Microseconds()
-
-	claim := func(b *testing.B, pool *pgxpool.Pool, scope, key, owner string) claimRow {
-		var r claimRow
-		err := pool.QueryRow(context.Background(), q.claimSQL, scope, key, fp, owner, lease, retention, q.lockTimeout).
-			Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS)
-		if err != nil {
-			b.Fatal(err)
-		}
-		return r
+	ctx := context.Background()
+	table := pgx.Identifier{testSchema, "seed_" + randomSuffix()}.Sanitize()
+	seed := strings.NewReplacer("{seed}", table)
+	if _, err := pool.Exec(ctx, seed.Replace(pgsql.SeedTable)); err != nil {
+		b.Fatal(err)
 	}
-	first := func(b *testing.B, scope string, n *atomic.Int64) {
+	insert, complete, fetch := seed.Replace(pgsql.SeedInsert), seed.Replace(pgsql.SeedComplete), seed.Replace(pgsql.SeedFetch)
+	body := []byte(`{"order_id":"9b1e4d3a","status":"paid","amount":4200}`)
+	hash := []byte("0123456789abcdef0123456789abcdef")
+
+	first := func(b *testing.B, user string, n *atomic.Int64) {
 		key := "k" + strconv.FormatInt(n.Add(1), 10)
-		owner := backendtest.Token()
-		if r := claim(b, pool, scope, key, owner); !r.inserted {
-			b.Fatalf("claim: %+v", r)
+		var k string
+		if err := pool.QueryRow(ctx, insert, key, user, hash).Scan(&k); err != nil {
+			b.Fatalf("insert: %v", err)
 		}
-		var ok bool
-		if err := pool.QueryRow(context.Background(), q.completeSQL, scope, key, owner, outcome, retention).Scan(&ok); err != nil || !ok {
+		if _, err := pool.Exec(ctx, complete, key, user, 200, body); err != nil {
 			b.Fatalf("complete: %v", err)
 		}
 	}
-	replay := func(b *testing.B, scope string) {
-		if r := claim(b, pool, scope, "hot", "replayer"); r.state != 2 {
-			b.Fatalf("replay: %+v", r)
+	replay := func(b *testing.B, user string) {
+		var k string
+		if err := pool.QueryRow(ctx, insert, "hot", user, hash).Scan(&k); err != pgx.ErrNoRows {
+			b.Fatalf("replay insert: %v", err)
+		}
+		var h, got []byte
+		var status *int32
+		if err := pool.QueryRow(ctx, fetch, "hot", user).Scan(&h, &status, &got); err != nil || status == nil {
+			b.Fatalf("replay fetch: %v", err)
 		}
 	}
-	seed := func(b *testing.B, scope string) {
-		claim(b, pool, scope, "hot", "seed")
-		var ok bool
-		if err := pool.QueryRow(context.Background(), q.completeSQL, scope, "hot", "seed", outcome, retention).Scan(&ok); err != nil {
+	seedHot := func(b *testing.B, user string) {
+		var n atomic.Int64
+		first(b, user, &n)
+		if _, err := pool.Exec(ctx, `UPDATE `+table+` SET key = 'hot' WHERE user_id = $1`, user); err != nil {
 			b.Fatal(err)
 		}
 	}
 
 	b.Run("FirstExecution", func(b *testing.B) {
-		scope := backendtest.Scope(b)
+		user := backendtest.Scope(b)
 		var n atomic.Int64
 		b.ReportAllocs()
 		for b.Loop() {
-			first(b, scope, &n)
+			first(b, user, &n)
 		}
 	})
 	b.Run("FirstExecutionParallel", func(b *testing.B) {
-		scope := backendtest.Scope(b)
+		user := backendtest.Scope(b)
 		var n atomic.Int64
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				first(b, scope, &n)
+				first(b, user, &n)
 			}
 		})
 	})
 	b.Run("Replay", func(b *testing.B) {
-		scope := backendtest.Scope(b)
-		seed(b, scope)
+		user := backendtest.Scope(b)
+		seedHot(b, user)
 		b.ReportAllocs()
 		for b.Loop() {
-			replay(b, scope)
+			replay(b, user)
 		}
 	})
 	b.Run("ReplayParallel", func(b *testing.B) {
-		scope := backendtest.Scope(b)
-		seed(b, scope)
+		user := backendtest.Scope(b)
+		seedHot(b, user)
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				replay(b, scope)
+				replay(b, user)
 			}
 		})
 	})

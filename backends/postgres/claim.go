@@ -1,18 +1,13 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stagedoor/once/backends"
-	"github.com/stagedoor/once/internal/pgsql"
 )
-
-// claimSQL is the single statement behind Claim: pgsql.Claim, documented
-// there (it lives in internal/pgsql so that the benchmark's baseline sends
-// the same text).
-const claimSQL = pgsql.Claim
 
 // maxAttempts bounds the re-runs of Claim and Resolve when a concurrent
 // session commits the same key between the statement's snapshot and its
@@ -30,6 +25,7 @@ type claimRow struct {
 	fp       []byte
 	outcome  []byte
 	leaseUS  int64
+	ownClaim bool // e saw a live pending row of this very owner
 }
 
 // decide turns a claimRow into a result, or reports that the statement
@@ -40,13 +36,17 @@ func (r claimRow) decide(given []byte) (res backends.ClaimResult, retry bool) {
 		return backends.ClaimResult{Claimed: true}, false
 	case r.tookOver != nil:
 		return backends.ClaimResult{Claimed: true, TookOver: *r.tookOver}, false
+	case r.ownClaim:
+		// The same claim again (its owner token is unique to one call): a
+		// re-send after a lost reply. It holds the claim.
+		return backends.ClaimResult{Claimed: true}, false
 	case !r.found || !r.live:
 		// Nothing visible (or only an expired row), yet no write applied:
 		// the key was written after our snapshot.
 		return backends.ClaimResult{}, true
 	}
 	rec := existing(r.state, r.fp, r.outcome, r.leaseUS)
-	if rec.State == backends.StatePending && rec.LeaseRemaining <= 0 && backends.FingerprintMatches(r.fp, given) {
+	if rec.State == backends.StatePending && rec.LeaseRemaining <= 0 && fingerprintsMatch(r.fp, given) {
 		// Eligible for takeover, yet upd did not apply: the row changed
 		// after our snapshot.
 		return backends.ClaimResult{}, true
@@ -76,12 +76,12 @@ func (q statements) claimArgs(p backends.ClaimParams) []any {
 }
 
 func (r *claimRow) scan(row pgx.Row) error {
-	return row.Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS)
+	return row.Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.ownClaim)
 }
 
 func (q statements) claimOnce(ctx context.Context, db querier, p backends.ClaimParams) (claimRow, error) {
 	var r claimRow
-	if _, err := interpretError("claim", r.scan(db.QueryRow(ctx, q.claimSQL, q.claimArgs(p)...))); err != nil {
+	if _, err := interpretError("claim", r.scan(db.QueryRow(ctx, q.Claim, q.claimArgs(p)...))); err != nil {
 		return claimRow{}, err
 	}
 	return r, nil
@@ -123,4 +123,12 @@ func raceLoop[Row, Result any](ctx context.Context, op string, attempt func(cont
 		}
 	}
 	return zero, errContention(op)
+}
+
+// fingerprintsMatch is decision C of the store contract, the predicate the
+// statements apply in SQL: an empty fingerprint on either side matches,
+// otherwise the bytes must be equal. (Only used to tell a lost race from a
+// mismatch; never to answer a caller.)
+func fingerprintsMatch(stored, given []byte) bool {
+	return len(stored) == 0 || len(given) == 0 || bytes.Equal(stored, given)
 }

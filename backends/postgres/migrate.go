@@ -12,16 +12,20 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stagedoor/once/internal/pgsql"
 )
 
 //go:embed migrations/*.sql
 var migrationFiles embed.FS
 
 // The quoted default names in the embedded SQL, replaced by Migrate with
-// the names of its Config.
+// the names of its Config: the table, and each index both alone (CREATE
+// INDEX) and schema-qualified (DROP INDEX).
 const (
-	placeholderTable = `"public"."once_records"`
-	placeholderIndex = `"once_records_expires_at_idx"`
+	placeholderTable      = `"public"."once_records"`
+	placeholderIndex      = `"once_records_expires_at_idx"`
+	placeholderSweepIndex = `"once_records_sweep_idx"`
 )
 
 // Migrations returns the embedded migration files, for users who run their
@@ -45,6 +49,22 @@ type migration struct {
 	sql     string
 }
 
+// renderer replaces the default names of the embedded migration files with
+// those of r.
+func renderer(r resolved) *strings.Replacer {
+	index := func(suffix string) string { return pgx.Identifier{r.table + suffix}.Sanitize() }
+	qualifiedIndex := func(suffix string) string { return pgx.Identifier{r.schema, r.table + suffix}.Sanitize() }
+	// Schema-qualified index names first: the replacer tries the
+	// placeholders in this order at each position.
+	return strings.NewReplacer(
+		`"public".`+placeholderIndex, qualifiedIndex("_expires_at_idx"),
+		`"public".`+placeholderSweepIndex, qualifiedIndex("_sweep_idx"),
+		placeholderTable, r.qualifiedTable(),
+		placeholderIndex, index("_expires_at_idx"),
+		placeholderSweepIndex, index("_sweep_idx"),
+	)
+}
+
 // loadMigrations returns the up migrations in version order, rendered for
 // cfg's schema and table.
 func loadMigrations(r resolved) ([]migration, error) {
@@ -52,10 +72,7 @@ func loadMigrations(r resolved) ([]migration, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := strings.NewReplacer(
-		placeholderTable, r.qualifiedTable(),
-		placeholderIndex, pgx.Identifier{r.table + "_expires_at_idx"}.Sanitize(),
-	)
+	rep := renderer(r)
 	var ms []migration
 	for _, p := range entries {
 		base := strings.TrimSuffix(path.Base(p), ".up.sql")
@@ -104,31 +121,27 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
 
 func migrateTx(ctx context.Context, tx pgx.Tx, r resolved, ms []migration) error {
 	lockKey := "once/postgres migrate " + r.qualifiedTable()
-	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtextextended($1::text, 0))", lockKey); err != nil {
+	if _, err := tx.Exec(ctx, pgsql.MigrateLock, lockKey); err != nil {
 		_, err = interpretError("migrate", err)
 		return err
 	}
 	var schemaExists bool
-	err := tx.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1::text)", r.schema).Scan(&schemaExists)
+	err := tx.QueryRow(ctx, pgsql.MigrateSchemaExists, r.schema).Scan(&schemaExists)
 	if _, err := interpretError("migrate", err); err != nil {
 		return err
 	}
 	if !schemaExists {
-		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgx.Identifier{r.schema}.Sanitize()); err != nil {
+		if _, err := tx.Exec(ctx, strings.ReplaceAll(pgsql.MigrateCreateSchema, "{schema}", pgx.Identifier{r.schema}.Sanitize())); err != nil {
 			_, err = interpretError("migrate", err)
 			return err
 		}
 	}
-	versions := pgx.Identifier{r.schema, r.table + "_migrations"}.Sanitize()
-	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+versions+` (
-	version    integer     PRIMARY KEY,
-	name       text        NOT NULL,
-	applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
-)`); err != nil {
+	versions := strings.NewReplacer("{versions}", pgx.Identifier{r.schema, r.table + "_migrations"}.Sanitize())
+	if _, err := tx.Exec(ctx, versions.Replace(pgsql.MigrateVersions)); err != nil {
 		_, err = interpretError("migrate", err)
 		return err
 	}
-	rows, err := tx.Query(ctx, "SELECT version FROM "+versions)
+	rows, err := tx.Query(ctx, versions.Replace(pgsql.MigrateApplied))
 	if _, err := interpretError("migrate", err); err != nil {
 		return err
 	}
@@ -145,7 +158,7 @@ func migrateTx(ctx context.Context, tx pgx.Tx, r resolved, ms []migration) error
 			_, err = interpretError("migrate", err)
 			return err
 		}
-		if _, err := tx.Exec(ctx, "INSERT INTO "+versions+" (version, name) VALUES ($1::int, $2::text)", m.version, m.name); err != nil {
+		if _, err := tx.Exec(ctx, versions.Replace(pgsql.MigrateRecord), m.version, m.name); err != nil {
 			_, err = interpretError("migrate", err)
 			return err
 		}

@@ -166,11 +166,11 @@ func TestSweep(t *testing.T) {
 	ctx := context.Background()
 	table := s.cfg.qualifiedTable()
 	// 2500 expired rows (completed and pending) and 10 live ones.
-	_, err := pool.Exec(ctx, `INSERT INTO `+table+` (scope, key, state, owner, lease_until, outcome, expires_at)
+	_, err := pool.Exec(ctx, `INSERT INTO `+table+` (scope, key, state, owner, lease_until, outcome, expires_at, sweep_after)
 		SELECT 's', 'expired' || i, 1 + i % 2,
 			CASE WHEN i % 2 = 0 THEN 'o' END, CASE WHEN i % 2 = 0 THEN now() END,
 			CASE WHEN i % 2 = 1 THEN '\x'::bytea END,
-			clock_timestamp() - interval '1 second'
+			clock_timestamp() - interval '1 second', clock_timestamp() - interval '1 second'
 		FROM generate_series(1, 2500) i`)
 	require.NoError(t, err)
 	for i := range 10 {
@@ -198,8 +198,8 @@ func TestRunSweeperStopsWithContext(t *testing.T) {
 	var sweepErrs []error
 	s := newTable(t, pool, Config{OnSweepError: func(err error) { sweepErrs = append(sweepErrs, err) }})
 	ctx := context.Background()
-	_, err := pool.Exec(ctx, `INSERT INTO `+s.cfg.qualifiedTable()+` (scope, key, state, outcome, expires_at)
-		VALUES ('s', 'k', 2, '\x', clock_timestamp() - interval '1 second')`)
+	_, err := pool.Exec(ctx, `INSERT INTO `+s.cfg.qualifiedTable()+` (scope, key, state, outcome, expires_at, sweep_after)
+		VALUES ('s', 'k', 2, '\x', clock_timestamp() - interval '1 second', '-infinity')`)
 	require.NoError(t, err)
 	runCtx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
@@ -234,15 +234,27 @@ func TestMigrateConcurrently(t *testing.T) {
 	require.NoError(t, err)
 	versions, err = pgx.CollectRows(rows, pgx.RowTo[int32])
 	require.NoError(t, err)
-	assert.Equal(t, []int32{1}, versions)
-	var idx int
-	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = 'once_records_expires_at_idx'", cfg.Schema).Scan(&idx))
-	assert.Equal(t, 1, idx)
+	assert.Equal(t, []int32{1, 2}, versions)
+	indexes := func() []string {
+		rows, err := pool.Query(ctx, "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 ORDER BY 1", cfg.Schema)
+		require.NoError(t, err)
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		return names
+	}
+	assert.Equal(t, []string{"once_records_migrations_pkey", "once_records_pkey", "once_records_sweep_idx"}, indexes())
 
-	// The down migration of Migrations, rendered the same way, drops it all.
-	down, err := fsReadFile(Migrations(), "001_create_records.down.sql")
+	// The down migrations of Migrations, rendered the same way, undo it all.
+	r, err := resolveConfig(cfg)
 	require.NoError(t, err)
-	_, err = pool.Exec(ctx, strings.ReplaceAll(down, placeholderTable, pgx.Identifier{cfg.Schema, DefaultTable}.Sanitize()))
+	down, err := fsReadFile(Migrations(), "002_hot_completion.down.sql")
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, renderer(r).Replace(down))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"once_records_expires_at_idx", "once_records_migrations_pkey", "once_records_pkey"}, indexes())
+	down, err = fsReadFile(Migrations(), "001_create_records.down.sql")
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, renderer(r).Replace(down))
 	require.NoError(t, err)
 	var exists bool
 	require.NoError(t, pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", cfg.Schema+".once_records").Scan(&exists))

@@ -5,38 +5,35 @@ import (
 	"time"
 )
 
-// sweepSQL deletes at most $1 expired rows. It locks them with SKIP LOCKED,
-// so it never waits for (nor blocks) a claim taking over an expired row,
-// and deletes them by ctid (a TID scan), re-checking expiry in case a
-// takeover won the row first.
-const sweepSQL = `DELETE FROM %[1]s
-WHERE ctid = ANY (ARRAY (
-	SELECT ctid FROM %[1]s
-	WHERE expires_at < clock_timestamp()
-	LIMIT $1::int
-	FOR UPDATE SKIP LOCKED
-))
-AND expires_at < clock_timestamp()`
-
 // Sweep deletes expired records, batchSize rows per statement (the Config's
 // SweepBatchSize when batchSize <= 0), until a batch finds fewer than
-// batchSize, and returns how many it deleted. Each batch is its own short
-// transaction, so a sweep of millions of rows never holds locks for long and
-// never blocks claims. Expired records are already invisible to every
-// operation; sweeping only reclaims space. It stops early when ctx ends,
-// returning the count so far with the error.
+// batchSize candidates, and returns how many it deleted. Each batch is its
+// own short statement that locks its rows with SKIP LOCKED, so a sweep of
+// millions of rows never holds locks for long, never waits for a claim and
+// never blocks one. Expired records are already invisible to every
+// operation; sweeping only reclaims space.
+//
+// Candidates come from an index on sweep_after, which only the claim sets
+// (so that completions stay HOT updates): claim time + lease + retention,
+// when a record completed within its lease has expired. A record still live
+// at that time (its owner renewed past the first lease, or it was resolved
+// late) is not deleted; its sweep_after moves to its expiry and a later
+// sweep deletes it. So a record is deleted at the latest one lease after it
+// expired, or at the first sweep after that. Sweep stops early when ctx
+// ends, returning the count so far with the error.
 func (s *Store) Sweep(ctx context.Context, batchSize int) (int64, error) {
 	if batchSize <= 0 {
 		batchSize = s.cfg.sweepBatchSize
 	}
 	var total int64
 	for {
-		tag, err := s.pool.Exec(ctx, s.sql.sweepSQL, batchSize)
+		var deleted, candidates int64
+		err := s.pool.QueryRow(ctx, s.sql.Sweep, batchSize).Scan(&deleted, &candidates)
 		if _, err := interpretError("sweep", err); err != nil {
 			return total, err
 		}
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(batchSize) {
+		total += deleted
+		if candidates < int64(batchSize) {
 			return total, nil
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/internal/pgsql"
 )
 
 // lockTimeoutHint is the LeaseRemaining reported when a Claim in a
@@ -60,17 +61,9 @@ func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.C
 	})
 }
 
-const (
-	// txSaveLockTimeout saves the transaction's lock_timeout in a custom
-	// setting, local to the transaction; the claim statement then sets its
-	// own, and txRestoreLockTimeout puts the saved one back.
-	txSaveLockTimeout    = `SELECT set_config('once.saved_lock_timeout', current_setting('lock_timeout'), true)`
-	txRestoreLockTimeout = `SELECT set_config('lock_timeout', current_setting('once.saved_lock_timeout'), true)`
-)
-
 func (t *txStore) claimOnce(ctx context.Context, p backends.ClaimParams) (claimRow, error) {
 	var r claimRow
-	err := t.guarded(ctx, "claim", t.s.sql.claimSQL, t.s.sql.claimArgs(p), r.scan)
+	err := t.guarded(ctx, "claim", t.s.sql.Claim, t.s.sql.claimArgs(p), r.scan)
 	return r, err
 }
 
@@ -80,17 +73,17 @@ func (t *txStore) claimOnce(ctx context.Context, p backends.ClaimParams) (claimR
 // timeout fired), it rolls back to the savepoint, so tx stays usable.
 func (t *txStore) guarded(ctx context.Context, op, sql string, args []any, scan func(pgx.Row) error) error {
 	b := &pgx.Batch{}
-	b.Queue("SAVEPOINT once_claim")
-	b.Queue(txSaveLockTimeout)
+	b.Queue(pgsql.Savepoint)
+	b.Queue(pgsql.SaveLockTimeout)
 	b.Queue(sql, args...).QueryRow(scan)
-	b.Queue(txRestoreLockTimeout)
-	b.Queue("RELEASE SAVEPOINT once_claim")
+	b.Queue(pgsql.RestoreLockTimeout)
+	b.Queue(pgsql.ReleaseSavepoint)
 	err := t.tx.SendBatch(ctx, b).Close()
 	if _, err := interpretError(op, err); err != nil {
 		if ctx.Err() == nil {
 			// Undo the failed statement and our lock_timeout; tx stays
 			// usable. If this fails too, tx is beyond saving anyway.
-			_, _ = t.tx.Exec(ctx, "ROLLBACK TO SAVEPOINT once_claim; RELEASE SAVEPOINT once_claim")
+			_, _ = t.tx.Exec(ctx, pgsql.RollbackSavepoint)
 		}
 		return err
 	}
@@ -116,7 +109,7 @@ func (t *txStore) Release(ctx context.Context, p backends.ReleaseParams) (bool, 
 func (t *txStore) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	return resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
 		var r resolveRow
-		err := t.guarded(ctx, "resolve", t.s.sql.resolveSQL, t.s.sql.resolveArgs(p), r.scan)
+		err := t.guarded(ctx, "resolve", t.s.sql.Resolve, t.s.sql.resolveArgs(p), r.scan)
 		return r, err
 	})
 }

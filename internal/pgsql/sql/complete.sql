@@ -1,0 +1,18 @@
+-- Complete: $1 scope, $2 key, $3 owner, $4 outcome, $5 retention µs.
+--
+-- Fenced by the owner token of a live row. It changes no indexed column,
+-- so it is a HOT update whenever the page has room (fillfactor 90). The
+-- owner stays on the completed row so that a repeated Complete by the same
+-- owner with the same outcome (a retry after a lost reply) applies again,
+-- keeping the first completion's expiry, instead of reading as a lost
+-- lease.
+UPDATE {table} SET
+	state = 2,
+	lease_until = NULL,
+	outcome = $4::bytea,
+	expires_at = CASE WHEN state = 2 THEN expires_at
+		ELSE clock_timestamp() + $5::bigint * interval '1 microsecond' END
+WHERE scope = $1::text AND key = $2::text
+	AND owner = $3::text AND expires_at > clock_timestamp()
+	AND (state = 1 OR (state = 2 AND outcome = $4::bytea))
+RETURNING true

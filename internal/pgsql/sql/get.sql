@@ -1,0 +1,8 @@
+-- Get (Admin): $1 scope, $2 key. The live row with the lease and the
+-- retention left on the server's clock, in microseconds. A plain SELECT:
+-- no row lock, no write.
+SELECT r.state, r.fingerprint, r.outcome,
+	coalesce((extract(epoch FROM r.lease_until - c.now) * 1000000)::bigint, 0),
+	(extract(epoch FROM r.expires_at - c.now) * 1000000)::bigint
+FROM {table} r, (SELECT clock_timestamp() AS now) c
+WHERE r.scope = $1::text AND r.key = $2::text AND r.expires_at > c.now

@@ -1,0 +1,61 @@
+-- Resolve: $1 scope, $2 key, $3 fingerprint, $4 outcome, $5 retention µs,
+-- $6 the Resolve's owner token ('' for none), $7 lock_timeout for the
+-- statement. Built like claim.sql.
+--
+-- ins stores the outcome when e saw no row; upd when e saw an expired row,
+-- or a live pending row (whoever owns it) with a matching fingerprint
+-- (either side empty matches). A live completed row is never touched; one
+-- completed by this very owner token with this outcome (a repeated
+-- Resolve after a lost reply) reports resolved, again without a write. A
+-- pending row resolved without a fingerprint keeps its own.
+WITH c AS (
+	SELECT clock_timestamp() AS now, set_config('lock_timeout', $7::text, true) AS lock_timeout
+), e AS (
+	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at
+	FROM {table} r
+	WHERE r.scope = $1::text AND r.key = $2::text
+), ins AS (
+	INSERT INTO {table} (scope, key, fingerprint, state, owner, outcome, expires_at, sweep_after)
+	SELECT $1::text, $2::text, $3::bytea, 2, nullif($6::text, ''), $4::bytea,
+		c.now + $5::bigint * interval '1 microsecond',
+		c.now + $5::bigint * interval '1 microsecond'
+	FROM c
+	WHERE NOT EXISTS (SELECT 1 FROM e)
+	ON CONFLICT (scope, key) DO NOTHING
+	RETURNING true AS done
+), t AS (
+	SELECT e.state, e.fingerprint, e.owner, e.lease_until, e.expires_at, e.expires_at <= c.now AS expired, c.now
+	FROM e, c
+	WHERE e.expires_at <= c.now
+		OR (e.state = 1 AND (octet_length($3::bytea) = 0 OR octet_length(e.fingerprint) = 0 OR e.fingerprint = $3::bytea))
+), upd AS (
+	UPDATE {table} r SET
+		fingerprint = CASE WHEN t.expired OR octet_length($3::bytea) > 0
+			THEN $3::bytea ELSE t.fingerprint END,
+		state = 2,
+		owner = nullif($6::text, ''),
+		lease_until = NULL,
+		outcome = $4::bytea,
+		expires_at = t.now + $5::bigint * interval '1 microsecond',
+		sweep_after = CASE WHEN t.expired THEN t.now + $5::bigint * interval '1 microsecond'
+			ELSE r.sweep_after END
+	FROM t
+	WHERE EXISTS (SELECT 1 FROM t)
+		AND r.scope = $1::text AND r.key = $2::text
+		AND r.state = t.state
+		AND r.expires_at = t.expires_at
+		AND r.owner IS NOT DISTINCT FROM t.owner
+		AND r.lease_until IS NOT DISTINCT FROM t.lease_until
+	RETURNING true AS done
+)
+SELECT
+	EXISTS (SELECT 1 FROM ins) OR EXISTS (SELECT 1 FROM upd)
+		OR coalesce(e.state = 2 AND e.expires_at > c.now
+			AND e.owner = nullif($6::text, '') AND e.outcome = $4::bytea, false),
+	e.state IS NOT NULL,
+	coalesce(e.expires_at > c.now, false),
+	coalesce(e.state, 0),
+	e.fingerprint,
+	e.outcome,
+	coalesce((extract(epoch FROM e.lease_until - c.now) * 1000000)::bigint, 0)
+FROM c LEFT JOIN e ON true
