@@ -5,6 +5,8 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,10 +27,11 @@ func TestQuick(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	var out, log bytes.Buffer
-	rows, skipped, err := run(ctx, o, &log)
+	res, err := run(ctx, o, &log)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
+	rows, skipped := res.rows, res.skipped
 	for _, s := range skipped {
 		if serverenv.Required() {
 			t.Error(s)
@@ -40,17 +43,35 @@ func TestQuick(t *testing.T) {
 		t.Fatalf("%d rows, want %d", len(rows), want)
 	}
 	// The round-trip targets of DESIGN.md §5: 2 for a first execution, 1
-	// for every other path, for the library and its baseline alike.
+	// for every other path. The raw baselines: the seed's PostgreSQL
+	// mechanism needs 2 on every path (the insert, then the update or the
+	// read); the Redis one 1 after a lost SET NX GET, as the memory map.
 	for _, r := range rows {
-		want := 1.0
+		want, wantRaw := 1.0, 1.0
 		if r.path == pathFirst {
-			want = 2
+			want, wantRaw = 2, 2
+		}
+		if r.backend == "postgres" {
+			wantRaw = 2
 		}
 		if got := r.lib.perOp(uint64(r.lib.trips)); got != want || r.lib.ops == 0 {
 			t.Errorf("%s %v g=%d: library %.2f round trips/op over %d ops, want %v", r.backend, r.path, r.goroutines, got, r.lib.ops, want)
 		}
-		if got := r.raw.perOp(uint64(r.raw.trips)); got != want || r.raw.ops == 0 {
-			t.Errorf("%s %v g=%d: baseline %.2f round trips/op over %d ops, want %v", r.backend, r.path, r.goroutines, got, r.raw.ops, want)
+		if got := r.raw.perOp(uint64(r.raw.trips)); got != wantRaw || r.raw.ops == 0 {
+			t.Errorf("%s %v g=%d: baseline %.2f round trips/op over %d ops, want %v", r.backend, r.path, r.goroutines, got, r.raw.ops, wantRaw)
+		}
+		if r.hasSame && (r.same.ops == 0 || r.same.perOp(uint64(r.same.trips)) != want) {
+			t.Errorf("%s %v g=%d: same statements %.2f round trips/op over %d ops, want %v", r.backend, r.path, r.goroutines, r.same.perOp(uint64(r.same.trips)), r.same.ops, want)
+		}
+	}
+	// PostgreSQL's statistics: the HOT ratios of the first executions and
+	// the per-operation WAL of every target's statements.
+	if slices.Contains(o.backends, "postgres") && len(skipped) == 0 {
+		notes := strings.Join(res.notes, "\n")
+		for _, want := range []string{"| library |", "| raw |", "| same statements |", "library first execution", "raw replay", "HOT ratio", "WAL bytes/op"} {
+			if !strings.Contains(notes, want) {
+				t.Errorf("PostgreSQL notes lack %q:\n%s", want, notes)
+			}
 		}
 	}
 	writeTable(&out, rows)

@@ -60,6 +60,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	}
 	if quick {
 		o.duration, o.rounds = 30*time.Millisecond, 1
+		profileOps = 20
 	}
 	for _, b := range strings.Split(backends, ",") {
 		if b = strings.TrimSpace(b); b != "" {
@@ -86,10 +87,11 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 func execute(ctx context.Context, o options, out, log io.Writer) error {
 	header := fmt.Sprintf("Measured %s; -duration %v -rounds %d -pg-conns %d.", machine(), o.duration, o.rounds, o.pgConns)
 	fmt.Fprintln(log, header)
-	rows, skipped, err := run(ctx, o, log)
+	res, err := run(ctx, o, log)
 	if err != nil {
 		return err
 	}
+	rows, skipped := res.rows, res.skipped
 	if o.out != "" {
 		if err := os.MkdirAll(o.out, 0o755); err != nil {
 			return err
@@ -99,6 +101,9 @@ func execute(ctx context.Context, o options, out, log io.Writer) error {
 		var md strings.Builder
 		fmt.Fprintf(&md, "%s Load average at the end: %s.\n\n", header, loadAvg())
 		writeTable(&md, rows)
+		for _, n := range res.notes {
+			md.WriteString("\n" + n)
+		}
 		for _, s := range skipped {
 			fmt.Fprintf(&md, "\nSkipped: %v\n", s)
 		}

@@ -18,13 +18,16 @@ import (
 // replay / in progress / mismatch: one lookup and a fingerprint compare).
 // It encodes and decodes nothing and runs no fn, no context and no lease
 // timer: the ratio shows the library's whole overhead over a bare map.
-func setupMemory(ctx context.Context, id string) (lib, raw *target, cleanup func(), err error) {
-	lib, err = libraryTarget(ctx, memory.New(nil), "lib-"+id)
+func setupMemory(ctx context.Context, id string) (*suite, error) {
+	lib, err := libraryTarget(ctx, memory.New(nil), "lib-"+id)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	raw, err = rawMemoryTarget()
-	return lib, raw, func() {}, err
+	raw, err := rawMemoryTarget()
+	if err != nil {
+		return nil, err
+	}
+	return &suite{lib: lib, raw: raw, cleanup: func() {}}, nil
 }
 
 type rawRec struct {

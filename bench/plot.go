@@ -16,8 +16,9 @@ import (
 )
 
 var (
-	libColor = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
-	rawColor = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	libColor  = color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff}
+	rawColor  = color.RGBA{R: 0xd6, G: 0x27, B: 0x28, A: 0xff}
+	sameColor = color.RGBA{R: 0x2c, G: 0xa0, B: 0x2c, A: 0xff}
 )
 
 // writePlot draws throughput against goroutines, library and baseline,
@@ -86,20 +87,28 @@ func panel(backend string, p path, rows []row) (*plot.Plot, error) {
 	pl.X.Scale = plot.LogScale{}
 	pl.Y.Min = 0
 	var ticks []plot.Tick
-	lib, raw := make(plotter.XYs, len(rows)), make(plotter.XYs, len(rows))
+	lib, raw, same := make(plotter.XYs, len(rows)), make(plotter.XYs, len(rows)), plotter.XYs{}
 	for i, r := range rows {
 		x := float64(r.goroutines)
 		lib[i] = plotter.XY{X: x, Y: r.lib.opsPerSec()}
 		raw[i] = plotter.XY{X: x, Y: r.raw.opsPerSec()}
+		if r.hasSame {
+			same = append(same, plotter.XY{X: x, Y: r.same.opsPerSec()})
+		}
 		ticks = append(ticks, plot.Tick{Value: x, Label: strconv.Itoa(r.goroutines)})
 	}
 	pl.X.Tick.Marker = plot.ConstantTicks(ticks)
-	for _, s := range []struct {
+	type line struct {
 		name string
 		xys  plotter.XYs
 		c    color.Color
 		dash []vg.Length
-	}{{"library", lib, libColor, nil}, {"baseline", raw, rawColor, []vg.Length{vg.Points(4), vg.Points(2)}}} {
+	}
+	lines := []line{{"library", lib, libColor, nil}, {"raw baseline", raw, rawColor, []vg.Length{vg.Points(4), vg.Points(2)}}}
+	if len(same) > 0 {
+		lines = append(lines, line{"same statements", same, sameColor, []vg.Length{vg.Points(1), vg.Points(2)}})
+	}
+	for _, s := range lines {
 		l, pts, err := plotter.NewLinePoints(s.xys)
 		if err != nil {
 			return nil, err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,35 +62,120 @@ func (r *pgRun) close() {
 	r.pool.Close()
 }
 
-// setupPostgres returns the library over the postgres backend and its
-// baseline: the backend's own claim and complete statements (see
-// internal/pgsql) sent with pgx on the same pool, one QueryRow each.
-func setupPostgres(ctx context.Context, id string, conns int32) (lib, raw *target, cleanup func(), err error) {
+// The tables of a PostgreSQL run: the library's, the same-statement
+// target's (the library's schema, written by the library's statements
+// without the library) and the seed baseline's own six-column table.
+const (
+	pgLibTable  = postgres.DefaultTable
+	pgSameTable = "once_same"
+	pgSeedTable = "seed_keys"
+)
+
+// setupPostgres returns the library over the postgres backend, the raw
+// baseline (the seed's mechanism written minimally against pgx, in its own
+// table: see rawPostgresTarget) and the same-statement target (the
+// library's own statements sent with pgx, without the library), all on one
+// pool, with the PostgreSQL statistics of each.
+func setupPostgres(ctx context.Context, id string, conns int32) (_ *suite, err error) {
 	r, err := openPostgres(ctx, id, conns)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	defer func() {
 		if err != nil {
 			r.close()
 		}
 	}()
-	s, err := r.store(ctx, postgres.DefaultTable)
+	s, err := r.store(ctx, pgLibTable)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	lib, err = libraryTarget(ctx, s, "lib-"+id)
+	lib, err := libraryTarget(ctx, s, "lib-"+id)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	raw, err = rawPostgresTarget(ctx, r.pool, r.table(postgres.DefaultTable), "raw-"+id)
+	raw, err := rawPostgresTarget(ctx, r.pool, r.table(pgSeedTable), "raw-"+id)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	return lib, raw, r.close, nil
+	if _, err := r.store(ctx, pgSameTable); err != nil {
+		return nil, err
+	}
+	same, err := sameStatementsTarget(ctx, r.pool, r.table(pgSameTable), "same-"+id)
+	if err != nil {
+		return nil, err
+	}
+	st := &pgStats{run: r, tables: map[string]string{"library": r.table(pgLibTable), "raw": r.table(pgSeedTable), "same statements": r.table(pgSameTable)}}
+	return &suite{lib: lib, raw: raw, same: same, firstBegin: st.begin, firstEnd: st.end, notes: st.notes, cleanup: r.close}, nil
 }
 
-// pgClaimRow is the row of the claim statement.
+// rawPostgresTarget is the seed's mechanism, written minimally against
+// pgx in its own table (internal/pgsql SeedTable: key, user_id,
+// request_hash, response_status, response_body, created_at, unique on
+// (user_id, key)): a first execution is INSERT … ON CONFLICT DO NOTHING
+// RETURNING, then UPDATE of the response; every other path is the same
+// insert, which returns nothing, then a SELECT of the row, whose hash and
+// status decide replay, in progress or mismatch. It sends none of the
+// library's statements, has no lease, owner, fencing, expiry or sweeper
+// index, and makes two round trips where the library makes one.
+func rawPostgresTarget(ctx context.Context, pool *pgxpool.Pool, table, user string) (*target, error) {
+	t := &target{}
+	seed := strings.NewReplacer("{seed}", table)
+	if _, err := pool.Exec(ctx, seed.Replace(pgsql.SeedTable)); err != nil {
+		return nil, err
+	}
+	insertSQL, completeSQL, fetchSQL := seed.Replace(pgsql.SeedInsert), seed.Replace(pgsql.SeedComplete), seed.Replace(pgsql.SeedFetch)
+	insert := func(ctx context.Context, key string, hash []byte) (bool, error) {
+		t.trips.Add(1)
+		var k string
+		err := pool.QueryRow(ctx, insertSQL, key, user, hash).Scan(&k)
+		if err == pgx.ErrNoRows {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	first := func(ctx context.Context, key string) error {
+		if won, err := insert(ctx, key, fpA); err != nil || !won {
+			return fmt.Errorf("raw insert: %v %v", err, won)
+		}
+		t.trips.Add(1)
+		if _, err := pool.Exec(ctx, completeSQL, key, user, 200, storedOutcome); err != nil {
+			return fmt.Errorf("raw complete: %w", err)
+		}
+		return nil
+	}
+	if err := first(ctx, hotKey); err != nil {
+		return nil, err
+	}
+	if won, err := insert(ctx, pendingKey, fpA); err != nil || !won {
+		return nil, fmt.Errorf("seed in-progress key: %v %v", err, won)
+	}
+	// lost: the insert lost, then the row decides. wantStatus: a stored
+	// response (replay, mismatch) or none (in progress).
+	lost := func(ctx context.Context, key string, hash []byte, wantStatus, wantMatch bool) error {
+		if won, err := insert(ctx, key, hash); err != nil || won {
+			return fmt.Errorf("raw insert of %s: %v %v", key, err, won)
+		}
+		t.trips.Add(1)
+		var h, body []byte
+		var status *int32
+		if err := pool.QueryRow(ctx, fetchSQL, key, user).Scan(&h, &status, &body); err != nil {
+			return fmt.Errorf("raw fetch of %s: %w", key, err)
+		}
+		if bytes.Equal(h, hash) != wantMatch || (wantMatch && (status != nil) != wantStatus) {
+			return fmt.Errorf("raw fetch of %s: hash %q status %v", key, h, status)
+		}
+		return nil
+	}
+	var keys keySeq
+	t.ops[pathFirst] = func(ctx context.Context) error { return first(ctx, keys.next("")) }
+	t.ops[pathReplay] = func(ctx context.Context) error { return lost(ctx, hotKey, fpA, true, true) }
+	t.ops[pathInProgress] = func(ctx context.Context) error { return lost(ctx, pendingKey, fpA, false, true) }
+	t.ops[pathMismatch] = func(ctx context.Context) error { return lost(ctx, hotKey, fpB, true, false) }
+	return t, nil
+}
+
+// pgClaimRow is the row of the library's claim statement.
 type pgClaimRow struct {
 	inserted bool
 	tookOver *bool
@@ -99,33 +185,36 @@ type pgClaimRow struct {
 	fp       []byte
 	outcome  []byte
 	leaseUS  int64
+	own      bool
 }
 
-func rawPostgresTarget(ctx context.Context, pool *pgxpool.Pool, table, scope string) (*target, error) {
+// sameStatementsTarget sends the library's own claim and complete
+// statements (internal/pgsql) with pgx on the same pool, one QueryRow each,
+// without the library: the gap between it and the raw baseline is the
+// schema's and the statements' cost, the gap between it and the library is
+// the library's Go-side cost.
+func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope string) (*target, error) {
 	t := &target{}
-	claimSQL, completeSQL := fmt.Sprintf(pgsql.Claim, table), fmt.Sprintf(pgsql.Complete, table)
+	q := pgsql.Render(table)
 	leaseUS, retentionUS, holdUS := lease.Microseconds(), retention.Microseconds(), holdLease.Microseconds()
 	claim := func(ctx context.Context, key string, fp []byte, owner string, leaseUS int64) (pgClaimRow, error) {
 		t.trips.Add(1)
 		var r pgClaimRow
-		err := pool.QueryRow(ctx, claimSQL, scope, key, fp, owner, leaseUS, retentionUS).
-			Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS)
+		err := pool.QueryRow(ctx, q.Claim, scope, key, fp, owner, leaseUS, retentionUS, "5000ms").
+			Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.own)
 		return r, err
-	}
-	complete := func(ctx context.Context, key, owner string) error {
-		t.trips.Add(1)
-		var ok bool
-		if err := pool.QueryRow(ctx, completeSQL, scope, key, owner, storedOutcome, retentionUS).Scan(&ok); err != nil || !ok {
-			return fmt.Errorf("raw complete: %v %v", err, ok)
-		}
-		return nil
 	}
 	first := func(ctx context.Context, key string) error {
 		owner := token()
 		if r, err := claim(ctx, key, fpA, owner, leaseUS); err != nil || !r.inserted {
-			return fmt.Errorf("raw claim: %v %+v", err, r)
+			return fmt.Errorf("same claim: %v %+v", err, r)
 		}
-		return complete(ctx, key, owner)
+		t.trips.Add(1)
+		var ok bool
+		if err := pool.QueryRow(ctx, q.Complete, scope, key, owner, storedOutcome, retentionUS).Scan(&ok); err != nil || !ok {
+			return fmt.Errorf("same complete: %v %v", err, ok)
+		}
+		return nil
 	}
 	if err := first(ctx, hotKey); err != nil {
 		return nil, err
@@ -139,7 +228,7 @@ func rawPostgresTarget(ctx context.Context, pool *pgxpool.Pool, table, scope str
 		r, err := claim(ctx, key, fp, token(), leaseUS)
 		if err != nil || r.inserted || r.tookOver != nil || !r.live || r.state != state ||
 			bytes.Equal(r.fp, fp) != bytes.Equal(fp, fpA) {
-			return fmt.Errorf("raw claim of %s: %v %+v", key, err, r)
+			return fmt.Errorf("same claim of %s: %v %+v", key, err, r)
 		}
 		return nil
 	}

@@ -4,13 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stagedoor/once/backends/redisstore"
-	"github.com/stagedoor/once/internal/redislua"
 	"github.com/stagedoor/once/internal/testservers/serverenv"
 )
 
@@ -43,17 +41,15 @@ func deletePrefix(ctx context.Context, c *redis.Client, prefix string) {
 	}
 }
 
-// setupRedis returns the library over redisstore and its baseline:
-// EVALSHA of the backend's own claim and complete scripts (internal/redislua), through
-// go-redis's Script.Run on the same client, with the same key layout and
-// arguments.
-func setupRedis(ctx context.Context, id string) (lib, raw *target, cleanup func(), err error) {
+// setupRedis returns the library over redisstore and its raw baseline
+// (see rawRedisTarget) on the same client.
+func setupRedis(ctx context.Context, id string) (_ *suite, err error) {
 	c, err := openRedis(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
 	prefix := "once-bench:" + id + ":"
-	cleanup = func() {
+	cleanup := func() {
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		deletePrefix(cctx, c, prefix)
@@ -66,84 +62,72 @@ func setupRedis(ctx context.Context, id string) (lib, raw *target, cleanup func(
 	}()
 	s, err := redisstore.New(ctx, c, &redisstore.Config{KeyPrefix: prefix, EvictionPolicyCheck: redisstore.EvictionIgnore})
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
-	if lib, err = libraryTarget(ctx, s, "lib-"+id); err != nil {
-		return nil, nil, nil, err
+	lib, err := libraryTarget(ctx, s, "lib-"+id)
+	if err != nil {
+		return nil, err
 	}
-	if raw, err = rawRedisTarget(ctx, c, prefix, "raw-"+id); err != nil {
-		return nil, nil, nil, err
+	raw, err := rawRedisTarget(ctx, c, prefix+"raw:")
+	if err != nil {
+		return nil, err
 	}
-	return lib, raw, cleanup, nil
+	return &suite{lib: lib, raw: raw, cleanup: cleanup}, nil
 }
 
-func rawRedisTarget(ctx context.Context, c *redis.Client, prefix, scope string) (*target, error) {
+// rawRedisTarget is the seed's mechanism written minimally against
+// go-redis, one string key per record: a claim is SET key pending NX GET
+// PX lease (it returns the existing value, or nil when it set ours), a
+// completion SET key completed PX retention (unfenced, like the seed's
+// UPDATE). A replay, an in progress and a mismatch are the claim alone:
+// its GET returns the record, whose first byte tells pending from
+// completed and whose fingerprint decides the mismatch. No Lua, no owner
+// check, no notification.
+func rawRedisTarget(ctx context.Context, c *redis.Client, prefix string) (*target, error) {
 	t := &target{}
-	claimScript, completeScript := redis.NewScript(redislua.Claim), redis.NewScript(redislua.Complete)
-	for _, sc := range []*redis.Script{claimScript, completeScript} {
-		if err := sc.Load(ctx, c).Err(); err != nil {
-			return nil, err
-		}
+	record := func(state byte, fp, outcome []byte) string {
+		return string(append(append([]byte{state, byte(len(fp))}, fp...), outcome...))
 	}
-	// The record key, as the backend builds it (no escaping needed: the
-	// benchmark's scopes and keys contain neither "%" nor "}").
-	key := func(k string) string {
-		return prefix + "{" + strconv.Itoa(len(scope)) + ":" + scope + ":" + k + "}"
-	}
-	leaseMS, retentionMS, holdMS := lease.Milliseconds(), retention.Milliseconds(), holdLease.Milliseconds()
-	claim := func(ctx context.Context, rk string, fp []byte, owner string, leaseMS int64) (any, error) {
+	completed := record('c', fpA, storedOutcome)
+	claim := func(ctx context.Context, key string, fp []byte, leaseD time.Duration) (old string, won bool, err error) {
 		t.trips.Add(1)
-		return claimScript.Run(ctx, c, []string{rk}, fp, owner, leaseMS, retentionMS).Result()
+		old, err = c.SetArgs(ctx, key, record('p', fp, nil), redis.SetArgs{Mode: "NX", Get: true, TTL: leaseD}).Result()
+		if err == redis.Nil {
+			return "", true, nil
+		}
+		return old, false, err
 	}
-	first := func(ctx context.Context, rk string) error {
-		owner := token()
-		if v, err := claim(ctx, rk, fpA, owner, leaseMS); err != nil || v != int64(1) {
-			return fmt.Errorf("raw claim: %v %v", err, v)
+	first := func(ctx context.Context, key string) error {
+		if _, won, err := claim(ctx, key, fpA, lease); err != nil || !won {
+			return fmt.Errorf("raw claim: %v %v", err, won)
 		}
 		t.trips.Add(1)
-		if n, err := completeScript.Run(ctx, c, []string{rk}, owner, storedOutcome, retentionMS, "PUBLISH").Int64(); err != nil || n != 1 {
-			return fmt.Errorf("raw complete: %v %v", err, n)
+		if err := c.Set(ctx, key, completed, retention).Err(); err != nil {
+			return fmt.Errorf("raw complete: %w", err)
 		}
 		return nil
 	}
-	hot, pending := key(hotKey), key(pendingKey)
+	hot, held := prefix+hotKey, prefix+pendingKey
 	if err := first(ctx, hot); err != nil {
 		return nil, err
 	}
-	if v, err := claim(ctx, pending, fpA, token(), holdMS); err != nil || v != int64(1) {
-		return nil, fmt.Errorf("seed in-progress key: %v %v", err, v)
+	if _, won, err := claim(ctx, held, fpA, holdLease); err != nil || !won {
+		return nil, fmt.Errorf("seed in-progress key: %v %v", err, won)
+	}
+	find := func(ctx context.Context, key string, fp []byte, state byte) error {
+		old, won, err := claim(ctx, key, fp, lease)
+		if err != nil || won || len(old) < 2 || old[0] != state || len(old) < 2+int(old[1]) {
+			return fmt.Errorf("raw claim of %s: %v %v %q", key, err, won, old)
+		}
+		if match := old[2:2+int(old[1])] == string(fp); match != bytes.Equal(fp, fpA) {
+			return fmt.Errorf("raw claim of %s: fingerprint match %v", key, match)
+		}
+		return nil
 	}
 	var keys keySeq
-	t.ops[pathFirst] = func(ctx context.Context) error { return first(ctx, key(keys.next(""))) }
-	// A completed record comes back whole: 'c' len(fp) fp len(owner) owner
-	// outcome; a pending one as {fingerprint, lease ms left}.
-	completedFP := func(v any) ([]byte, bool) {
-		s, ok := v.(string)
-		if !ok || len(s) < 3 || s[0] != 'c' || len(s) < 2+int(s[1]) {
-			return nil, false
-		}
-		return []byte(s[2 : 2+int(s[1])]), true
-	}
-	t.ops[pathReplay] = func(ctx context.Context) error {
-		v, err := claim(ctx, hot, fpA, token(), leaseMS)
-		if fp, ok := completedFP(v); err != nil || !ok || !bytes.Equal(fp, fpA) {
-			return fmt.Errorf("raw replay: %v %v", err, v)
-		}
-		return nil
-	}
-	t.ops[pathMismatch] = func(ctx context.Context) error {
-		v, err := claim(ctx, hot, fpB, token(), leaseMS)
-		if fp, ok := completedFP(v); err != nil || !ok || bytes.Equal(fp, fpB) {
-			return fmt.Errorf("raw mismatch: %v %v", err, v)
-		}
-		return nil
-	}
-	t.ops[pathInProgress] = func(ctx context.Context) error {
-		v, err := claim(ctx, pending, fpA, token(), leaseMS)
-		if a, ok := v.([]any); err != nil || !ok || len(a) != 2 {
-			return fmt.Errorf("raw in progress: %v %v", err, v)
-		}
-		return nil
-	}
+	t.ops[pathFirst] = func(ctx context.Context) error { return first(ctx, prefix+keys.next("")) }
+	t.ops[pathReplay] = func(ctx context.Context) error { return find(ctx, hot, fpA, 'c') }
+	t.ops[pathInProgress] = func(ctx context.Context) error { return find(ctx, held, fpA, 'p') }
+	t.ops[pathMismatch] = func(ctx context.Context) error { return find(ctx, hot, fpB, 'c') }
 	return t, nil
 }

@@ -19,32 +19,59 @@ type options struct {
 	scale      bool
 }
 
-// row is one line of the table: both targets at one (backend, path,
-// goroutines), summed over the rounds.
+// suite is what a backend's setup returns: the targets to compare and the
+// backend's own statistics.
+type suite struct {
+	lib  *target // once.Do over the backend
+	raw  *target // the seed's mechanism written minimally against the driver
+	same *target // the library's own statements or scripts without the library; nil if none
+	// firstBegin and firstEnd, when set, bracket every first-execution
+	// cell; notes returns a Markdown section printed under the table.
+	firstBegin, firstEnd func(ctx context.Context) error
+	notes                func(ctx context.Context) (string, error)
+	cleanup              func()
+}
+
+// row is one line of the table: every target at one (backend, path,
+// goroutines), summed over the rounds, with the per-round ratios whose
+// medians the table reports.
 type row struct {
-	backend    string
-	path       path
-	goroutines int
-	lib, raw   sample
+	backend         string
+	path            path
+	goroutines      int
+	lib, raw, same  sample
+	hasSame         bool
+	libRaw, libSame []float64 // per round: library ops/s ÷ raw, ÷ same
 }
 
-func (r row) ratio() float64 {
-	if raw := r.raw.opsPerSec(); raw > 0 {
-		return r.lib.opsPerSec() / raw
+// ratio is the median over the rounds of library ÷ raw baseline.
+func (r row) ratio() float64 { return median(r.libRaw) }
+
+// sameRatio is the median over the rounds of library ÷ same statements.
+func (r row) sameRatio() float64 { return median(r.libSame) }
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
 	}
-	return 0
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
-type setupFunc func(ctx context.Context, id string, o options) (lib, raw *target, cleanup func(), err error)
+type setupFunc func(ctx context.Context, id string, o options) (*suite, error)
 
 var setups = map[string]setupFunc{
-	"memory": func(ctx context.Context, id string, _ options) (*target, *target, func(), error) {
+	"memory": func(ctx context.Context, id string, _ options) (*suite, error) {
 		return setupMemory(ctx, id)
 	},
-	"postgres": func(ctx context.Context, id string, o options) (*target, *target, func(), error) {
+	"postgres": func(ctx context.Context, id string, o options) (*suite, error) {
 		return setupPostgres(ctx, id, int32(o.pgConns))
 	},
-	"redis": func(ctx context.Context, id string, _ options) (*target, *target, func(), error) {
+	"redis": func(ctx context.Context, id string, _ options) (*suite, error) {
 		return setupRedis(ctx, id)
 	},
 }
@@ -59,38 +86,57 @@ func (e *unavailableError) Error() string {
 	return fmt.Sprintf("%s unavailable: %v", e.backend, e.err)
 }
 
-// run measures every (backend, path, goroutines) cell, library and
-// baseline interleaved: each round runs the library, then the baseline,
-// so that drift of a shared machine hits both alike. Backends whose server
-// cannot be reached are reported in skipped and left out.
-func run(ctx context.Context, o options, log io.Writer) (rows []row, skipped []error, err error) {
+// result is what run measured.
+type result struct {
+	rows    []row
+	notes   []string // one Markdown section per backend that has one
+	skipped []error
+}
+
+// run measures every (backend, path, goroutines) cell, the targets
+// interleaved: each round runs every target once per cell, in an order that
+// rotates from round to round, so that drift of a shared machine hits all
+// alike. Backends whose server cannot be reached are reported in skipped and
+// left out.
+func run(ctx context.Context, o options, log io.Writer) (res result, err error) {
 	id := runID()
 	for _, name := range o.backends {
 		setup, ok := setups[name]
 		if !ok {
-			return nil, nil, fmt.Errorf("unknown backend %q", name)
+			return res, fmt.Errorf("unknown backend %q", name)
 		}
-		lib, raw, cleanup, err := setup(ctx, id, o)
+		s, err := setup(ctx, id, o)
 		if err != nil {
-			skipped = append(skipped, &unavailableError{name, err})
+			res.skipped = append(res.skipped, &unavailableError{name, err})
 			fmt.Fprintf(log, "skipping %s: %v\n", name, err)
 			continue
 		}
-		rs, err := runBackend(ctx, name, lib, raw, o, log)
-		cleanup()
-		if err != nil {
-			return rows, skipped, fmt.Errorf("%s: %w", name, err)
+		rs, err := runBackend(ctx, name, s, o, log)
+		if err == nil && s.notes != nil {
+			var n string
+			if n, err = s.notes(ctx); err == nil {
+				res.notes = append(res.notes, n)
+				fmt.Fprint(log, n)
+			}
 		}
-		rows = append(rows, rs...)
+		s.cleanup()
+		if err != nil {
+			return res, fmt.Errorf("%s: %w", name, err)
+		}
+		res.rows = append(res.rows, rs...)
 	}
-	return rows, skipped, nil
+	return res, nil
 }
 
-func runBackend(ctx context.Context, name string, lib, raw *target, o options, log io.Writer) ([]row, error) {
+func runBackend(ctx context.Context, name string, s *suite, o options, log io.Writer) ([]row, error) {
+	targets := []*target{s.lib, s.raw}
+	if s.same != nil {
+		targets = append(targets, s.same)
+	}
 	// Warm up: connections, prepared statements, script caches, maps.
 	warm := min(o.duration/4, 250*time.Millisecond)
 	for p := range numPaths {
-		for _, t := range []*target{lib, raw} {
+		for _, t := range targets {
 			if _, err := runCell(ctx, t, p, max(o.goroutines[len(o.goroutines)-1], 1), warm); err != nil {
 				return nil, fmt.Errorf("warm-up %v: %w", p, err)
 			}
@@ -100,23 +146,45 @@ func runBackend(ctx context.Context, name string, lib, raw *target, o options, l
 	// would slow every later cell with garbage collection.
 	var rows []row
 	for _, p := range []path{pathReplay, pathInProgress, pathMismatch, pathFirst} {
-		for _, g := range o.goroutines {
-			r := row{backend: name, path: p, goroutines: g}
-			began := time.Now()
-			for range o.rounds {
-				s, err := runCellRetry(ctx, lib, p, g, o.duration, log)
-				if err != nil {
-					return rows, fmt.Errorf("library %v g=%d: %w", p, g, err)
-				}
-				r.lib.add(s)
-				if s, err = runCellRetry(ctx, raw, p, g, o.duration, log); err != nil {
-					return rows, fmt.Errorf("baseline %v g=%d: %w", p, g, err)
-				}
-				r.raw.add(s)
+		if p == pathFirst && s.firstBegin != nil {
+			if err := s.firstBegin(ctx); err != nil {
+				return rows, err
 			}
-			fmt.Fprintf(log, "%-8s %-15s g=%-3d library %9.0f ops/s  baseline %9.0f ops/s  ratio %.2f  (%v)\n",
-				name, p, g, r.lib.opsPerSec(), r.raw.opsPerSec(), r.ratio(), time.Since(began).Round(time.Millisecond))
+		}
+		for _, g := range o.goroutines {
+			r := row{backend: name, path: p, goroutines: g, hasSame: s.same != nil}
+			began := time.Now()
+			for round := range o.rounds {
+				got := make([]sample, len(targets))
+				for i := range targets {
+					// Rotate the order: round 0 runs lib, raw, same; round 1
+					// raw, same, lib; and so on.
+					k := (i + round) % len(targets)
+					smp, err := runCellRetry(ctx, targets[k], p, g, o.duration, log)
+					if err != nil {
+						return rows, fmt.Errorf("target %d %v g=%d: %w", k, p, g, err)
+					}
+					got[k] = smp
+				}
+				r.lib.add(got[0])
+				r.raw.add(got[1])
+				r.libRaw = append(r.libRaw, got[0].opsPerSec()/max(got[1].opsPerSec(), 1e-9))
+				if s.same != nil {
+					r.same.add(got[2])
+					r.libSame = append(r.libSame, got[0].opsPerSec()/max(got[2].opsPerSec(), 1e-9))
+				}
+			}
+			line := fmt.Sprintf("%-8s %-15s g=%-3d library %9.0f ops/s  raw %9.0f ops/s  ratio %.2f", name, p, g, r.lib.opsPerSec(), r.raw.opsPerSec(), r.ratio())
+			if s.same != nil {
+				line += fmt.Sprintf("  same statements %9.0f ops/s  ratio %.2f", r.same.opsPerSec(), r.sameRatio())
+			}
+			fmt.Fprintf(log, "%s  (%v)\n", line, time.Since(began).Round(time.Millisecond))
 			rows = append(rows, r)
+		}
+		if p == pathFirst && s.firstEnd != nil {
+			if err := s.firstEnd(ctx); err != nil {
+				return rows, err
+			}
 		}
 	}
 	slices.SortStableFunc(rows, func(a, b row) int { return int(a.path) - int(b.path) })

@@ -7,14 +7,19 @@ import (
 	"time"
 )
 
-// writeTable prints rows as a Markdown table.
+// writeTable prints rows as a Markdown table. The ratios are medians over
+// the rounds of the per-round ratios; ops/s are totals over the rounds.
 func writeTable(w io.Writer, rows []row) {
-	fmt.Fprintln(w, "| backend | path | goroutines | library ops/s | baseline ops/s | ratio | library p50 / p99 | baseline p50 / p99 | round trips/op (lib / raw) | allocs/op (lib / raw) |")
-	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "| backend | path | goroutines | library ops/s | raw ops/s | library ÷ raw | same-statements ops/s | library ÷ same | library p50 / p99 | raw p50 / p99 | round trips/op (lib / raw) | allocs/op (lib / raw) |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, r := range rows {
-		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %.2f | %s / %s | %s / %s | %.2f / %.2f | %.1f / %.1f |\n",
+		same, sameRatio := "–", "–"
+		if r.hasSame {
+			same, sameRatio = rate(r.same.opsPerSec()), fmt.Sprintf("%.2f", r.sameRatio())
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %.2f | %s | %s | %s / %s | %s / %s | %.2f / %.2f | %.1f / %.1f |\n",
 			r.backend, r.path, r.goroutines,
-			rate(r.lib.opsPerSec()), rate(r.raw.opsPerSec()), r.ratio(),
+			rate(r.lib.opsPerSec()), rate(r.raw.opsPerSec()), r.ratio(), same, sameRatio,
 			dur(r.lib.lat.quantile(0.5)), dur(r.lib.lat.quantile(0.99)),
 			dur(r.raw.lat.quantile(0.5)), dur(r.raw.lat.quantile(0.99)),
 			r.lib.perOp(uint64(r.lib.trips)), r.raw.perOp(uint64(r.raw.trips)),

@@ -1,0 +1,223 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stagedoor/once/internal/pgsql"
+)
+
+// statsSettle is how long the benchmark waits for the pool's sessions to
+// report their table statistics: an idle PostgreSQL backend flushes them
+// at most once a second.
+const statsSettle = 2 * time.Second
+
+// pgStats gathers what PostgreSQL says about each target's table: the HOT
+// share of the updates made by the measured first executions
+// (pg_stat_user_tables), and, per operation, the WAL and server time of
+// each target's statements (EXPLAIN (ANALYZE, WAL)).
+type pgStats struct {
+	run    *pgRun
+	tables map[string]string // label → quoted table
+	before map[string]tupleStats
+	during map[string]tupleStats
+}
+
+type tupleStats struct{ ins, upd, hot int64 }
+
+func readTupleStats(ctx context.Context, pool *pgxpool.Pool, table string) (tupleStats, error) {
+	var s tupleStats
+	err := pool.QueryRow(ctx, `SELECT n_tup_ins, n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relid = $1::regclass`, table).
+		Scan(&s.ins, &s.upd, &s.hot)
+	return s, err
+}
+
+func (p *pgStats) snapshot(ctx context.Context) (map[string]tupleStats, error) {
+	select {
+	case <-time.After(statsSettle):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	m := map[string]tupleStats{}
+	for label, table := range p.tables {
+		s, err := readTupleStats(ctx, p.run.pool, table)
+		if err != nil {
+			return nil, err
+		}
+		m[label] = s
+	}
+	return m, nil
+}
+
+// begin and end bracket every first-execution cell of the run.
+func (p *pgStats) begin(ctx context.Context) (err error) {
+	p.before, err = p.snapshot(ctx)
+	return err
+}
+
+func (p *pgStats) end(ctx context.Context) error {
+	after, err := p.snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	p.during = map[string]tupleStats{}
+	for label, a := range after {
+		b := p.before[label]
+		p.during[label] = tupleStats{ins: a.ins - b.ins, upd: a.upd - b.upd, hot: a.hot - b.hot}
+	}
+	return nil
+}
+
+// explained is what EXPLAIN (ANALYZE, WAL, FORMAT JSON) reports about one
+// execution. The top plan node's WAL counters include every part of the
+// statement (each CTE of the library's statements is read by the main
+// query); the commit record, written after the statement, is not counted,
+// for either target.
+type explained struct {
+	Plan struct {
+		WALRecords int64 `json:"WAL Records"`
+		WALFPI     int64 `json:"WAL FPI"`
+		WALBytes   int64 `json:"WAL Bytes"`
+	} `json:"Plan"`
+	PlanningMS  float64 `json:"Planning Time"`
+	ExecutionMS float64 `json:"Execution Time"`
+}
+
+type profile struct {
+	ops                      int
+	statements               int
+	walBytes, walRec, walFPI int64
+	serverMS                 float64
+}
+
+func (p *profile) add(e explained) {
+	p.statements++
+	p.walBytes += e.Plan.WALBytes
+	p.walRec += e.Plan.WALRecords
+	p.walFPI += e.Plan.WALFPI
+	p.serverMS += e.PlanningMS + e.ExecutionMS
+}
+
+func explain(ctx context.Context, conn *pgxpool.Conn, sql string, args ...any) (explained, error) {
+	var raw []byte
+	if err := conn.QueryRow(ctx, "EXPLAIN (ANALYZE, WAL, TIMING OFF, FORMAT JSON) "+sql, args...).Scan(&raw); err != nil {
+		return explained{}, err
+	}
+	var out []explained
+	if err := json.Unmarshal(raw, &out); err != nil || len(out) != 1 {
+		return explained{}, fmt.Errorf("explain output %q: %v", raw, err)
+	}
+	return out[0], nil
+}
+
+// profileOps is how many first executions and replays each target's
+// statements are profiled over.
+var profileOps = 300
+
+// profileStatements runs profileOps first executions and replays of the
+// library's statements and of the seed baseline's, each statement under
+// EXPLAIN (ANALYZE, WAL), on one connection.
+func (p *pgStats) profileStatements(ctx context.Context) (map[string]*profile, error) {
+	conn, err := p.run.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Release()
+	lib := pgsql.Render(p.tables["library"])
+	seed := strings.NewReplacer("{seed}", p.tables["raw"])
+	seedInsert, seedComplete, seedFetch := seed.Replace(pgsql.SeedInsert), seed.Replace(pgsql.SeedComplete), seed.Replace(pgsql.SeedFetch)
+	out := map[string]*profile{}
+	get := func(k string) *profile {
+		if out[k] == nil {
+			out[k] = &profile{}
+		}
+		return out[k]
+	}
+	leaseUS, retentionUS := lease.Microseconds(), retention.Microseconds()
+	scope := "profile-" + runID()
+	var keys keySeq
+	run := func(name, sql string, args ...any) error {
+		e, err := explain(ctx, conn, sql, args...)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		get(name).add(e)
+		return nil
+	}
+	for range profileOps {
+		key, owner := keys.next(""), token()
+		if err := run("library first execution", lib.Claim, scope, key, fpA, owner, leaseUS, retentionUS, "5000ms"); err != nil {
+			return nil, err
+		}
+		if err := run("library first execution", lib.Complete, scope, key, owner, storedOutcome, retentionUS); err != nil {
+			return nil, err
+		}
+		if err := run("library replay", lib.Claim, scope, key, fpA, token(), leaseUS, retentionUS, "5000ms"); err != nil {
+			return nil, err
+		}
+		if err := run("raw first execution", seedInsert, key, scope, fpA); err != nil {
+			return nil, err
+		}
+		if err := run("raw first execution", seedComplete, key, scope, 200, storedOutcome); err != nil {
+			return nil, err
+		}
+		if err := run("raw replay", seedInsert, key, scope, fpA); err != nil {
+			return nil, err
+		}
+		if err := run("raw replay", seedFetch, key, scope); err != nil {
+			return nil, err
+		}
+		for _, k := range []string{"library first execution", "library replay", "raw first execution", "raw replay"} {
+			get(k).ops++
+		}
+	}
+	return out, nil
+}
+
+// notes is the PostgreSQL section printed under the table.
+func (p *pgStats) notes(ctx context.Context) (string, error) {
+	var b strings.Builder
+	if p.during != nil {
+		fmt.Fprintf(&b, "PostgreSQL updates during the measured first executions (pg_stat_user_tables, read %v after each block):\n\n", statsSettle)
+		fmt.Fprintln(&b, "| table of | rows inserted | updates | HOT updates | HOT ratio |")
+		fmt.Fprintln(&b, "|---|--:|--:|--:|--:|")
+		for _, label := range sortedKeys(p.during) {
+			s := p.during[label]
+			ratio := 0.0
+			if s.upd > 0 {
+				ratio = float64(s.hot) / float64(s.upd)
+			}
+			fmt.Fprintf(&b, "| %s | %d | %d | %d | %.3f |\n", label, s.ins, s.upd, s.hot, ratio)
+		}
+		b.WriteString("\n")
+	}
+	prof, err := p.profileStatements(ctx)
+	if err != nil {
+		return b.String(), err
+	}
+	fmt.Fprintf(&b, "Per operation, each statement under EXPLAIN (ANALYZE, WAL, TIMING OFF), %d operations on one connection (WAL excludes the commit record, for both; server time is planning + execution):\n\n", profileOps)
+	fmt.Fprintln(&b, "| statements | per op | WAL bytes/op | WAL records/op | full-page images/op | server time/op |")
+	fmt.Fprintln(&b, "|---|--:|--:|--:|--:|--:|")
+	for _, label := range sortedKeys(prof) {
+		pr := prof[label]
+		n := float64(pr.ops)
+		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.2f | %.3f | %.1fµs |\n", label, float64(pr.statements)/n,
+			float64(pr.walBytes)/n, float64(pr.walRec)/n, float64(pr.walFPI)/n, pr.serverMS*1000/n)
+	}
+	return b.String(), nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
