@@ -15,7 +15,49 @@ import (
 // the row unless yet another change lands in between.
 const maxAttempts = 4
 
-// claimRow is the single row claimSQL returns.
+// fastRow is the row claim.sql returns; it returns none when the key is
+// held by a row the statement cannot see yet.
+type fastRow struct {
+	found    bool
+	inserted bool
+	live     bool // the existing row had not expired
+	state    int16
+	fp       []byte
+	outcome  []byte
+	leaseUS  int64
+	lapsed   bool // pending with a lapsed lease
+	ownClaim bool // a live pending row of this very owner
+}
+
+func (r *fastRow) scan(row pgx.Row) error {
+	err := row.Scan(&r.inserted, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.lapsed, &r.ownClaim)
+	if err == pgx.ErrNoRows {
+		return nil
+	}
+	r.found = err == nil
+	return err
+}
+
+// decide turns a fastRow into a result, or reports that the takeover
+// statement must decide (slow): the row had expired, or was pending with a
+// lapsed lease and a matching fingerprint, or was not visible.
+func (r fastRow) decide(given []byte) (res backends.ClaimResult, slow bool) {
+	switch {
+	case r.inserted:
+		return backends.ClaimResult{Claimed: true}, false
+	case !r.found || !r.live:
+		return backends.ClaimResult{}, true
+	case r.ownClaim:
+		// The same claim again (its owner token is unique to one call): a
+		// re-send after a lost reply. It holds the claim.
+		return backends.ClaimResult{Claimed: true}, false
+	case r.state == int16(backends.StatePending) && r.lapsed && fingerprintsMatch(r.fp, given):
+		return backends.ClaimResult{}, true
+	}
+	return backends.ClaimResult{Existing: existing(r.state, r.fp, r.outcome, r.leaseUS)}, false
+}
+
+// claimRow is the single row takeover.sql returns.
 type claimRow struct {
 	inserted bool
 	tookOver *bool // nil when upd did nothing
@@ -79,20 +121,44 @@ func (r *claimRow) scan(row pgx.Row) error {
 	return row.Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.ownClaim)
 }
 
+// claimOnce runs takeover.sql once on db.
 func (q statements) claimOnce(ctx context.Context, db querier, p backends.ClaimParams) (claimRow, error) {
 	var r claimRow
-	if _, err := interpretError("claim", r.scan(db.QueryRow(ctx, q.Claim, q.claimArgs(p)...))); err != nil {
+	if _, err := interpretError("claim", r.scan(db.QueryRow(ctx, q.Takeover, q.claimArgs(p)...))); err != nil {
 		return claimRow{}, err
 	}
 	return r, nil
 }
 
-// claimLoop runs one claim attempt, and again (boundedly) when it lost a
-// race with a concurrent commit of the same key.
-// A claim that gave up waiting for a concurrent uncommitted transaction
-// reports the key pending, with lockTimeoutHint as its lease.
-func claimLoop(ctx context.Context, p backends.ClaimParams, attempt func(context.Context) (claimRow, error)) (backends.ClaimResult, error) {
-	res, err := raceLoop(ctx, "claim", attempt, func(r claimRow) (backends.ClaimResult, bool) { return r.decide(p.Fingerprint) })
+// fastClaim runs claim.sql once on db.
+func (q statements) fastClaim(ctx context.Context, db querier, p backends.ClaimParams) (fastRow, error) {
+	var r fastRow
+	if _, err := interpretError("claim", r.scan(db.QueryRow(ctx, q.Claim, q.claimArgs(p)...))); err != nil {
+		return fastRow{}, err
+	}
+	return r, nil
+}
+
+// claimLoop runs claim.sql (fast), which decides every claim in one
+// statement except a takeover, the re-use of an expired record and a race
+// with a concurrent commit of the key; for those it runs takeover.sql
+// (attempt), again (boundedly) when it lost a race with a concurrent
+// commit. A claim that gave up waiting for a concurrent uncommitted
+// transaction reports the key pending, with lockTimeoutHint as its lease.
+func claimLoop(ctx context.Context, p backends.ClaimParams, fast func(context.Context) (fastRow, error), attempt func(context.Context) (claimRow, error)) (backends.ClaimResult, error) {
+	if err := checkInput("claim", p.Scope, p.Key, p.Fingerprint, p.Owner); err != nil {
+		return backends.ClaimResult{}, err
+	}
+	res, err := func() (backends.ClaimResult, error) {
+		r, err := fast(ctx)
+		if err != nil {
+			return backends.ClaimResult{}, err
+		}
+		if res, slow := r.decide(p.Fingerprint); !slow {
+			return res, nil
+		}
+		return raceLoop(ctx, "claim", attempt, func(r claimRow) (backends.ClaimResult, bool) { return r.decide(p.Fingerprint) })
+	}()
 	if code(err) == CodeLockNotAvailable {
 		return backends.ClaimResult{Existing: heldByTx(p.Fingerprint)}, nil
 	}

@@ -125,15 +125,20 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// Claim implements backends.Store in one statement. When the key's row was
-// committed by a concurrent session after the statement's snapshot was
-// taken, the statement cannot see it yet; Claim then runs once more, the
-// only case in which it takes a second round trip.
+// Claim implements backends.Store in one statement that costs what a
+// hand-written INSERT … ON CONFLICT DO NOTHING costs: a first execution, a
+// replay, an in-progress and a mismatch each take that one round trip, and
+// a replay locks and writes nothing. Three rare cases take a second
+// statement: taking over a pending record whose lease lapsed, re-using a
+// record that expired but was not swept yet, and a key whose row a
+// concurrent session committed after the first statement's snapshot.
 //
 // A Claim that waited LockTimeout for a concurrent uncommitted transaction
 // holding the key reports it pending (see Config.LockTimeout).
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
-	return claimLoop(ctx, p, func(ctx context.Context) (claimRow, error) {
+	return claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
+		return s.sql.fastClaim(ctx, s.pool, p)
+	}, func(ctx context.Context) (claimRow, error) {
 		return s.sql.claimOnce(ctx, s.pool, p)
 	})
 }

@@ -56,6 +56,9 @@ func (q statements) resolveOnce(ctx context.Context, db querier, p backends.Reso
 // A resolve that gave up waiting for a concurrent uncommitted transaction
 // reports the key pending, as Claim does.
 func resolveLoop(ctx context.Context, p backends.ResolveParams, attempt func(context.Context) (resolveRow, error)) (backends.ResolveResult, error) {
+	if err := checkInput("resolve", p.Scope, p.Key, p.Fingerprint, p.Owner); err != nil {
+		return backends.ResolveResult{}, err
+	}
 	res, err := raceLoop(ctx, "resolve", attempt, func(r resolveRow) (backends.ResolveResult, bool) { return r.decide(p.Fingerprint) })
 	if code(err) == CodeLockNotAvailable {
 		return backends.ResolveResult{Existing: heldByTx(p.Fingerprint)}, nil

@@ -56,14 +56,18 @@ func (*txStore) Exclusive() {}
 // Claim implements backends.Store. Its statements go in one pipelined batch,
 // so it costs one round trip (two when the lock timeout fires).
 func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
-	return claimLoop(ctx, p, func(ctx context.Context) (claimRow, error) {
+	return claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
+		var r fastRow
+		err := t.guarded(ctx, "claim", t.s.sql.Claim, t.s.sql.claimArgs(p), r.scan)
+		return r, err
+	}, func(ctx context.Context) (claimRow, error) {
 		return t.claimOnce(ctx, p)
 	})
 }
 
 func (t *txStore) claimOnce(ctx context.Context, p backends.ClaimParams) (claimRow, error) {
 	var r claimRow
-	err := t.guarded(ctx, "claim", t.s.sql.Claim, t.s.sql.claimArgs(p), r.scan)
+	err := t.guarded(ctx, "claim", t.s.sql.Takeover, t.s.sql.claimArgs(p), r.scan)
 	return r, err
 }
 

@@ -24,18 +24,27 @@ func newStatements(table string, lockTimeout time.Duration) statements {
 // of a live pending row, and returns a row only when it applied.
 
 func (q statements) complete(ctx context.Context, db querier, p backends.CompleteParams) (bool, error) {
+	if err := checkInput("complete", p.Scope, p.Key, nil, p.Owner); err != nil {
+		return false, err
+	}
 	var ok bool
 	return interpretError("complete", db.QueryRow(ctx, q.Complete,
 		p.Scope, p.Key, p.Owner, nonNil(p.Outcome), micros(p.Retention)).Scan(&ok))
 }
 
 func (q statements) renew(ctx context.Context, db querier, p backends.RenewParams) (bool, error) {
+	if err := checkInput("renew", p.Scope, p.Key, nil, p.Owner); err != nil {
+		return false, err
+	}
 	var ok bool
 	return interpretError("renew", db.QueryRow(ctx, q.Renew,
 		p.Scope, p.Key, p.Owner, micros(p.Lease)).Scan(&ok))
 }
 
 func (q statements) release(ctx context.Context, db querier, p backends.ReleaseParams) (bool, error) {
+	if err := checkInput("release", p.Scope, p.Key, nil, p.Owner); err != nil {
+		return false, err
+	}
 	var ok bool
 	return interpretError("release", db.QueryRow(ctx, q.Release,
 		p.Scope, p.Key, p.Owner).Scan(&ok))

@@ -29,6 +29,7 @@ func file(name string) string {
 // documented at the top of each file.
 var (
 	Claim    = file("claim")
+	Takeover = file("takeover")
 	Complete = file("complete")
 	Renew    = file("renew")
 	Release  = file("release")
@@ -40,7 +41,7 @@ var (
 
 // Statements are the record statements rendered for one table.
 type Statements struct {
-	Claim, Complete, Renew, Release, Resolve, Sweep, Get, Delete string
+	Claim, Takeover, Complete, Renew, Release, Resolve, Sweep, Get, Delete string
 }
 
 // Render returns the record statements for table, which must already be
@@ -49,6 +50,7 @@ func Render(table string) Statements {
 	r := strings.NewReplacer("{table}", table)
 	return Statements{
 		Claim:    r.Replace(Claim),
+		Takeover: r.Replace(Takeover),
 		Complete: r.Replace(Complete),
 		Renew:    r.Replace(Renew),
 		Release:  r.Replace(Release),

@@ -10,7 +10,7 @@ import (
 func TestRender(t *testing.T) {
 	s := Render(`"s"."t"`)
 	for name, text := range map[string]string{
-		"claim": s.Claim, "complete": s.Complete, "renew": s.Renew, "release": s.Release,
+		"claim": s.Claim, "takeover": s.Takeover, "complete": s.Complete, "renew": s.Renew, "release": s.Release,
 		"resolve": s.Resolve, "sweep": s.Sweep, "get": s.Get, "delete": s.Delete,
 	} {
 		require.NotEmpty(t, text, name)

@@ -9,4 +9,12 @@ ALTER TABLE "public"."once_records"
     ALTER COLUMN key TYPE text COLLATE "default",
     ADD COLUMN IF NOT EXISTS created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
     ADD COLUMN IF NOT EXISTS completed_at timestamptz,
+    ADD CONSTRAINT once_records_scope_len CHECK (octet_length(scope) BETWEEN 1 AND 255),
+    ADD CONSTRAINT once_records_key_len CHECK (octet_length(key) BETWEEN 1 AND 255),
+    ADD CONSTRAINT once_records_fingerprint_len CHECK (octet_length(fingerprint) <= 64),
+    ADD CONSTRAINT once_records_owner_len CHECK (octet_length(owner) <= 255),
+    ADD CONSTRAINT once_records_state CHECK (
+        (state = 1 AND owner IS NOT NULL AND lease_until IS NOT NULL)
+        OR (state = 2 AND outcome IS NOT NULL)
+    ),
     RESET (fillfactor);

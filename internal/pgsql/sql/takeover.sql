@@ -1,0 +1,78 @@
+-- Takeover: the claim's slow path, sent only after claim.sql found the key
+-- held by a record that had expired, or that was pending with a lapsed
+-- lease and a matching fingerprint, or found the key taken by a row it
+-- could not see yet. Parameters as claim.sql.
+--
+-- e reads the row as of the statement's snapshot, without locking it.
+-- Then at most one of two writes acts:
+--
+--   * ins inserts the claim when e saw no row. ON CONFLICT DO NOTHING
+--     covers a row committed after the snapshot: the insert does nothing
+--     and the caller runs the statement again with a fresh snapshot.
+--   * upd replaces the row when e saw it expired, or pending with a lapsed
+--     lease and a matching fingerprint (t). It is conditioned on the exact
+--     row e observed (state, owner, lease, expiry), so of two concurrent
+--     takeovers one applies and the other sees the row changed and is
+--     re-run.
+--
+-- A live completed row, or a live lease, satisfies neither write: the
+-- statement then only reads, takes no row lock and writes nothing.
+--
+-- c sets lock_timeout local to the statement's transaction before either
+-- write reads c (see claim.sql). A record re-created over an expired one
+-- gets a fresh sweep_after; a takeover of a live pending record keeps it
+-- (only unindexed columns change: a HOT update). A takeover without a
+-- fingerprint keeps the stored one; either side empty matches.
+WITH c AS (
+	SELECT clock_timestamp() AS now, set_config('lock_timeout', $7::text, true) AS lock_timeout
+), e AS (
+	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at
+	FROM {table} r
+	WHERE r.scope = $1::text AND r.key = $2::text
+), ins AS (
+	INSERT INTO {table} (scope, key, fingerprint, state, owner, lease_until, expires_at, sweep_after)
+	SELECT $1::text, $2::text, $3::bytea, 1, $4::text,
+		c.now + $5::bigint * interval '1 microsecond',
+		c.now + greatest($5::bigint, $6::bigint) * interval '1 microsecond',
+		c.now + ($5::bigint + $6::bigint) * interval '1 microsecond'
+	FROM c
+	WHERE NOT EXISTS (SELECT 1 FROM e)
+	ON CONFLICT (scope, key) DO NOTHING
+	RETURNING true AS done
+), t AS (
+	SELECT e.state, e.fingerprint, e.owner, e.lease_until, e.expires_at, e.expires_at > c.now AS took_over, c.now
+	FROM e, c
+	WHERE e.expires_at <= c.now
+		OR (e.state = 1 AND e.lease_until <= c.now
+			AND (octet_length($3::bytea) = 0 OR octet_length(e.fingerprint) = 0 OR e.fingerprint = $3::bytea))
+), upd AS (
+	UPDATE {table} r SET
+		fingerprint = CASE WHEN t.took_over AND octet_length($3::bytea) = 0
+			THEN t.fingerprint ELSE $3::bytea END,
+		state = 1,
+		owner = $4::text,
+		lease_until = t.now + $5::bigint * interval '1 microsecond',
+		outcome = NULL,
+		expires_at = t.now + greatest($5::bigint, $6::bigint) * interval '1 microsecond',
+		sweep_after = CASE WHEN t.took_over THEN r.sweep_after
+			ELSE t.now + ($5::bigint + $6::bigint) * interval '1 microsecond' END
+	FROM t
+	WHERE EXISTS (SELECT 1 FROM t)
+		AND r.scope = $1::text AND r.key = $2::text
+		AND r.state = t.state
+		AND r.expires_at = t.expires_at
+		AND r.owner IS NOT DISTINCT FROM t.owner
+		AND r.lease_until IS NOT DISTINCT FROM t.lease_until
+	RETURNING t.took_over
+)
+SELECT
+	EXISTS (SELECT 1 FROM ins),
+	(SELECT took_over FROM upd),
+	e.state IS NOT NULL,
+	coalesce(e.expires_at > c.now, false),
+	coalesce(e.state, 0),
+	e.fingerprint,
+	e.outcome,
+	coalesce((extract(epoch FROM e.lease_until - c.now) * 1000000)::bigint, 0),
+	coalesce(e.owner = $4::text AND e.state = 1 AND e.expires_at > c.now, false)
+FROM c LEFT JOIN e ON true
