@@ -175,16 +175,15 @@ func rawPostgresTarget(ctx context.Context, pool *pgxpool.Pool, table, user stri
 	return t, nil
 }
 
-// pgClaimRow is the row of the library's claim statement.
+// pgClaimRow is the row of the library's claim statement (claim.sql).
 type pgClaimRow struct {
 	inserted bool
-	tookOver *bool
-	found    bool
 	live     bool
 	state    int16
 	fp       []byte
 	outcome  []byte
 	leaseUS  int64
+	lapsed   bool
 	own      bool
 }
 
@@ -201,7 +200,7 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 		t.trips.Add(1)
 		var r pgClaimRow
 		err := pool.QueryRow(ctx, q.Claim, scope, key, fp, owner, leaseUS, retentionUS, "5000ms").
-			Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.own)
+			Scan(&r.inserted, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.lapsed, &r.own)
 		return r, err
 	}
 	first := func(ctx context.Context, key string) error {
@@ -226,7 +225,7 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 	t.ops[pathFirst] = func(ctx context.Context) error { return first(ctx, keys.next("")) }
 	find := func(ctx context.Context, key string, fp []byte, state int16) error {
 		r, err := claim(ctx, key, fp, token(), leaseUS)
-		if err != nil || r.inserted || r.tookOver != nil || !r.live || r.state != state ||
+		if err != nil || r.inserted || !r.live || r.state != state ||
 			bytes.Equal(r.fp, fp) != bytes.Equal(fp, fpA) {
 			return fmt.Errorf("same claim of %s: %v %+v", key, err, r)
 		}
