@@ -4,15 +4,23 @@
 // by the SQL of Migrations run with your own migration tool). Every
 // operation is one SQL statement, so one round trip: a first execution
 // costs two (Claim, Complete), a replay, a duplicate in progress and a
-// fingerprint mismatch one each. All lease and retention arithmetic uses the
-// server's clock_timestamp(); the application's clock is never consulted.
+// fingerprint mismatch one each; only a takeover of a lapsed lease or of an
+// expired record takes a second statement. All lease and retention
+// arithmetic uses the server's clock_timestamp(); the application's clock
+// is never consulted. Every statement is in internal/pgsql.
 //
 // # Replays are reads
 //
-// Claim reads the existing row and only writes when it inserts a claim or
-// takes over an expired one. Replaying a completed record takes no row lock
-// and writes nothing (no WAL), so a retry storm on one hot key runs at the
-// speed of an indexed read.
+// Claim is a plain INSERT … ON CONFLICT DO NOTHING that, after a conflict,
+// reads the existing row in the same statement. Replaying a completed
+// record takes no row lock and writes nothing (no WAL), so a retry storm on
+// one hot key runs at the speed of an index probe and an indexed read.
+//
+// # HOT completions
+//
+// Completions and renewals change no indexed column (the sweeper's index
+// covers sweep_after, which only the claim sets), so each is a HOT update:
+// a new row version on the same page and no index entry.
 //
 // # Guarantees
 //
