@@ -18,7 +18,7 @@ func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, ti
 		fp, outcome       []byte
 		leaseUS, expireUS int64
 	)
-	err := s.pool.QueryRow(ctx, s.sql.Get, scope, key).
+	err := s.db.QueryRow(ctx, s.sql.Get, scope, key).
 		Scan(&state, &fp, &outcome, &leaseUS, &expireUS)
 	found, err := interpretError("get", err)
 	if !found || err != nil {
@@ -34,7 +34,7 @@ func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, ti
 // claim made through InTx) to end.
 func (s *Store) Delete(ctx context.Context, scope, key string) (bool, error) {
 	var live bool
-	err := s.pool.QueryRow(ctx, s.sql.Delete, scope, key).Scan(&live)
+	err := s.db.QueryRow(ctx, s.sql.Delete, scope, key).Scan(&live)
 	found, err := interpretError("delete", err)
 	return found && live, err
 }

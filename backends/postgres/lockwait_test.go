@@ -17,9 +17,9 @@ import (
 
 // holdInTx claims (scope, key) in a transaction that stays open until the
 // test ends, as an uncommitted DoTx does.
-func holdInTx(t *testing.T, s *Store, scope, key string) {
+func holdInTx(t *testing.T, pool *pgxpool.Pool, s *Store, scope, key string) {
 	t.Helper()
-	tx, err := s.pool.Begin(context.Background())
+	tx, err := pool.Begin(context.Background())
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = tx.Rollback(context.Background()) })
 	r, err := s.InTx(tx).Claim(context.Background(), claimParams(scope, key))
@@ -32,7 +32,8 @@ func holdInTx(t *testing.T, s *Store, scope, key string) {
 // transaction waits at most LockTimeout and reports the key in progress;
 // it never blocks on the row lock for as long as the transaction lasts.
 func TestClaimBoundedByUncommittedTx(t *testing.T) {
-	holder, err := New(newPool(t, nil), &Config{Schema: testSchema})
+	holderPool := newPool(t, nil)
+	holder, err := New(holderPool, &Config{Schema: testSchema})
 	require.NoError(t, err)
 	// One connection, so that the lock_timeout check at the end reads the
 	// very session the statements ran on.
@@ -40,7 +41,7 @@ func TestClaimBoundedByUncommittedTx(t *testing.T) {
 	s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 100 * time.Millisecond})
 	require.NoError(t, err)
 	scope := backendtest.Scope(t)
-	holdInTx(t, holder, scope, "held")
+	holdInTx(t, holderPool, holder, scope, "held")
 
 	// The test's own deadline is far beyond LockTimeout: hitting it is
 	// the bug (an unbounded wait), not a timing flake.
@@ -77,7 +78,7 @@ func TestSubMillisecondLockTimeout(t *testing.T) {
 	s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 100 * time.Microsecond})
 	require.NoError(t, err)
 	scope := backendtest.Scope(t)
-	holdInTx(t, s, scope, "held")
+	holdInTx(t, pool, s, scope, "held")
 
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stagedoor/once/internal/pgsql"
 )
@@ -98,16 +97,22 @@ func loadMigrations(r resolved) ([]migration, error) {
 // advisory lock (pg_advisory_xact_lock) derived from the table's name, so
 // any number of instances may call it at once at startup: one applies the
 // migrations, the others wait and then find nothing to do.
-func Migrate(ctx context.Context, pool *pgxpool.Pool, cfg *Config) error {
+//
+// db is usually the *pgxpool.Pool the Store uses; any DB works (see DB),
+// except a pgx.Tx (ErrTxAsDB): Migrate commits its own transaction.
+func Migrate(ctx context.Context, db DB, cfg *Config) error {
 	r, err := resolveConfig(cfg)
 	if err != nil {
+		return err
+	}
+	if _, err := checkDB(db, r); err != nil {
 		return err
 	}
 	ms, err := loadMigrations(r)
 	if err != nil {
 		return err
 	}
-	tx, err := pool.Begin(ctx)
+	tx, err := db.Begin(ctx)
 	if _, err := interpretError("migrate", err); err != nil {
 		return err
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stagedoor/once/backends"
 )
@@ -47,6 +46,15 @@ type Config struct {
 	// statement. Defaults to 1000.
 	SweepBatchSize int
 
+	// SingleConnection makes the Store run one statement at a time, for a
+	// DB that wraps a single connection (a *pgx.Conn is detected without
+	// it). Concurrent calls then queue for the connection: a Claim that
+	// waits for a concurrent uncommitted transaction (at most LockTimeout)
+	// delays every other call of the Store, and a Store shares its
+	// connection with nothing else, DoTx on the same connection included.
+	// Defaults to false: the DB is safe for concurrent use.
+	SingleConnection bool
+
 	// OnSweepError is called by RunSweeper with each error of a sweep; the
 	// next tick tries again. Defaults to ignoring the error.
 	OnSweepError func(error)
@@ -54,10 +62,11 @@ type Config struct {
 
 // resolved is a validated Config with its defaults applied.
 type resolved struct {
-	schema, table  string
-	lockTimeout    time.Duration
-	sweepBatchSize int
-	onSweepError   func(error)
+	schema, table    string
+	lockTimeout      time.Duration
+	sweepBatchSize   int
+	onSweepError     func(error)
+	singleConnection bool
 }
 
 func resolveConfig(cfg *Config) (resolved, error) {
@@ -84,6 +93,7 @@ func resolveConfig(cfg *Config) (resolved, error) {
 		if cfg.OnSweepError != nil {
 			r.onSweepError = cfg.OnSweepError
 		}
+		r.singleConnection = cfg.SingleConnection
 	}
 	if err := validateIdentifier("Schema", r.schema, maxIdentifierLen); err != nil {
 		return resolved{}, err
@@ -100,23 +110,32 @@ func (r resolved) qualifiedTable() string { return pgx.Identifier{r.schema, r.ta
 // Store is the PostgreSQL backend. It is safe for concurrent use. The zero
 // value is not usable; call New.
 type Store struct {
-	pool *pgxpool.Pool
-	cfg  resolved
-	sql  statements
+	db  querier // the caller's DB, or a serialDB over it
+	cfg resolved
+	sql statements
 }
 
 var _ backends.Store = (*Store)(nil)
 
-// New returns a Store over pool, which the caller keeps owning: the Store
-// never closes it. The records table must exist (see Migrate). New checks
-// cfg and returns an *IdentifierError for an invalid schema or table name;
-// it does not contact the server.
-func New(pool *pgxpool.Pool, cfg *Config) (*Store, error) {
+// New returns a Store over db, usually a *pgxpool.Pool (see DB for a
+// *pgx.Conn or a wrapper), which the caller keeps owning: the Store never
+// closes it. The records table must exist (see Migrate). New checks cfg and
+// returns an *IdentifierError for an invalid schema or table name, and
+// ErrTxAsDB for a pgx.Tx; it does not contact the server.
+func New(db DB, cfg *Config) (*Store, error) {
 	r, err := resolveConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, cfg: r, sql: newStatements(r.qualifiedTable(), r.lockTimeout)}, nil
+	single, err := checkDB(db, r)
+	if err != nil {
+		return nil, err
+	}
+	var q querier = db
+	if single {
+		q = &serialDB{db: db}
+	}
+	return &Store{db: q, cfg: r, sql: newStatements(r.qualifiedTable(), r.lockTimeout)}, nil
 }
 
 // querier is what the statements run on: a pool or a transaction.
@@ -137,25 +156,25 @@ type querier interface {
 // holding the key reports it pending (see Config.LockTimeout).
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	return claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
-		return s.sql.fastClaim(ctx, s.pool, p)
+		return s.sql.fastClaim(ctx, s.db, p)
 	}, func(ctx context.Context) (claimRow, error) {
-		return s.sql.claimOnce(ctx, s.pool, p)
+		return s.sql.claimOnce(ctx, s.db, p)
 	})
 }
 
 // Complete implements backends.Store in one statement.
 func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
-	return s.sql.complete(ctx, s.pool, p)
+	return s.sql.complete(ctx, s.db, p)
 }
 
 // Renew implements backends.Store in one statement.
 func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
-	return s.sql.renew(ctx, s.pool, p)
+	return s.sql.renew(ctx, s.db, p)
 }
 
 // Release implements backends.Store in one statement.
 func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
-	return s.sql.release(ctx, s.pool, p)
+	return s.sql.release(ctx, s.db, p)
 }
 
 // Resolve implements backends.Store in one statement (two when it races
@@ -163,7 +182,7 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 // at most LockTimeout for an uncommitted transaction holding the key.
 func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	return resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
-		return s.sql.resolveOnce(ctx, s.pool, p)
+		return s.sql.resolveOnce(ctx, s.db, p)
 	})
 }
 

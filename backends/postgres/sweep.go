@@ -28,7 +28,7 @@ func (s *Store) Sweep(ctx context.Context, batchSize int) (int64, error) {
 	var total int64
 	for {
 		var deleted, candidates int64
-		err := s.pool.QueryRow(ctx, s.sql.Sweep, batchSize).Scan(&deleted, &candidates)
+		err := s.db.QueryRow(ctx, s.sql.Sweep, batchSize).Scan(&deleted, &candidates)
 		if _, err := interpretError("sweep", err); err != nil {
 			return total, err
 		}

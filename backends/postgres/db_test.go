@@ -1,0 +1,75 @@
+package postgres
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
+)
+
+func newConn(t *testing.T) *pgx.Conn {
+	t.Helper()
+	requireServer(t)
+	conn, err := pgx.Connect(context.Background(), databaseURL())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
+
+// TestConformanceOnConn runs the whole suite on a Store over one
+// *pgx.Conn: New detects it and serialises the Store's statements, so the
+// suite's concurrent cases pass on a connection pgx forbids sharing.
+func TestConformanceOnConn(t *testing.T) {
+	conn := newConn(t)
+	s, err := New(conn, &Config{Schema: testSchema})
+	require.NoError(t, err)
+	_, serial := s.db.(*serialDB)
+	require.True(t, serial)
+	backendtest.Run(t, func(testing.TB) backends.Store { return s })
+}
+
+// tracedPool is a user's wrapper of a pool, as a tracing or metrics layer
+// would be: it satisfies DB without being a *pgxpool.Pool.
+type tracedPool struct {
+	*pgxpool.Pool
+	statements int
+}
+
+func (p *tracedPool) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	p.statements++ // the test calls the Store from one goroutine
+	return p.Pool.QueryRow(ctx, sql, args...)
+}
+
+func TestWrapperAsDB(t *testing.T) {
+	w := &tracedPool{Pool: newPool(t, nil)}
+	cfg := &Config{Schema: testSchema, Table: "w_" + randomSuffix()}
+	require.NoError(t, Migrate(context.Background(), w, cfg))
+	s, err := New(w, cfg)
+	require.NoError(t, err)
+	_, serial := s.db.(*serialDB)
+	require.False(t, serial, "a wrapper is taken as safe for concurrent use")
+	r, err := s.Claim(context.Background(), claimParams("s", "k"))
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+	require.Equal(t, 1, w.statements)
+
+	single, err := New(w, &Config{Schema: testSchema, Table: cfg.Table, SingleConnection: true})
+	require.NoError(t, err)
+	_, serial = single.db.(*serialDB)
+	require.True(t, serial)
+}
+
+func TestTxRefusedAsDB(t *testing.T) {
+	pool := newPool(t, nil)
+	tx, err := pool.Begin(context.Background())
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	_, err = New(tx, &Config{Schema: testSchema})
+	require.ErrorIs(t, err, ErrTxAsDB)
+	require.ErrorIs(t, Migrate(context.Background(), tx, &Config{Schema: testSchema}), ErrTxAsDB)
+}
