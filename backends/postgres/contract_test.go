@@ -216,3 +216,42 @@ func TestResolveRepeatedReportsResolved(t *testing.T) {
 		require.Equal(t, []byte("v"), res.Existing.Outcome)
 	}
 }
+
+// TestRepeatedWritesReportTheSame: pgx never re-sends a statement, but the
+// core retries a write whose reply it lost (Complete up to three times), so
+// every write repeated with the same owner token must report what the first
+// one did: a Claim, a Renew, a Complete and a Resolve report success again,
+// and write the same state.
+func TestRepeatedWritesReportTheSame(t *testing.T) {
+	s := newStore(t, newPool(t, nil))
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+	p := claimParams(scope, "k")
+	for range 2 {
+		r, err := s.Claim(ctx, p)
+		require.NoError(t, err)
+		require.True(t, r.Claimed, "a repeated Claim of the same owner holds the claim")
+	}
+	for range 2 {
+		ok, err := s.Renew(ctx, backends.RenewParams{Scope: scope, Key: "k", Owner: p.Owner, Lease: time.Minute})
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	other := claimParams(scope, "k")
+	r, err := s.Claim(ctx, other)
+	require.NoError(t, err)
+	require.False(t, r.Claimed, "another owner is still refused")
+	c := backends.CompleteParams{Scope: scope, Key: "k", Owner: p.Owner, Outcome: []byte("v"), Retention: time.Hour}
+	for range 2 {
+		ok, err := s.Complete(ctx, c)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	rec, _, found := getRecord(t, s, scope, "k")
+	require.True(t, found)
+	require.Equal(t, []byte("v"), rec.Outcome)
+	c.Outcome = []byte("w")
+	ok, err := s.Complete(ctx, c)
+	require.NoError(t, err)
+	require.False(t, ok, "a different outcome is not a re-send")
+}
