@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 
 	"github.com/jackc/pgx/v5"
@@ -51,7 +50,7 @@ func (r fastRow) decide(given []byte) (res backends.ClaimResult, slow bool) {
 		// The same claim again (its owner token is unique to one call): a
 		// re-send after a lost reply. It holds the claim.
 		return backends.ClaimResult{Claimed: true}, false
-	case r.state == int16(backends.StatePending) && r.lapsed && fingerprintsMatch(r.fp, given):
+	case r.state == int16(backends.StatePending) && r.lapsed && backends.FingerprintMatches(r.fp, given):
 		return backends.ClaimResult{}, true
 	}
 	return backends.ClaimResult{Existing: existing(r.state, r.fp, r.outcome, r.leaseUS)}, false
@@ -88,7 +87,7 @@ func (r claimRow) decide(given []byte) (res backends.ClaimResult, retry bool) {
 		return backends.ClaimResult{}, true
 	}
 	rec := existing(r.state, r.fp, r.outcome, r.leaseUS)
-	if rec.State == backends.StatePending && rec.LeaseRemaining <= 0 && fingerprintsMatch(r.fp, given) {
+	if rec.State == backends.StatePending && rec.LeaseRemaining <= 0 && backends.FingerprintMatches(r.fp, given) {
 		// Eligible for takeover, yet upd did not apply: the row changed
 		// after our snapshot.
 		return backends.ClaimResult{}, true
@@ -189,12 +188,4 @@ func raceLoop[Row, Result any](ctx context.Context, op string, attempt func(cont
 		}
 	}
 	return zero, errContention(op)
-}
-
-// fingerprintsMatch is decision C of the store contract, the predicate the
-// statements apply in SQL: an empty fingerprint on either side matches,
-// otherwise the bytes must be equal. (Only used to tell a lost race from a
-// mismatch; never to answer a caller.)
-func fingerprintsMatch(stored, given []byte) bool {
-	return len(stored) == 0 || len(given) == 0 || bytes.Equal(stored, given)
 }

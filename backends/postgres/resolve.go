@@ -29,7 +29,7 @@ func (r resolveRow) decide(given []byte) (res backends.ResolveResult, retry bool
 		return backends.ResolveResult{}, true
 	}
 	rec := existing(r.state, r.fp, r.outcome, r.leaseUS)
-	if rec.State == backends.StatePending && fingerprintsMatch(r.fp, given) {
+	if rec.State == backends.StatePending && backends.FingerprintMatches(r.fp, given) {
 		return backends.ResolveResult{}, true
 	}
 	return backends.ResolveResult{Existing: rec}, false
