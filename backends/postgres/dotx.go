@@ -32,9 +32,10 @@ type TxBeginner interface {
 // committed) or none, so the next call either replays the outcome or runs fn
 // again, never both.
 //
-// A concurrent call with the same key waits for this transaction (at most
-// the store's LockTimeout), then replays its outcome, or receives
-// ErrInProgress past that time. The transaction runs at the server's
+// A concurrent call with the same key, another DoTx or a plain once.Do on
+// a Store of the same table, waits for this transaction (at most the
+// store's LockTimeout, holding one connection meanwhile), then replays its
+// outcome, or receives ErrInProgress past that time; it never waits longer. The transaction runs at the server's
 // default isolation level, which should be READ COMMITTED (see
 // Store.InTx). scope's store is replaced by s bound to the transaction;
 // scope's name and policy are kept.
