@@ -17,8 +17,8 @@ import (
 // migrated runs once migrate in p's schema and returns a Store on it.
 func migrated(t *testing.T, p pgEnv) *postgres.Store {
 	t.Helper()
-	assert.Contains(t, mustRun(t, p.flags("migrate")...), "migrated from version 0 to 1")
-	assert.Contains(t, mustRun(t, p.flags("migrate")...), "up to date at version 1")
+	assert.Contains(t, mustRun(t, p.flags("migrate")...), "migrated from version 0 to 2")
+	assert.Contains(t, mustRun(t, p.flags("migrate")...), "up to date at version 2")
 	s, err := postgres.New(p.pool, &postgres.Config{Schema: p.schema})
 	require.NoError(t, err)
 	return s
@@ -46,9 +46,9 @@ func TestPostgresCheck(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	assert.True(t, res.OK)
 	require.NotNil(t, res.Version)
-	assert.Equal(t, 1, *res.Version)
-	assert.Equal(t, 1, res.LatestVersion)
-	assert.Contains(t, mustRun(t, p.flags("check")...), "at migration version 1 (latest 1)")
+	assert.Equal(t, 2, *res.Version)
+	assert.Equal(t, 2, res.LatestVersion)
+	assert.Contains(t, mustRun(t, p.flags("check")...), "at migration version 2 (latest 2)")
 }
 
 func TestPostgresSweep(t *testing.T) {
@@ -56,7 +56,9 @@ func TestPostgresSweep(t *testing.T) {
 	s := migrated(t, p)
 	ctx := context.Background()
 	for i, retention := range []time.Duration{time.Millisecond, time.Millisecond, time.Millisecond, time.Hour} {
-		r, err := s.Claim(ctx, backends.ClaimParams{Scope: "jobs", Key: string(rune('a' + i)), Owner: "o", Lease: time.Second, Retention: retention})
+		// A pending record lives until its lease ends: the expired ones
+		// have a lease as short as their retention.
+		r, err := s.Claim(ctx, backends.ClaimParams{Scope: "jobs", Key: string(rune('a' + i)), Owner: "o", Lease: min(time.Second, retention), Retention: retention})
 		require.NoError(t, err)
 		require.True(t, r.Claimed)
 	}
