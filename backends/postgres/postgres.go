@@ -28,7 +28,8 @@ type Config struct {
 	Schema string
 
 	// Table is the name of the records table. Migrate also creates
-	// <Table>_migrations and the index <Table>_expires_at_idx in Schema.
+	// <Table>_migrations and the index <Table>_sweep_idx in Schema (and
+	// <Table>_expires_at_idx, which migration 002 replaces).
 	// Same rules as Schema, at most 48 bytes. Defaults to "once_records".
 	Table string
 
