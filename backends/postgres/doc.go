@@ -11,10 +11,10 @@
 //
 // # Replays are reads
 //
-// Claim is a plain INSERT … ON CONFLICT DO NOTHING that, after a conflict,
-// reads the existing row in the same statement. Replaying a completed
+// Claim reads the row and, in the same statement, runs a plain INSERT …
+// ON CONFLICT DO NOTHING only when it found none. Replaying a completed
 // record takes no row lock and writes nothing (no WAL), so a retry storm on
-// one hot key runs at the speed of an index probe and an indexed read.
+// one hot key runs at the speed of an indexed read.
 //
 // # HOT completions
 //

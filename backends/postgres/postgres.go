@@ -145,8 +145,8 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// Claim implements backends.Store in one statement that costs what a
-// hand-written INSERT … ON CONFLICT DO NOTHING costs: a first execution, a
+// Claim implements backends.Store in one statement, an indexed read and,
+// only for an absent key, a plain INSERT … ON CONFLICT DO NOTHING: a first execution, a
 // replay, an in-progress and a mismatch each take that one round trip, and
 // a replay locks and writes nothing. Three rare cases take a second
 // statement: taking over a pending record whose lease lapsed, re-using a
