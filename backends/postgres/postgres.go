@@ -146,9 +146,9 @@ type querier interface {
 }
 
 // Claim implements backends.Store in one statement, an indexed read and,
-// only for an absent key, a plain INSERT … ON CONFLICT DO NOTHING: a first execution, a
-// replay, an in-progress and a mismatch each take that one round trip, and
-// a replay locks and writes nothing. Three rare cases take a second
+// only for an absent key, a plain INSERT … ON CONFLICT DO NOTHING: a first
+// execution, a replay, an in-progress and a mismatch each take that one
+// round trip, and a replay locks and writes nothing. Three rare cases take a second
 // statement: taking over a pending record whose lease lapsed, re-using a
 // record that expired but was not swept yet, and a key whose row a
 // concurrent session committed after the first statement's snapshot.
