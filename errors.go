@@ -73,7 +73,8 @@ func (e *InProgressError) Is(target error) bool { return target == ErrInProgress
 // InvalidInputError reports which input failed validation and why. It
 // never contains the input itself.
 type InvalidInputError struct {
-	// Field is "ctx", "scope", "key", "fingerprint" or "fn".
+	// Field is "ctx", "scope", "key", "fingerprint" or "fn", or the option
+	// "lease", "retention", "wait" or "max_outcome_size".
 	Field string
 	// Reason says what is wrong, e.g. "longer than 255 bytes".
 	Reason string

@@ -33,51 +33,58 @@ func defaultConfig() config {
 // Option configures a Keeper (New) or one Scope (Scope.With).
 type Option func(*config)
 
+// Durations. Every positive duration, up to math.MaxInt64, means "that
+// long": the core passes it to the store unchanged and never computes a
+// deadline that could overflow from it (a backend whose native range is
+// smaller saturates at its maximum). A non-positive lease or retention, a
+// negative wait or a non-positive outcome size is a programming error: the
+// option is applied as given and every Do and Resolve with the policy
+// returns an *InvalidInputError (Field "lease", "retention", "wait" or
+// "max_outcome_size") before any store call.
+
 // WithRetention sets how long a record lives: a key seen again within it
 // replays; after it, the key is a new intent. Counted from the claim while
-// in progress and from completion once completed. The default is 24 hours;
-// a non-positive d keeps the current value.
+// in progress (and never less than the live lease) and from completion
+// once completed. The default is 24 hours; d must be positive.
 func WithRetention(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.retention = d
-		}
-	}
+	return func(c *config) { c.retention = d }
 }
 
 // WithLease sets how long a claim stays exclusive without renewal. While fn
 // runs, Do renews it about every third of d, so fn may run longer than d;
 // if the owner process dies, another call takes the key over once d has
-// passed. The default is 30 seconds; a non-positive d keeps the current
-// value.
+// passed. The default is 30 seconds; d must be positive.
 func WithLease(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.lease = d
-		}
-	}
+	return func(c *config) { c.lease = d }
 }
 
 // WithWait makes a call that finds the key in progress wait up to d for
 // the owner to finish and then return its outcome (or run fn, if the owner
 // released the claim), instead of returning ErrInProgress at once. The
-// default is 0: no waiting.
+// default is 0: no waiting; d must not be negative.
 func WithWait(d time.Duration) Option {
-	return func(c *config) {
-		if d >= 0 {
-			c.wait = d
-		}
-	}
+	return func(c *config) { c.wait = d }
 }
 
 // WithMaxOutcomeSize caps the encoded size of a stored outcome, in bytes.
-// The default is 1 MiB; a non-positive n keeps the current value.
+// The default is 1 MiB; n must be positive.
 func WithMaxOutcomeSize(n int) Option {
-	return func(c *config) {
-		if n > 0 {
-			c.maxOutcome = n
-		}
+	return func(c *config) { c.maxOutcome = n }
+}
+
+// validate reports the first option set to a value it does not accept.
+func (c *config) validate() error {
+	switch {
+	case c.lease <= 0:
+		return &InvalidInputError{Field: "lease", Reason: "not positive"}
+	case c.retention <= 0:
+		return &InvalidInputError{Field: "retention", Reason: "not positive"}
+	case c.wait < 0:
+		return &InvalidInputError{Field: "wait", Reason: "negative"}
+	case c.maxOutcome <= 0:
+		return &InvalidInputError{Field: "max_outcome_size", Reason: "not positive"}
 	}
+	return nil
 }
 
 // WithCodec sets the codec for stored values and final errors. The default

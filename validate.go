@@ -48,5 +48,5 @@ func (s Scope) validate(ctx context.Context, key string, fp Fingerprint) error {
 	if len(fp) > MaxFingerprintLen {
 		return &InvalidInputError{Field: "fingerprint", Reason: "longer than 64 bytes"}
 	}
-	return nil
+	return s.cfg.validate()
 }

@@ -36,8 +36,8 @@ func newWaiter(store backends.Store) *waiter {
 // context's error if the context ends first.
 func (w *waiter) wait(ctx context.Context, scope, key string, leaseRemaining time.Duration, until time.Time) error {
 	d := min(w.backoff, max(time.Until(until), 0))
-	if leaseRemaining > 0 {
-		d = min(d, leaseRemaining+time.Millisecond)
+	if leaseRemaining > 0 && leaseRemaining < d {
+		d = leaseRemaining + time.Millisecond // below d, so it cannot overflow
 	}
 	w.backoff = min(w.backoff*2, waitBackoffMax)
 
