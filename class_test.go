@@ -35,7 +35,9 @@ func TestFinalErrorReplaysWithItsRegisteredType(t *testing.T) {
 		require.ErrorAs(t, err, &declined)
 		assert.Equal(t, "stolen_card", declined.Reason)
 	}
-	assert.Equal(t, "charge: card declined: stolen_card", first.Error(), "fn's error comes back unwrapped")
+	assert.Equal(t, "charge: card declined: stolen_card", first.Error(), "without the Final marker")
+	assert.Equal(t, first.Error(), replayed.Error(), "the replay has the wrapper's text too")
+	assert.Equal(t, first, replayed, "the first answer is the replay")
 	assert.Equal(t, int32(1), runs.Load())
 }
 
@@ -43,13 +45,15 @@ func TestUnregisteredFinalErrorReplaysAsStoredError(t *testing.T) {
 	ctx := context.Background()
 	scope := once.New(nil).Scope("s")
 	fn := func(context.Context) (int, error) { return 0, once.Final(codedError{"declined by issuer"}) }
-	_, err := once.Do(ctx, scope, "k", nil, fn)
-	assert.Equal(t, codedError{"declined by issuer"}, err)
-	_, err = once.Do(ctx, scope, "k", nil, fn)
-	var stored *once.StoredError
-	require.ErrorAs(t, err, &stored)
-	assert.Equal(t, "do_not_honor", stored.Code)
-	assert.Equal(t, "declined by issuer", stored.Message)
+	_, first := once.Do(ctx, scope, "k", nil, fn)
+	_, replayed := once.Do(ctx, scope, "k", nil, fn)
+	for _, err := range []error{first, replayed} {
+		var stored *once.StoredError
+		require.ErrorAs(t, err, &stored)
+		assert.Equal(t, "do_not_honor", stored.Code)
+		assert.Equal(t, "declined by issuer", stored.Message)
+	}
+	assert.Equal(t, first, replayed, "the first caller gets what every replay gets")
 }
 
 func TestClassifierMakesErrorsFinal(t *testing.T) {

@@ -18,3 +18,16 @@ func (JSONCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 // Unmarshal implements Codec.
 func (JSONCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
+
+// LosslessCodec is implemented by a Codec that declares its round trip
+// lossless: for every value it encodes, decoding gives back a value equal
+// to the original in every respect (unexported fields, dynamic types inside
+// interfaces, invalid UTF-8 in strings). Do normally gives the first caller
+// what a replay gets, the value after the codec's round trip, at the cost
+// of one decode; with a LosslessCodec it returns fn's value as it is.
+// JSONCodec is not lossless.
+type LosslessCodec interface {
+	Codec
+	// Lossless is a marker; it does nothing.
+	Lossless()
+}

@@ -4,31 +4,17 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
+
+	"github.com/stagedoor/once/internal/envelope"
 )
 
-// The stored form of an outcome: one version byte, one kind byte, then the
-// payload. A value's payload is the Codec's encoding of the value; an
-// error's payload is a JSON errorEnvelope.
-const envelopeVersion = 1
-
-const (
-	kindValue byte = iota + 1
-	kindError
-	kindTooLarge
-)
-
-// maxStoredMessage bounds the message text stored with a final error.
-const maxStoredMessage = 4096
-
-type errorEnvelope struct {
-	Code    string          `json:"code,omitempty"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-	// Text reports that Data is a JSON string wrapping a non-JSON codec's
-	// encoding.
-	Text bool `json:"text,omitempty"`
-}
+// The stored form of an outcome is written and parsed by package
+// internal/envelope: a version byte, a kind byte, then the Codec's bytes
+// of a value, or the code, message and registered-type encoding of a final
+// error, each length-prefixed and verbatim (no text conversion, so a
+// binary codec's bytes survive).
 
 func encodeValue[T any](c Codec, v T) ([]byte, error) {
 	if _, ok := c.(JSONCodec); ok {
@@ -38,9 +24,7 @@ func encodeValue[T any](c Codec, v T) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 2, 2+len(data))
-	out[0], out[1] = envelopeVersion, kindValue
-	return append(out, data...), nil
+	return envelope.Value(data), nil
 }
 
 // jsonEncoder is a reusable buffer with a json.Encoder writing into it.
@@ -70,7 +54,8 @@ func encodeJSONValue(v any) ([]byte, error) {
 		}
 	}()
 	e.buf.Reset()
-	e.buf.Write([]byte{envelopeVersion, kindValue})
+	h := envelope.Header()
+	e.buf.Write(h[:])
 	if err := e.enc.Encode(v); err != nil {
 		return nil, err
 	}
@@ -78,87 +63,80 @@ func encodeJSONValue(v any) ([]byte, error) {
 	return bytes.Clone(b[:len(b)-1]), nil
 }
 
-// encodeError stores a final error: as its registered type when one matches
-// and encodes, else as code and message.
+// encodeError stores a final error: its full text (cut to
+// envelope.MaxMessage bytes), its code, and, when a registered type is in
+// its chain and encodes, that error's encoding under the type's code.
+// Error, ErrorCode, As and the codec are user code: a panic in them
+// propagates to the caller.
 func encodeError(cfg *config, err error) []byte {
-	env := errorEnvelope{Message: err.Error()}
-	if len(env.Message) > maxStoredMessage {
-		env.Message = env.Message[:maxStoredMessage]
-	}
+	msg := err.Error()
+	var code string
 	var coded interface{ ErrorCode() string }
 	if errors.As(err, &coded) {
-		env.Code = coded.ErrorCode()
+		code = coded.ErrorCode()
 	}
+	var data []byte
+	var flags uint64
 	for i := len(cfg.errorTypes) - 1; i >= 0; i-- {
 		t := cfg.errorTypes[i]
 		if e, ok := t.match(err); ok {
-			if data, mErr := cfg.codec.Marshal(e); mErr == nil && json.Valid(data) {
-				env.Code, env.Data = t.code, data
-			} else if mErr == nil {
-				env.Code, env.Data, env.Text = t.code, mustJSONString(data), true
+			if enc, mErr := cfg.codec.Marshal(e); mErr == nil {
+				code, data, flags = t.code, enc, envelope.FlagData
 			}
 			break
 		}
 	}
-	payload, _ := json.Marshal(env) // strings and RawMessage always marshal
-	out := make([]byte, 2, 2+len(payload))
-	out[0], out[1] = envelopeVersion, kindError
-	return append(out, payload...)
+	return envelope.Error(code, msg, data, flags)
 }
 
-// mustJSONString wraps a non-JSON codec output as a JSON string so the
-// envelope stays valid JSON.
-func mustJSONString(data []byte) json.RawMessage {
-	b, _ := json.Marshal(string(data))
-	return b
+// encodeFailure is the final error stored when fn's value cannot be
+// stored or brought back: every call with the key gets its text.
+func encodeFailure(cfg *config, what string, err error) []byte {
+	return encodeError(cfg, fmt.Errorf("once: outcome cannot be %s: %w", what, err))
 }
-
-func encodeTooLarge() []byte { return []byte{envelopeVersion, kindTooLarge} }
 
 // decodeOutcome turns a stored outcome back into a value or a final error.
 // A decode failure is returned as the third result (ErrUndecodable).
 func decodeOutcome[T any](cfg *config, data []byte) (T, error, error) {
 	var zero T
-	if len(data) < 2 || data[0] != envelopeVersion {
-		return zero, nil, &undecodable{errors.New("unknown envelope version")}
+	env, err := envelope.Parse(data)
+	if err != nil {
+		return zero, nil, &undecodable{err}
 	}
-	switch data[1] {
-	case kindValue:
+	switch env.Kind {
+	case envelope.KindValue:
 		var v T
-		if err := cfg.codec.Unmarshal(data[2:], &v); err != nil {
+		if err := cfg.codec.Unmarshal(env.Value, &v); err != nil {
 			return zero, nil, &undecodable{err}
 		}
 		return v, nil, nil
-	case kindTooLarge:
-		return zero, &OutcomeTooLargeError{Limit: cfg.maxOutcome}, nil
-	case kindError:
-		var env errorEnvelope
-		if err := json.Unmarshal(data[2:], &env); err != nil {
-			return zero, nil, &undecodable{err}
+	case envelope.KindTooLarge:
+		if env.Limit == 0 { // written before sizes were stored
+			return zero, &OutcomeTooLargeError{Limit: cfg.maxOutcome}, nil
 		}
-		return zero, decodeError(cfg, env), nil
+		return zero, &OutcomeTooLargeError{Size: int(min(env.Size, 1<<62)), Limit: int(min(env.Limit, 1<<62))}, nil
 	default:
-		return zero, nil, &undecodable{errors.New("unknown outcome kind")}
+		return zero, decodeError(cfg, env), nil
 	}
 }
 
-func decodeError(cfg *config, env errorEnvelope) error {
-	if env.Data != nil {
+// decodeError rebuilds a final error. With a registered type under the
+// stored code, the decoded error itself when its text is the stored text,
+// else a *StoredError with the stored text that wraps it (so errors.As
+// and errors.Is reach it, and the text is the original's); without one, a
+// *StoredError with the stored code and text.
+func decodeError(cfg *config, env envelope.Envelope) error {
+	if env.Flags&envelope.FlagData != 0 {
 		for i := len(cfg.errorTypes) - 1; i >= 0; i-- {
 			t := cfg.errorTypes[i]
 			if t.code != env.Code {
 				continue
 			}
-			data := []byte(env.Data)
-			if env.Text {
-				var s string
-				if json.Unmarshal(data, &s) != nil {
-					break
+			if e, err := t.decode(cfg.codec, env.Data); err == nil && e != nil {
+				if e.Error() == env.Message {
+					return e
 				}
-				data = []byte(s)
-			}
-			if e, err := t.decode(cfg.codec, data); err == nil && e != nil {
-				return e
+				return &StoredError{Code: env.Code, Message: env.Message, err: e}
 			}
 			break
 		}

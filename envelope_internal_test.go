@@ -6,6 +6,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once/internal/envelope"
 )
 
 // The pooled JSON path must store exactly what json.Marshal gives, so that
@@ -25,7 +27,7 @@ func TestPooledJSONEncodingMatchesMarshal(t *testing.T) {
 		for range 2 { // the second time through a reused buffer
 			got, err := encodeValue[any](JSONCodec{}, v)
 			require.NoError(t, err)
-			assert.Equal(t, append([]byte{envelopeVersion, kindValue}, want...), got)
+			assert.Equal(t, envelope.Value(want), got)
 		}
 	}
 	_, err := encodeValue[any](JSONCodec{}, make(chan int))

@@ -122,7 +122,8 @@ func (e *UnrecordedError) Is(target error) bool { return target == ErrOutcomeUnr
 
 // OutcomeTooLargeError reports an outcome over the size cap.
 type OutcomeTooLargeError struct {
-	// Size is the encoded size; zero on a replay, where it is unknown.
+	// Size is the encoded size; zero only on a replay of a record written
+	// by a version of once that did not store it.
 	Size int
 	// Limit is the cap in force.
 	Limit int
@@ -138,19 +139,27 @@ func (e *OutcomeTooLargeError) Error() string {
 // Is reports whether target is ErrOutcomeTooLarge.
 func (e *OutcomeTooLargeError) Is(target error) bool { return target == ErrOutcomeTooLarge }
 
-// StoredError is a final error replayed from the store whose type was not
-// registered with RegisterError: it keeps the code and message of the
-// original. Register the error type to get the original type back instead.
+// StoredError is a final error as it comes back from the store when its
+// registered type alone cannot give the original text: it keeps the code
+// and the text of the original. When the original wrapped an error of a
+// type registered with RegisterError, the StoredError wraps that error, so
+// errors.As and errors.Is find it. Without a registered type, register one
+// to get the original type back.
 type StoredError struct {
 	// Code is the code the error was registered or stored with; empty when
 	// it had none. An error can give its code by implementing
 	// ErrorCode() string.
 	Code string
-	// Message is the original error's Error() text.
+	// Message is the original error's Error() text (at most 4096 bytes).
 	Message string
+
+	err error
 }
 
 func (e *StoredError) Error() string { return e.Message }
+
+// Unwrap returns the registered error the original wrapped, or nil.
+func (e *StoredError) Unwrap() error { return e.err }
 
 // ErrorCode returns Code, so a StoredError stored again keeps its code.
 func (e *StoredError) ErrorCode() string { return e.Code }

@@ -3,10 +3,10 @@ package once
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/internal/envelope"
 )
 
 // Bounds of the writes made after fn returns. They run on a context
@@ -18,49 +18,82 @@ const (
 	writeTimeout     = 5 * time.Second
 )
 
-// execute runs fn under the claim owned by owner and records its outcome.
-func execute[T any](ctx context.Context, scope Scope, key, owner string, fn func(context.Context) (T, error)) (Outcome[T], error) {
+// claim is a won claim on its way to being settled: completed with an
+// outcome, released, or held until its lease ends.
+type claim struct {
+	scope    Scope
+	key      string
+	owner    string
+	callCtx  context.Context // events
+	detached context.Context // writes
+	renewer  *renewer
+	settled  bool
+}
+
+// settle runs when execute returns or panics, whatever panicked (fn, the
+// codec, an error's methods, the classifier, the observer): it stops
+// renewal, so that no renewal of the claim is sent after Do returns, and
+// releases a claim whose fate was not decided, so that the key is
+// claimable again at once.
+func (c *claim) settle() {
+	c.renewer.stop()
+	if !c.settled {
+		c.release()
+	}
+}
+
+// release deletes the claim. The store write comes before the event, so a
+// panicking observer cannot keep the key claimed.
+func (c *claim) release() {
+	c.settled = true
+	c.renewer.stop()
+	cfg := c.scope.cfg
+	wctx, done := context.WithTimeout(c.detached, writeTimeout)
+	defer done()
+	start := cfg.clock()
+	_, err := c.scope.store.Release(wctx, backends.ReleaseParams{Scope: c.scope.name, Key: c.key, Owner: c.owner})
+	e := Event{Kind: EventReleased, Scope: c.scope.name, Key: c.key, Op: "release", Duration: cfg.since(start)}
+	if err != nil {
+		e.Kind, e.Err = EventStoreError, err
+	}
+	cfg.emit(c.callCtx, e)
+}
+
+// hold keeps the claim until its lease ends.
+func (c *claim) hold(fnErr error) {
+	c.settled = true
+	c.renewer.stop()
+	c.scope.cfg.emit(c.callCtx, Event{Kind: EventHeld, Scope: c.scope.name, Key: c.key, Err: fnErr})
+}
+
+// execute runs fn under the claim owned by owner (claimed by a request
+// sent at claimSent) and records its outcome.
+func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSent time.Time, fn func(context.Context) (T, error)) (Outcome[T], error) {
 	cfg, store := scope.cfg, scope.store
-	detached := context.WithoutCancel(ctx)
 	fnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-
-	var r *renewer
+	c := &claim{scope: scope, key: key, owner: owner, callCtx: ctx, detached: context.WithoutCancel(ctx)}
 	if _, exclusive := store.(backends.Exclusive); !exclusive {
-		r = startRenewer(detached, store, cfg, backends.RenewParams{Scope: scope.name, Key: key, Owner: owner, Lease: cfg.lease}, cancel)
+		c.renewer = startRenewer(c.detached, store, cfg,
+			backends.RenewParams{Scope: scope.name, Key: key, Owner: owner, Lease: cfg.lease}, claimSent, cancel)
 	}
-	release := func() {
-		r.stop()
-		wctx, done := context.WithTimeout(detached, writeTimeout)
-		defer done()
-		start := cfg.clock()
-		_, err := store.Release(wctx, backends.ReleaseParams{Scope: scope.name, Key: key, Owner: owner})
-		if err != nil {
-			cfg.emit(ctx, Event{Kind: EventStoreError, Scope: scope.name, Key: key, Op: "release", Duration: cfg.since(start), Err: err})
-			return
-		}
-		cfg.emit(ctx, Event{Kind: EventReleased, Scope: scope.name, Key: key, Duration: cfg.since(start)})
-	}
+	defer c.settle()
 
 	start := cfg.clock()
-	v, err := runFn(fnCtx, fn, release)
+	v, err := fn(fnCtx)
 	class, fnErr := Retryable, error(nil)
 	if err != nil {
 		class, fnErr = classify(err, cfg.classifier)
 	}
 	cfg.emit(ctx, Event{Kind: EventExecuted, Scope: scope.name, Key: key, Duration: cfg.since(start), Class: class, Err: fnErr})
-	if err == nil {
-		return record(ctx, detached, scope, key, owner, r, v, nil)
-	}
-	switch class {
-	case FinalClass:
-		return record(ctx, detached, scope, key, owner, r, v, fnErr)
-	case HeldClass:
-		r.stop()
-		cfg.emit(ctx, Event{Kind: EventHeld, Scope: scope.name, Key: key, Err: fnErr})
+	switch {
+	case err == nil, class == FinalClass:
+		return record(c, v, fnErr)
+	case class == HeldClass:
+		c.hold(fnErr)
 		return Outcome[T]{Value: v}, fnErr
 	default:
-		release()
+		c.release()
 		if errors.Is(context.Cause(fnCtx), ErrLeaseLost) {
 			return Outcome[T]{Value: v}, errors.Join(fnErr, ErrLeaseLost)
 		}
@@ -68,75 +101,83 @@ func execute[T any](ctx context.Context, scope Scope, key, owner string, fn func
 	}
 }
 
-// runFn calls fn; if fn panics or calls runtime.Goexit, abort runs before
-// the panic continues unchanged (same value, same stack).
-func runFn[T any](ctx context.Context, fn func(context.Context) (T, error), abort func()) (v T, err error) {
-	returned := false
-	defer func() {
-		if !returned {
-			abort()
-		}
-	}()
-	v, err = fn(ctx)
-	returned = true
-	return v, err
-}
-
 // record completes the claim with fn's value (fnErr nil) or final error and
-// returns what Do answers. Writes use the detached context; events get the
-// caller's.
-func record[T any](callCtx, ctx context.Context, scope Scope, key, owner string, r *renewer, v T, fnErr error) (Outcome[T], error) {
-	cfg := scope.cfg
-	var data []byte
+// returns what Do answers: what a replay of the stored outcome answers.
+func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
+	cfg, scope, key := c.scope.cfg, c.scope, c.key
+	data, encErr := encodeOutcome(cfg, v, fnErr)
+	_, lossless := cfg.codec.(LosslessCodec)
+	lossless = lossless && encErr == nil && fnErr == nil
+	var first T
 	var answer error
-	if fnErr != nil {
-		data, answer = encodeError(cfg, fnErr), fnErr
-	} else {
-		enc, err := encodeValue(cfg.codec, v)
-		if err != nil {
-			err = fmt.Errorf("once: outcome cannot be encoded: %w", err)
-			enc, answer = encodeError(cfg, err), err
+	if !lossless && len(data) <= cfg.maxOutcome {
+		var decErr error
+		first, answer, decErr = decodeOutcome[T](cfg, data)
+		if decErr != nil { // the value does not come back: store why, as for one that does not encode
+			data = encodeFailure(cfg, "decoded", decErr)
+			first, answer, _ = decodeOutcome[T](cfg, data)
 		}
-		data = enc
 	}
-	if len(data) > cfg.maxOutcome {
-		answer = &OutcomeTooLargeError{Size: len(data), Limit: cfg.maxOutcome}
-		data = encodeTooLarge()
+	switch {
+	case len(data) > cfg.maxOutcome:
+		data = envelope.TooLarge(len(data), cfg.maxOutcome)
+		_, answer, _ = decodeOutcome[T](cfg, data)
+		first = v // documented: the first caller of a too-large value still gets it
+	case lossless:
+		first = v
 	}
-	r.stop()
 	start := cfg.clock()
-	applied, err := complete(callCtx, ctx, scope, key, owner, data)
+	applied, err := complete(c, data)
+	c.settled = true // completed, lost, or unrecorded: the claim is kept until its lease ends
 	switch {
 	case err != nil:
-		cfg.emit(callCtx, Event{Kind: EventUnrecorded, Scope: scope.name, Key: key, Duration: cfg.since(start), Err: err})
+		cfg.emit(c.callCtx, Event{Kind: EventUnrecorded, Scope: scope.name, Key: key, Op: "complete", Duration: cfg.since(start), Err: err})
 		return Outcome[T]{Value: v}, errors.Join(fnErr, &UnrecordedError{Err: err})
 	case !applied:
-		cfg.emit(callCtx, Event{Kind: EventLeaseLost, Scope: scope.name, Key: key, Duration: cfg.since(start), Err: ErrLeaseLost})
+		cfg.emit(c.callCtx, Event{Kind: EventLeaseLost, Scope: scope.name, Key: key, Op: "complete", Duration: cfg.since(start), Err: ErrLeaseLost})
 		return Outcome[T]{Value: v}, errors.Join(fnErr, ErrLeaseLost)
 	default:
-		cfg.emit(callCtx, Event{Kind: EventRecorded, Scope: scope.name, Key: key, Duration: cfg.since(start)})
-		return Outcome[T]{Value: v, Recorded: true}, answer
+		cfg.emit(c.callCtx, Event{Kind: EventRecorded, Scope: scope.name, Key: key, Op: "complete", Duration: cfg.since(start)})
+		return Outcome[T]{Value: first, Recorded: true}, answer
 	}
 }
 
-// complete stores the outcome, retrying a failing store a few times.
-func complete(callCtx, ctx context.Context, scope Scope, key, owner string, data []byte) (bool, error) {
-	cfg := scope.cfg
-	p := backends.CompleteParams{Scope: scope.name, Key: key, Owner: owner, Outcome: data, Retention: scope.cfg.retention}
-	var err error
+// encodeOutcome is the stored form of fn's value or final error. A value
+// that does not encode is stored as a final error saying so; encErr
+// reports it.
+func encodeOutcome[T any](cfg *config, v T, fnErr error) (data []byte, encErr error) {
+	if fnErr != nil {
+		return encodeError(cfg, fnErr), nil
+	}
+	data, encErr = encodeValue(cfg.codec, v)
+	if encErr != nil {
+		return encodeFailure(cfg, "encoded", encErr), encErr
+	}
+	return data, nil
+}
+
+// complete stores the outcome, retrying a failing store a few times. The
+// renewer keeps the lease alive between attempts, and no attempt holds
+// renewals off past the proven lease, so no takeover starts while an
+// attempt may still land.
+func complete(c *claim, data []byte) (applied bool, err error) {
+	cfg, scope := c.scope.cfg, c.scope
+	p := backends.CompleteParams{Scope: scope.name, Key: c.key, Owner: c.owner, Outcome: data, Retention: cfg.retention}
 	for attempt := range completeAttempts {
 		if attempt > 0 {
 			time.Sleep(completeBackoff << (attempt - 1))
 		}
-		wctx, done := context.WithTimeout(ctx, writeTimeout)
 		start := cfg.clock()
-		var applied bool
-		applied, err = scope.store.Complete(wctx, p)
-		done()
+		c.renewer.write(func(timeout time.Duration) bool {
+			wctx, done := context.WithTimeout(c.detached, timeout)
+			defer done()
+			applied, err = scope.store.Complete(wctx, p)
+			return err == nil
+		})
 		if err == nil {
 			return applied, nil
 		}
-		cfg.emit(callCtx, Event{Kind: EventStoreError, Scope: scope.name, Key: key, Op: "complete", Duration: cfg.since(start), Err: err})
+		cfg.emit(c.callCtx, Event{Kind: EventStoreError, Scope: scope.name, Key: c.key, Op: "complete", Duration: cfg.since(start), Err: err})
 	}
 	return false, err
 }

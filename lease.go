@@ -8,13 +8,21 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// renewer keeps a claim's lease alive while fn runs, renewing it about
-// every third of the lease. It cancels fn's context with cause ErrLeaseLost
-// when the store reports the claim lost, or when renewals have failed for
-// so long that the lease may lapse before the next attempt: once fails
-// closed rather than let fn run on a claim it may no longer hold.
+// renewer keeps a claim's lease alive from the claim until the claim is
+// settled — completed, released or held — renewing it about every third of
+// the lease, through fn's run and the whole write-back of its outcome. It
+// cancels fn's context with cause ErrLeaseLost when the store reports the
+// claim lost, or when renewals have failed for so long that the lease may
+// lapse before the next attempt: once fails closed rather than let fn run
+// on a claim it may no longer hold.
+//
+// Renewals and the owner's completion attempts never overlap (write holds
+// the same lock), so a renewal never races the completion that settles the
+// claim, and once stop or a successful write has returned, no renewal is
+// ever sent again.
 //
 // It runs on a timer (time.AfterFunc), so a short fn costs no goroutine.
+// A panic in the observer on the timer is recovered and its event dropped.
 // A nil *renewer does nothing.
 type renewer struct {
 	ctx      context.Context
@@ -22,19 +30,27 @@ type renewer struct {
 	cfg      *config
 	params   backends.RenewParams
 	interval time.Duration
-	cancel   context.CancelCauseFunc
+	lost     context.CancelCauseFunc
+
+	// flight is held across each store write of the owner: a renewal or a
+	// completion attempt.
+	flight sync.Mutex
 
 	mu      sync.Mutex
 	timer   *time.Timer
 	stopped bool
-	lastOK  time.Time
+	// lastOK is when the last proof of the lease (the claim or a renewal)
+	// was sent: the lease runs at least until lastOK + Lease.
+	lastOK time.Time
+	// abort cancels the renewal in flight, if any.
+	abort context.CancelFunc
 }
 
-func startRenewer(ctx context.Context, store backends.Store, cfg *config, p backends.RenewParams, cancel context.CancelCauseFunc) *renewer {
+func startRenewer(ctx context.Context, store backends.Store, cfg *config, p backends.RenewParams, claimSent time.Time, lost context.CancelCauseFunc) *renewer {
 	r := &renewer{
-		ctx: ctx, store: store, cfg: cfg, params: p, cancel: cancel,
+		ctx: ctx, store: store, cfg: cfg, params: p, lost: lost,
 		interval: max(p.Lease/3, time.Millisecond),
-		lastOK:   time.Now(),
+		lastOK:   claimSent,
 	}
 	r.mu.Lock()
 	r.timer = time.AfterFunc(r.interval, r.renew)
@@ -43,58 +59,100 @@ func startRenewer(ctx context.Context, store backends.Store, cfg *config, p back
 }
 
 func (r *renewer) renew() {
+	r.flight.Lock()
+	r.mu.Lock()
+	if r.stopped {
+		r.mu.Unlock()
+		r.flight.Unlock()
+		return
+	}
+	ctx, abort := context.WithTimeout(r.ctx, r.interval)
+	r.abort = abort
+	r.mu.Unlock()
+	sent := time.Now()
+	ok, err := r.store.Renew(ctx, r.params)
+	abort()
+	r.flight.Unlock()
+
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
 		return
 	}
-	r.mu.Unlock()
-
-	sent := time.Now()
-	ctx, done := context.WithTimeout(r.ctx, r.interval)
-	ok, err := r.store.Renew(ctx, r.params)
-	done()
-
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.stopped {
-		return
-	}
-	e := Event{Scope: r.params.Scope, Key: r.params.Key, Duration: r.cfg.since(sent)}
+	e := Event{Scope: r.params.Scope, Key: r.params.Key, Op: "renew", Duration: r.cfg.since(sent)}
+	lose := false
 	switch {
 	case err == nil && ok:
 		r.lastOK = sent
 		e.Kind = EventRenewed
-		r.cfg.emit(r.ctx, e)
-	case err == nil && !ok:
-		r.lose(e)
-		return
+	case err == nil:
+		lose = true
 	default:
-		e.Kind, e.Op, e.Err = EventStoreError, "renew", err
-		r.cfg.emit(r.ctx, e)
-		if time.Since(r.lastOK) >= r.params.Lease-r.interval {
-			r.lose(e)
-			return
-		}
+		e.Kind, e.Err = EventStoreError, err
+		lose = time.Since(r.lastOK) >= r.params.Lease-r.interval
 	}
-	r.timer.Reset(r.interval)
+	if lose {
+		r.stopped = true
+	} else {
+		r.timer.Reset(r.interval)
+	}
+	r.mu.Unlock()
+
+	if e.Kind != 0 {
+		r.emit(e)
+	}
+	if lose {
+		r.lost(ErrLeaseLost)
+		e.Kind, e.Err = EventLeaseLost, ErrLeaseLost
+		r.emit(e)
+	}
 }
 
-// lose stops renewal and cancels fn. The caller holds r.mu.
-func (r *renewer) lose(e Event) {
-	r.stopped = true
-	r.cancel(ErrLeaseLost)
-	e.Kind, e.Op, e.Err = EventLeaseLost, "", ErrLeaseLost
+// emit reports a renewal event; a panic in the observer is recovered, since
+// nothing on the timer's goroutine could handle it.
+func (r *renewer) emit(e Event) {
+	defer func() { _ = recover() }()
 	r.cfg.emit(r.ctx, e)
 }
 
-// stop ends renewal; an attempt in flight finishes without effect on fn.
-func (r *renewer) stop() {
+// write runs one store write of the claim's owner with no renewal in
+// flight. f gets the timeout to use: writeTimeout, cut so that the write
+// holds renewals off no longer than the lease is proven (and at least one
+// renewal interval). If f reports the claim settled, no renewal is sent
+// after write returns.
+func (r *renewer) write(f func(timeout time.Duration) (settled bool)) {
 	if r == nil {
+		f(writeTimeout)
 		return
 	}
+	r.flight.Lock()
+	defer r.flight.Unlock()
+	r.mu.Lock()
+	left := r.params.Lease - time.Since(r.lastOK)
+	r.mu.Unlock()
+	if f(min(writeTimeout, max(left, r.interval))) {
+		r.halt()
+	}
+}
+
+// halt stops renewal without waiting for a renewal in flight.
+func (r *renewer) halt() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stopped = true
 	r.timer.Stop()
+	if r.abort != nil {
+		r.abort()
+	}
+}
+
+// stop ends renewal: a renewal in flight is cancelled and waited for, so no
+// renewal is sent after stop returns.
+func (r *renewer) stop() {
+	if r == nil {
+		return
+	}
+	r.halt()
+	r.flight.Lock()
+	r.flight.Unlock() //nolint:staticcheck // empty critical section: waits for the renewal in flight
 }

@@ -59,6 +59,7 @@ func DoOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 	defer func() { waiter.close() }()
 	for {
 		owner := newToken()
+		sent := time.Now()
 		start := cfg.clock()
 		res, err := scope.store.Claim(ctx, backends.ClaimParams{
 			Scope: scope.name, Key: key, Fingerprint: fp, Owner: owner,
@@ -70,7 +71,7 @@ func DoOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 		}
 		if res.Claimed {
 			cfg.emit(ctx, Event{Kind: EventClaimed, Scope: scope.name, Key: key, Duration: cfg.since(start), TookOver: res.TookOver})
-			return execute(ctx, scope, key, owner, fn)
+			return execute(ctx, scope, key, owner, sent, fn)
 		}
 		rec := res.Existing
 		if !backends.FingerprintMatches(rec.Fingerprint, fp) {

@@ -5,6 +5,8 @@ import (
 	"reflect"
 )
 
+var errNilError = errors.New("decoded a nil error")
+
 // errorType is a registered final-error type: how to recognise it in an
 // error chain and how to bring it back from the store.
 type errorType struct {
@@ -39,6 +41,9 @@ func RegisterError[E error](code string) Option {
 			var e E
 			if err := c.Unmarshal(data, &e); err != nil {
 				return nil, err
+			}
+			if v := reflect.ValueOf(&e).Elem(); v.Kind() == reflect.Pointer && v.IsNil() {
+				return nil, errNilError // stored "null": no error to return
 			}
 			return e, nil
 		},

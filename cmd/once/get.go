@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/internal/envelope"
 )
 
 type getCmd struct {
@@ -29,7 +29,8 @@ type recordView struct {
 	OutcomeSize      int    `json:"outcome_size,omitempty"`
 	// OutcomeKind is "value", "error", "too_large" or "undecodable".
 	OutcomeKind string `json:"outcome_kind,omitempty"`
-	// Outcome is the value's or the error's JSON, when it is JSON.
+	// Outcome is the value's JSON (when it is JSON), the error as
+	// {"code", "message", "data"}, or a too-large value's {"size", "limit"}.
 	Outcome json.RawMessage `json:"outcome,omitempty"`
 	// OutcomeRaw is the payload (base64 in JSON) when it is not JSON.
 	OutcomeRaw []byte `json:"outcome_raw,omitempty"`
@@ -70,19 +71,13 @@ func newRecordView(scope, key string, rec backends.Record, expiresIn time.Durati
 		return v
 	}
 	v.OutcomeSize = len(rec.Outcome)
-	kind, payload, err := once.DescribeOutcome(rec.Outcome)
+	parsed, err := envelope.Parse(rec.Outcome)
 	if err != nil {
-		v.OutcomeKind, payload = "undecodable", rec.Outcome
-	} else {
-		v.OutcomeKind = kind
+		v.OutcomeKind, v.OutcomeRaw = "undecodable", rec.Outcome
+		return v
 	}
-	switch {
-	case len(payload) == 0:
-	case json.Valid(payload):
-		v.Outcome = json.RawMessage(payload)
-	default:
-		v.OutcomeRaw = payload
-	}
+	v.OutcomeKind = parsed.Kind.String()
+	v.Outcome, v.OutcomeRaw = parsed.Describe()
 	return v
 }
 
@@ -128,11 +123,11 @@ func (v recordView) text() []string {
 
 func describeKind(kind string) string {
 	switch kind {
-	case once.OutcomeValue:
+	case envelope.KindValue.String():
 		return "value"
-	case once.OutcomeError:
+	case envelope.KindError.String():
 		return "final error"
-	case once.OutcomeTooLarge:
+	case envelope.KindTooLarge.String():
 		return "too large (the value exceeded the size cap; every call gets ErrOutcomeTooLarge)"
 	default:
 		return "undecodable (not written by this version of once)"

@@ -1,0 +1,156 @@
+package once_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends/memory"
+)
+
+// panicLease is short so that renewals (every third of it) happen while fn
+// runs; fn runs for slowFn, about two renewal intervals.
+const (
+	panicLease = 60 * time.Millisecond
+	slowFn     = 45 * time.Millisecond
+)
+
+type panickingCodec struct {
+	once.JSONCodec
+	marshal, unmarshal bool
+}
+
+func (c panickingCodec) Marshal(v any) ([]byte, error) {
+	if c.marshal {
+		panic("codec: Marshal")
+	}
+	return c.JSONCodec.Marshal(v)
+}
+
+func (c panickingCodec) Unmarshal(data []byte, v any) error {
+	if c.unmarshal {
+		panic("codec: Unmarshal")
+	}
+	return c.JSONCodec.Unmarshal(data, v)
+}
+
+type explodingValue struct{}
+
+func (explodingValue) MarshalJSON() ([]byte, error) { panic("value: MarshalJSON") }
+
+type explodingError struct{ inText, inCode bool }
+
+func (e explodingError) Error() string {
+	if e.inText {
+		panic("error: Error")
+	}
+	return "exploding"
+}
+
+func (e explodingError) ErrorCode() string {
+	if e.inCode {
+		panic("error: ErrorCode")
+	}
+	return "exploding"
+}
+
+type nilDerefError struct{ reason string }
+
+func (e *nilDerefError) Error() string { return e.reason } // panics on a nil receiver
+
+// requireSettled proves that no renewal of the claim is sent after the call
+// ended, over several lease intervals, and that the key is claimable again
+// at once (released) or replays (recorded).
+func requireSettled(t *testing.T, store *faultStore, scope once.Scope, key string, recorded bool) {
+	t.Helper()
+	renewals := store.Calls("renew")
+	time.Sleep(4 * panicLease)
+	assert.Equal(t, renewals, store.Calls("renew"), "no renewal is sent after Do returned or panicked")
+	out, err := once.DoOutcome(context.Background(), scope, key, nil, func(context.Context) (string, error) { return "again", nil })
+	require.NoError(t, err)
+	assert.Equal(t, recorded, out.Replayed, "released keys run fn again, recorded ones replay")
+}
+
+func TestAPanicOutsideFnNeverLeavesAKeyStuck(t *testing.T) {
+	type fnResult struct {
+		v   any
+		err error
+	}
+	cases := []struct {
+		name     string
+		opts     []once.Option
+		fn       fnResult
+		recorded bool // the outcome was stored before the panic
+	}{
+		{name: "codec Marshal", opts: []once.Option{once.WithCodec(panickingCodec{marshal: true})}, fn: fnResult{v: "v"}},
+		{name: "codec Unmarshal of the first answer", opts: []once.Option{once.WithCodec(panickingCodec{unmarshal: true})}, fn: fnResult{v: "v"}},
+		{name: "value MarshalJSON", fn: fnResult{v: explodingValue{}}},
+		{name: "final error's Error", fn: fnResult{err: once.Final(explodingError{inText: true})}},
+		{name: "final error's ErrorCode", fn: fnResult{err: once.Final(explodingError{inCode: true})}},
+		{name: "Final of a typed nil", fn: fnResult{err: once.Final((*nilDerefError)(nil))}},
+		{name: "classifier", opts: []once.Option{once.WithClassifier(func(error) once.Class { panic("classifier") })},
+			fn: fnResult{err: errors.New("unmarked")}},
+		{name: "observer on executed", opts: []once.Option{once.WithObserver(panicOn(once.EventExecuted))}, fn: fnResult{v: "v"}},
+		{name: "observer on recorded", opts: []once.Option{once.WithObserver(panicOn(once.EventRecorded))}, fn: fnResult{v: "v"}, recorded: true},
+		{name: "observer on released", opts: []once.Option{once.WithObserver(panicOn(once.EventReleased))}, fn: fnResult{err: errors.New("retry")}},
+		{name: "observer on held", opts: []once.Option{once.WithObserver(panicOn(once.EventHeld))}, fn: fnResult{err: once.Hold(errors.New("held"))}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			store := newFaultStore(memory.New(nil))
+			scope := once.New(store, append([]once.Option{once.WithLease(panicLease)}, c.opts...)...).Scope("s")
+			fn := func(context.Context) (any, error) {
+				time.Sleep(slowFn)
+				return c.fn.v, c.fn.err
+			}
+			require.Panics(t, func() { _, _ = once.Do(context.Background(), scope, "k", nil, fn) })
+			require.Positive(t, store.Calls("renew"), "the claim was renewing while fn ran")
+			if c.name == "observer on held" {
+				renewals := store.Calls("renew")
+				time.Sleep(4 * panicLease)
+				assert.Equal(t, renewals, store.Calls("renew"))
+				return // a held key stays claimed until its lease ends, by design
+			}
+			plain := once.New(store, once.WithLease(panicLease)).Scope("s")
+			requireSettled(t, store, plain, "k", c.recorded)
+		})
+	}
+}
+
+func panicOn(kind once.EventKind) once.Observer {
+	return func(_ context.Context, e once.Event) {
+		if e.Kind == kind {
+			panic("observer: " + kind.String())
+		}
+	}
+}
+
+// An observer that panics on the renewal timer's goroutine must not crash
+// the process: the panic is recovered there, renewal goes on, and the call
+// completes normally.
+func TestObserverPanicOnTheRenewalTimerDoesNotCrash(t *testing.T) {
+	store := newFaultStore(memory.New(nil))
+	scope := once.New(store, once.WithLease(panicLease), once.WithObserver(panicOn(once.EventRenewed))).Scope("s")
+	v, err := once.Do(context.Background(), scope, "k", nil, func(context.Context) (string, error) {
+		time.Sleep(3 * panicLease)
+		return "done", nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "done", v)
+	assert.GreaterOrEqual(t, store.Calls("renew"), 3, "renewal went on after the observer panicked")
+	requireSettled(t, store, once.New(store).Scope("s"), "k", true)
+}
+
+// The panic that escapes Do is the original one, not a panic of the cleanup.
+func TestThePanicThatEscapesIsTheOriginal(t *testing.T) {
+	scope := once.New(nil, once.WithCodec(panickingCodec{marshal: true})).Scope("s")
+	assert.PanicsWithValue(t, "codec: Marshal", func() {
+		_, _ = once.Do(context.Background(), scope, "k", nil, func(context.Context) (json.RawMessage, error) { return nil, nil })
+	})
+}
