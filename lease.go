@@ -117,9 +117,9 @@ func (r *renewer) emit(e Event) {
 
 // write runs one store write of the claim's owner with no renewal in
 // flight. f gets the timeout to use: writeTimeout, cut so that the write
-// holds renewals off no longer than the lease is proven (and at least one
-// renewal interval). If f reports the claim settled, no renewal is sent
-// after write returns.
+// ends a renewal interval before the proven lease does, leaving a renewal
+// time to extend it (never less than one interval). If f reports the claim
+// settled, no renewal is sent after write returns.
 func (r *renewer) write(f func(timeout time.Duration) (settled bool)) {
 	if r == nil {
 		f(writeTimeout)
@@ -130,7 +130,7 @@ func (r *renewer) write(f func(timeout time.Duration) (settled bool)) {
 	r.mu.Lock()
 	left := r.params.Lease - time.Since(r.lastOK)
 	r.mu.Unlock()
-	if f(min(writeTimeout, max(left, r.interval))) {
+	if f(min(writeTimeout, max(left-r.interval, r.interval))) {
 		r.halt()
 	}
 }

@@ -1,0 +1,134 @@
+package once_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+)
+
+// gobCodec is a binary codec: its bytes are not UTF-8.
+type gobCodec struct{}
+
+func (gobCodec) Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(v)
+	return b.Bytes(), err
+}
+
+func (gobCodec) Unmarshal(data []byte, v any) error { return gob.NewDecoder(bytes.NewReader(data)).Decode(v) }
+
+// losslessCodec declares its round trip lossless.
+type losslessCodec struct{ once.JSONCodec }
+
+func (losslessCodec) Lossless() {}
+
+// firstAndReplay runs fn under key on scope twice and returns both answers.
+func firstAndReplay[T any](t *testing.T, scope once.Scope, fn func(context.Context) (T, error)) (first, replay once.Outcome[T], firstErr, replayErr error) {
+	t.Helper()
+	ctx := context.Background()
+	first, firstErr = once.DoOutcome(ctx, scope, "k", nil, fn)
+	replay, replayErr = once.DoOutcome(ctx, scope, "k", nil, fn)
+	require.True(t, replay.Replayed)
+	require.False(t, first.Replayed)
+	return first, replay, firstErr, replayErr
+}
+
+// A registered error type comes back with a binary codec, byte for byte:
+// its fields survive even when they are not valid UTF-8.
+func TestTypedFinalErrorsReplayWithABinaryCodec(t *testing.T) {
+	scope := once.New(nil, once.WithCodec(gobCodec{}), once.RegisterError[*CardDeclinedError]("card_declined")).Scope("s")
+	reason := "lost\xff\xfe\x00card" // not UTF-8
+	_, _, first, replay := firstAndReplay(t, scope, func(context.Context) (int, error) {
+		return 0, once.Final(&CardDeclinedError{Reason: reason})
+	})
+	for _, err := range []error{first, replay} {
+		var declined *CardDeclinedError
+		require.ErrorAs(t, err, &declined)
+		assert.Equal(t, reason, declined.Reason)
+	}
+}
+
+type withHidden struct {
+	Public string
+	hidden string
+}
+
+// The first caller gets what every replay gets: the value after the codec's
+// round trip, not fn's value in memory.
+func TestTheFirstAnswerIsTheReplay(t *testing.T) {
+	t.Run("int64 inside any", func(t *testing.T) {
+		first, replay, err1, err2 := firstAndReplay(t, once.New(nil).Scope("s"), func(context.Context) (any, error) {
+			return map[string]any{"amount": int64(1) << 60}, nil
+		})
+		require.NoError(t, err1)
+		require.NoError(t, err2)
+		assert.Equal(t, replay.Value, first.Value)
+		assert.IsType(t, float64(0), first.Value.(map[string]any)["amount"], "JSON's type, on the first call too")
+	})
+	t.Run("unexported field", func(t *testing.T) {
+		first, replay, _, _ := firstAndReplay(t, once.New(nil).Scope("s"), func(context.Context) (withHidden, error) {
+			return withHidden{Public: "p", hidden: "h"}, nil
+		})
+		assert.Equal(t, replay.Value, first.Value)
+		assert.Equal(t, withHidden{Public: "p"}, first.Value)
+	})
+	t.Run("invalid UTF-8 string", func(t *testing.T) {
+		first, replay, _, _ := firstAndReplay(t, once.New(nil).Scope("s"), func(context.Context) (string, error) {
+			return "a\xffb", nil
+		})
+		assert.Equal(t, replay.Value, first.Value)
+	})
+	t.Run("wrapped registered error", func(t *testing.T) {
+		errUpstream := errors.New("upstream said no")
+		scope := once.New(nil, once.RegisterError[*CardDeclinedError]("card_declined")).Scope("s")
+		_, _, first, replay := firstAndReplay(t, scope, func(context.Context) (int, error) {
+			return 0, once.Final(fmt.Errorf("charge %s: %w (%w)", "o-1", &CardDeclinedError{Reason: "stolen"}, errUpstream))
+		})
+		assert.Equal(t, first.Error(), replay.Error())
+		assert.Equal(t, "charge o-1: card declined: stolen (upstream said no)", replay.Error())
+		var a, b *CardDeclinedError
+		require.ErrorAs(t, first, &a)
+		require.ErrorAs(t, replay, &b)
+		assert.Equal(t, a, b)
+		assert.Equal(t, errors.Is(first, errUpstream), errors.Is(replay, errUpstream), "the same errors.Is answers")
+	})
+	t.Run("unregistered final error", func(t *testing.T) {
+		_, _, first, replay := firstAndReplay(t, once.New(nil).Scope("s"), func(context.Context) (int, error) {
+			return 0, once.Final(fmt.Errorf("declined: %w", errors.New("do not honor")))
+		})
+		assert.Equal(t, first, replay)
+		assert.EqualError(t, first, "declined: do not honor")
+	})
+	t.Run("value that does not encode", func(t *testing.T) {
+		_, _, first, replay := firstAndReplay(t, once.New(nil).Scope("s"), func(context.Context) (chan int, error) {
+			return make(chan int), nil
+		})
+		assert.Equal(t, first, replay)
+		assert.Contains(t, first.Error(), "outcome cannot be encoded")
+	})
+	t.Run("too large", func(t *testing.T) {
+		first, replay, err1, err2 := firstAndReplay(t, once.New(nil, once.WithMaxOutcomeSize(16)).Scope("s"), func(context.Context) (string, error) {
+			return strings.Repeat("x", 64), nil
+		})
+		assert.Equal(t, err1, err2)
+		assert.ErrorIs(t, err2, once.ErrOutcomeTooLarge)
+		assert.Equal(t, strings.Repeat("x", 64), first.Value, "documented: the first caller still gets the value")
+		assert.Empty(t, replay.Value)
+	})
+	t.Run("lossless codec opts out", func(t *testing.T) {
+		first, replay, _, _ := firstAndReplay(t, once.New(nil, once.WithCodec(losslessCodec{})).Scope("s"), func(context.Context) (withHidden, error) {
+			return withHidden{Public: "p", hidden: "h"}, nil
+		})
+		assert.Equal(t, withHidden{Public: "p", hidden: "h"}, first.Value, "fn's value as it is")
+		assert.Equal(t, withHidden{Public: "p"}, replay.Value, "a codec that lies about losslessness is the codec's bug")
+	})
+}
