@@ -24,7 +24,9 @@ func (gobCodec) Marshal(v any) ([]byte, error) {
 	return b.Bytes(), err
 }
 
-func (gobCodec) Unmarshal(data []byte, v any) error { return gob.NewDecoder(bytes.NewReader(data)).Decode(v) }
+func (gobCodec) Unmarshal(data []byte, v any) error {
+	return gob.NewDecoder(bytes.NewReader(data)).Decode(v)
+}
 
 // losslessCodec declares its round trip lossless.
 type losslessCodec struct{ once.JSONCodec }
