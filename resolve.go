@@ -34,7 +34,7 @@ func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint
 		return &OutcomeTooLargeError{Size: len(data), Limit: cfg.maxOutcome}
 	}
 	res, sErr := scope.store.Resolve(ctx, backends.ResolveParams{
-		Scope: scope.name, Key: key, Fingerprint: fp, Outcome: data, Retention: cfg.retention,
+		Scope: scope.name, Key: key, Fingerprint: fp, Owner: newToken(), Outcome: data, Retention: cfg.retention,
 	})
 	if sErr != nil {
 		return &StoreError{Op: "resolve", Err: sErr}
