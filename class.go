@@ -6,28 +6,28 @@ import "errors"
 type Class uint8
 
 const (
-	// Retryable errors are never stored. The claim is released at once, so
-	// the next call with the key runs fn again. This is the class of every
-	// unclassified error, of context cancellation and of panics. It is safe
-	// when fn did nothing durable, or when its downstream call carries a
-	// DerivedKey that the downstream service deduplicates.
-	Retryable Class = iota
-	// FinalClass errors are the answer to the intent (a card decline). They
+	// ClassRetry errors are never stored. The claim is released at once,
+	// so the next call with the key runs fn again. This is the class of
+	// every unclassified error, of context cancellation and of panics. It
+	// is safe when fn did nothing durable, or when its downstream call
+	// carries a DerivedKey that the downstream service deduplicates.
+	ClassRetry Class = iota
+	// ClassFinal errors are the answer to the intent (a card decline). They
 	// are stored and replayed to every retry of the key.
-	FinalClass
-	// HeldClass errors leave the outcome unknown (a timeout after the
+	ClassFinal
+	// ClassHold errors leave the outcome unknown (a timeout after the
 	// request left). They are not stored; the claim stays in progress until
 	// its lease ends, so duplicates get ErrInProgress meanwhile. Resolve
 	// stores the real outcome when a reconciliation job learns it.
-	HeldClass
+	ClassHold
 )
 
 // String returns "retryable", "final" or "held".
 func (c Class) String() string {
 	switch c {
-	case FinalClass:
+	case ClassFinal:
 		return "final"
-	case HeldClass:
+	case ClassHold:
 		return "held"
 	default:
 		return "retryable"
@@ -49,7 +49,7 @@ func Final(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &classified{err: err, class: FinalClass}
+	return &classified{err: err, class: ClassFinal}
 }
 
 // Hold marks err as an unknown outcome: Do keeps the claim in progress
@@ -59,7 +59,7 @@ func Hold(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &classified{err: err, class: HeldClass}
+	return &classified{err: err, class: ClassHold}
 }
 
 // Retry marks err as retryable whatever the classifier says: Do releases
@@ -69,7 +69,7 @@ func Retry(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &classified{err: err, class: Retryable}
+	return &classified{err: err, class: ClassRetry}
 }
 
 // Classifier decides the class of an error that fn returned without
@@ -88,5 +88,5 @@ func classify(err error, c Classifier) (Class, error) {
 	if c != nil {
 		return c(err), err
 	}
-	return Retryable, err
+	return ClassRetry, err
 }

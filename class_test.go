@@ -61,9 +61,9 @@ func TestClassifierMakesErrorsFinal(t *testing.T) {
 	errDeclined := errors.New("declined")
 	scope := once.New(nil, once.WithClassifier(func(err error) once.Class {
 		if errors.Is(err, errDeclined) {
-			return once.FinalClass
+			return once.ClassFinal
 		}
-		return once.Retryable
+		return once.ClassRetry
 	})).Scope("s")
 	var runs atomic.Int32
 	fn := func(context.Context) (int, error) { runs.Add(1); return 0, errDeclined }
@@ -169,7 +169,7 @@ func TestPanicReleasesAndRepanics(t *testing.T) {
 
 func TestRetryMarkerOverridesTheClassifier(t *testing.T) {
 	ctx := context.Background()
-	scope := once.New(nil, once.WithClassifier(func(error) once.Class { return once.FinalClass })).Scope("s")
+	scope := once.New(nil, once.WithClassifier(func(error) once.Class { return once.ClassFinal })).Scope("s")
 	var runs atomic.Int32
 	errBusy := errors.New("busy")
 	fn := func(context.Context) (int, error) {

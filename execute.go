@@ -52,7 +52,7 @@ func (c *claim) release() {
 	defer done()
 	start := cfg.clock()
 	_, err := c.scope.store.Release(wctx, backends.ReleaseParams{Scope: c.scope.name, Key: c.key, Owner: c.owner})
-	e := Event{Kind: EventReleased, Scope: c.scope.name, Key: c.key, Op: "release", Duration: cfg.since(start)}
+	e := Event{Kind: EventReleased, Scope: c.scope.name, Key: c.key, Op: "release", StoreTime: cfg.since(start)}
 	if err != nil {
 		e.Kind, e.Err = EventStoreError, err
 	}
@@ -63,7 +63,7 @@ func (c *claim) release() {
 func (c *claim) hold(fnErr error) {
 	c.settled = true
 	c.renewer.stop()
-	c.scope.cfg.emit(c.callCtx, Event{Kind: EventHeld, Scope: c.scope.name, Key: c.key, Err: fnErr})
+	c.scope.cfg.emit(c.callCtx, Event{Kind: EventHeld, Scope: c.scope.name, Key: c.key, Class: ClassHold, FnErr: fnErr})
 }
 
 // execute runs fn under the claim owned by owner (claimed by a request
@@ -81,15 +81,15 @@ func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSe
 
 	start := cfg.clock()
 	v, err := fn(fnCtx)
-	class, fnErr := Retryable, error(nil)
+	class, fnErr := ClassRetry, error(nil)
 	if err != nil {
 		class, fnErr = classify(err, cfg.classifier)
 	}
-	cfg.emit(ctx, Event{Kind: EventExecuted, Scope: scope.name, Key: key, Duration: cfg.since(start), Class: class, Err: fnErr})
+	cfg.emit(ctx, Event{Kind: EventExecuted, Scope: scope.name, Key: key, FnTime: cfg.since(start), Class: class, FnErr: fnErr})
 	switch {
-	case err == nil, class == FinalClass:
+	case err == nil, class == ClassFinal:
 		return record(c, v, fnErr)
-	case class == HeldClass:
+	case class == ClassHold:
 		c.hold(fnErr)
 		return Outcome[T]{Value: v}, fnErr
 	default:
@@ -131,13 +131,13 @@ func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 	c.settled = true // completed, lost, or unrecorded: the claim is kept until its lease ends
 	switch {
 	case err != nil:
-		cfg.emit(c.callCtx, Event{Kind: EventUnrecorded, Scope: scope.name, Key: key, Op: "complete", Duration: cfg.since(start), Err: err})
+		cfg.emit(c.callCtx, Event{Kind: EventUnrecorded, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start), Err: err})
 		return Outcome[T]{Value: v}, errors.Join(fnErr, &UnrecordedError{Err: err})
 	case !applied:
-		cfg.emit(c.callCtx, Event{Kind: EventLeaseLost, Scope: scope.name, Key: key, Op: "complete", Duration: cfg.since(start), Err: ErrLeaseLost})
+		cfg.emit(c.callCtx, Event{Kind: EventLeaseLost, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start), Err: ErrLeaseLost})
 		return Outcome[T]{Value: v}, errors.Join(fnErr, ErrLeaseLost)
 	default:
-		cfg.emit(c.callCtx, Event{Kind: EventRecorded, Scope: scope.name, Key: key, Op: "complete", Duration: cfg.since(start)})
+		cfg.emit(c.callCtx, Event{Kind: EventRecorded, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start)})
 		return Outcome[T]{Value: first, Recorded: true}, answer
 	}
 }
@@ -177,7 +177,7 @@ func complete(c *claim, data []byte) (applied bool, err error) {
 		if err == nil {
 			return applied, nil
 		}
-		cfg.emit(c.callCtx, Event{Kind: EventStoreError, Scope: scope.name, Key: c.key, Op: "complete", Duration: cfg.since(start), Err: err})
+		cfg.emit(c.callCtx, Event{Kind: EventStoreError, Scope: scope.name, Key: c.key, Op: "complete", StoreTime: cfg.since(start), Err: err})
 	}
 	return false, err
 }

@@ -27,9 +27,6 @@ func New(store backends.Store, opts ...Option) *Keeper {
 	return k
 }
 
-// Store returns the Keeper's store.
-func (k *Keeper) Store() backends.Store { return k.store }
-
 // Scope returns the scope named name: the namespace of keys of one caller,
 // consumer group or job. Keys in different scopes never collide. The name is
 // validated by each call that uses the scope. The Scope of a nil Keeper is

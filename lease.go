@@ -79,7 +79,7 @@ func (r *renewer) renew() {
 		r.mu.Unlock()
 		return
 	}
-	e := Event{Scope: r.params.Scope, Key: r.params.Key, Op: "renew", Duration: r.cfg.since(sent)}
+	e := Event{Scope: r.params.Scope, Key: r.params.Key, Op: "renew", StoreTime: r.cfg.since(sent)}
 	lose := false
 	switch {
 	case err == nil && ok:

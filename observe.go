@@ -10,34 +10,39 @@ type EventKind uint8
 
 const (
 	// EventClaimed: the call won the claim (TookOver reports a takeover of
-	// an expired lease). Duration is the claim's store round trip.
+	// an expired lease). Op "claim".
 	EventClaimed EventKind = iota + 1
-	// EventReplayed: the stored outcome was returned; Err is the replayed
-	// final error, if any. Duration is the claim's store round trip.
+	// EventReplayed: the stored outcome was returned; FnErr is the
+	// replayed final error, if any, and Err a decode failure
+	// (ErrUndecodable), if any. Op "claim".
 	EventReplayed
-	// EventInProgress: another call holds a live claim.
+	// EventInProgress: another call holds a live claim. Op "claim".
 	EventInProgress
-	// EventKeyReused: the key is bound to another fingerprint.
+	// EventKeyReused: the key is bound to another fingerprint. Op "claim".
 	EventKeyReused
-	// EventExecuted: fn returned. Duration is fn's run time; Err and Class
-	// are fn's error and its class.
+	// EventExecuted: fn returned. FnTime is its run time; FnErr its error
+	// without a class marker, and Class that error's class.
 	EventExecuted
-	// EventRecorded: the outcome was stored. Duration is the completion's
-	// store time, retries included.
+	// EventRecorded: the outcome was stored. Op "complete"; StoreTime
+	// includes the retries.
 	EventRecorded
 	// EventReleased: the claim was released after a retryable error or a
-	// panic.
+	// panic. Op "release".
 	EventReleased
-	// EventHeld: the claim was kept until its lease ends after a held error.
+	// EventHeld: the claim is kept until its lease ends after a held error
+	// (FnErr, Class ClassHold).
 	EventHeld
-	// EventRenewed: the lease was renewed while fn ran.
+	// EventRenewed: the lease was renewed. Op "renew".
 	EventRenewed
 	// EventLeaseLost: the claim was lost to another owner, or could not be
-	// proven for two thirds of a lease.
+	// proven for two thirds of a lease; Err is ErrLeaseLost. Op "renew" or
+	// "complete": the operation that found it.
 	EventLeaseLost
-	// EventUnrecorded: fn finished but its outcome could not be stored.
+	// EventUnrecorded: fn finished but its outcome could not be stored; Err
+	// is the last store failure. Op "complete".
 	EventUnrecorded
-	// EventStoreError: a store operation (Op) failed with Err.
+	// EventStoreError: the store operation Op failed with Err (a failed
+	// completion attempt that a retry may still recover, for example).
 	EventStoreError
 )
 
@@ -56,21 +61,33 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// Event describes one step of a call, for metrics, traces and logs.
+// Event describes one step of a call, for metrics, traces and logs. Each
+// field means one thing, and is zero when the kind does not set it.
 type Event struct {
 	Kind  EventKind
 	Scope string
 	// Key is the idempotency key in clear. Keys can be guessable or carry
 	// personal data: observers should hash or drop them before export.
 	Key string
-	// Op is the store operation of EventStoreError: "claim", "complete",
-	// "renew", "release".
+	// Op is the store operation the event reports: "claim", "complete",
+	// "renew" or "release" (see each kind); empty on EventExecuted and
+	// EventHeld, which involve no store call.
 	Op string
-	// Duration is the store or fn time the kind describes; zero if none.
-	Duration time.Duration
-	// Class is fn's error class on EventExecuted.
+	// StoreTime is the time Op took, measured around the store call(s);
+	// zero without Op.
+	StoreTime time.Duration
+	// FnTime is fn's run time, on EventExecuted.
+	FnTime time.Duration
+	// Class is the class of FnErr, on EventExecuted with an error and on
+	// EventHeld.
 	Class Class
-	// Err is the error of the event, if any.
+	// FnErr is the error part of the call's answer as fn gave it: fn's
+	// error on EventExecuted and EventHeld, the replayed final error on
+	// EventReplayed.
+	FnErr error
+	// Err is a failure of the machinery, never fn's: the store's error on
+	// EventStoreError and EventUnrecorded, ErrLeaseLost on EventLeaseLost,
+	// a decode failure on EventReplayed.
 	Err error
 	// TookOver reports, on EventClaimed, a takeover of an expired lease.
 	TookOver bool
@@ -78,7 +95,14 @@ type Event struct {
 
 // Observer receives the events of every call. It runs synchronously on the
 // call's goroutine (or the renewal timer's) and must be fast and safe for
-// concurrent use. ctx is the call's context.
+// concurrent use. ctx is the call's context (as returned by the Tracer's
+// TraceDoStart, when one is set; renewal events get it without its
+// cancellation).
+//
+// An observer must not panic. If it does on the call's goroutine, the
+// panic propagates out of Do, after the claim is settled (released, or
+// kept when the outcome was stored or held); on the renewal timer's
+// goroutine, it is recovered and the event dropped.
 type Observer func(ctx context.Context, e Event)
 
 // WithObserver adds an observer; each added observer sees every event. The

@@ -72,8 +72,12 @@ func TestObserverSeesDurationsClassesAndStoreErrors(t *testing.T) {
 	executed := rec.events[1]
 	rec.mu.Unlock()
 	assert.Equal(t, once.EventExecuted, executed.Kind)
-	assert.Equal(t, once.FinalClass, executed.Class)
-	assert.GreaterOrEqual(t, executed.Duration, 5*time.Millisecond)
+	assert.Equal(t, once.ClassFinal, executed.Class)
+	assert.GreaterOrEqual(t, executed.FnTime, 5*time.Millisecond)
+	assert.Zero(t, executed.StoreTime)
+	assert.Empty(t, executed.Op)
+	assert.EqualError(t, executed.FnErr, "declined", "fn's error, without its marker")
+	assert.NoError(t, executed.Err, "Err is never fn's error")
 	assert.Equal(t, "s", executed.Scope)
 	assert.Equal(t, "final", executed.Key)
 	rec.kinds()
@@ -128,4 +132,36 @@ func TestExclusiveStoresAreNeverRenewed(t *testing.T) {
 	})
 	require.NoError(t, err)
 	assert.Zero(t, store.Calls("renew"))
+}
+
+// Every event names the store operation it reports on, and only those
+// without one (executed, held) leave Op empty.
+func TestEveryStoreEventNamesItsOp(t *testing.T) {
+	ctx := context.Background()
+	var rec recorder
+	scope := once.New(nil, once.WithObserver(rec.observe)).Scope("s")
+	ok := func(context.Context) (int, error) { return 1, nil }
+	_, _ = once.Do(ctx, scope, "k", once.Fingerprint("a"), ok)
+	_, _ = once.Do(ctx, scope, "k", once.Fingerprint("a"), ok)
+	_, _ = once.Do(ctx, scope, "k", once.Fingerprint("b"), ok)
+	_, _ = once.Do(ctx, scope, "r", nil, func(context.Context) (int, error) { return 0, errors.New("503") })
+	_, _ = once.Do(ctx, scope, "h", nil, func(context.Context) (int, error) { return 0, once.Hold(errors.New("t")) })
+	want := map[once.EventKind]string{
+		once.EventClaimed: "claim", once.EventReplayed: "claim", once.EventKeyReused: "claim",
+		once.EventRecorded: "complete", once.EventReleased: "release", once.EventExecuted: "", once.EventHeld: "",
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	seen := map[once.EventKind]bool{}
+	for _, e := range rec.events {
+		op, ok := want[e.Kind]
+		require.True(t, ok, "unexpected %v", e.Kind)
+		assert.Equal(t, op, e.Op, "%v", e.Kind)
+		seen[e.Kind] = true
+		if e.Kind == once.EventHeld {
+			assert.Equal(t, once.ClassHold, e.Class)
+			assert.EqualError(t, e.FnErr, "t")
+		}
+	}
+	assert.Len(t, seen, len(want))
 }

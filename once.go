@@ -47,6 +47,15 @@ func Do[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, fn 
 // DoOutcome is Do, and also reports whether the answer was replayed from
 // the store and whether it is recorded there.
 func DoOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, fn func(context.Context) (T, error)) (Outcome[T], error) {
+	if ctx != nil && scope.cfg != nil && scope.cfg.tracer != nil {
+		return traced(ctx, scope.cfg.tracer, scope.name, key, func(ctx context.Context) (Outcome[T], error) {
+			return doOutcome(ctx, scope, key, fp, fn)
+		})
+	}
+	return doOutcome(ctx, scope, key, fp, fn)
+}
+
+func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, fn func(context.Context) (T, error)) (Outcome[T], error) {
 	if err := scope.validate(ctx, key, fp); err != nil {
 		return Outcome[T]{}, err
 	}
@@ -66,26 +75,29 @@ func DoOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 			Lease: cfg.lease, Retention: cfg.retention,
 		})
 		if err != nil {
-			cfg.emit(ctx, Event{Kind: EventStoreError, Scope: scope.name, Key: key, Op: "claim", Duration: cfg.since(start), Err: err})
+			cfg.emit(ctx, Event{Kind: EventStoreError, Scope: scope.name, Key: key, Op: "claim", StoreTime: cfg.since(start), Err: err})
 			return Outcome[T]{}, &StoreError{Op: "claim", Err: err}
 		}
 		if res.Claimed {
-			cfg.emit(ctx, Event{Kind: EventClaimed, Scope: scope.name, Key: key, Duration: cfg.since(start), TookOver: res.TookOver})
+			cfg.emit(ctx, Event{Kind: EventClaimed, Scope: scope.name, Key: key, Op: "claim", StoreTime: cfg.since(start), TookOver: res.TookOver})
 			return execute(ctx, scope, key, owner, sent, fn)
 		}
 		rec := res.Existing
 		if !backends.FingerprintMatches(rec.Fingerprint, fp) {
-			cfg.emit(ctx, Event{Kind: EventKeyReused, Scope: scope.name, Key: key, Duration: cfg.since(start)})
+			cfg.emit(ctx, Event{Kind: EventKeyReused, Scope: scope.name, Key: key, Op: "claim", StoreTime: cfg.since(start)})
 			return Outcome[T]{}, ErrKeyReused
 		}
 		if rec.State == backends.StateCompleted {
-			out, err := replay[T](cfg, rec.Outcome)
-			cfg.emit(ctx, Event{Kind: EventReplayed, Scope: scope.name, Key: key, Duration: cfg.since(start), Err: err})
-			return out, err
+			out, finalErr, decodeErr := replay[T](cfg, rec.Outcome)
+			cfg.emit(ctx, Event{Kind: EventReplayed, Scope: scope.name, Key: key, Op: "claim", StoreTime: cfg.since(start), FnErr: finalErr, Err: decodeErr})
+			if decodeErr != nil {
+				return out, decodeErr
+			}
+			return out, finalErr
 		}
 		inProgress := newInProgress(rec.LeaseRemaining)
 		if cfg.wait <= 0 || waiter != nil && !time.Now().Before(waitUntil) {
-			cfg.emit(ctx, Event{Kind: EventInProgress, Scope: scope.name, Key: key, Duration: cfg.since(start)})
+			cfg.emit(ctx, Event{Kind: EventInProgress, Scope: scope.name, Key: key, Op: "claim", StoreTime: cfg.since(start)})
 			return Outcome[T]{}, inProgress
 		}
 		if waiter == nil {
@@ -105,10 +117,10 @@ func newInProgress(leaseRemaining time.Duration) *InProgressError {
 	return &InProgressError{RetryAfter: min(leaseRemaining, time.Second), LeaseRemaining: leaseRemaining}
 }
 
-func replay[T any](cfg *config, stored []byte) (Outcome[T], error) {
+func replay[T any](cfg *config, stored []byte) (out Outcome[T], finalErr, decodeErr error) {
 	v, finalErr, decodeErr := decodeOutcome[T](cfg, stored)
 	if decodeErr != nil {
-		return Outcome[T]{}, decodeErr
+		return Outcome[T]{}, nil, decodeErr
 	}
-	return Outcome[T]{Value: v, Replayed: true, Recorded: true}, finalErr
+	return Outcome[T]{Value: v, Replayed: true, Recorded: true}, finalErr, nil
 }

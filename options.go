@@ -4,9 +4,9 @@ import "time"
 
 // Defaults of a Keeper.
 const (
-	DefaultRetention  = 24 * time.Hour
-	DefaultLease      = 30 * time.Second
-	DefaultMaxOutcome = 1 << 20
+	DefaultRetention      = 24 * time.Hour
+	DefaultLease          = 30 * time.Second
+	DefaultMaxOutcomeSize = 1 << 20
 )
 
 // config is the policy of a Keeper or of a Scope derived with Scope.With.
@@ -19,13 +19,14 @@ type config struct {
 	classifier Classifier
 	errorTypes []errorType
 	observer   Observer
+	tracer     Tracer
 }
 
 func defaultConfig() config {
 	return config{
 		retention:  DefaultRetention,
 		lease:      DefaultLease,
-		maxOutcome: DefaultMaxOutcome,
+		maxOutcome: DefaultMaxOutcomeSize,
 		codec:      JSONCodec{},
 	}
 }
@@ -98,8 +99,8 @@ func WithCodec(codec Codec) Option {
 }
 
 // WithClassifier sets the function that classifies errors fn returns
-// without marking them with Final or Hold. The default classifies every
-// such error as Retryable; nil restores the default.
+// without marking them with Final, Hold or Retry. The default classifies
+// every such error as ClassRetry; nil restores the default.
 func WithClassifier(f Classifier) Option {
 	return func(c *config) { c.classifier = f }
 }

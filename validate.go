@@ -2,6 +2,7 @@ package once
 
 import (
 	"context"
+	"strconv"
 	"unicode"
 	"unicode/utf8"
 
@@ -14,7 +15,7 @@ func validateName(field, s string, limit int) error {
 	case s == "":
 		return &InvalidInputError{Field: field, Reason: "empty"}
 	case len(s) > limit:
-		return &InvalidInputError{Field: field, Reason: "longer than 255 bytes"}
+		return &InvalidInputError{Field: field, Reason: "longer than " + strconv.Itoa(limit) + " bytes"}
 	case !utf8.ValidString(s):
 		return &InvalidInputError{Field: field, Reason: "not valid UTF-8"}
 	}
@@ -27,10 +28,26 @@ func validateName(field, s string, limit int) error {
 }
 
 // ValidateKey reports whether key is acceptable as an idempotency key: 1 to
-// 255 bytes of valid UTF-8 without control characters. It returns an
-// *InvalidInputError when it is not. Do calls it; HTTP middleware can call
-// it to answer 400 before anything else happens.
+// backends.MaxKeyLen (255) bytes of valid UTF-8 without control
+// characters. It returns an *InvalidInputError (Field "key") when it is
+// not. Do calls it; HTTP middleware can call it to answer 400 before
+// anything else happens.
 func ValidateKey(key string) error { return validateName("key", key, backends.MaxKeyLen) }
+
+// ValidateScope reports whether name is acceptable as a scope name, by the
+// rules of ValidateKey and backends.MaxScopeLen (255 bytes). It returns an
+// *InvalidInputError (Field "scope") when it is not.
+func ValidateScope(name string) error { return validateName("scope", name, backends.MaxScopeLen) }
+
+// ValidateFingerprint reports whether fp is acceptable: at most
+// backends.MaxFingerprintLen (64) bytes; empty means no check. It returns
+// an *InvalidInputError (Field "fingerprint") when it is not.
+func ValidateFingerprint(fp Fingerprint) error {
+	if len(fp) > backends.MaxFingerprintLen {
+		return &InvalidInputError{Field: "fingerprint", Reason: "longer than " + strconv.Itoa(backends.MaxFingerprintLen) + " bytes"}
+	}
+	return nil
+}
 
 func (s Scope) validate(ctx context.Context, key string, fp Fingerprint) error {
 	if ctx == nil {
@@ -39,14 +56,14 @@ func (s Scope) validate(ctx context.Context, key string, fp Fingerprint) error {
 	if s.cfg == nil || s.store == nil {
 		return &InvalidInputError{Field: "scope", Reason: "zero Scope; use Keeper.Scope"}
 	}
-	if err := validateName("scope", s.name, backends.MaxScopeLen); err != nil {
+	if err := ValidateScope(s.name); err != nil {
 		return err
 	}
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
-	if len(fp) > MaxFingerprintLen {
-		return &InvalidInputError{Field: "fingerprint", Reason: "longer than 64 bytes"}
+	if err := ValidateFingerprint(fp); err != nil {
+		return err
 	}
 	return s.cfg.validate()
 }

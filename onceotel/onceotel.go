@@ -1,10 +1,11 @@
-// Package onceotel instruments once calls with OpenTelemetry: metrics from
-// every event, span events on the caller's span, and a span around a call
-// with its outcome as an attribute.
+// Package onceotel instruments once calls with OpenTelemetry: a span
+// around every call (a once.Tracer, so calls made through oncehttp and
+// postgres.DoTx get one too) with its outcome as an attribute, metrics
+// from every event, and every event as a span event on that span.
 //
 //	inst, err := onceotel.New(nil) // global meter and tracer providers
-//	k := once.New(store, once.WithObserver(inst.Observer()))
-//	out, err := onceotel.Do(ctx, inst, k.Scope(user), key, fp, fn)
+//	k := once.New(store, inst.Options()...)
+//	out, err := once.DoOutcome(ctx, k.Scope(user), key, fp, fn) // in a "once.Do" span
 //
 // Scopes are usually per user and keys per request: both have unbounded
 // cardinality, so neither is ever a metric attribute. Metrics carry a scope
@@ -87,23 +88,6 @@ func New(cfg *Config) (*Instrumentation, error) {
 	}, nil
 }
 
-// storeOp names the store operation whose round trip an event measured.
-func storeOp(e once.Event) string {
-	switch e.Kind {
-	case once.EventClaimed, once.EventReplayed, once.EventInProgress, once.EventKeyReused:
-		return "claim"
-	case once.EventRecorded, once.EventUnrecorded, once.EventLeaseLost:
-		return "complete"
-	case once.EventRenewed:
-		return "renew"
-	case once.EventReleased:
-		return "release"
-	case once.EventStoreError:
-		return e.Op
-	}
-	return ""
-}
-
 // Observer returns the once.Observer that records the metrics and adds a
 // span event ("once.<event>") to the span in the call's context, if any.
 func (i *Instrumentation) Observer() once.Observer {
@@ -113,10 +97,15 @@ func (i *Instrumentation) Observer() once.Observer {
 			attribute.String("once.scope_class", i.scopeClass(e.Scope)),
 		}
 		if e.Kind == once.EventExecuted {
-			attrs = append(attrs, attribute.String("once.class", e.Class.String()))
-			i.fnTime.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("once.class", e.Class.String())))
-		} else if op := storeOp(e); op != "" && e.Duration > 0 {
-			i.storeTime.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(attribute.String("once.op", op)))
+			class := "none"
+			if e.FnErr != nil {
+				class = e.Class.String()
+			}
+			attrs = append(attrs, attribute.String("once.class", class))
+			i.fnTime.Record(ctx, e.FnTime.Seconds(), metric.WithAttributes(attribute.String("once.class", class)))
+		}
+		if e.Op != "" && e.StoreTime > 0 {
+			i.storeTime.Record(ctx, e.StoreTime.Seconds(), metric.WithAttributes(attribute.String("once.op", e.Op)))
 		}
 		i.events.Add(ctx, 1, metric.WithAttributes(attrs...))
 		if span := trace.SpanFromContext(ctx); span.IsRecording() {
@@ -125,39 +114,61 @@ func (i *Instrumentation) Observer() once.Observer {
 	}
 }
 
-// Outcome values of the "once.outcome" span attribute set by Do.
+// Outcome values of the "once.outcome" span attribute.
 const (
 	OutcomeExecuted   = "executed"
 	OutcomeReplayed   = "replayed"
 	OutcomeInProgress = "in_progress"
 	OutcomeKeyReused  = "key_reused"
 	OutcomeError      = "error"
+	OutcomePanic      = "panic"
 )
 
-// Do is once.DoOutcome inside a span named "once.Do" whose attributes are
-// the scope class and the outcome (OutcomeExecuted, OutcomeReplayed,
-// OutcomeInProgress, OutcomeKeyReused or OutcomeError). A call that returns
-// an error other than a replayed final error, in progress or key reused
-// marks the span as an error.
-func Do[T any](ctx context.Context, i *Instrumentation, scope once.Scope, key string, fp once.Fingerprint, fn func(context.Context) (T, error)) (once.Outcome[T], error) {
-	ctx, span := i.tracer.Start(ctx, "once.Do", trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(attribute.String("once.scope_class", i.scopeClass(scope.Name()))))
+// Options installs both the tracer and the observer:
+// once.New(store, inst.Options()...).
+func (i *Instrumentation) Options() []once.Option {
+	return []once.Option{once.WithTracer(i.Tracer()), once.WithObserver(i.Observer())}
+}
+
+// Tracer returns the once.Tracer that wraps every call in a span named
+// "once.Do" whose attributes are the scope class and the outcome
+// (OutcomeExecuted, OutcomeReplayed, OutcomeInProgress, OutcomeKeyReused,
+// OutcomeError or OutcomePanic). A call that returns an error other than a
+// recorded or replayed final error, in progress or key reused, or that
+// panics, marks the span as an error.
+func (i *Instrumentation) Tracer() once.Tracer { return tracer{i} }
+
+type tracer struct{ i *Instrumentation }
+
+type startKey struct{}
+
+func (t tracer) TraceDoStart(ctx context.Context, d once.TraceDoStartData) context.Context {
+	ctx, _ = t.i.tracer.Start(ctx, "once.Do", trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attribute.String("once.scope_class", t.i.scopeClass(d.Scope))))
+	return context.WithValue(ctx, startKey{}, time.Now())
+}
+
+func (t tracer) TraceDoEnd(ctx context.Context, d once.TraceDoEndData) {
+	span := trace.SpanFromContext(ctx)
 	defer span.End()
-	start := time.Now()
-	out, err := once.DoOutcome(ctx, scope, key, fp, fn)
 	outcome := OutcomeExecuted
 	switch {
-	case out.Replayed:
+	case d.Panicked:
+		outcome = OutcomePanic
+		span.SetStatus(codes.Error, "panic")
+	case d.Replayed:
 		outcome = OutcomeReplayed
-	case errors.Is(err, once.ErrInProgress):
+	case errors.Is(d.Err, once.ErrInProgress):
 		outcome = OutcomeInProgress
-	case errors.Is(err, once.ErrKeyReused):
+	case errors.Is(d.Err, once.ErrKeyReused):
 		outcome = OutcomeKeyReused
-	case err != nil && !out.Recorded:
+	case d.Err != nil && !d.Recorded:
 		outcome = OutcomeError
-		span.SetStatus(codes.Error, err.Error())
+		span.SetStatus(codes.Error, d.Err.Error())
 	}
-	span.SetAttributes(attribute.String("once.outcome", outcome),
-		attribute.Float64("once.duration_s", time.Since(start).Seconds()))
-	return out, err
+	attrs := []attribute.KeyValue{attribute.String("once.outcome", outcome)}
+	if start, ok := ctx.Value(startKey{}).(time.Time); ok {
+		attrs = append(attrs, attribute.Float64("once.duration_s", time.Since(start).Seconds()))
+	}
+	span.SetAttributes(attrs...)
 }

@@ -3,17 +3,26 @@ package onceotel_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends/postgres"
+	"github.com/stagedoor/once/internal/testservers"
+	"github.com/stagedoor/once/oncehttp"
 	"github.com/stagedoor/once/onceotel"
 )
 
@@ -69,34 +78,94 @@ func TestMetricsCountEveryOutcome(t *testing.T) {
 	}, eventCounts(t, reader))
 }
 
-func TestDoSpanCarriesOutcome(t *testing.T) {
+func spanOutcome(s sdktrace.ReadOnlySpan) string {
+	for _, a := range s.Attributes() {
+		if a.Key == "once.outcome" {
+			return a.Value.AsString()
+		}
+	}
+	return ""
+}
+
+func TestEveryCallGetsASpanWithItsOutcome(t *testing.T) {
 	inst, _, spans := setup(t)
-	scope := once.New(nil, once.WithObserver(inst.Observer())).Scope("buyer-42")
+	scope := once.New(nil, inst.Options()...).Scope("buyer-42")
 	ctx := context.Background()
 	ok := func(context.Context) (int, error) { return 1, nil }
-	_, err := onceotel.Do(ctx, inst, scope, "k", nil, ok)
+	_, err := once.Do(ctx, scope, "k", nil, ok)
 	require.NoError(t, err)
-	_, err = onceotel.Do(ctx, inst, scope, "k", nil, ok)
+	_, err = once.Do(ctx, scope, "k", nil, ok)
 	require.NoError(t, err)
-	_, err = onceotel.Do(ctx, inst, scope, "", nil, ok)
+	_, err = once.Do(ctx, scope, "", nil, ok)
 	require.Error(t, err)
+	require.Panics(t, func() {
+		_, _ = once.Do(ctx, scope, "p", nil, func(context.Context) (int, error) { panic("boom") })
+	})
 
 	ended := spans.Ended()
-	require.Len(t, ended, 3)
-	outcome := func(s sdktrace.ReadOnlySpan) string {
-		for _, a := range s.Attributes() {
-			if a.Key == "once.outcome" {
-				return a.Value.AsString()
-			}
-		}
-		return ""
-	}
-	assert.Equal(t, onceotel.OutcomeExecuted, outcome(ended[0]))
-	assert.Equal(t, onceotel.OutcomeReplayed, outcome(ended[1]))
-	assert.Equal(t, onceotel.OutcomeError, outcome(ended[2]))
+	require.Len(t, ended, 4)
+	assert.Equal(t, onceotel.OutcomeExecuted, spanOutcome(ended[0]))
+	assert.Equal(t, onceotel.OutcomeReplayed, spanOutcome(ended[1]))
+	assert.Equal(t, onceotel.OutcomeError, spanOutcome(ended[2]))
+	assert.Equal(t, codes.Error, ended[2].Status().Code)
+	assert.Equal(t, onceotel.OutcomePanic, spanOutcome(ended[3]))
+	assert.Equal(t, codes.Error, ended[3].Status().Code)
 	var names []string
 	for _, e := range ended[0].Events() {
 		names = append(names, e.Name)
 	}
-	assert.Equal(t, []string{"once.claimed", "once.executed", "once.recorded"}, names)
+	assert.Equal(t, []string{"once.claimed", "once.executed", "once.recorded"}, names, "events land on the call's own span")
+}
+
+// fn's own spans are children of the call's span.
+func TestFnRunsInsideTheSpan(t *testing.T) {
+	inst, _, spans := setup(t)
+	scope := once.New(nil, inst.Options()...).Scope("s")
+	var inner trace.SpanContext
+	_, err := once.Do(context.Background(), scope, "k", nil, func(ctx context.Context) (int, error) {
+		inner = trace.SpanContextFromContext(ctx)
+		return 1, nil
+	})
+	require.NoError(t, err)
+	require.Len(t, spans.Ended(), 1)
+	assert.Equal(t, spans.Ended()[0].SpanContext().SpanID(), inner.SpanID())
+}
+
+// The middleware calls the core, so its requests get the span without a
+// parallel entry point.
+func TestHTTPMiddlewareCallsAreTraced(t *testing.T) {
+	inst, _, spans := setup(t)
+	m, err := oncehttp.New(once.New(nil, inst.Options()...), oncehttp.Config{
+		Scope: func(*http.Request) (string, error) { return "buyer-1", nil },
+	})
+	require.NoError(t, err)
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusCreated)
+	}))
+	for range 2 {
+		req := httptest.NewRequest(http.MethodPost, "/orders", strings.NewReader(`{}`))
+		req.Header.Set("Idempotency-Key", "7f3a9c2e")
+		h.ServeHTTP(httptest.NewRecorder(), req)
+	}
+	ended := spans.Ended()
+	require.Len(t, ended, 2)
+	assert.Equal(t, onceotel.OutcomeExecuted, spanOutcome(ended[0]))
+	assert.Equal(t, onceotel.OutcomeReplayed, spanOutcome(ended[1]))
+}
+
+// postgres.DoTx calls the core with the scope's policy, tracer included.
+func TestDoTxCallsAreTraced(t *testing.T) {
+	inst, _, spans := setup(t)
+	store, pool := testservers.PostgresStore(t)
+	scope := once.New(store, inst.Options()...).Scope("s-" + testservers.Suffix())
+	for range 2 {
+		_, err := postgres.DoTx(context.Background(), pool, store, scope, "k", nil, func(context.Context, pgx.Tx) (int, error) {
+			return 1, nil
+		})
+		require.NoError(t, err)
+	}
+	ended := spans.Ended()
+	require.Len(t, ended, 2)
+	assert.Equal(t, onceotel.OutcomeExecuted, spanOutcome(ended[0]))
+	assert.Equal(t, onceotel.OutcomeReplayed, spanOutcome(ended[1]))
 }

@@ -45,7 +45,9 @@ func DefaultLevel(k once.EventKind) slog.Level {
 
 // Observer returns a once.Observer that logs every event to logger as one
 // line with the message "once <event>" and the attributes scope, key_hash
-// (or key), and, when set, duration, class, op, took_over and error.
+// (or key), and, when the event sets them: op, store_time, fn_time, class,
+// took_over, fn_error (fn's error, or the replayed final error) and error
+// (a failure of the store or of the claim, never fn's).
 func Observer(logger *slog.Logger, cfg *Config) once.Observer {
 	var c Config
 	if cfg != nil {
@@ -59,24 +61,30 @@ func Observer(logger *slog.Logger, cfg *Config) once.Observer {
 		if !logger.Enabled(ctx, level) {
 			return
 		}
-		attrs := make([]slog.Attr, 0, 7)
+		attrs := make([]slog.Attr, 0, 8)
 		attrs = append(attrs, slog.String("scope", e.Scope))
 		if c.ClearKeys {
 			attrs = append(attrs, slog.String("key", e.Key))
 		} else {
 			attrs = append(attrs, slog.String("key_hash", KeyHash(e.Key)))
 		}
-		if e.Duration > 0 {
-			attrs = append(attrs, slog.Duration("duration", e.Duration))
-		}
-		if e.Kind == once.EventExecuted {
-			attrs = append(attrs, slog.String("class", e.Class.String()))
-		}
 		if e.Op != "" {
 			attrs = append(attrs, slog.String("op", e.Op))
 		}
+		if e.StoreTime > 0 {
+			attrs = append(attrs, slog.Duration("store_time", e.StoreTime))
+		}
+		if e.FnTime > 0 {
+			attrs = append(attrs, slog.Duration("fn_time", e.FnTime))
+		}
+		if e.FnErr != nil && (e.Kind == once.EventExecuted || e.Kind == once.EventHeld) {
+			attrs = append(attrs, slog.String("class", e.Class.String()))
+		}
 		if e.TookOver {
 			attrs = append(attrs, slog.Bool("took_over", true))
+		}
+		if e.FnErr != nil {
+			attrs = append(attrs, slog.String("fn_error", e.FnErr.Error()))
 		}
 		if e.Err != nil {
 			attrs = append(attrs, slog.String("error", e.Err.Error()))

@@ -39,7 +39,12 @@ func TestLogsEventsWithHashedKeys(t *testing.T) {
 	assert.Equal(t, "once claimed", lines[0]["msg"])
 	assert.Equal(t, "once executed", lines[1]["msg"])
 	assert.Equal(t, "retryable", lines[1]["class"])
-	assert.Equal(t, "upstream 503", lines[1]["error"])
+	assert.Equal(t, "upstream 503", lines[1]["fn_error"])
+	assert.NotContains(t, lines[1], "error", "error is for failures of the store, never fn's")
+	assert.NotContains(t, lines[1], "op", "fn's run involves no store operation")
+	assert.Contains(t, lines[1], "fn_time")
+	assert.Equal(t, "claim", lines[0]["op"])
+	assert.Equal(t, "release", lines[2]["op"])
 	assert.Equal(t, "once released", lines[2]["msg"])
 	assert.Equal(t, "INFO", lines[2]["level"])
 	for _, l := range lines {

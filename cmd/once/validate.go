@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/hex"
-	"errors"
 
 	"github.com/stagedoor/once"
 )
@@ -13,33 +12,23 @@ type target struct {
 	Key   string `arg:"" help:"Idempotency key."`
 }
 
-// validate applies the core's rules (once.ValidateKey: 1 to 255 bytes of
-// valid UTF-8 without control characters) to both, before any store call.
-// A failure is a usage error wrapping an *once.InvalidInputError whose
-// Field is "scope" or "key"; the message never echoes the input.
+// validate applies the core's rules (once.ValidateScope, once.ValidateKey:
+// 1 to 255 bytes of valid UTF-8 without control characters) to both,
+// before any store call. A failure is a usage error wrapping an
+// *once.InvalidInputError whose Field is "scope" or "key"; the message
+// never echoes the input.
 func (t target) validate() error {
-	if err := validateName("scope", t.Scope); err != nil {
-		return err
+	if err := once.ValidateScope(t.Scope); err != nil {
+		return usage(err)
 	}
-	return validateName("key", t.Key)
-}
-
-func validateName(field, s string) error {
-	err := once.ValidateKey(s)
-	var inv *once.InvalidInputError
-	if errors.As(err, &inv) {
-		c := *inv
-		c.Field = field
-		return usage(&c)
-	}
-	if err != nil {
+	if err := once.ValidateKey(t.Key); err != nil {
 		return usage(err)
 	}
 	return nil
 }
 
-// parseFingerprint decodes a --fingerprint flag: hex, at most
-// once.MaxFingerprintLen bytes. Empty means none.
+// parseFingerprint decodes a --fingerprint flag: hex, valid for
+// once.ValidateFingerprint. Empty means none.
 func parseFingerprint(s string) (once.Fingerprint, error) {
 	if s == "" {
 		return nil, nil
@@ -48,8 +37,8 @@ func parseFingerprint(s string) (once.Fingerprint, error) {
 	if err != nil {
 		return nil, usage(&once.InvalidInputError{Field: "fingerprint", Reason: "not hexadecimal"})
 	}
-	if len(fp) > once.MaxFingerprintLen {
-		return nil, usage(&once.InvalidInputError{Field: "fingerprint", Reason: "longer than 64 bytes"})
+	if err := once.ValidateFingerprint(fp); err != nil {
+		return nil, usage(err)
 	}
 	return fp, nil
 }

@@ -1,0 +1,79 @@
+package once
+
+import "context"
+
+// Tracer wraps every call of Do and DoOutcome in a start/end pair, as
+// pgx's QueryTracer wraps a query: TraceDoStart runs first, before any
+// validation or store call, and the context it returns is the call's
+// context from then on (fn, the store calls and every observer get it), so
+// a span started there is the parent of everything the call does;
+// TraceDoEnd runs last, with that context, when the call returns or
+// panics. Calls made through other packages (oncehttp's middleware,
+// postgres.DoTx) go through Do, so the tracer sees them too.
+//
+// Both methods run on the call's goroutine and must be safe for concurrent
+// use. A panic in them propagates out of Do; TraceDoStart runs before the
+// claim, TraceDoEnd after the claim is settled.
+type Tracer interface {
+	TraceDoStart(ctx context.Context, data TraceDoStartData) context.Context
+	TraceDoEnd(ctx context.Context, data TraceDoEndData)
+}
+
+// TraceDoStartData describes a call that starts.
+type TraceDoStartData struct {
+	Scope string
+	// Key is the idempotency key in clear; hash or drop it before export.
+	Key string
+}
+
+// TraceDoEndData describes how a call ended.
+type TraceDoEndData struct {
+	Scope string
+	Key   string
+	// Replayed and Recorded are those of the call's Outcome.
+	Replayed bool
+	Recorded bool
+	// Err is the error the call returned.
+	Err error
+	// Panicked reports that the call is panicking (in fn or a hook); the
+	// panic continues after TraceDoEnd.
+	Panicked bool
+}
+
+// WithTracer adds a tracer. With several, their starts run in the order
+// they were added and their ends in reverse. The default is none.
+func WithTracer(t Tracer) Option {
+	return func(c *config) {
+		if t == nil {
+			return
+		}
+		if c.tracer != nil {
+			t = tracerPair{c.tracer, t}
+		}
+		c.tracer = t
+	}
+}
+
+// tracerPair runs two tracers, the inner one nested in the outer one.
+type tracerPair struct{ outer, inner Tracer }
+
+func (p tracerPair) TraceDoStart(ctx context.Context, d TraceDoStartData) context.Context {
+	return p.inner.TraceDoStart(p.outer.TraceDoStart(ctx, d), d)
+}
+
+func (p tracerPair) TraceDoEnd(ctx context.Context, d TraceDoEndData) {
+	p.inner.TraceDoEnd(ctx, d)
+	p.outer.TraceDoEnd(ctx, d)
+}
+
+// traced runs call between the tracer's start and end.
+func traced[T any](ctx context.Context, t Tracer, scope, key string, call func(context.Context) (Outcome[T], error)) (out Outcome[T], err error) {
+	ctx = t.TraceDoStart(ctx, TraceDoStartData{Scope: scope, Key: key})
+	returned := false
+	defer func() {
+		t.TraceDoEnd(ctx, TraceDoEndData{Scope: scope, Key: key, Replayed: out.Replayed, Recorded: out.Recorded, Err: err, Panicked: !returned})
+	}()
+	out, err = call(ctx)
+	returned = true
+	return out, err
+}
