@@ -66,9 +66,9 @@ func (c *claim) hold(fnErr error) {
 	c.scope.cfg.emit(c.callCtx, Event{Kind: EventHeld, Scope: c.scope.name, Key: c.key, Class: ClassHold, FnErr: fnErr})
 }
 
-// execute runs fn under the claim owned by owner (claimed by a request
-// sent at claimSent) and records its outcome.
-func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSent time.Time, fn func(context.Context) (T, error)) (Outcome[T], error) {
+// execute reports the claim (event claimed), runs fn under it (owned by
+// owner, claimed by a request sent at claimSent) and records its outcome.
+func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSent time.Time, claimed Event, fn func(context.Context) (T, error)) (Outcome[T], error) {
 	cfg, store := scope.cfg, scope.store
 	fnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -78,6 +78,7 @@ func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSe
 			backends.RenewParams{Scope: scope.name, Key: key, Owner: owner, Lease: cfg.lease}, claimSent, cancel)
 	}
 	defer c.settle()
+	cfg.emit(ctx, claimed) // after the defer: a panicking observer cannot leave the claim unreleased
 
 	start := cfg.clock()
 	v, err := fn(fnCtx)

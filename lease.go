@@ -8,6 +8,19 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
+// The renewer's clock and timers; tests of package once replace them with
+// fake ones to drive renewals deterministically.
+var (
+	now       = time.Now
+	afterFunc = func(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
+)
+
+// timer is the part of *time.Timer the renewer uses.
+type timer interface {
+	Stop() bool
+	Reset(d time.Duration) bool
+}
+
 // renewer keeps a claim's lease alive from the claim until the claim is
 // settled — completed, released or held — renewing it about every third of
 // the lease, through fn's run and the whole write-back of its outcome. It
@@ -37,7 +50,7 @@ type renewer struct {
 	flight sync.Mutex
 
 	mu      sync.Mutex
-	timer   *time.Timer
+	timer   timer
 	stopped bool
 	// lastOK is when the last proof of the lease (the claim or a renewal)
 	// was sent: the lease runs at least until lastOK + Lease.
@@ -53,7 +66,7 @@ func startRenewer(ctx context.Context, store backends.Store, cfg *config, p back
 		lastOK:   claimSent,
 	}
 	r.mu.Lock()
-	r.timer = time.AfterFunc(r.interval, r.renew)
+	r.timer = afterFunc(r.interval, r.renew)
 	r.mu.Unlock()
 	return r
 }
@@ -69,7 +82,7 @@ func (r *renewer) renew() {
 	ctx, abort := context.WithTimeout(r.ctx, r.interval)
 	r.abort = abort
 	r.mu.Unlock()
-	sent := time.Now()
+	sent := now()
 	ok, err := r.store.Renew(ctx, r.params)
 	abort()
 	r.flight.Unlock()
@@ -89,7 +102,7 @@ func (r *renewer) renew() {
 		lose = true
 	default:
 		e.Kind, e.Err = EventStoreError, err
-		lose = time.Since(r.lastOK) >= r.params.Lease-r.interval
+		lose = now().Sub(r.lastOK) >= r.params.Lease-r.interval
 	}
 	if lose {
 		r.stopped = true
@@ -128,7 +141,7 @@ func (r *renewer) write(f func(timeout time.Duration) (settled bool)) {
 	r.flight.Lock()
 	defer r.flight.Unlock()
 	r.mu.Lock()
-	left := r.params.Lease - time.Since(r.lastOK)
+	left := r.params.Lease - now().Sub(r.lastOK)
 	r.mu.Unlock()
 	if f(min(writeTimeout, max(left-r.interval, r.interval))) {
 		r.halt()

@@ -68,7 +68,7 @@ func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 	defer func() { waiter.close() }()
 	for {
 		owner := newToken()
-		sent := time.Now()
+		sent := now()
 		start := cfg.clock()
 		res, err := scope.store.Claim(ctx, backends.ClaimParams{
 			Scope: scope.name, Key: key, Fingerprint: fp, Owner: owner,
@@ -79,8 +79,8 @@ func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 			return Outcome[T]{}, &StoreError{Op: "claim", Err: err}
 		}
 		if res.Claimed {
-			cfg.emit(ctx, Event{Kind: EventClaimed, Scope: scope.name, Key: key, Op: "claim", StoreTime: cfg.since(start), TookOver: res.TookOver})
-			return execute(ctx, scope, key, owner, sent, fn)
+			claimed := Event{Kind: EventClaimed, Scope: scope.name, Key: key, Op: "claim", StoreTime: cfg.since(start), TookOver: res.TookOver}
+			return execute(ctx, scope, key, owner, sent, claimed, fn)
 		}
 		rec := res.Existing
 		if !backends.FingerprintMatches(rec.Fingerprint, fp) {
