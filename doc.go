@@ -27,8 +27,16 @@
 // replays it (a card decline); RegisterError brings its type back on a
 // replay. Hold(err) leaves the outcome unknown (a timeout after the request
 // left) and keeps the key in progress until its lease ends; Resolve stores
-// the real outcome later. Retryable errors, cancellations and panics release
-// the claim at once.
+// the real outcome later. Retry(err) and unmarked errors (ClassRetry),
+// cancellations and panics release the claim at once. A Classifier
+// (WithClassifier) returns ClassFinal, ClassRetry or ClassHold for unmarked
+// errors.
+//
+// # Observability
+//
+// WithObserver receives every step of a call as an Event; WithTracer wraps
+// every call in a start/end pair whose context the call runs under (package
+// onceotel puts an OpenTelemetry span there).
 //
 // # Leases and fencing
 //

@@ -21,13 +21,22 @@ import (
 // once the first finishes. A claim whose owner died is taken over when its
 // lease ends, and fn runs again.
 //
-// Errors from fn come back as fn returned them. Errors marked with Final
-// (or classified final) are stored and replayed, with their type when it is
-// registered with RegisterError. Errors marked with Hold keep the key in
-// progress until the lease ends. Every other error, context cancellation
-// included, is retryable: it is not stored and the claim is released, so
-// the next call runs fn again. If fn panics, the claim is released and Do
-// panics with the same value.
+// The first caller receives exactly what every replay receives: fn's
+// value after the codec's round trip (unless the codec is a LosslessCodec),
+// and a final error — one marked with Final, or classified final — in its
+// stored form: its full text, and its type when it is registered with
+// RegisterError (wrapped in a *StoredError with the original text when the
+// registered error was wrapped), else a *StoredError. Errors marked with
+// Hold keep the key in progress until the lease ends. Every other error,
+// context cancellation included, is retryable: it is not stored, the claim
+// is released so the next call runs fn again, and Do returns it as fn
+// returned it.
+//
+// A panic in fn or in any hook that runs under the claim (codec, an
+// error's methods, classifier, observer) releases the claim — or keeps it
+// when the outcome was already stored or held — and stops renewal before
+// Do panics with the same value: no renewal is sent after Do returns or
+// panics.
 //
 // While fn runs, Do renews the lease; if the claim is lost (taken over by
 // another caller after a pause longer than the lease), fn's context is
