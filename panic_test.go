@@ -15,11 +15,21 @@ import (
 )
 
 // panicLease is short so that renewals (every third of it) happen while fn
-// runs; fn runs for slowFn, about two renewal intervals.
-const (
-	panicLease = 60 * time.Millisecond
-	slowFn     = 45 * time.Millisecond
-)
+// runs; fn runs until the store has seen renewals.
+const panicLease = 60 * time.Millisecond
+
+// untilRenewed blocks until store has seen n renewals (10 s at most, so a
+// broken renewer fails the test instead of hanging it).
+func untilRenewed(t *testing.T, store *faultStore, n int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for store.Calls("renew") < n {
+		if time.Now().After(deadline) {
+			t.Errorf("the claim was not renewed %d times", n)
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
 
 type panickingCodec struct {
 	once.JSONCodec
@@ -107,7 +117,7 @@ func TestAPanicOutsideFnNeverLeavesAKeyStuck(t *testing.T) {
 			store := newFaultStore(memory.New(nil))
 			scope := once.New(store, append([]once.Option{once.WithLease(panicLease)}, c.opts...)...).Scope("s")
 			fn := func(context.Context) (any, error) {
-				time.Sleep(slowFn)
+				untilRenewed(t, store, 1)
 				return c.fn.v, c.fn.err
 			}
 			require.Panics(t, func() { _, _ = once.Do(context.Background(), scope, "k", nil, fn) })
@@ -141,7 +151,7 @@ func TestObserverPanicOnTheRenewalTimerDoesNotCrash(t *testing.T) {
 	store := newFaultStore(memory.New(nil))
 	scope := once.New(store, once.WithLease(panicLease), once.WithObserver(panicOn(once.EventRenewed))).Scope("s")
 	v, err := once.Do(context.Background(), scope, "k", nil, func(context.Context) (string, error) {
-		time.Sleep(3 * panicLease)
+		untilRenewed(t, store, 3)
 		return "done", nil
 	})
 	require.NoError(t, err)

@@ -19,7 +19,7 @@ import (
 // attempts that hang until their timeout, the write-back outlasts the lease,
 // yet no duplicate ever takes the key over and runs fn a second time.
 func TestRenewalCoversTheWriteBack(t *testing.T) {
-	const lease = 300 * time.Millisecond
+	const lease = 1200 * time.Millisecond
 	ctx := context.Background()
 	inner := memory.New(nil)
 	store := newFaultStore(inner)
@@ -44,7 +44,7 @@ func TestRenewalCoversTheWriteBack(t *testing.T) {
 		case err := <-done:
 			require.NoError(t, err)
 			waiting = false
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(50 * time.Millisecond):
 			_, err := once.Do(ctx, scope, "k", nil, fn)
 			if !errors.Is(err, once.ErrInProgress) {
 				require.NoError(t, err) // a replay once the outcome landed
