@@ -166,6 +166,7 @@ func (r *renewer) stop() {
 		return
 	}
 	r.halt()
+	//lint:ignore SA2001 the empty critical section waits for the renewal in flight
 	r.flight.Lock()
-	r.flight.Unlock() //nolint:staticcheck // empty critical section: waits for the renewal in flight
+	r.flight.Unlock()
 }
