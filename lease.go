@@ -166,7 +166,7 @@ func (r *renewer) stop() {
 		return
 	}
 	r.halt()
-	//lint:ignore SA2001 the empty critical section waits for the renewal in flight
 	r.flight.Lock()
+	//lint:ignore SA2001 the empty critical section waits for the renewal in flight
 	r.flight.Unlock()
 }
