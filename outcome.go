@@ -3,8 +3,11 @@ package once
 // Outcome is the full answer of DoOutcome: the value and how it was
 // obtained.
 type Outcome[T any] struct {
-	// Value is fn's value, or the stored value on a replay. It is T's zero
-	// value on a replayed final error.
+	// Value is the stored value, decoded: on a replay, and on the call
+	// that ran fn too (fn's value after the codec's round trip; fn's value
+	// as it is with a LosslessCodec, with ErrOutcomeTooLarge, or when the
+	// outcome could not be recorded). It is T's zero value with a final
+	// error.
 	Value T
 	// Replayed reports that the answer (value or final error) came from the
 	// store and fn did not run in this call. HTTP handlers answer it with
