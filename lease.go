@@ -71,12 +71,15 @@ func startRenewer(ctx context.Context, store backends.Store, cfg *config, p back
 	return r
 }
 
+// renew runs on the timer. It holds flight until its events are emitted,
+// so that stop, which waits for flight, returns after them: no event of a
+// claim reaches the observer after its call returned.
 func (r *renewer) renew() {
 	r.flight.Lock()
+	defer r.flight.Unlock()
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
-		r.flight.Unlock()
 		return
 	}
 	ctx, abort := context.WithTimeout(r.ctx, r.interval)
@@ -85,7 +88,6 @@ func (r *renewer) renew() {
 	sent := now()
 	ok, err := r.store.Renew(ctx, r.params)
 	abort()
-	r.flight.Unlock()
 
 	r.mu.Lock()
 	if r.stopped {
@@ -115,9 +117,9 @@ func (r *renewer) renew() {
 		r.emit(e)
 	}
 	if lose {
-		r.lost(ErrLeaseLost)
 		e.Kind, e.Err = EventLeaseLost, ErrLeaseLost
 		r.emit(e)
+		r.lost(ErrLeaseLost)
 	}
 }
 
