@@ -189,7 +189,7 @@ func ConsumeValue[T any](ctx context.Context, scope Scope, key string, fp Finger
 			return v, nil
 		}
 		if errors.Is(err, ErrRejected) {
-			class = Retryable
+			class = ClassRetry
 			return v, Retry(err)
 		}
 		class, _ = classify(err, scope.classifier())
@@ -219,11 +219,11 @@ func decideRan(scope Scope, recorded bool, class Class, err error) Decision {
 		return Decision{Action: Ack, Reason: ReasonFinal, Err: err}
 	case errors.Is(err, ErrRejected):
 		return Decision{Action: DeadLetter, Reason: ReasonRejected, Err: err}
-	case errors.Is(err, ErrLeaseLost) && class != HeldClass:
+	case errors.Is(err, ErrLeaseLost) && class != ClassHold:
 		return Decision{Action: RetryLater, Reason: ReasonLeaseLost, Err: err}
-	case errors.Is(err, ErrOutcomeUnrecorded) && class != HeldClass:
+	case errors.Is(err, ErrOutcomeUnrecorded) && class != ClassHold:
 		return Decision{Action: Ack, Reason: ReasonUnrecorded, Err: err}
-	case class == HeldClass:
+	case class == ClassHold:
 		return Decision{Action: RetryLater, Reason: ReasonHeld, RetryAfter: scope.lease(), Err: err}
 	default:
 		return Decision{Action: RetryLater, Reason: ReasonHandlerError, Err: err}

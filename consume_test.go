@@ -61,7 +61,9 @@ func consumeTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		declined := &CardDeclinedError{Reason: "lost_card"}
 		d := once.Consume(ctx, scope, "m1", fp, counted(&runs, once.Final(declined)))
 		requireDecision(t, d, once.Ack, once.ReasonFinal)
-		require.ErrorIs(t, d.Err, declined)
+		var first *CardDeclinedError // the first answer is the replay's: the stored error, decoded
+		require.ErrorAs(t, d.Err, &first)
+		require.Equal(t, declined.Reason, first.Reason)
 		d = once.Consume(ctx, scope, "m1", fp, counted(&runs, nil))
 		requireDecision(t, d, once.Ack, once.ReasonReplayedFinal)
 		var replayed *CardDeclinedError
@@ -73,9 +75,9 @@ func consumeTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		errBad := errors.New("bad account")
 		scope := once.New(newStore(t), once.WithClassifier(func(err error) once.Class {
 			if errors.Is(err, errBad) {
-				return once.FinalClass
+				return once.ClassFinal
 			}
-			return once.Retryable
+			return once.ClassRetry
 		})).Scope("group")
 		var runs atomic.Int32
 		requireDecision(t, once.Consume(ctx, scope, "m1", fp, counted(&runs, errBad)), once.Ack, once.ReasonFinal)

@@ -14,8 +14,8 @@ func DefaultClassify(code codes.Code) once.Class {
 	switch code {
 	case codes.InvalidArgument, codes.NotFound, codes.AlreadyExists, codes.PermissionDenied,
 		codes.FailedPrecondition, codes.OutOfRange:
-		return once.FinalClass
+		return once.ClassFinal
 	default:
-		return once.Retryable
+		return once.ClassRetry
 	}
 }

@@ -32,8 +32,8 @@ type Config struct {
 	// is false runs without idempotency when the key is missing. Defaults
 	// to nil: the key is optional on every method.
 	Required func(fullMethod string) bool
-	// Classify decides which status codes are stored (once.FinalClass),
-	// held (once.HeldClass) or never stored (once.Retryable). Defaults to
+	// Classify decides which status codes are stored (once.ClassFinal),
+	// held (once.ClassHold) or never stored (once.ClassRetry). Defaults to
 	// DefaultClassify.
 	Classify func(code codes.Code) once.Class
 	// OnError, when set, is told of failures that the client does not see
@@ -100,9 +100,9 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		}
 		st, _ := status.FromError(handlerErr)
 		switch s.cfg.Classify(st.Code()) {
-		case once.FinalClass:
+		case once.ClassFinal:
 			return statusReply(st)
-		case once.HeldClass:
+		case once.ClassHold:
 			return storedReply{}, once.Hold(handlerErr)
 		default:
 			return storedReply{}, once.Retry(handlerErr)

@@ -115,7 +115,7 @@ func serverCases(t *testing.T, newStore func(testing.TB) backends.Store) {
 			return nil, status.Error(codes.NotFound, "no order")
 		}
 		cc := dial(t, startServer(t, newStore(t), charger(&runs, notFound), grpconce.Config{
-			Classify: func(codes.Code) once.Class { return once.Retryable },
+			Classify: func(codes.Code) once.Class { return once.ClassRetry },
 		}))
 		for range 2 {
 			_, _, err := call(ctx, cc, chargeMethod, "ann", "k1", order("o1", 5))
