@@ -14,8 +14,10 @@ import (
 
 // Server error numbers a caller may want to test Error.Code against.
 const (
-	// CodeLockWaitTimeout (1205) is innodb_lock_wait_timeout expiring in a
-	// statement other than a claim (a claim reports the key in progress).
+	// CodeLockWaitTimeout (1205): a write (Complete, Renew, Release,
+	// Delete, Sweep) waited Config.LockTimeout for a row lock held by
+	// another transaction and gave up; nothing changed. A claim or a
+	// Resolve reports the key in progress instead.
 	CodeLockWaitTimeout uint16 = 1205
 	// CodeDeadlock (1213): InnoDB rolled back the whole transaction to break
 	// a deadlock; retry the transaction.

@@ -31,11 +31,20 @@ type Config struct {
 	// with a digit, at most 53 bytes. Defaults to "once_records".
 	Table string
 
-	// LockTimeout bounds how long a procedure claim (InTx, DoTx,
-	// OneRoundTripClaims) and Resolve wait for a concurrent, uncommitted
-	// claim of the same key before reporting the key in progress. It is applied as the session's
-	// innodb_lock_wait_timeout for the duration of the call, in whole
-	// seconds (rounded up, at least one). Defaults to 5 seconds.
+	// LockTimeout bounds how long any operation of the Store waits for a
+	// row lock held by a concurrent transaction (typically a claim made
+	// through InTx or DoTx and not yet committed), on the pool and in a
+	// transaction alike, whatever the session's innodb_lock_wait_timeout
+	// (50 s by default), which the Store leaves unchanged. Past it, Claim
+	// reports the key pending with a short LeaseRemaining (the core answers
+	// ErrInProgress), Resolve reports it pending, and the fenced writes and
+	// Admin's Delete return an *Error of Code CodeLockWaitTimeout. The
+	// server counts it in whole seconds: it is rounded up, so any positive
+	// value below a second (a microsecond included) bounds the wait at one
+	// second. On MariaDB (10.1.2 and later) every statement carries it as
+	// SET STATEMENT innodb_lock_wait_timeout=N FOR; on MySQL (8.0.3 and
+	// later) as a SET_VAR optimizer hint, and the procedures set it for
+	// their own run. Defaults to 5 seconds.
 	LockTimeout time.Duration
 
 	// OneRoundTripClaims makes Claim call the stored procedure
@@ -48,11 +57,8 @@ type Config struct {
 	// round trip per first execution but costs the server several times the
 	// CPU of a SELECT (see the package doc's measurements): pick it when the
 	// network's latency, not the server, is the bottleneck. A store bound
-	// to a transaction (InTx, DoTx) always uses the procedure, which bounds
-	// its wait for a concurrent claim by LockTimeout. The plain statements
-	// wait up to the session's innodb_lock_wait_timeout instead: set it in
-	// the DSN (for example innodb_lock_wait_timeout=5) when pool claims may
-	// meet keys held by DoTx.
+	// to a transaction (InTx, DoTx) always uses the procedure. Both wait for
+	// a concurrent claim at most LockTimeout.
 	OneRoundTripClaims bool
 
 	// SweepBatchSize is the number of expired rows Sweep deletes per
@@ -135,7 +141,7 @@ func New(db *sql.DB, cfg *Config) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{db: db, cfg: r, sql: newStatements(r.table)}
+	s := &Store{db: db, cfg: r, sql: newStatements(r.table, r.lockWaitS)}
 	s.stmts.db = db
 	return s, nil
 }

@@ -16,8 +16,8 @@ import (
 //
 // A concurrent duplicate in another transaction blocks on the key's row
 // lock until the first transaction ends; Claim waits for it at most the
-// Config's LockTimeout (as the session's innodb_lock_wait_timeout, restored
-// afterwards), then reports the key pending with a short LeaseRemaining,
+// Config's LockTimeout (the session's innodb_lock_wait_timeout is left as
+// it was), then reports the key pending with a short LeaseRemaining,
 // which the core turns into ErrInProgress. Only the waiting statement is
 // rolled back (unless the server runs with innodb_rollback_on_timeout), so
 // tx stays usable.

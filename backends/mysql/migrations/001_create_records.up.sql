@@ -83,6 +83,12 @@ BEGIN
         SET SESSION innodb_lock_wait_timeout = v_saved_wait;
         RESIGNAL;
     END;
+    -- Every locking statement below (the writes and the re-reads LOCK IN
+    -- SHARE MODE) waits at most p_lock_wait_s for a concurrent uncommitted
+    -- claim; the handlers and the end restore the session's value.
+    IF p_lock_wait_s > 0 THEN
+        SET SESSION innodb_lock_wait_timeout = p_lock_wait_s;
+    END IF;
     attempts: LOOP
         SET v_found = TRUE;
         IF v_attempt = 0 THEN
@@ -110,14 +116,10 @@ BEGIN
                 IF(v_state = 1, TIMESTAMPDIFF(MICROSECOND, v_now, v_lease_until), 0) AS lease_us;
             LEAVE attempts;
         END IF;
-        -- Absent, expired, or a lapsed lease to take over: one write,
-        -- waiting at most p_lock_wait_s for a concurrent uncommitted claim.
+        -- Absent, expired, or a lapsed lease to take over: one write.
         SET v_new_lease = COALESCE(v_now + INTERVAL p_lease_us MICROSECOND, '9999-12-31 23:59:59.999999');
         SET v_new_expires = GREATEST(v_new_lease,
             COALESCE(v_now + INTERVAL p_retention_us MICROSECOND, '9999-12-31 23:59:59.999999'));
-        IF p_lock_wait_s > 0 THEN
-            SET SESSION innodb_lock_wait_timeout = p_lock_wait_s;
-        END IF;
         IF NOT v_found THEN
             INSERT IGNORE INTO `once_records`
                 (scope, `key`, fingerprint, state, owner, lease_until, created_at, expires_at)
@@ -140,9 +142,6 @@ BEGIN
                 AND expires_at = v_expires AND owner <=> v_owner;
             SET v_rows = ROW_COUNT();
         END IF;
-        IF p_lock_wait_s > 0 THEN
-            SET SESSION innodb_lock_wait_timeout = v_saved_wait;
-        END IF;
         IF v_rows = 1 THEN
             SELECT 1 AS claimed, v_found AND v_expires > v_now AS took_over, 1 AS state,
                 NULL AS fingerprint, NULL AS outcome, 0 AS lease_us;
@@ -153,6 +152,7 @@ BEGIN
             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'once: key changed concurrently on every attempt';
         END IF;
     END LOOP;
+    SET SESSION innodb_lock_wait_timeout = v_saved_wait;
 END;
 -- once:statement
 DROP PROCEDURE IF EXISTS `once_records_resolve`;
@@ -194,6 +194,12 @@ BEGIN
         SET SESSION innodb_lock_wait_timeout = v_saved_wait;
         RESIGNAL;
     END;
+    -- Every locking statement below (the writes and the re-reads LOCK IN
+    -- SHARE MODE) waits at most p_lock_wait_s for a concurrent uncommitted
+    -- claim; the handlers and the end restore the session's value.
+    IF p_lock_wait_s > 0 THEN
+        SET SESSION innodb_lock_wait_timeout = p_lock_wait_s;
+    END IF;
     attempts: LOOP
         SET v_found = TRUE;
         IF v_attempt = 0 THEN
@@ -223,9 +229,6 @@ BEGIN
             LEAVE attempts;
         END IF;
         SET v_new_expires = COALESCE(v_now + INTERVAL p_retention_us MICROSECOND, '9999-12-31 23:59:59.999999');
-        IF p_lock_wait_s > 0 THEN
-            SET SESSION innodb_lock_wait_timeout = p_lock_wait_s;
-        END IF;
         IF NOT v_found THEN
             INSERT IGNORE INTO `once_records`
                 (scope, `key`, fingerprint, state, owner, outcome, resolved, created_at, completed_at, expires_at)
@@ -248,9 +251,6 @@ BEGIN
                 AND expires_at = v_expires AND owner <=> v_owner;
             SET v_rows = ROW_COUNT();
         END IF;
-        IF p_lock_wait_s > 0 THEN
-            SET SESSION innodb_lock_wait_timeout = v_saved_wait;
-        END IF;
         IF v_rows = 1 THEN
             SELECT 1 AS resolved, 2 AS state, NULL AS fingerprint, NULL AS outcome, 0 AS lease_us;
             LEAVE attempts;
@@ -260,4 +260,5 @@ BEGIN
             SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'once: key changed concurrently on every attempt';
         END IF;
     END LOOP;
+    SET SESSION innodb_lock_wait_timeout = v_saved_wait;
 END;
