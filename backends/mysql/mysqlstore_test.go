@@ -33,6 +33,15 @@ func TestConformanceOneRoundTrip(t *testing.T) {
 	backendtest.Run(t, func(testing.TB) backends.Store { return s })
 }
 
+// TestConformanceReadFirst runs the suite with the read-first order.
+func TestConformanceReadFirst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a variant of TestConformance; -short runs the default only")
+	}
+	s := newStore(t, newDB(t, nil), Config{ReadFirstClaims: true})
+	backendtest.Run(t, func(testing.TB) backends.Store { return s })
+}
+
 func BenchmarkStore(b *testing.B) {
 	s := newStore(b, newDB(b, nil), Config{})
 	backendtest.Benchmark(b, func(testing.TB) backends.Store { return s })
@@ -40,5 +49,10 @@ func BenchmarkStore(b *testing.B) {
 
 func BenchmarkStoreOneRoundTrip(b *testing.B) {
 	s := newStore(b, newDB(b, nil), Config{OneRoundTripClaims: true})
+	backendtest.Benchmark(b, func(testing.TB) backends.Store { return s })
+}
+
+func BenchmarkStoreReadFirst(b *testing.B) {
+	s := newStore(b, newDB(b, nil), Config{ReadFirstClaims: true})
 	backendtest.Benchmark(b, func(testing.TB) backends.Store { return s })
 }

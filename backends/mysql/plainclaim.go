@@ -65,44 +65,74 @@ func (r runner) peek(ctx context.Context, p backends.ClaimParams) (peeked, error
 	return pk, err
 }
 
-// claimPlain is the pool store's default Claim: a plain read decides a
-// replay, a duplicate in progress, a mismatch and a re-send by itself; a
-// new key costs an INSERT IGNORE more, an expired record or a lapsed lease
-// a conditional UPDATE more. When the write finds the key changed by a
-// concurrent session, it reads again (a fresh snapshot: each statement of
-// the pool store commits on its own), at most four times.
+// claimPlain is the pool store's default Claim, in one of two orders.
+//
+// Insert first (the default): an INSERT IGNORE alone claims a new key.
+// When it finds the key, a plain read follows and decides as below. When
+// it waited LockTimeout for a row lock in vain, the read still answers a
+// replay, a mismatch or a re-send from the last committed version, and
+// only a key that would need a write is reported in progress.
+//
+// Read first (Config.ReadFirstClaims): a plain read decides a replay, a
+// duplicate in progress, a mismatch and a re-send by itself, taking no
+// lock; a new key costs an INSERT IGNORE more.
+//
+// Either way an expired record or a lapsed lease costs a conditional
+// UPDATE after the read. When a write finds the key changed by a concurrent
+// session, it reads again (a fresh snapshot: each statement of the pool
+// store commits on its own), at most four times in all.
 func (r runner) claimPlain(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	lease, retention := micros(p.Lease), micros(p.Retention)
-	for range 4 {
-		pk, err := r.peek(ctx, p)
-		if err != nil {
-			return backends.ClaimResult{}, err
+	insert := func() (int64, error) {
+		return r.exec(ctx, "claim", r.s.sql.insertClaim,
+			p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, lease, lease, retention)
+	}
+	inProgress := backends.ClaimResult{Existing: procRow{}.existing(p.Fingerprint)}
+	lockTimedOut := false
+	for attempt := range 4 {
+		var (
+			n        int64
+			err      error
+			tookOver bool
+		)
+		if attempt == 0 && !r.s.cfg.readFirst {
+			n, err = insert()
+		} else {
+			pk, err := r.peek(ctx, p)
+			if err != nil {
+				return backends.ClaimResult{}, err
+			}
+			write := !pk.found || !pk.live || (pk.row.state == 1 && pk.row.leaseUS.Int64 <= 0 &&
+				backends.FingerprintMatches(pk.row.fp, p.Fingerprint))
+			switch {
+			case pk.found && pk.live && pk.row.state == 1 && pk.owner.Valid && pk.owner.String == p.Owner:
+				return backends.ClaimResult{Claimed: true}, nil // a re-send
+			case !write:
+				return backends.ClaimResult{Existing: pk.row.existing(p.Fingerprint)}, nil
+			case lockTimedOut:
+				return inProgress, nil // the write would wait again
+			case !pk.found:
+				n, err = insert()
+			default:
+				fp := nonNil(p.Fingerprint)
+				n, err = r.exec(ctx, "claim", r.s.sql.takeover,
+					fp, fp, p.Owner, lease, lease, retention, p.Scope, p.Key, pk.revision, pk.owner, fp, fp)
+				tookOver = pk.live
+			}
 		}
-		var n int64
 		switch {
-		case !pk.found:
-			n, err = r.exec(ctx, "claim", r.s.sql.insertClaim,
-				p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, lease, lease, retention)
-		case pk.live && pk.row.state == 1 && pk.owner.Valid && pk.owner.String == p.Owner:
-			return backends.ClaimResult{Claimed: true}, nil // a re-send
-		case !pk.live || (pk.row.state == 1 && pk.row.leaseUS.Int64 <= 0 &&
-			backends.FingerprintMatches(pk.row.fp, p.Fingerprint)):
-			fp := nonNil(p.Fingerprint)
-			n, err = r.exec(ctx, "claim", r.s.sql.takeover,
-				fp, fp, p.Owner, lease, lease, retention, p.Scope, p.Key, pk.revision, pk.owner, fp, fp)
-		default:
-			return backends.ClaimResult{Existing: pk.row.existing(p.Fingerprint)}, nil
-		}
-		switch {
+		case code(err) == CodeLockWaitTimeout && attempt == 0 && !r.s.cfg.readFirst:
+			// The first INSERT met a row lock: let the read decide.
+			lockTimedOut = true
 		case code(err) == CodeLockWaitTimeout:
 			// A concurrent uncommitted claim (InTx, DoTx) holds the key.
-			return backends.ClaimResult{Existing: procRow{}.existing(p.Fingerprint)}, nil
+			return inProgress, nil
 		case code(err) == CodeDeadlock:
 			continue // only this autocommit statement was rolled back
 		case err != nil:
 			return backends.ClaimResult{}, err
 		case n == 1:
-			return backends.ClaimResult{Claimed: true, TookOver: pk.found && pk.live}, nil
+			return backends.ClaimResult{Claimed: true, TookOver: tookOver}, nil
 		}
 	}
 	return backends.ClaimResult{}, &Error{Op: "claim", kind: "key changed concurrently on every attempt; retry"}

@@ -90,15 +90,17 @@ func TestInputErrors(t *testing.T) {
 
 // TestRoundTrips checks the round trips by counting the commands the
 // driver sends, once the statements are prepared on the connection: every
-// Claim answer is one with the procedure; with plain statements a new
-// claim is two (read, insert) and every other answer one; Complete, Renew,
-// Release and Resolve are one each.
+// Claim answer is one with the procedure; inserting first, a new claim is
+// one (the insert) and every other answer two (insert, read); reading
+// first, a new claim is two (read, insert) and every other answer one;
+// Complete, Renew, Release and Resolve are one each.
 func TestRoundTrips(t *testing.T) {
-	t.Run("plain", func(t *testing.T) { testRoundTrips(t, Config{}, 2) })
-	t.Run("procedure", func(t *testing.T) { testRoundTrips(t, Config{OneRoundTripClaims: true}, 1) })
+	t.Run("insert-first", func(t *testing.T) { testRoundTrips(t, Config{}, 1, 2) })
+	t.Run("read-first", func(t *testing.T) { testRoundTrips(t, Config{ReadFirstClaims: true}, 2, 1) })
+	t.Run("procedure", func(t *testing.T) { testRoundTrips(t, Config{OneRoundTripClaims: true}, 1, 1) })
 }
 
-func testRoundTrips(t *testing.T, cfg Config, newClaim int64) {
+func testRoundTrips(t *testing.T, cfg Config, newClaim, existing int64) {
 	c := &counter{}
 	db := newDB(t, func(cfg *mysql.Config) { cfg.DialFunc = c.dial })
 	db.SetMaxOpenConns(1)
@@ -117,6 +119,7 @@ func testRoundTrips(t *testing.T, cfg Config, newClaim int64) {
 	}
 	// Warm up: prepare every statement on the one connection.
 	claim("warm", "w", "fp")
+	claim("warm", "w2", "fp") // the read of an existing key
 	complete("warm", "w")
 	complete("warm", "w")
 	_, err := s.Renew(ctx, backends.RenewParams{Scope: scope, Key: "warm", Owner: "w", Lease: time.Minute})
@@ -129,7 +132,7 @@ func testRoundTrips(t *testing.T, cfg Config, newClaim int64) {
 	var r backends.ClaimResult
 	require.EqualValues(t, newClaim, c.count(func() { r = claim("k", "o1", "fp") }), "new")
 	require.True(t, r.Claimed)
-	require.EqualValues(t, 1, c.count(func() { r = claim("k", "o2", "fp") }), "in progress")
+	require.EqualValues(t, existing, c.count(func() { r = claim("k", "o2", "fp") }), "in progress")
 	require.Equal(t, backends.StatePending, r.Existing.State)
 	require.EqualValues(t, 1, c.count(func() {
 		ok, err := s.Renew(ctx, backends.RenewParams{Scope: scope, Key: "k", Owner: "o1", Lease: time.Minute})
@@ -137,9 +140,9 @@ func testRoundTrips(t *testing.T, cfg Config, newClaim int64) {
 		require.True(t, ok)
 	}), "renew")
 	require.EqualValues(t, 1, c.count(func() { require.True(t, complete("k", "o1")) }), "complete")
-	require.EqualValues(t, 1, c.count(func() { r = claim("k", "o3", "fp") }), "replay")
+	require.EqualValues(t, existing, c.count(func() { r = claim("k", "o3", "fp") }), "replay")
 	require.Equal(t, backends.StateCompleted, r.Existing.State)
-	require.EqualValues(t, 1, c.count(func() { r = claim("k", "o4", "other") }), "mismatch")
+	require.EqualValues(t, existing, c.count(func() { r = claim("k", "o4", "other") }), "mismatch")
 	require.Equal(t, []byte("fp"), r.Existing.Fingerprint)
 	require.EqualValues(t, 2, c.count(func() { require.True(t, complete("k", "o1")) }), "a re-sent complete: the update, then the check")
 	claim("rel", "o5", "")
@@ -158,7 +161,8 @@ func testRoundTrips(t *testing.T, cfg Config, newClaim int64) {
 // TestReplayWritesNothing checks that a replay and an in-progress answer
 // leave the row untouched (its revision does not move).
 func TestReplayWritesNothing(t *testing.T) {
-	t.Run("plain", func(t *testing.T) { testReplayWritesNothing(t, Config{}) })
+	t.Run("insert-first", func(t *testing.T) { testReplayWritesNothing(t, Config{}) })
+	t.Run("read-first", func(t *testing.T) { testReplayWritesNothing(t, Config{ReadFirstClaims: true}) })
 	t.Run("procedure", func(t *testing.T) { testReplayWritesNothing(t, Config{OneRoundTripClaims: true}) })
 }
 
@@ -430,10 +434,14 @@ func TestRunSweeperStopsWithContext(t *testing.T) {
 }
 
 // TestReplayTakesNoLock: a replay and an in-progress answer succeed while
-// another transaction holds the row FOR UPDATE, so they take no row lock.
+// another transaction holds the row FOR UPDATE, so they take no row lock,
+// reading first and with the procedure. Inserting first, the INSERT waits
+// for the lock, at most LockTimeout, and the read after it still gives the
+// right answer, never "in progress" for a completed key.
 func TestReplayTakesNoLock(t *testing.T) {
-	t.Run("plain", func(t *testing.T) { testReplayTakesNoLock(t, Config{}) })
+	t.Run("read-first", func(t *testing.T) { testReplayTakesNoLock(t, Config{ReadFirstClaims: true}) })
 	t.Run("procedure", func(t *testing.T) { testReplayTakesNoLock(t, Config{OneRoundTripClaims: true}) })
+	t.Run("insert-first", func(t *testing.T) { testReplayTakesNoLock(t, Config{LockTimeout: time.Second}) })
 }
 
 func testReplayTakesNoLock(t *testing.T, cfg Config) {
@@ -458,7 +466,9 @@ func testReplayTakesNoLock(t *testing.T, cfg Config) {
 	require.NoError(t, tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quote(testTable)+" WHERE scope = ? FOR UPDATE", scope).Scan(&n))
 	require.Equal(t, 2, n)
 
-	short, cancel := context.WithTimeout(ctx, 3*time.Second)
+	// 3 s: within the bound lockSlack gives (4 s), far below the session's
+	// innodb_lock_wait_timeout (50 s).
+	short, cancel := context.WithTimeout(ctx, time.Duration(seconds(cfg.LockTimeout))*time.Second+3*time.Second)
 	defer cancel()
 	r, err := s.Claim(short, claimParams(scope, "done"))
 	require.NoError(t, err, "a replay does not wait for the row lock")

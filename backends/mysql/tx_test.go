@@ -21,7 +21,8 @@ import (
 // concurrent uncommitted claim of the key waits for it and, once it
 // commits, reports it (its first, lock-free read could not see it).
 func TestClaimWaitsForUncommittedClaim(t *testing.T) {
-	t.Run("plain", func(t *testing.T) { testClaimWaitsForUncommittedClaim(t, Config{}) })
+	t.Run("insert-first", func(t *testing.T) { testClaimWaitsForUncommittedClaim(t, Config{}) })
+	t.Run("read-first", func(t *testing.T) { testClaimWaitsForUncommittedClaim(t, Config{ReadFirstClaims: true}) })
 	t.Run("procedure", func(t *testing.T) { testClaimWaitsForUncommittedClaim(t, Config{OneRoundTripClaims: true}) })
 }
 
@@ -312,14 +313,16 @@ func TestDoTxKilledConnectionLeavesNothing(t *testing.T) {
 }
 
 // TestRoundTripsPerDo counts the commands of whole once.Do calls on the
-// pool store: replay 1, in progress 1, mismatch 1; first execution 3 with
-// plain statements, 2 with the claim procedure.
+// pool store: inserting first (the default), 2 for every answer; reading
+// first, a first execution 3 and a replay, an in-progress answer and a
+// mismatch 1; with the claim procedure 2 and 1.
 func TestRoundTripsPerDo(t *testing.T) {
-	t.Run("plain", func(t *testing.T) { testRoundTripsPerDo(t, Config{}, 3) })
-	t.Run("procedure", func(t *testing.T) { testRoundTripsPerDo(t, Config{OneRoundTripClaims: true}, 2) })
+	t.Run("insert-first", func(t *testing.T) { testRoundTripsPerDo(t, Config{}, 2, 2) })
+	t.Run("read-first", func(t *testing.T) { testRoundTripsPerDo(t, Config{ReadFirstClaims: true}, 3, 1) })
+	t.Run("procedure", func(t *testing.T) { testRoundTripsPerDo(t, Config{OneRoundTripClaims: true}, 2, 1) })
 }
 
-func testRoundTripsPerDo(t *testing.T, cfg Config, first int64) {
+func testRoundTripsPerDo(t *testing.T, cfg Config, first, existing int64) {
 	c := &counter{}
 	db := newDB(t, func(cfg *mysql.Config) { cfg.DialFunc = c.dial })
 	db.SetMaxOpenConns(1)
@@ -332,24 +335,27 @@ func testRoundTripsPerDo(t *testing.T, cfg Config, first int64) {
 	}
 	_, err := do("warm", "fp") // prepares the statements on the one connection
 	require.NoError(t, err)
+	_, err = do("warm", "fp") // and the read of an existing key
+	require.NoError(t, err)
 	require.EqualValues(t, first, c.count(func() { _, err = do("k", "fp") }), "first execution")
 	require.NoError(t, err)
-	require.EqualValues(t, 1, c.count(func() { _, err = do("k", "fp") }), "replay")
+	require.EqualValues(t, existing, c.count(func() { _, err = do("k", "fp") }), "replay")
 	require.NoError(t, err)
-	require.EqualValues(t, 1, c.count(func() { _, err = do("k", "other") }), "mismatch")
+	require.EqualValues(t, existing, c.count(func() { _, err = do("k", "other") }), "mismatch")
 	require.ErrorIs(t, err, once.ErrKeyReused)
 
 	r, cerr := s.Claim(ctx, claimParams(name, "busy"))
 	require.NoError(t, cerr)
 	require.True(t, r.Claimed)
-	require.EqualValues(t, 1, c.count(func() { _, err = do("busy", "fp") }), "in progress")
+	require.EqualValues(t, existing, c.count(func() { _, err = do("busy", "fp") }), "in progress")
 	require.ErrorIs(t, err, once.ErrInProgress)
 }
 
 // TestConcurrentTakeoverOneWinner races claims on a key whose lease lapsed:
 // exactly one takes it over.
 func TestConcurrentTakeoverOneWinner(t *testing.T) {
-	t.Run("plain", func(t *testing.T) { testConcurrentTakeoverOneWinner(t, Config{}) })
+	t.Run("insert-first", func(t *testing.T) { testConcurrentTakeoverOneWinner(t, Config{}) })
+	t.Run("read-first", func(t *testing.T) { testConcurrentTakeoverOneWinner(t, Config{ReadFirstClaims: true}) })
 	t.Run("procedure", func(t *testing.T) { testConcurrentTakeoverOneWinner(t, Config{OneRoundTripClaims: true}) })
 }
 
@@ -394,7 +400,8 @@ func testConcurrentTakeoverOneWinner(t *testing.T, cfg Config) {
 // (the textbook three-inserter deadlock). The victim's autocommit CALL is
 // run again, so both Claims answer, and exactly one claims the key.
 func TestDeadlockVictimRetried(t *testing.T) {
-	t.Run("plain", func(t *testing.T) { testDeadlockVictimRetried(t, Config{}) })
+	t.Run("insert-first", func(t *testing.T) { testDeadlockVictimRetried(t, Config{}) })
+	t.Run("read-first", func(t *testing.T) { testDeadlockVictimRetried(t, Config{ReadFirstClaims: true}) })
 	t.Run("procedure", func(t *testing.T) { testDeadlockVictimRetried(t, Config{OneRoundTripClaims: true}) })
 }
 
