@@ -11,15 +11,19 @@
 // MySQL has no INSERT … RETURNING, and MariaDB's cannot be combined with ON
 // DUPLICATE KEY UPDATE, so no single statement both claims a key and
 // returns the record that prevented the claim; INSERT … ON DUPLICATE KEY
-// UPDATE would also take an exclusive row lock on every replay. Two floors
-// remain, and the Store offers both:
+// UPDATE would also take an exclusive row lock on every replay. A claim is
+// then two statements or one CALL, and the Store offers three orders:
 //
-//   - Plain statements (the default). Claim reads the row with a lock-free
-//     prepared SELECT, which alone answers a replay, a duplicate in progress
-//     and a mismatch: one round trip, no row lock, no write. A new key costs
-//     an INSERT IGNORE more, an expired record or a lapsed lease an UPDATE
-//     conditioned on the row version read. A first execution is three round
-//     trips (read, insert, Complete).
+//   - Insert first (the default). Claim sends an INSERT IGNORE, which alone
+//     claims a new key: a first execution is two round trips (claim,
+//     Complete). When the key exists, a lock-free prepared SELECT follows
+//     and answers a replay, a duplicate in progress and a mismatch (two
+//     round trips, no write; the INSERT holds a shared lock on the row for
+//     its duration).
+//   - Read first (Config.ReadFirstClaims). The SELECT comes first and alone
+//     answers a replay, a duplicate in progress and a mismatch: one round
+//     trip, no row lock, no write. A new key costs the INSERT IGNORE more,
+//     so a first execution is three round trips.
 //   - One CALL (Config.OneRoundTripClaims). The same read and write run
 //     inside the stored procedure <Table>_claim: every answer is one round
 //     trip, a first execution two. The price is server CPU: a CALL costs
@@ -27,7 +31,12 @@
 //     procedure is slower, and much slower under concurrency (see the
 //     module's README for the measured figures).
 //
+// In the plain orders an expired record or a lapsed lease costs an UPDATE
+// conditioned on the row version read.
+//
 // Complete, Renew and Release are single statements; Resolve is one CALL.
+// Every statement that may wait for a row lock waits at most
+// Config.LockTimeout, whatever the session's innodb_lock_wait_timeout.
 // Statements are prepared once per connection and cached by the Store, so
 // each call is one COM_STMT_EXECUTE whatever the DSN's interpolateParams
 // setting.

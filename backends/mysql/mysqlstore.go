@@ -66,8 +66,8 @@ type Config struct {
 	// row. ReadFirstClaims reverses the order: the SELECT alone answers a
 	// replay, a duplicate in progress and a mismatch (one round trip, no
 	// lock), and a new key costs three round trips per first execution.
-	// Pick it when most calls are replays (above about two thirds, by the
-	// README's measurements). Ignored with OneRoundTripClaims.
+	// Pick it when most calls are replays (above roughly three quarters, by
+	// the README's measurements). Ignored with OneRoundTripClaims.
 	ReadFirstClaims bool
 
 	// SweepBatchSize is the number of expired rows Sweep deletes per
@@ -263,9 +263,10 @@ func (r runner) exec(ctx context.Context, op, query string, args ...any) (int64,
 
 func (s *Store) pool() runner { return runner{s: s} }
 
-// Claim implements backends.Store with plain statements (one round trip
-// for a replay, a duplicate or a mismatch, two for a new claim), or in one
-// CALL with Config.OneRoundTripClaims (see the package doc).
+// Claim implements backends.Store with plain statements (inserting first:
+// one round trip for a new claim, two for a replay, a duplicate or a
+// mismatch; reading first the other way round), or in one CALL with
+// Config.OneRoundTripClaims (see the package doc).
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	return s.pool().claim(ctx, p)
 }
