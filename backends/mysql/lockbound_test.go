@@ -73,14 +73,16 @@ func boundedCtx(t *testing.T, d time.Duration) context.Context {
 // innodb_lock_wait_timeout): a plain Do gets ErrInProgress, a Resolve
 // reports the key pending, and the lapsed owner's writes and Admin's
 // Delete fail with CodeLockWaitTimeout, in both claim modes and with a
-// LockTimeout below the server's one-second resolution. The operations on
+// LockTimeout below the server's one-second resolution. Inserting first,
+// the wait and the read after it cost LockTimeout once. The operations on
 // one held key run concurrently, to keep the test short.
 func TestPoolWaitBoundedByLockTimeout(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		cfg  Config
 	}{
-		{"plain", Config{LockTimeout: time.Second}},
+		{"insert-first", Config{LockTimeout: time.Second}},
+		{"read-first", Config{LockTimeout: time.Second, ReadFirstClaims: true}},
 		{"procedure", Config{LockTimeout: time.Second, OneRoundTripClaims: true}},
 		{"sub-millisecond", Config{LockTimeout: time.Microsecond}},
 	} {

@@ -98,9 +98,9 @@ func (r runner) claimPlain(ctx context.Context, p backends.ClaimParams) (backend
 		if attempt == 0 && !r.s.cfg.readFirst {
 			n, err = insert()
 		} else {
-			pk, err := r.peek(ctx, p)
-			if err != nil {
-				return backends.ClaimResult{}, err
+			pk, perr := r.peek(ctx, p)
+			if perr != nil {
+				return backends.ClaimResult{}, perr
 			}
 			write := !pk.found || !pk.live || (pk.row.state == 1 && pk.row.leaseUS.Int64 <= 0 &&
 				backends.FingerprintMatches(pk.row.fp, p.Fingerprint))
