@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,4 +157,34 @@ func lockTimedOut(err error) error {
 		return fmt.Errorf("a driver error escapes: %v", err)
 	}
 	return nil
+}
+
+// TestBoundStatementText checks the text both servers read: MariaDB's
+// executable comment opens every locking statement, and MySQL's SET_VAR
+// hint follows the statement's first keyword, where MySQL requires it (no
+// MySQL server runs in these tests, so its placement is checked here). The
+// lock-free reads carry neither.
+func TestBoundStatementText(t *testing.T) {
+	st := newStatements("t", 7)
+	const mariadb = "/*M!100102 SET STATEMENT innodb_lock_wait_timeout=7 FOR */ "
+	const mysqlHint = " /*+ SET_VAR(innodb_lock_wait_timeout=7) */ "
+	for name, q := range map[string]string{
+		"insertClaim": st.insertClaim, "takeover": st.takeover, "complete": st.complete,
+		"renew": st.renew, "release": st.release, "delete": st.delete, "sweep": st.sweep,
+	} {
+		rest, ok := strings.CutPrefix(q, mariadb)
+		require.True(t, ok, "%s: %s", name, q)
+		verb, _, _ := strings.Cut(rest, " ")
+		require.Contains(t, []string{"INSERT", "UPDATE", "DELETE"}, verb, name)
+		require.True(t, strings.HasPrefix(rest, verb+mysqlHint), "%s: %s", name, q)
+	}
+	for name, q := range map[string]string{"claim": st.claim, "resolve": st.resolve} {
+		require.True(t, strings.HasPrefix(q, mariadb+"CALL `t_"), "%s: %s", name, q)
+		require.NotContains(t, q, "SET_VAR", "%s: MySQL takes no hint on a CALL", name)
+	}
+	for name, q := range map[string]string{"peek": st.peek, "get": st.get, "completedBy": st.completedBy} {
+		require.True(t, strings.HasPrefix(q, "SELECT "), "%s: %s", name, q)
+		require.NotContains(t, q, "innodb_lock_wait_timeout", name)
+	}
+	require.Contains(t, newStatements("t", seconds(time.Microsecond)).insertClaim, "innodb_lock_wait_timeout=1 ", "a sub-second LockTimeout is one second")
 }
