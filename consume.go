@@ -158,6 +158,10 @@ func Reject(err error) error {
 //	stored outcome cannot be decoded                  DeadLetter  ReasonUndecodable
 //	handler returned a Reject error                   DeadLetter  ReasonRejected
 //
+// The unrecorded and lease-lost rows are the core's own completion
+// failures (Outcome.Unrecorded, Outcome.LeaseLost), never read from the
+// handler's error: a handler error that wraps ErrOutcomeUnrecorded or
+// ErrLeaseLost (a nested Do's failure) is a handler error like any other.
 // An unrecorded outcome is acknowledged because the handler's effect has
 // happened: redelivering the message would repeat it. A lost lease is not,
 // because the consumer that took the key over may still fail; the
@@ -203,25 +207,29 @@ func ConsumeValue[T any](ctx context.Context, scope Scope, key string, fp Finger
 	}()
 	out, err := DoOutcome(ctx, scope, key, fp, fn)
 	if ran {
-		return out.Value, decideRan(scope, out.Recorded, class, err)
+		return out.Value, decideRan(scope, out, class, err)
 	}
 	return out.Value, decideNotRan(ctx, out.Replayed, err)
 }
 
 // decideRan decides after the handler ran in this call.
-func decideRan(scope Scope, recorded bool, class Class, err error) Decision {
+// The lease-lost and unrecorded cases are read from what the core reports
+// (Outcome.LeaseLost, Outcome.Unrecorded), never from the error chain: a
+// handler's own error may wrap ErrOutcomeUnrecorded or ErrLeaseLost (from a
+// nested Do) while nothing of this message's outcome was stored.
+func decideRan[T any](scope Scope, out Outcome[T], class Class, err error) Decision {
 	switch {
 	case err == nil:
 		return Decision{Action: Ack, Reason: ReasonDone}
-	case recorded:
+	case out.Recorded:
 		// A final error, or a value recorded as an error (too large, not
 		// encodable): every redelivery gets the same answer.
 		return Decision{Action: Ack, Reason: ReasonFinal, Err: err}
 	case errors.Is(err, ErrRejected):
 		return Decision{Action: DeadLetter, Reason: ReasonRejected, Err: err}
-	case errors.Is(err, ErrLeaseLost) && class != ClassHold:
+	case out.LeaseLost:
 		return Decision{Action: RetryLater, Reason: ReasonLeaseLost, Err: err}
-	case errors.Is(err, ErrOutcomeUnrecorded) && class != ClassHold:
+	case out.Unrecorded:
 		return Decision{Action: Ack, Reason: ReasonUnrecorded, Err: err}
 	case class == ClassHold:
 		return Decision{Action: RetryLater, Reason: ReasonHeld, RetryAfter: scope.lease(), Err: err}

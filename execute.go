@@ -96,7 +96,7 @@ func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSe
 	default:
 		c.release()
 		if errors.Is(context.Cause(fnCtx), ErrLeaseLost) {
-			return Outcome[T]{Value: v}, errors.Join(fnErr, ErrLeaseLost)
+			return Outcome[T]{Value: v, LeaseLost: true}, errors.Join(fnErr, ErrLeaseLost)
 		}
 		return Outcome[T]{Value: v}, fnErr
 	}
@@ -133,10 +133,10 @@ func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 	switch {
 	case err != nil:
 		cfg.emit(c.callCtx, Event{Kind: EventUnrecorded, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start), Err: err})
-		return Outcome[T]{Value: v}, errors.Join(fnErr, &UnrecordedError{Err: err})
+		return Outcome[T]{Value: v, Unrecorded: true}, errors.Join(fnErr, &UnrecordedError{Err: err})
 	case !applied:
 		cfg.emit(c.callCtx, Event{Kind: EventLeaseLost, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start), Err: ErrLeaseLost})
-		return Outcome[T]{Value: v}, errors.Join(fnErr, ErrLeaseLost)
+		return Outcome[T]{Value: v, LeaseLost: true}, errors.Join(fnErr, ErrLeaseLost)
 	default:
 		cfg.emit(c.callCtx, Event{Kind: EventRecorded, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start)})
 		return Outcome[T]{Value: first, Recorded: true}, answer
