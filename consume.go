@@ -62,6 +62,7 @@ const (
 	ReasonInvalidKey    Reason = "invalid key"          // DeadLetter: the key is missing, too long or malformed
 	ReasonUndecodable   Reason = "undecodable"          // DeadLetter: the stored outcome cannot be decoded
 	ReasonRejected      Reason = "rejected"             // DeadLetter: the handler returned a Reject error
+	ReasonTooLarge      Reason = "outcome too large"    // DeadLetter: ConsumeValue's value is over the outcome cap
 )
 
 // StoreRetryAfter is the RetryAfter hint of a decision taken because the
@@ -157,6 +158,7 @@ func Reject(err error) error {
 //	key empty, over 255 bytes, bad UTF-8, control     DeadLetter  ReasonInvalidKey
 //	stored outcome cannot be decoded                  DeadLetter  ReasonUndecodable
 //	handler returned a Reject error                   DeadLetter  ReasonRejected
+//	ConsumeValue: value over the outcome cap          DeadLetter  ReasonTooLarge (first run and replays)
 //
 // The unrecorded and lease-lost rows are the core's own completion
 // failures (Outcome.Unrecorded, Outcome.LeaseLost), never read from the
@@ -178,8 +180,18 @@ func Consume(ctx context.Context, scope Scope, key string, fp Fingerprint, handl
 
 // ConsumeValue is Consume for a handler that returns a value, stored and
 // replayed as Do stores and replays it (a Watermill handler's produced
-// messages, for example). The value is returned with Ack decisions other
-// than ReasonFinal and ReasonReplayedFinal.
+// messages, for example). The value is returned with the Ack decisions
+// ReasonDone, ReasonReplayed and ReasonUnrecorded only; every other
+// decision returns T's zero value.
+//
+// A value whose encoded outcome is over the scope's cap (WithMaxOutcomeSize,
+// DefaultMaxOutcomeSize by default) cannot be replayed: the core stores an
+// *OutcomeTooLargeError as the key's final error instead. ConsumeValue then
+// answers DeadLetter with ReasonTooLarge and no value, on the run that
+// produced it and on every replay, so that no value is handed out that a
+// redelivery could not hand out again. Raise the cap with
+// WithMaxOutcomeSize (the store's own limits permitting); the stored error
+// stays until the record's retention ends or a Resolve overwrites it.
 func ConsumeValue[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, handler func(context.Context) (T, error)) (v T, d Decision) {
 	if handler == nil {
 		return v, Decision{Action: RetryLater, Reason: ReasonMisconfigured, Err: &InvalidInputError{Field: "fn", Reason: "nil"}}
@@ -207,9 +219,32 @@ func ConsumeValue[T any](ctx context.Context, scope Scope, key string, fp Finger
 	}()
 	out, err := DoOutcome(ctx, scope, key, fp, fn)
 	if ran {
-		return out.Value, decideRan(scope, out, class, err)
+		d = decideRan(scope, out, class, err)
+	} else {
+		d = decideNotRan(ctx, out.Replayed, err)
 	}
-	return out.Value, decideNotRan(ctx, out.Replayed, err)
+	if tooLarge(d) {
+		d = Decision{Action: DeadLetter, Reason: ReasonTooLarge, Err: d.Err}
+	}
+	switch d.Reason {
+	case ReasonDone, ReasonReplayed, ReasonUnrecorded:
+		return out.Value, d
+	default:
+		var zero T
+		return zero, d
+	}
+}
+
+// tooLarge reports a recorded or replayed final error that is the core's
+// own "outcome too large" record. The check is on the answer itself, not
+// its chain: the core answers the decoded *OutcomeTooLargeError, while a
+// handler's final error that wraps one is decoded as a *StoredError.
+func tooLarge(d Decision) bool {
+	if d.Reason != ReasonFinal && d.Reason != ReasonReplayedFinal {
+		return false
+	}
+	_, ok := d.Err.(*OutcomeTooLargeError)
+	return ok
 }
 
 // decideRan decides after the handler ran in this call.

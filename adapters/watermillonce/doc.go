@@ -23,4 +23,13 @@
 //	                  middleware, with IsDeadLetter as its filter
 //	                  (middleware.PoisonQueueWithFilter), to move the
 //	                  message there; without one the router nacks it
+//
+// The produced messages are stored as the key's outcome, under the scope's
+// outcome cap (once.WithMaxOutcomeSize, once.DefaultMaxOutcomeSize = 1 MiB
+// by default; the store must accept that size too). Produced messages whose
+// stored form is over the cap could not be republished for a duplicate, so
+// they are never handed to the router: the message is dead-lettered
+// (once.ReasonTooLarge), on its first run and on every redelivery. Raise the
+// cap on the Keeper or Scope for handlers that produce large batches, or
+// produce references to the data instead of the data.
 package watermillonce

@@ -1,0 +1,54 @@
+package watermillonce_test
+
+import (
+	"bytes"
+	"testing"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/adapters/watermillonce"
+	"github.com/stagedoor/once/backends/memory"
+)
+
+// Produced messages over the outcome cap (1 MiB by default) have no durable
+// record: the core stores an "outcome too large" error in their place, so a
+// redelivery could not republish them. They are never handed to the router;
+// the message is dead-lettered on the first run and on every redelivery.
+func TestProducedMessagesOverTheCapAreDeadLettered(t *testing.T) {
+	scope := once.New(memory.New(nil)).Scope("handler")
+	var decisions []once.Decision
+	mw := watermillonce.Middleware(scope, &watermillonce.Config{
+		OnDecision: func(_ *message.Message, d once.Decision) { decisions = append(decisions, d) },
+	})
+	runs := 0
+	h := mw(func(msg *message.Message) ([]*message.Message, error) {
+		runs++
+		big := bytes.Repeat([]byte("x"), 600<<10)
+		return []*message.Message{message.NewMessage("out-1", big), message.NewMessage("out-2", big)}, nil
+	})
+	for delivery := range 2 {
+		produced, err := h(message.NewMessage("in-1", []byte("order 7")))
+		require.Error(t, err, "delivery %d", delivery)
+		require.True(t, watermillonce.IsDeadLetter(err), "delivery %d: %v", delivery, err)
+		require.ErrorIs(t, err, once.ErrOutcomeTooLarge)
+		require.Empty(t, produced, "delivery %d: produced messages without a durable record", delivery)
+		require.Equal(t, once.ReasonTooLarge, decisions[delivery].Reason)
+	}
+	require.Equal(t, 1, runs, "the redelivery replays the stored error")
+
+	// With the cap raised, the same output is stored and replayed whole.
+	raised := watermillonce.Middleware(once.New(memory.New(nil), once.WithMaxOutcomeSize(4<<20)).Scope("handler"), nil)
+	h = raised(func(msg *message.Message) ([]*message.Message, error) {
+		big := bytes.Repeat([]byte("x"), 600<<10)
+		return []*message.Message{message.NewMessage("out-1", big), message.NewMessage("out-2", big)}, nil
+	})
+	for range 2 {
+		produced, err := h(message.NewMessage("in-2", []byte("order 8")))
+		require.NoError(t, err)
+		require.Len(t, produced, 2)
+		require.Equal(t, "out-1", produced[0].UUID)
+		require.Len(t, produced[1].Payload, 600<<10)
+	}
+}

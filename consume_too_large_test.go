@@ -1,0 +1,57 @@
+package once_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends/memory"
+)
+
+// A value over the outcome cap cannot be replayed, so ConsumeValue
+// dead-letters it with no value, on the run that produced it and on every
+// replay: no value is handed out that a redelivery could not hand out.
+func TestConsumeValueOverCapIsDeadLettered(t *testing.T) {
+	ctx := context.Background()
+	scope := once.New(memory.New(nil), once.WithMaxOutcomeSize(256)).Scope("group")
+	var runs atomic.Int32
+	big := func(context.Context) (string, error) { runs.Add(1); return strings.Repeat("x", 1024), nil }
+
+	v, d := once.ConsumeValue(ctx, scope, "m1", nil, big)
+	require.Equal(t, once.DeadLetter, d.Action, "decision %v", d)
+	require.Equal(t, once.ReasonTooLarge, d.Reason)
+	require.ErrorIs(t, d.Err, once.ErrOutcomeTooLarge)
+	require.Empty(t, v, "a value without a durable record is not handed out")
+
+	v, d = once.ConsumeValue(ctx, scope, "m1", nil, big)
+	require.Equal(t, once.DeadLetter, d.Action, "decision %v", d)
+	require.Equal(t, once.ReasonTooLarge, d.Reason)
+	require.ErrorIs(t, d.Err, once.ErrOutcomeTooLarge)
+	require.Empty(t, v)
+	require.EqualValues(t, 1, runs.Load(), "the replay does not run the handler")
+
+	v, d = once.ConsumeValue(ctx, scope, "m2", nil, func(context.Context) (string, error) { return "small", nil })
+	require.Equal(t, once.ReasonDone, d.Reason)
+	require.Equal(t, "small", v)
+}
+
+// A handler's own final error that wraps ErrOutcomeTooLarge (a nested Do's)
+// is a final error like any other: recorded and acknowledged.
+func TestConsumeValueFinalErrorWrappingTooLargeIsFinal(t *testing.T) {
+	ctx := context.Background()
+	scope := once.New(memory.New(nil)).Scope("group")
+	handler := func(context.Context) (string, error) {
+		return "ignored", once.Final(fmt.Errorf("step 1: %w", &once.OutcomeTooLargeError{Size: 10, Limit: 5}))
+	}
+	for _, want := range []once.Reason{once.ReasonFinal, once.ReasonReplayedFinal} {
+		v, d := once.ConsumeValue(ctx, scope, "m1", nil, handler)
+		require.Equal(t, once.Ack, d.Action, "decision %v", d)
+		require.Equal(t, want, d.Reason)
+		require.Empty(t, v, "no value with a final error")
+	}
+}
