@@ -63,6 +63,7 @@ const (
 	ReasonUndecodable   Reason = "undecodable"          // DeadLetter: the stored outcome cannot be decoded
 	ReasonRejected      Reason = "rejected"             // DeadLetter: the handler returned a Reject error
 	ReasonTooLarge      Reason = "outcome too large"    // DeadLetter: ConsumeValue's value is over the outcome cap
+	ReasonExhausted     Reason = "deliveries exhausted" // DeadLetter: a broker adapter's delivery limit was reached while the handler kept failing
 )
 
 // StoreRetryAfter is the RetryAfter hint of a decision taken because the
@@ -159,6 +160,12 @@ func Reject(err error) error {
 //	stored outcome cannot be decoded                  DeadLetter  ReasonUndecodable
 //	handler returned a Reject error                   DeadLetter  ReasonRejected
 //	ConsumeValue: value over the outcome cap          DeadLetter  ReasonTooLarge (first run and replays)
+//
+// Consume itself never answers ReasonExhausted: a broker adapter (natsonce,
+// amqponce) turns a handler error or panic into it when the message has
+// reached the adapter's delivery limit, and backs off the redelivery of a
+// RetryLater without a RetryAfter hint by the delivery count, so that a
+// poison message is neither redelivered at broker speed nor forever.
 //
 // The unrecorded and lease-lost rows are the core's own completion
 // failures (Outcome.Unrecorded, Outcome.LeaseLost), never read from the

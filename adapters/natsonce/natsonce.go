@@ -39,6 +39,23 @@ type Config struct {
 	// then redelivered after AckWait instead of being terminated (seen with
 	// 2.9.10). Defaults to false: msg.Term().
 	TermWithReason bool
+	// RetryBackoff is the Nak delay of a RetryLater decision without a
+	// RetryAfter hint (a handler error or panic, a misconfiguration, a lost
+	// lease): RetryBackoff on the first delivery, doubled for every further
+	// one (JetStream's NumDelivered), at most MaxRetryBackoff. A poison
+	// message is so redelivered ever more slowly, not at broker speed.
+	// Defaults to DefaultRetryBackoff and DefaultMaxRetryBackoff; a
+	// negative value Naks at once.
+	RetryBackoff    time.Duration
+	MaxRetryBackoff time.Duration
+	// MaxDeliveries, when positive, terminates (Term) a message whose
+	// handler returned a retryable error or panicked on its MaxDeliveries-th
+	// delivery, as once.ReasonExhausted, instead of Nak-ing it again. Set
+	// it below the consumer's MaxDeliver: JetStream itself stops delivering
+	// a message after MaxDeliver deliveries without terminating it. Other
+	// retry reasons (in progress, store down, held) are never terminated.
+	// Defaults to 0: no limit.
+	MaxDeliveries int
 	// OnDecision, when set, is called after each message is settled, with
 	// the decision and the error of the acknowledgement (nil when it was
 	// sent). Use it to log and count. Defaults to nil.
@@ -48,9 +65,13 @@ type Config struct {
 // Process runs h for msg at most once per key in scope (the consumer
 // group), settles msg as once.Consume decides and returns the decision
 // and the acknowledgement's error. It never panics: a panic in h is
-// answered with a Nak (once.ReasonPanicked).
+// answered with a Nak (once.ReasonPanicked). A RetryLater without a hint
+// is backed off by the delivery count (Config.RetryBackoff, reported as
+// the decision's RetryAfter), and a handler failing on the
+// Config.MaxDeliveries-th delivery terminates the message
+// (once.ReasonExhausted).
 func Process(ctx context.Context, scope once.Scope, msg jetstream.Msg, h Handler, cfg *Config) (once.Decision, error) {
-	d := decide(ctx, scope, msg, h, cfg)
+	d := pace(msg, decide(ctx, scope, msg, h, cfg), cfg)
 	err := settle(msg, d, cfg != nil && cfg.TermWithReason)
 	if cfg != nil && cfg.OnDecision != nil {
 		cfg.OnDecision(msg, d, err)
@@ -67,7 +88,7 @@ func Process(ctx context.Context, scope once.Scope, msg jetstream.Msg, h Handler
 // redelivery is acknowledged as a replay) or not at all (the redelivery
 // runs the handler).
 func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, msg jetstream.Msg, begin func(context.Context) (X, backends.Store, error), h func(ctx context.Context, tx X, msg jetstream.Msg) error, cfg *Config) (once.Decision, error) {
-	d := decideTx(ctx, scope, msg, begin, h, cfg)
+	d := pace(msg, decideTx(ctx, scope, msg, begin, h, cfg), cfg)
 	err := settle(msg, d, cfg != nil && cfg.TermWithReason)
 	if cfg != nil && cfg.OnDecision != nil {
 		cfg.OnDecision(msg, d, err)
@@ -97,7 +118,7 @@ func HandlerFunc(ctx context.Context, scope once.Scope, h Handler, cfg *Config) 
 }
 
 // Settle acknowledges msg as d says: Ack, NakWithDelay (Nak without a
-// hint) or Term.
+// hint) or Term. Unlike Process, it applies no backoff or delivery limit.
 func Settle(msg jetstream.Msg, d once.Decision) error { return settle(msg, d, false) }
 
 func settle(msg jetstream.Msg, d once.Decision, withReason bool) error {

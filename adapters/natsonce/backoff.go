@@ -1,0 +1,77 @@
+package natsonce
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/stagedoor/once"
+)
+
+// Defaults of the redelivery backoff.
+const (
+	// DefaultRetryBackoff is the Nak delay of a message's first failed
+	// delivery when the decision gives no RetryAfter hint.
+	DefaultRetryBackoff = time.Second
+	// DefaultMaxRetryBackoff caps the doubling Nak delay.
+	DefaultMaxRetryBackoff = time.Minute
+)
+
+// pace applies the delivery limit and the backoff of cfg to d, the
+// decision for msg's delivery: a handler that failed (error or panic) on
+// the MaxDeliveries-th delivery dead-letters the message; a RetryLater
+// without a hint waits RetryBackoff doubled per earlier delivery, at most
+// MaxRetryBackoff.
+func pace(msg jetstream.Msg, d once.Decision, cfg *Config) once.Decision {
+	if d.Action != once.RetryLater || msg == nil {
+		return d
+	}
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	n := deliveries(msg)
+	if c.MaxDeliveries > 0 && n >= uint64(c.MaxDeliveries) && (d.Reason == once.ReasonHandlerError || d.Reason == once.ReasonPanicked) {
+		return once.Decision{Action: once.DeadLetter, Reason: once.ReasonExhausted,
+			Err: fmt.Errorf("natsonce: delivery %d of at most %d, %s: %w", n, c.MaxDeliveries, d.Reason, d.Err)}
+	}
+	if d.RetryAfter == 0 {
+		d.RetryAfter = backoff(orDefault(c.RetryBackoff, DefaultRetryBackoff), orDefault(c.MaxRetryBackoff, DefaultMaxRetryBackoff), n)
+	}
+	return d
+}
+
+// deliveries is JetStream's delivery count of msg (1 on the first
+// delivery), 1 when the metadata cannot be read.
+func deliveries(msg jetstream.Msg) uint64 {
+	md, err := msg.Metadata()
+	if err != nil || md.NumDelivered == 0 {
+		return 1
+	}
+	return md.NumDelivered
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return d
+}
+
+// backoff is base doubled for each delivery before the n-th, at most
+// limit; 0 when base or limit is negative. It never overflows.
+func backoff(base, limit time.Duration, n uint64) time.Duration {
+	if base <= 0 || limit <= 0 {
+		return 0
+	}
+	d := min(base, limit)
+	for i := uint64(1); i < n && d < limit; i++ {
+		if d > math.MaxInt64/2 {
+			return limit
+		}
+		d = min(2*d, limit)
+	}
+	return d
+}
