@@ -33,6 +33,26 @@ type Config struct {
 	// requeues the delivery. Defaults to DefaultMaxRequeueDelay; a negative
 	// value requeues at once.
 	MaxRequeueDelay time.Duration
+	// RequeueBackoff is the wait of a RetryLater decision without a
+	// RetryAfter hint (a handler error or panic, a misconfiguration, a lost
+	// lease): RequeueBackoff on the first delivery, doubled for every
+	// further one (Deliveries), at most MaxRequeueDelay. AMQP has no
+	// delayed requeue, so the wait holds the delivery (and a prefetch
+	// slot) before Nack(requeue); the delivery count is only known on
+	// quorum queues (x-delivery-count), classic queues tell only whether a
+	// delivery is a redelivery. Defaults to DefaultRequeueBackoff; a
+	// negative value requeues at once.
+	RequeueBackoff time.Duration
+	// MaxDeliveries, when positive, dead-letters (Nack without requeue) a
+	// delivery whose handler returned a retryable error or panicked on its
+	// MaxDeliveries-th delivery, as once.ReasonExhausted. It needs the
+	// x-delivery-count header of a quorum queue (on a classic queue a
+	// delivery counts at most 2). Set it at or below the quorum queue's
+	// own delivery-limit (x-delivery-limit; RabbitMQ 4 defaults it to 20),
+	// past which the broker dead-letters or drops the message itself.
+	// Other retry reasons (in progress, store down, held) are never
+	// dead-lettered. Defaults to 0: no limit.
+	MaxDeliveries int
 	// OnDecision, when set, is called after each delivery is settled, with
 	// the decision and the error of the acknowledgement. Defaults to nil.
 	OnDecision func(d *amqp.Delivery, dec once.Decision, ackErr error)
@@ -46,9 +66,12 @@ var (
 // Process runs h for d at most once per key in scope (the consumer group),
 // settles d as once.Consume decides and returns the decision and the
 // acknowledgement's error. It never panics: a panic in h is answered with
-// a requeue (once.ReasonPanicked).
+// a requeue (once.ReasonPanicked). A RetryLater without a hint is backed
+// off by the delivery count (Config.RequeueBackoff, reported as the
+// decision's RetryAfter), and a handler failing on the
+// Config.MaxDeliveries-th delivery dead-letters it (once.ReasonExhausted).
 func Process(ctx context.Context, scope once.Scope, d *amqp.Delivery, h Handler, cfg *Config) (once.Decision, error) {
-	dec := decide(ctx, scope, d, h, cfg)
+	dec := pace(d, decide(ctx, scope, d, h, cfg), cfg)
 	return dec, settleAndReport(ctx, d, dec, cfg)
 }
 
@@ -67,12 +90,14 @@ func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, d *amqp.Deliver
 	default:
 		dec = once.ConsumeTx(ctx, scope, key, fp, begin, func(ctx context.Context, tx X) error { return h(ctx, tx, d) })
 	}
+	dec = pace(d, dec, cfg)
 	return dec, settleAndReport(ctx, d, dec, cfg)
 }
 
 // Settle acknowledges d as dec says, waiting at most maxDelay before a
 // requeue (a negative maxDelay requeues at once). It returns ctx's error
-// if ctx ends during the wait, after requeueing.
+// if ctx ends during the wait, after requeueing. Unlike Process, it
+// applies no backoff or delivery limit.
 func Settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay time.Duration) error {
 	if d == nil {
 		return errNilDelivery
@@ -97,15 +122,18 @@ func Settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay t
 }
 
 func settleAndReport(ctx context.Context, d *amqp.Delivery, dec once.Decision, cfg *Config) error {
-	maxDelay := DefaultMaxRequeueDelay
-	if cfg != nil && cfg.MaxRequeueDelay != 0 {
-		maxDelay = cfg.MaxRequeueDelay
-	}
-	err := Settle(ctx, d, dec, maxDelay)
+	err := Settle(ctx, d, dec, maxRequeueDelay(cfg))
 	if cfg != nil && cfg.OnDecision != nil {
 		cfg.OnDecision(d, dec, err)
 	}
 	return err
+}
+
+func maxRequeueDelay(cfg *Config) time.Duration {
+	if cfg != nil && cfg.MaxRequeueDelay != 0 {
+		return cfg.MaxRequeueDelay
+	}
+	return DefaultMaxRequeueDelay
 }
 
 func decide(ctx context.Context, scope once.Scope, d *amqp.Delivery, h Handler, cfg *Config) once.Decision {

@@ -1,0 +1,95 @@
+package amqponce
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+
+	"github.com/stagedoor/once"
+)
+
+// DefaultRequeueBackoff is the wait before the requeue of a delivery's
+// first failure when the decision gives no RetryAfter hint.
+const DefaultRequeueBackoff = 250 * time.Millisecond
+
+// pace applies the delivery limit and the backoff of cfg to dec, the
+// decision for delivery d: a handler that failed (error or panic) on the
+// MaxDeliveries-th delivery dead-letters it; a RetryLater without a hint
+// waits RequeueBackoff doubled per earlier delivery, at most
+// MaxRequeueDelay.
+func pace(d *amqp.Delivery, dec once.Decision, cfg *Config) once.Decision {
+	if dec.Action != once.RetryLater || d == nil {
+		return dec
+	}
+	var c Config
+	if cfg != nil {
+		c = *cfg
+	}
+	n := Deliveries(d)
+	if c.MaxDeliveries > 0 && n >= int64(c.MaxDeliveries) && (dec.Reason == once.ReasonHandlerError || dec.Reason == once.ReasonPanicked) {
+		return once.Decision{Action: once.DeadLetter, Reason: once.ReasonExhausted,
+			Err: fmt.Errorf("amqponce: delivery %d of at most %d, %s: %w", n, c.MaxDeliveries, dec.Reason, dec.Err)}
+	}
+	if dec.RetryAfter == 0 {
+		base := c.RequeueBackoff
+		if base == 0 {
+			base = DefaultRequeueBackoff
+		}
+		dec.RetryAfter = backoff(base, maxRequeueDelay(cfg), n)
+	}
+	return dec
+}
+
+// Deliveries is the number of times d has been delivered, 1 on the first
+// delivery: the x-delivery-count header plus one (quorum queues count
+// every return of a delivery in it); without the header 2 for a delivery
+// flagged Redelivered, else 1 (classic queues keep no count).
+func Deliveries(d *amqp.Delivery) int64 {
+	var count int64
+	switch v := d.Headers["x-delivery-count"].(type) {
+	case int64:
+		count = v
+	case int32:
+		count = int64(v)
+	case int:
+		count = int64(v)
+	case int16:
+		count = int64(v)
+	case int8:
+		count = int64(v)
+	case uint8:
+		count = int64(v)
+	case uint16:
+		count = int64(v)
+	case uint32:
+		count = int64(v)
+	}
+	switch {
+	case count > 0 && count < math.MaxInt64:
+		return count + 1
+	case count > 0:
+		return count
+	case d.Redelivered:
+		return 2
+	default:
+		return 1
+	}
+}
+
+// backoff is base doubled for each delivery before the n-th, at most
+// limit; 0 when base or limit is negative. It never overflows.
+func backoff(base, limit time.Duration, n int64) time.Duration {
+	if base <= 0 || limit <= 0 {
+		return 0
+	}
+	d := min(base, limit)
+	for i := int64(1); i < n && d < limit; i++ {
+		if d > math.MaxInt64/2 {
+			return limit
+		}
+		d = min(2*d, limit)
+	}
+	return d
+}
