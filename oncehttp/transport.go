@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -36,8 +37,11 @@ import (
 // server may have processed it, which is what the key is for), or when its
 // status is one of RetryStatus: by default 409 (the first request with the
 // key is in progress), 429, 502, 503 and 504. Every other answer is final
-// and returned at once, 400, 402 and 422 included. A server's explicit
-// advice wins over the status: "Stripe-Should-Retry: false" makes any
+// and returned at once, 400, 402 and 422 included. So is an answer marked
+// "Idempotent-Replayed: true", whatever its status (a handler's own 409
+// conflict, stored and replayed, say): it is the stored answer for the
+// key, which no retry can change. A server's explicit advice wins over
+// the status (not over the replay marker): "Stripe-Should-Retry: false" makes any
 // answer final, and "true" makes a 4xx or 5xx retried. The wait is the answer's
 // Retry-After when it has one (up to MaxRetryAfter: a longer one ends the
 // retries), else a capped exponential backoff with jitter. Retries stop at
@@ -205,6 +209,9 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 func (t *Transport) retryable(ctx context.Context, resp *http.Response, err error) bool {
 	if err != nil {
 		return ctx.Err() == nil && !permanent(err)
+	}
+	if strings.EqualFold(resp.Header.Get(ReplayedHeader), "true") {
+		return false // a stored answer, replayed: every retry gets it again
 	}
 	switch resp.Header.Get(shouldRetryHeader) {
 	case "false":
