@@ -18,7 +18,14 @@
 // AMQP has no delayed requeue: a requeued delivery comes back at once. So
 // that an in-progress key does not spin, RetryLater waits the decision's
 // hint, capped by MaxRequeueDelay, before it requeues; the wait holds one
-// prefetch slot of the channel. A consumer killed mid-message loses its
+// prefetch slot of the channel. A RetryLater without a hint (a handler
+// error or panic) waits Config.RequeueBackoff doubled per earlier delivery
+// (x-delivery-count on quorum queues; classic queues only flag a
+// redelivery), so that a poison message is not requeued at broker speed;
+// Config.MaxDeliveries dead-letters a failing handler's delivery
+// (once.ReasonExhausted) on its MaxDeliveries-th delivery. For long
+// delays use a quorum queue with a delivery-limit and a dead-letter
+// exchange, or a retry queue with a message TTL. A consumer killed mid-message loses its
 // connection, and the broker requeues its unacknowledged deliveries at
 // once; the claim in the store then decides whether the handler runs again
 // (the killed consumer's lease ended), is waited for (in progress) or is
