@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
@@ -54,4 +55,26 @@ func TestConsumeValueFinalErrorWrappingTooLargeIsFinal(t *testing.T) {
 		require.Equal(t, want, d.Reason)
 		require.Empty(t, v, "no value with a final error")
 	}
+}
+
+// In a transaction, an over-cap value dead-letters and rolls back: neither
+// the handler's effect nor the claim is kept, and a redelivery runs the
+// handler again (and dead-letters again, until the cap is raised).
+func TestConsumeValueTxOverCapRollsBack(t *testing.T) {
+	ctx := context.Background()
+	e := newTxEnv(t)
+	scope := once.New(nil, once.WithMaxOutcomeSize(256)).Scope("group")
+	var runs atomic.Int32
+	big := func(ctx context.Context, tx pgx.Tx) (string, error) {
+		runs.Add(1)
+		return strings.Repeat("x", 1024), e.effect(ctx, tx, "m1")
+	}
+	for range 2 {
+		v, d := once.ConsumeValueTx(ctx, scope, "m1", nil, e.begin, big)
+		require.Equal(t, once.DeadLetter, d.Action, "decision %v", d)
+		require.Equal(t, once.ReasonTooLarge, d.Reason)
+		require.Empty(t, v)
+	}
+	require.EqualValues(t, 2, runs.Load(), "the claim rolled back with the effect")
+	require.Zero(t, e.count("m1"))
 }

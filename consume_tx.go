@@ -40,7 +40,10 @@ func ConsumeTx[X Tx](ctx context.Context, scope Scope, key string, fp Fingerprin
 }
 
 // ConsumeValueTx is ConsumeTx for a handler that returns a value, stored
-// and replayed as ConsumeValue stores and replays it.
+// and replayed as ConsumeValue stores and replays it. A value over the
+// outcome cap dead-letters (ReasonTooLarge) and rolls the transaction
+// back: the handler's writes and the claim are undone, so a redelivery
+// runs the handler again.
 func ConsumeValueTx[X Tx, T any](ctx context.Context, scope Scope, key string, fp Fingerprint, begin func(context.Context) (X, backends.Store, error), handler func(context.Context, X) (T, error)) (v T, d Decision) {
 	if begin == nil || handler == nil {
 		return v, Decision{Action: RetryLater, Reason: ReasonMisconfigured, Err: &InvalidInputError{Field: "fn", Reason: "nil"}}
