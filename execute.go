@@ -172,7 +172,7 @@ func complete(c *claim, data []byte) (applied bool, err error) {
 		c.renewer.write(func(timeout time.Duration) bool {
 			wctx, done := context.WithTimeout(c.detached, timeout)
 			defer done()
-			applied, err = scope.store.Complete(wctx, p)
+			applied, err = scope.completeStore(wctx, p)
 			return err == nil
 		})
 		if err == nil {

@@ -24,6 +24,7 @@ func New(store backends.Store, opts ...Option) *Keeper {
 			o(&k.cfg)
 		}
 	}
+	k.cfg.buildLocalCache()
 	return k
 }
 
@@ -72,5 +73,6 @@ func (s Scope) With(opts ...Option) Scope {
 // transaction.
 func (s Scope) WithStore(store backends.Store) Scope {
 	s.store = store
+	s.cfg = s.cfg.withoutLocalCache()
 	return s
 }

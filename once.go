@@ -79,7 +79,7 @@ func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 		owner := newToken()
 		sent := now()
 		start := cfg.clock()
-		res, err := scope.store.Claim(ctx, backends.ClaimParams{
+		res, err := scope.claimStore(ctx, backends.ClaimParams{
 			Scope: scope.name, Key: key, Fingerprint: fp, Owner: owner,
 			Lease: cfg.lease, Retention: cfg.retention,
 		})

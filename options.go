@@ -20,6 +20,8 @@ type config struct {
 	errorTypes []errorType
 	observer   Observer
 	tracer     Tracer
+	localCache LocalCache
+	cache      *localCache
 }
 
 func defaultConfig() config {

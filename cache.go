@@ -1,0 +1,228 @@
+package once
+
+import (
+	"bytes"
+	"context"
+	"crypto/subtle"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// localCache is the in-process layer of a Keeper configured with
+// WithLocalCache: completed records, the claims in flight (so that
+// concurrent duplicates share one store call) and the claims this process
+// holds (so that their completion fills the cache).
+type localCache struct {
+	now     func() time.Time
+	ttl     time.Duration
+	records *recordCache
+
+	mu      sync.Mutex
+	flights map[cacheKey]*flight
+	owned   map[cacheKey]ownedClaim
+	// maxOwned bounds owned; dropping an entry only costs a cache fill.
+	maxOwned int
+}
+
+// flight is one store Claim that concurrent duplicates with the same
+// fingerprint wait for instead of sending their own.
+type flight struct {
+	fp    []byte
+	lease time.Duration
+	done  chan struct{}
+	// Set by the leader before done is closed.
+	res backends.ClaimResult
+	err error
+	at  time.Time
+}
+
+// ownedClaim is a claim this process won: its owner token and, when known,
+// the fingerprint the record holds, so that its completion can be cached.
+type ownedClaim struct {
+	owner   string
+	fp      []byte
+	fpKnown bool
+	expires time.Time
+}
+
+// errFlightAborted is the result of a flight whose leader never got an
+// answer (its Claim panicked); followers then call the store themselves.
+var errFlightAborted = errors.New("once: claim in flight aborted")
+
+func newLocalCache(c LocalCache) *localCache {
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultLocalCacheBytes
+	}
+	if c.TTL == 0 {
+		c.TTL = DefaultLocalCacheTTL
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	return &localCache{
+		now: c.now, ttl: c.TTL,
+		records:  newRecordCache(c.MaxEntries, c.MaxBytes),
+		flights:  make(map[cacheKey]*flight),
+		owned:    make(map[cacheKey]ownedClaim),
+		maxOwned: max(c.MaxEntries, 1024),
+	}
+}
+
+// claimStore is the store Claim of a call, through the local cache when the
+// scope has one.
+func (s Scope) claimStore(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	if lc := s.cfg.cache; lc != nil {
+		return lc.claim(ctx, s.store, p)
+	}
+	return s.store.Claim(ctx, p)
+}
+
+// completeStore is the store Complete of a call, through the local cache
+// when the scope has one.
+func (s Scope) completeStore(ctx context.Context, p backends.CompleteParams) (bool, error) {
+	if lc := s.cfg.cache; lc != nil {
+		return lc.complete(ctx, s.store, p)
+	}
+	return s.store.Complete(ctx, p)
+}
+
+// claim answers from a cached completed record, or joins a claim in
+// flight for the same key and fingerprint, or sends the Claim and shares
+// its result with the duplicates that joined it.
+func (lc *localCache) claim(ctx context.Context, store backends.Store, p backends.ClaimParams) (backends.ClaimResult, error) {
+	k := cacheKey{p.Scope, p.Key}
+	if ctx.Err() == nil {
+		if rec, ok := lc.records.get(k, lc.now()); ok {
+			return backends.ClaimResult{Existing: rec}, nil
+		}
+	}
+	lc.mu.Lock()
+	if f := lc.flights[k]; f != nil {
+		lc.mu.Unlock()
+		if subtle.ConstantTimeCompare(f.fp, p.Fingerprint) != 1 {
+			return lc.send(ctx, store, p, k)
+		}
+		select {
+		case <-f.done:
+		case <-ctx.Done():
+			return backends.ClaimResult{}, ctx.Err()
+		}
+		if res, ok := f.followerResult(lc.now()); ok {
+			return res, nil
+		}
+		return lc.send(ctx, store, p, k)
+	}
+	f := &flight{fp: bytes.Clone(p.Fingerprint), lease: p.Lease, done: make(chan struct{}), err: errFlightAborted}
+	lc.flights[k] = f
+	lc.mu.Unlock()
+	defer func() {
+		lc.mu.Lock()
+		if lc.flights[k] == f {
+			delete(lc.flights, k)
+		}
+		lc.mu.Unlock()
+		close(f.done)
+	}()
+	res, err := lc.send(ctx, store, p, k)
+	f.res, f.err, f.at = res, err, lc.now()
+	return res, err
+}
+
+// followerResult is what a duplicate that joined f gets: what the store
+// would have told it right after the leader's claim. A claim the leader
+// won is, for the duplicate, a pending record with the leader's lease. A
+// failed leader (its context ended, the store failed) gives nothing: the
+// duplicate then asks the store itself.
+func (f *flight) followerResult(now time.Time) (backends.ClaimResult, bool) {
+	if f.err != nil {
+		return backends.ClaimResult{}, false
+	}
+	elapsed := now.Sub(f.at)
+	if f.res.Claimed {
+		return backends.ClaimResult{Existing: backends.Record{
+			State: backends.StatePending, Fingerprint: f.fp, LeaseRemaining: f.lease - elapsed,
+		}}, true
+	}
+	res := f.res
+	if res.Existing.State == backends.StatePending {
+		res.Existing.LeaseRemaining -= elapsed
+	}
+	return res, true
+}
+
+// send makes the store Claim and records what it learns: a completed
+// record is cached for min(TTL, retention) from before the request was
+// sent; a won claim is remembered so that its completion is cached.
+func (lc *localCache) send(ctx context.Context, store backends.Store, p backends.ClaimParams, k cacheKey) (backends.ClaimResult, error) {
+	sent := lc.now()
+	res, err := store.Claim(ctx, p)
+	if err != nil {
+		return res, err
+	}
+	switch {
+	case res.Claimed:
+		lc.own(k, ownedClaim{
+			owner: p.Owner, fp: bytes.Clone(p.Fingerprint),
+			// A takeover with no fingerprint keeps the stored one, unseen.
+			fpKnown: len(p.Fingerprint) > 0 || !res.TookOver,
+			expires: sent.Add(min(p.Lease, p.Retention)),
+		})
+	case res.Existing.State == backends.StateCompleted:
+		lc.records.put(k, res.Existing, lc.expiry(sent, p.Retention), lc.now())
+	}
+	return res, nil
+}
+
+// expiry is when an entry learnt at sent, for a record that lives
+// retention, leaves the cache.
+func (lc *localCache) expiry(sent time.Time, retention time.Duration) time.Time {
+	return sent.Add(min(lc.ttl, retention))
+}
+
+// own remembers a won claim, keeping owned bounded: when full it drops the
+// claims whose first lease has passed, and if it is still full it
+// forgets the new one (its completion is then simply not cached).
+func (lc *localCache) own(k cacheKey, c ownedClaim) {
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	if _, ok := lc.owned[k]; !ok && len(lc.owned) >= lc.maxOwned {
+		now := lc.now()
+		for key, oc := range lc.owned {
+			if !now.Before(oc.expires) {
+				delete(lc.owned, key)
+			}
+		}
+		if len(lc.owned) >= lc.maxOwned {
+			return
+		}
+	}
+	lc.owned[k] = c
+}
+
+// complete sends Complete; when it applied, the record now holds this
+// outcome and the claim's fingerprint (a completion is fenced by the
+// owner, so nothing changed the record since the claim), and it lives
+// retention from a moment after sent: caching it until sent +
+// min(TTL, retention) never outlives it.
+func (lc *localCache) complete(ctx context.Context, store backends.Store, p backends.CompleteParams) (bool, error) {
+	sent := lc.now()
+	applied, err := store.Complete(ctx, p)
+	if err != nil {
+		return applied, err
+	}
+	k := cacheKey{p.Scope, p.Key}
+	lc.mu.Lock()
+	oc, ok := lc.owned[k]
+	if ok && oc.owner == p.Owner {
+		delete(lc.owned, k)
+	}
+	lc.mu.Unlock()
+	if applied && ok && oc.owner == p.Owner && oc.fpKnown {
+		rec := backends.Record{State: backends.StateCompleted, Fingerprint: oc.fp, Outcome: p.Outcome}
+		lc.records.put(k, rec, lc.expiry(sent, p.Retention), lc.now())
+	}
+	return applied, nil
+}
