@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stagedoor/once/backends"
@@ -25,6 +26,8 @@ type localCache struct {
 	owned   map[cacheKey]ownedClaim
 	// maxOwned bounds owned; dropping an entry only costs a cache fill.
 	maxOwned int
+	// joined counts the duplicates that joined a claim in flight.
+	joined atomic.Int64
 }
 
 // flight is one store Claim that concurrent duplicates with the same
@@ -105,6 +108,7 @@ func (lc *localCache) claim(ctx context.Context, store backends.Store, p backend
 		if subtle.ConstantTimeCompare(f.fp, p.Fingerprint) != 1 {
 			return lc.send(ctx, store, p, k)
 		}
+		lc.joined.Add(1)
 		select {
 		case <-f.done:
 		case <-ctx.Done():
