@@ -247,8 +247,17 @@ func TestLocalCacheRejectsNegativeConfig(t *testing.T) {
 // waitJoined blocks until n calls have joined a claim in flight.
 func waitJoined(t *testing.T, scope once.Scope, n int64) {
 	t.Helper()
-	for once.LocalCacheJoined(scope) < n {
-		time.Sleep(time.Millisecond)
+	waitFor(t, func() bool { return once.LocalCacheJoined(scope) >= n })
+}
+
+// waitFor polls cond; it fails the test, instead of hanging it, when cond
+// stays false for a minute (a synchronisation guard, not a timing check).
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			require.FailNow(t, "condition never held")
+		}
 	}
 }
 
@@ -307,16 +316,12 @@ func TestLocalCacheDuplicatesMakeOneStoreCall(t *testing.T) {
 			_, err := once.Do(context.Background(), scope, "k", cacheFP("a"), func(context.Context) (int, error) { return 1, nil })
 			done <- err
 		}()
-		for cs.claims.Load() < 1 {
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(t, func() bool { return cs.claims.Load() >= 1 })
 		go func() {
 			_, err := once.Do(context.Background(), scope, "k", cacheFP("b"), func(context.Context) (int, error) { return 2, nil })
 			done <- err
 		}()
-		for cs.claims.Load() < 2 {
-			time.Sleep(time.Millisecond)
-		}
+		waitFor(t, func() bool { return cs.claims.Load() >= 2 })
 		close(cs.gate)
 		var reused int
 		for range 2 {
@@ -363,9 +368,7 @@ func TestLocalCacheLeaderCancelledDuplicatesAskTheStore(t *testing.T) {
 		_, err := once.Do(leaderCtx, scope, "k", nil, func(context.Context) (int, error) { return 1, nil })
 		leaderDone <- err
 	}()
-	for cs.claims.Load() < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, func() bool { return cs.claims.Load() >= 1 })
 	followerDone := make(chan error, 1)
 	go func() {
 		v, err := once.Do(context.Background(), scope, "k", nil, func(context.Context) (int, error) { return 2, nil })
@@ -392,9 +395,7 @@ func TestLocalCacheFollowerCancelledReturnsAtOnce(t *testing.T) {
 	go func() {
 		_, _ = once.Do(context.Background(), scope, "k", nil, func(context.Context) (int, error) { return 1, nil })
 	}()
-	for cs.claims.Load() < 1 {
-		time.Sleep(time.Millisecond)
-	}
+	waitFor(t, func() bool { return cs.claims.Load() >= 1 })
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

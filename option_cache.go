@@ -51,8 +51,9 @@ type LocalCache struct {
 // What it can serve stale, and for how long. The cache cannot see a
 // deletion: after an operator deletes a completed record (backends.Admin,
 // the once CLI), or the store expires a record that was read from it, this
-// process can keep replaying the old outcome for up to TTL (instead of
-// running fn again). A Resolve, on this or another instance, never changes a
+// process can keep answering from the old record for up to TTL: replaying
+// its outcome, or ErrKeyReused to another fingerprint, where the store
+// would let fn run again. A Resolve, on this or another instance, never changes a
 // completed record, so it makes nothing stale. A caller that joins another
 // caller's claim in flight (a concurrent duplicate) gets the answer of that
 // claim, which reflects the record as it was at most one store round trip
