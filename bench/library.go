@@ -47,9 +47,9 @@ func (c countingStore) Resolve(ctx context.Context, p backends.ResolveParams) (b
 // libraryTarget measures once.Do over store, in scope: a first execution
 // of a fresh key, a replay and a mismatch on a completed hot key, and a
 // duplicate of a key held by a live claim.
-func libraryTarget(ctx context.Context, store backends.Store, scope string) (*target, error) {
+func libraryTarget(ctx context.Context, store backends.Store, scope string, opts ...once.Option) (*target, error) {
 	t := &target{}
-	k := once.New(countingStore{s: store, n: &t.trips}, once.WithLease(lease), once.WithRetention(retention))
+	k := once.New(countingStore{s: store, n: &t.trips}, append([]once.Option{once.WithLease(lease), once.WithRetention(retention)}, opts...)...)
 	sc := k.Scope(scope)
 	if _, err := once.Do(ctx, sc, hotKey, fpA, charge); err != nil {
 		return nil, fmt.Errorf("seed replay key: %w", err)

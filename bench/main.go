@@ -5,6 +5,7 @@
 //	go run ./bench                 # table + plot into bench/results
 //	go run ./bench -quick          # a few seconds, for CI
 //	go run ./bench -scale          # also the scale scenarios (minutes)
+//	go run ./bench -local-cache    # hot-key replay with once.WithLocalCache
 //
 // See bench/README.md for what each column means.
 package main
@@ -51,6 +52,7 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.IntVar(&o.pgConns, "pg-conns", 16, "PostgreSQL pool size, shared by library and baseline")
 	fs.BoolVar(&quick, "quick", false, "CI mode: 30ms cells, one round")
 	fs.BoolVar(&o.scale, "scale", false, "also run the scale scenarios (several minutes; 10M PostgreSQL rows)")
+	fs.BoolVar(&o.localCache, "local-cache", false, "measure only the hot-key replay: raw, once, and once with a local cache")
 	small := fs.Bool("scale-small", false, "divide the scale scenarios' sizes by 100 (to check them quickly)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -85,6 +87,9 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 // execute runs the benchmark, prints the table and writes the results:
 // results.md and throughput.svg, and scale.md with -scale.
 func execute(ctx context.Context, o options, out, log io.Writer) error {
+	if o.localCache {
+		return runLocalCache(ctx, o, out, log)
+	}
 	header := fmt.Sprintf("Measured %s; -duration %v -rounds %d -pg-conns %d.", machine(), o.duration, o.rounds, o.pgConns)
 	fmt.Fprintln(log, header)
 	res, err := run(ctx, o, log)

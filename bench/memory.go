@@ -23,11 +23,15 @@ func setupMemory(ctx context.Context, id string) (*suite, error) {
 	if err != nil {
 		return nil, err
 	}
+	cached, err := cachedLibraryTarget(ctx, memory.New(nil), id)
+	if err != nil {
+		return nil, err
+	}
 	raw, err := rawMemoryTarget()
 	if err != nil {
 		return nil, err
 	}
-	return &suite{lib: lib, raw: raw, cleanup: func() {}}, nil
+	return &suite{lib: lib, cached: cached, raw: raw, cleanup: func() {}}, nil
 }
 
 type rawRec struct {

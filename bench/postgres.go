@@ -94,6 +94,10 @@ func setupPostgres(ctx context.Context, id string, conns int32) (_ *suite, err e
 	if err != nil {
 		return nil, err
 	}
+	cached, err := cachedLibraryTarget(ctx, s, id)
+	if err != nil {
+		return nil, err
+	}
 	raw, err := rawPostgresTarget(ctx, r.pool, r.table(pgSeedTable), "raw-"+id)
 	if err != nil {
 		return nil, err
@@ -106,7 +110,7 @@ func setupPostgres(ctx context.Context, id string, conns int32) (_ *suite, err e
 		return nil, err
 	}
 	st := &pgStats{run: r, tables: map[string]string{"library": r.table(pgLibTable), "raw": r.table(pgSeedTable), "same statements": r.table(pgSameTable)}}
-	return &suite{lib: lib, raw: raw, same: same, firstBegin: st.begin, firstEnd: st.end, notes: st.notes, cleanup: r.close}, nil
+	return &suite{lib: lib, cached: cached, raw: raw, same: same, firstBegin: st.begin, firstEnd: st.end, notes: st.notes, cleanup: r.close}, nil
 }
 
 // rawPostgresTarget is the seed's mechanism, written minimally against

@@ -68,11 +68,15 @@ func setupRedis(ctx context.Context, id string) (_ *suite, err error) {
 	if err != nil {
 		return nil, err
 	}
+	cached, err := cachedLibraryTarget(ctx, s, id)
+	if err != nil {
+		return nil, err
+	}
 	raw, err := rawRedisTarget(ctx, c, prefix+"raw:")
 	if err != nil {
 		return nil, err
 	}
-	return &suite{lib: lib, raw: raw, cleanup: cleanup}, nil
+	return &suite{lib: lib, cached: cached, raw: raw, cleanup: cleanup}, nil
 }
 
 // rawRedisTarget is the seed's mechanism written minimally against

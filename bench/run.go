@@ -17,14 +17,17 @@ type options struct {
 	out        string
 	pgConns    int
 	scale      bool
+	localCache bool
 }
 
 // suite is what a backend's setup returns: the targets to compare and the
 // backend's own statistics.
 type suite struct {
-	lib  *target // once.Do over the backend
-	raw  *target // the seed's mechanism written minimally against the driver
-	same *target // the library's own statements or scripts without the library; nil if none
+	lib *target // once.Do over the backend
+	// cached is once.Do with a local cache over the same backend (-local-cache).
+	cached *target
+	raw    *target // the seed's mechanism written minimally against the driver
+	same   *target // the library's own statements or scripts without the library; nil if none
 	// firstBegin and firstEnd, when set, bracket every first-execution
 	// cell; notes returns a Markdown section printed under the table.
 	firstBegin, firstEnd func(ctx context.Context) error
