@@ -408,3 +408,50 @@ func TestLocalCacheFollowerCancelledReturnsAtOnce(t *testing.T) {
 	require.ErrorIs(t, err, context.Canceled)
 	require.EqualValues(t, 1, cs.claims.Load())
 }
+
+// TestLocalCacheConcurrentMixedKeys hammers a small cache (evicting all the
+// time) from many goroutines over many keys and two fingerprints: fn runs
+// at most once per key, and every answer is that run's value, in progress,
+// or ErrKeyReused for the other fingerprint.
+func TestLocalCacheConcurrentMixedKeys(t *testing.T) {
+	mem := memory.New(nil)
+	cs := &countingStore{Store: mem}
+	scope := once.New(cs, once.WithLocalCache(once.LocalCache{MaxEntries: 4, MaxBytes: 2048}), once.WithWait(time.Second)).Scope("s")
+	const keys, workers, calls = 16, 16, 200
+	var runs [keys]atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	for w := range workers {
+		wg.Go(func() {
+			for i := range calls {
+				k := (w*7 + i) % keys
+				f := cacheFP([]string{"a", "b"}[(w+i/3)%2])
+				v, err := once.Do(context.Background(), scope, "k"+string(rune('a'+k)), f, func(context.Context) (int, error) {
+					runs[k].Add(1)
+					return k + 1, nil
+				})
+				switch {
+				case errors.Is(err, once.ErrKeyReused), errors.Is(err, once.ErrInProgress):
+				case err != nil:
+					errs <- err
+					return
+				case v != k+1:
+					errs <- errors.New("wrong value")
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for k := range keys {
+		require.LessOrEqual(t, runs[k].Load(), int64(1), "key %d", k)
+	}
+	entries, bytes := once.LocalCacheStats(scope)
+	require.LessOrEqual(t, entries, 4)
+	require.LessOrEqual(t, bytes, 2048)
+	require.Less(t, cs.claims.Load(), int64(workers*calls), "some answers came from the cache or a shared claim")
+}
