@@ -1,0 +1,42 @@
+package once_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/internal/testservers"
+)
+
+// TestLocalCacheOnEveryStore checks the cache over the real servers: the
+// first claims of 32 concurrent duplicates are one store call (31 join it),
+// fn runs once and every waiting duplicate gets its outcome, hot replays
+// make no store call, and a mismatching fingerprint gets ErrKeyReused.
+func TestLocalCacheOnEveryStore(t *testing.T) {
+	for name, newStore := range testservers.Stores() {
+		t.Run(name, func(t *testing.T) {
+			cs := &countingStore{Store: newStore(t), gate: make(chan struct{})}
+			scope := once.New(cs, once.WithLocalCache(once.LocalCache{MaxEntries: 64}), once.WithWait(20*time.Second)).Scope("cache-" + testservers.Suffix())
+			var runs atomic.Int64
+			errs := runDuplicates(t, 32, scope, cs, cacheFP("a"), countRuns(&runs, 5), 31)
+			for _, err := range errs {
+				require.NoError(t, err)
+			}
+			require.EqualValues(t, 1, runs.Load())
+			claims := cs.claims.Load()
+			for range 50 {
+				out, err := once.DoOutcome(context.Background(), scope, "k", cacheFP("a"), countRuns(&runs, 6))
+				require.NoError(t, err)
+				require.Equal(t, once.Outcome[int]{Value: 5, Replayed: true, Recorded: true}, out)
+			}
+			_, err := once.Do(context.Background(), scope, "k", cacheFP("b"), countRuns(&runs, 7))
+			require.ErrorIs(t, err, once.ErrKeyReused)
+			require.Equal(t, claims, cs.claims.Load(), "answered from the cache")
+			require.EqualValues(t, 1, runs.Load())
+		})
+	}
+}
