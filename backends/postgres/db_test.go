@@ -23,14 +23,23 @@ func newConn(t *testing.T) *pgx.Conn {
 
 // TestConformanceOnConn runs the whole suite on a Store over one
 // *pgx.Conn: New detects it and serialises the Store's statements, so the
-// suite's concurrent cases pass on a connection pgx forbids sharing.
+// suite's concurrent cases pass on a connection pgx forbids sharing. Such
+// a Store cannot LISTEN (its Watch returns ErrWatchUnsupported), so it runs
+// as a store without a Watcher: the suite skips the watch cases, as the
+// core falls back to polling.
 func TestConformanceOnConn(t *testing.T) {
 	conn := newConn(t)
 	s, err := New(conn, &Config{Schema: testSchema})
 	require.NoError(t, err)
 	_, serial := s.db.(*serialDB)
 	require.True(t, serial)
-	backendtest.Run(t, func(testing.TB) backends.Store { return s })
+	_, _, err = s.Watch(context.Background(), "s", "k")
+	require.ErrorIs(t, err, ErrWatchUnsupported)
+	polling := struct {
+		backends.Store
+		backends.Admin
+	}{s, s}
+	backendtest.Run(t, func(testing.TB) backends.Store { return polling })
 }
 
 // tracedPool is a user's wrapper of a pool, as a tracing or metrics layer

@@ -28,7 +28,7 @@ const (
 type Error struct {
 	// Op is the operation that failed: "claim", "complete", "renew",
 	// "release", "resolve", "sweep", "migrate", Admin's "get" and
-	// "delete", or DoTx's "begin" and "commit".
+	// "delete", DoTx's "begin" and "commit", or Watch's "watch".
 	Op string
 	// Code is the SQLSTATE reported by the server, or empty when the error
 	// did not come from the server.

@@ -111,9 +111,10 @@ func (r resolved) qualifiedTable() string { return pgx.Identifier{r.schema, r.ta
 // Store is the PostgreSQL backend. It is safe for concurrent use. The zero
 // value is not usable; call New.
 type Store struct {
-	db  querier // the caller's DB, or a serialDB over it
-	cfg resolved
-	sql statements
+	db     querier // the caller's DB, or a serialDB over it
+	cfg    resolved
+	sql    statements
+	listen *listener // nil when the DB cannot lend a connection
 }
 
 var _ backends.Store = (*Store)(nil)
@@ -136,7 +137,12 @@ func New(db DB, cfg *Config) (*Store, error) {
 	if single {
 		q = &serialDB{db: db}
 	}
-	return &Store{db: q, cfg: r, sql: newStatements(r.qualifiedTable(), r.lockTimeout)}, nil
+	return &Store{
+		db:     q,
+		cfg:    r,
+		sql:    newStatements(r.qualifiedTable(), r.lockTimeout),
+		listen: newListener(db, single, r.qualifiedTable()),
+	}, nil
 }
 
 // querier is what the statements run on: a pool or a transaction.

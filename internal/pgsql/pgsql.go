@@ -6,11 +6,14 @@
 // the library's statements with EXPLAIN (ANALYZE, WAL).
 //
 // In every text, {table} stands for the quoted, schema-qualified records
-// table; Render substitutes it.
+// table and {notify} for the pg_notify call that wakes the waiters of the
+// key $1, $2 (see Notify); Render substitutes both.
 package pgsql
 
 import (
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"strings"
 )
 
@@ -47,7 +50,7 @@ type Statements struct {
 // Render returns the record statements for table, which must already be
 // quoted and schema-qualified (pgx.Identifier.Sanitize).
 func Render(table string) Statements {
-	r := strings.NewReplacer("{table}", table)
+	r := strings.NewReplacer("{table}", table, "{notify}", Notify(table))
 	return Statements{
 		Claim:    r.Replace(Claim),
 		Takeover: r.Replace(Takeover),
@@ -90,4 +93,47 @@ const (
 )`
 	MigrateApplied = `SELECT version FROM {versions}`
 	MigrateRecord  = `INSERT INTO {versions} (version, name) VALUES ($1::int, $2::text)`
+)
+
+// Waiting. The statements that change a record for its waiters (complete,
+// release, resolve, delete) each call pg_notify in the statement itself, on
+// one channel per table, with a payload that names the key without
+// revealing it: the first 16 hex digits (64 bits) of
+// SHA-256(scope || 0x00 || key) over their UTF-8 bytes. A text never holds
+// a NUL byte, so the separator is unambiguous; two keys that share a
+// payload only cause a spurious wake-up, which the contract allows. The
+// payload is 16 bytes whatever the key, far under NOTIFY's 8000.
+
+// Channel returns the notification channel of table (quoted and
+// schema-qualified, as for Render): "once_" and 16 hex digits of its
+// SHA-256, a lower-case identifier of 21 bytes, within PostgreSQL's 63
+// whatever the schema and table names.
+func Channel(table string) string {
+	sum := sha256.Sum256([]byte(table))
+	return "once_" + hex.EncodeToString(sum[:8])
+}
+
+// Payload returns the notification payload of (scope, key), as the
+// statements compute it on the server.
+func Payload(scope, key string) string {
+	h := sha256.New()
+	h.Write([]byte(scope))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	return hex.EncodeToString(h.Sum(nil)[:8])
+}
+
+// Notify returns the pg_notify call of table's statements, for the key
+// in their parameters $1 (scope) and $2 (key).
+func Notify(table string) string {
+	return "pg_notify('" + Channel(table) + "', left(encode(sha256(convert_to($1::text, 'UTF8')" +
+		" || decode('00', 'hex') || convert_to($2::text, 'UTF8')), 'hex'), 16))"
+}
+
+// Listen and Unlisten are run on the Store's listening connection: Listen
+// with {channel} rendered by Channel, Unlisten before the connection goes
+// back to its pool.
+const (
+	Listen   = `LISTEN {channel}`
+	Unlisten = `UNLISTEN *`
 )

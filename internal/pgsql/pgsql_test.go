@@ -15,7 +15,24 @@ func TestRender(t *testing.T) {
 	} {
 		require.NotEmpty(t, text, name)
 		require.NotContains(t, text, "{table}", name)
+		require.NotContains(t, text, "{notify}", name)
 		require.Contains(t, text, `"s"."t"`, name)
 		require.False(t, strings.Contains(text, "%["), "%s: no format verbs left", name)
 	}
+}
+
+func TestChannelIsAShortLowerCaseIdentifier(t *testing.T) {
+	long := `"` + strings.Repeat("s", 63) + `"."` + strings.Repeat("t", 48) + `"`
+	for _, table := range []string{`"public"."once_records"`, long} {
+		c := Channel(table)
+		require.Len(t, c, 21)
+		require.Regexp(t, `^once_[0-9a-f]{16}$`, c)
+	}
+	require.NotEqual(t, Channel(`"a"."b"`), Channel(`"a"."c"`))
+}
+
+func TestPayloadSeparatesScopeFromKey(t *testing.T) {
+	require.Len(t, Payload("s", "k"), 16)
+	require.NotEqual(t, Payload("ab", "c"), Payload("a", "bc"))
+	require.Equal(t, Payload("s", "k"), Payload("s", "k"))
 }

@@ -7,7 +7,10 @@
 -- (either side empty matches). A live completed row is never touched; one
 -- completed by this very owner token with this outcome (a repeated
 -- Resolve after a lost reply) reports resolved, again without a write. A
--- pending row resolved without a fingerprint keeps its own.
+-- pending row resolved without a fingerprint keeps its own. Each write's
+-- RETURNING calls {notify}, as in complete.sql, so the key's waiters wake
+-- only when the statement wrote (a data-modifying CTE runs to completion
+-- even where EXISTS reads only its first row).
 WITH c AS (
 	SELECT clock_timestamp() AS now, set_config('lock_timeout', $7::text, true) AS lock_timeout
 ), e AS (
@@ -22,7 +25,7 @@ WITH c AS (
 	FROM c
 	WHERE NOT EXISTS (SELECT 1 FROM e)
 	ON CONFLICT (scope, key) DO NOTHING
-	RETURNING true AS done
+	RETURNING {notify} IS NOT NULL AS done
 ), t AS (
 	SELECT e.state, e.fingerprint, e.owner, e.lease_until, e.expires_at, e.expires_at <= c.now AS expired, c.now
 	FROM e, c
@@ -46,7 +49,7 @@ WITH c AS (
 		AND r.expires_at = t.expires_at
 		AND r.owner IS NOT DISTINCT FROM t.owner
 		AND r.lease_until IS NOT DISTINCT FROM t.lease_until
-	RETURNING true AS done
+	RETURNING {notify} IS NOT NULL AS done
 )
 SELECT
 	EXISTS (SELECT 1 FROM ins) OR EXISTS (SELECT 1 FROM upd)

@@ -1,0 +1,326 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/internal/pgsql"
+)
+
+// Waiting: Complete, Release, Resolve and Delete call pg_notify in the
+// statement itself (no extra round trip), on one channel per table, with a
+// 16-byte hash of (scope, key) as payload (internal/pgsql documents both).
+// A notification is delivered when the writing transaction commits, so a
+// completion through InTx or DoTx wakes the waiters at its commit.
+//
+// Waiters share one connection: a Store whose DB can lend a connection
+// (a *pgxpool.Pool, or a wrapper with its Acquire method) takes one from
+// the pool when the first waiter arrives, LISTENs on the table's channel,
+// and fans every notification out to the waiters of its key. It keeps the
+// connection while anybody waits and listenIdle after the last one left
+// (so that bursts of waiters do not acquire and release it each time),
+// then runs UNLISTEN * and returns it to the pool. It therefore holds at
+// most one of the pool's connections for all the Store's waiters; a
+// pool.Close waits for it to come back (listenIdle after the last waiter).
+//
+// The connection is pinged after listenPing without a notification; when
+// it fails (the server restarted, the backend was terminated) every waiter
+// is woken, re-checks its record, and the next Watch takes a fresh
+// connection. The core's backoff keeps polling meanwhile, which also
+// covers a notification lost any other way.
+
+// Timing of the listening connection.
+const (
+	listenIdle    = 5 * time.Second
+	listenPing    = 30 * time.Second
+	listenTimeout = 10 * time.Second // connect+LISTEN, ping, UNLISTEN
+)
+
+// ErrWatchUnsupported is returned by Store.Watch when the Store's DB cannot
+// lend a dedicated connection to LISTEN on: a *pgx.Conn, a DB used with
+// Config.SingleConnection, or a wrapper without an
+// Acquire(context.Context) (*pgxpool.Conn, error) method. The core then
+// waits by polling with backoff (10 ms doubling to 500 ms), as for any
+// store without a Watcher.
+var ErrWatchUnsupported = errors.New("once/postgres: waiting without polling needs a DB that can lend a connection (a *pgxpool.Pool)")
+
+var _ backends.Watcher = (*Store)(nil)
+
+// acquirer is a DB that lends connections: a *pgxpool.Pool.
+type acquirer interface {
+	Acquire(ctx context.Context) (*pgxpool.Conn, error)
+}
+
+// Watch implements backends.Watcher. It returns once the Store's shared
+// connection listens on the table's channel, so no change committed after
+// Watch returned is missed. The channel is also closed, as a spurious
+// wake-up, when the shared connection fails (the waiter re-checks and
+// watches again on a fresh connection). Call stop to stop waiting; stop is
+// idempotent. Without a connection to lend (see ErrWatchUnsupported) Watch
+// returns that error at once, without I/O.
+func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, func(), error) {
+	const op = "watch"
+	if s.listen == nil {
+		return nil, nil, ErrWatchUnsupported
+	}
+	if err := checkInput(op, scope, key, nil, ""); err != nil {
+		return nil, nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, translateWatch(op, err)
+	}
+	ch, stop, err := s.listen.watch(ctx, pgsql.Payload(scope, key))
+	if err != nil {
+		return nil, nil, translateWatch(op, err)
+	}
+	return ch, stop, nil
+}
+
+// translateWatch returns err as the *Error of op (see interpretError).
+func translateWatch(op string, err error) error {
+	_, e := interpretError(op, err)
+	return e
+}
+
+// listener is a Store's shared listening connection, made on demand.
+type listener struct {
+	pool    acquirer
+	listen  string // the LISTEN statement
+	idle    time.Duration
+	ping    time.Duration
+	mu      sync.Mutex
+	current *session // nil, or the live (or connecting) session
+}
+
+func newListener(db DB, single bool, table string) *listener {
+	pool, ok := db.(acquirer)
+	if !ok || single {
+		return nil
+	}
+	return &listener{
+		pool:   pool,
+		listen: strings.ReplaceAll(pgsql.Listen, "{channel}", pgsql.Channel(table)),
+		idle:   listenIdle,
+		ping:   listenPing,
+	}
+}
+
+// session is one listening connection and the waiters it serves.
+type session struct {
+	l      *listener
+	ready  chan struct{} // closed once LISTEN succeeded or failed
+	err    error         // why LISTEN failed; read after ready
+	cancel context.CancelFunc
+	pid    uint32 // the server process, once connected (for tests)
+
+	// Guarded by l.mu.
+	dead    bool
+	waiters map[string]map[*waiter]struct{} // by payload
+	count   int
+	idle    *time.Timer
+}
+
+type waiter struct{ ch chan struct{} }
+
+func (l *listener) watch(ctx context.Context, payload string) (<-chan struct{}, func(), error) {
+	w := &waiter{ch: make(chan struct{})}
+	l.mu.Lock()
+	s := l.current
+	if s == nil {
+		s = l.start()
+	}
+	s.add(payload, w)
+	l.mu.Unlock()
+	stop := sync.OnceFunc(func() { s.remove(payload, w) })
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		stop()
+		return nil, nil, ctx.Err()
+	}
+	if s.err != nil {
+		stop()
+		return nil, nil, s.err
+	}
+	return w.ch, stop, nil
+}
+
+// start begins a session; l.mu is held.
+func (l *listener) start() *session {
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &session{l: l, ready: make(chan struct{}), cancel: cancel, waiters: map[string]map[*waiter]struct{}{}}
+	l.current = s
+	go s.run(ctx)
+	return s
+}
+
+// add registers w; l.mu is held.
+func (s *session) add(payload string, w *waiter) {
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
+	ws := s.waiters[payload]
+	if ws == nil {
+		ws = map[*waiter]struct{}{}
+		s.waiters[payload] = ws
+	}
+	ws[w] = struct{}{}
+	s.count++
+}
+
+func (s *session) remove(payload string, w *waiter) {
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	ws := s.waiters[payload]
+	if _, ok := ws[w]; !ok {
+		return // woken already
+	}
+	delete(ws, w)
+	if len(ws) == 0 {
+		delete(s.waiters, payload)
+	}
+	s.count--
+	s.idleLocked()
+}
+
+// idleLocked ends the session listenIdle after its last waiter left,
+// unless one arrives meanwhile.
+func (s *session) idleLocked() {
+	if s.count > 0 || s.dead || s.idle != nil {
+		return
+	}
+	s.idle = time.AfterFunc(s.l.idle, func() {
+		s.l.mu.Lock()
+		defer s.l.mu.Unlock()
+		if s.count == 0 && !s.dead {
+			s.retireLocked()
+			s.cancel()
+		}
+	})
+}
+
+// retireLocked makes the session take no new waiter and wakes its own.
+func (s *session) retireLocked() {
+	s.dead = true
+	if s.l.current == s {
+		s.l.current = nil
+	}
+	for _, ws := range s.waiters {
+		for w := range ws {
+			close(w.ch)
+		}
+	}
+	s.waiters, s.count = nil, 0
+	if s.idle != nil {
+		s.idle.Stop()
+		s.idle = nil
+	}
+}
+
+// notified wakes the waiters of payload.
+func (s *session) notified(payload string) {
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	ws := s.waiters[payload]
+	if ws == nil {
+		return
+	}
+	for w := range ws {
+		close(w.ch)
+	}
+	delete(s.waiters, payload)
+	s.count -= len(ws)
+	s.idleLocked()
+}
+
+// fail retires the session after its connection failed.
+func (s *session) fail(err error) {
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	if s.dead {
+		return
+	}
+	s.retireLocked()
+	select {
+	case <-s.ready:
+	default:
+		s.err = err
+		close(s.ready)
+	}
+}
+
+// run owns the connection: it acquires it, listens, dispatches
+// notifications until the session is retired or the connection fails,
+// then gives the connection back (or closes it after a failure).
+func (s *session) run(ctx context.Context) {
+	defer s.cancel()
+	conn, err := s.connect(ctx)
+	if err != nil {
+		s.fail(err)
+		return
+	}
+	s.l.mu.Lock()
+	close(s.ready)
+	s.l.mu.Unlock()
+	err = s.loop(ctx, conn)
+	if err == nil { // retired while healthy: UNLISTEN and give it back
+		uctx, cancel := context.WithTimeout(context.Background(), listenTimeout)
+		_, err = conn.Exec(uctx, pgsql.Unlisten)
+		cancel()
+	}
+	if err != nil {
+		s.fail(err)
+		cctx, cancel := context.WithTimeout(context.Background(), listenTimeout)
+		_ = conn.Conn().Close(cctx) // the pool discards a closed connection
+		cancel()
+	}
+	conn.Release()
+}
+
+func (s *session) connect(ctx context.Context) (*pgxpool.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, listenTimeout)
+	defer cancel()
+	conn, err := s.l.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, s.l.listen); err != nil {
+		conn.Release()
+		return nil, err
+	}
+	s.pid = conn.Conn().PgConn().PID()
+	return conn, nil
+}
+
+// loop returns nil once ctx ends (the session was retired), or the
+// connection's error.
+func (s *session) loop(ctx context.Context, conn *pgxpool.Conn) error {
+	for {
+		wctx, cancel := context.WithTimeout(ctx, s.l.ping)
+		n, err := conn.Conn().WaitForNotification(wctx)
+		cancel()
+		switch {
+		case err == nil:
+			s.notified(n.Payload)
+			continue
+		case ctx.Err() != nil:
+			return nil
+		case wctx.Err() == nil:
+			return err // the connection failed
+		}
+		// No notification for a while: check the connection is alive.
+		pctx, cancel := context.WithTimeout(ctx, listenTimeout)
+		err = conn.Ping(pctx)
+		cancel()
+		if err != nil && ctx.Err() == nil {
+			return err
+		}
+	}
+}
