@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stagedoor/once/backends"
@@ -20,14 +21,14 @@ import (
 // completion through InTx or DoTx wakes the waiters at its commit.
 //
 // Waiters share one connection: a Store whose DB can lend a connection
-// (a *pgxpool.Pool, or a wrapper with its Acquire method) takes one from
-// the pool when the first waiter arrives, LISTENs on the table's channel,
-// and fans every notification out to the waiters of its key. It keeps the
-// connection while anybody waits and listenIdle after the last one left
-// (so that bursts of waiters do not acquire and release it each time),
-// then runs UNLISTEN * and returns it to the pool. It therefore holds at
-// most one of the pool's connections for all the Store's waiters; a
-// pool.Close waits for it to come back (listenIdle after the last waiter).
+// (a *pgxpool.Pool, or a wrapper with its Acquire method) takes one out of
+// the pool (pgxpool's Hijack) when the first waiter arrives, LISTENs on
+// the table's channel, and fans every notification out to the waiters of
+// its key. It keeps the connection while anybody waits and listenIdle
+// after the last one left (so that bursts of waiters do not connect each
+// time), then closes it. A Store therefore adds at most one server
+// connection for all its waiters, outside the pool's MaxConns; the pool
+// neither counts it nor waits for it on Close.
 //
 // The connection is pinged after listenPing without a notification; when
 // it fails (the server restarted, the backend was terminated) every waiter
@@ -256,9 +257,8 @@ func (s *session) fail(err error) {
 	}
 }
 
-// run owns the connection: it acquires it, listens, dispatches
-// notifications until the session is retired or the connection fails,
-// then gives the connection back (or closes it after a failure).
+// run owns the connection: it takes it, listens, dispatches notifications
+// until the session is retired or the connection fails, then closes it.
 func (s *session) run(ctx context.Context) {
 	defer s.cancel()
 	conn, err := s.connect(ctx)
@@ -269,42 +269,38 @@ func (s *session) run(ctx context.Context) {
 	s.l.mu.Lock()
 	close(s.ready)
 	s.l.mu.Unlock()
-	err = s.loop(ctx, conn)
-	if err == nil { // retired while healthy: UNLISTEN and give it back
-		uctx, cancel := context.WithTimeout(context.Background(), listenTimeout)
-		_, err = conn.Exec(uctx, pgsql.Unlisten)
-		cancel()
-	}
-	if err != nil {
+	if err := s.loop(ctx, conn); err != nil {
 		s.fail(err)
-		cctx, cancel := context.WithTimeout(context.Background(), listenTimeout)
-		_ = conn.Conn().Close(cctx) // the pool discards a closed connection
-		cancel()
 	}
-	conn.Release()
+	cctx, cancel := context.WithTimeout(context.Background(), listenTimeout)
+	_ = conn.Close(cctx)
+	cancel()
 }
 
-func (s *session) connect(ctx context.Context) (*pgxpool.Conn, error) {
+// connect takes a connection out of the pool (Hijack: the pool neither
+// counts it nor waits for it on Close) and listens on it.
+func (s *session) connect(ctx context.Context) (*pgx.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, listenTimeout)
 	defer cancel()
-	conn, err := s.l.pool.Acquire(ctx)
+	pooled, err := s.l.pool.Acquire(ctx)
 	if err != nil {
 		return nil, err
 	}
+	conn := pooled.Hijack()
 	if _, err := conn.Exec(ctx, s.l.listen); err != nil {
-		conn.Release()
+		_ = conn.Close(context.Background())
 		return nil, err
 	}
-	s.pid = conn.Conn().PgConn().PID()
+	s.pid = conn.PgConn().PID()
 	return conn, nil
 }
 
 // loop returns nil once ctx ends (the session was retired), or the
 // connection's error.
-func (s *session) loop(ctx context.Context, conn *pgxpool.Conn) error {
+func (s *session) loop(ctx context.Context, conn *pgx.Conn) error {
 	for {
 		wctx, cancel := context.WithTimeout(ctx, s.l.ping)
-		n, err := conn.Conn().WaitForNotification(wctx)
+		n, err := conn.WaitForNotification(wctx)
 		cancel()
 		switch {
 		case err == nil:

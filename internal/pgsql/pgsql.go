@@ -130,10 +130,6 @@ func Notify(table string) string {
 		" || decode('00', 'hex') || convert_to($2::text, 'UTF8')), 'hex'), 16))"
 }
 
-// Listen and Unlisten are run on the Store's listening connection: Listen
-// with {channel} rendered by Channel, Unlisten before the connection goes
-// back to its pool.
-const (
-	Listen   = `LISTEN {channel}`
-	Unlisten = `UNLISTEN *`
-)
+// Listen is run on the Store's listening connection, with {channel}
+// rendered by Channel.
+const Listen = `LISTEN {channel}`

@@ -1,0 +1,312 @@
+package postgres
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
+	"github.com/stagedoor/once/internal/pgsql"
+)
+
+const wakeWithin = 10 * time.Second
+
+func requireWoken(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(wakeWithin):
+		require.FailNow(t, what+" did not wake the watcher")
+	}
+}
+
+func requireNotWoken(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+		require.FailNow(t, what+" woke the watcher")
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func mustClaim(t *testing.T, s *Store, scope, key string) string {
+	t.Helper()
+	p := claimParams(scope, key)
+	r, err := s.Claim(context.Background(), p)
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+	return p.Owner
+}
+
+func complete(t *testing.T, s backends.Store, scope, key, owner string) {
+	t.Helper()
+	ok, err := s.Complete(context.Background(), backends.CompleteParams{Scope: scope, Key: key, Owner: owner, Outcome: []byte("v"), Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+// TestNotificationPayloadIsTheKeyHash listens on the table's channel from
+// a connection of its own and checks what each waking statement sends:
+// the channel of the table, and the payload the Go side computes for the
+// key, for keys whose bytes a careless hash would confuse.
+func TestNotificationPayloadIsTheKeyHash(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newTable(t, pool, Config{})
+	conn := newConn(t)
+	channel := pgsql.Channel(s.cfg.qualifiedTable())
+	_, err := conn.Exec(context.Background(), "LISTEN "+channel)
+	require.NoError(t, err)
+	ctx := context.Background()
+	next := func() *string {
+		wctx, cancel := context.WithTimeout(ctx, wakeWithin)
+		defer cancel()
+		n, err := conn.WaitForNotification(wctx)
+		require.NoError(t, err)
+		require.Equal(t, channel, n.Channel)
+		return &n.Payload
+	}
+	for _, k := range [][2]string{{"s", "k"}, {"ab", "c"}, {"a", "bc"}, {"ünï", "кл\u00a0ю 🔑"}, {"s", "with'quote\\and\"more"}} {
+		scope, key := k[0], k[1]
+		want := pgsql.Payload(scope, key)
+
+		owner := mustClaim(t, s, scope, key)
+		complete(t, s, scope, key, owner)
+		require.Equal(t, want, *next(), "complete of %q/%q", scope, key)
+
+		ok, err := s.Delete(ctx, scope, key)
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, want, *next(), "delete")
+
+		owner = mustClaim(t, s, scope, key)
+		ok, err = s.Release(ctx, backends.ReleaseParams{Scope: scope, Key: key, Owner: owner})
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, want, *next(), "release")
+
+		res, err := s.Resolve(ctx, backends.ResolveParams{Scope: scope, Key: key, Outcome: []byte("r"), Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, res.Resolved)
+		require.Equal(t, want, *next(), "resolve of an absent key")
+		_, err = s.Delete(ctx, scope, key)
+		require.NoError(t, err)
+		require.Equal(t, want, *next(), "delete")
+
+		mustClaim(t, s, scope, key)
+		res, err = s.Resolve(ctx, backends.ResolveParams{Scope: scope, Key: key, Outcome: []byte("r"), Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, res.Resolved)
+		require.Equal(t, want, *next(), "resolve of a pending key")
+	}
+
+	// Statements that change nothing send nothing: a claim, a replay, a
+	// fenced write by a stranger, a resolve of a completed key.
+	scope := backendtest.Scope(t)
+	owner := mustClaim(t, s, scope, "quiet")
+	_, err = s.Claim(ctx, claimParams(scope, "quiet"))
+	require.NoError(t, err)
+	ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "quiet", Owner: "stranger", Outcome: []byte("v"), Retention: time.Hour})
+	require.NoError(t, err)
+	require.False(t, ok)
+	ok, err = s.Release(ctx, backends.ReleaseParams{Scope: scope, Key: "quiet", Owner: "stranger"})
+	require.NoError(t, err)
+	require.False(t, ok)
+	_, err = s.Renew(ctx, backends.RenewParams{Scope: scope, Key: "quiet", Owner: owner, Lease: time.Minute})
+	require.NoError(t, err)
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_, err = conn.WaitForNotification(wctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a statement that woke nobody's record notified")
+}
+
+// listeners counts the server's sessions listening for s: their last
+// statement was s's LISTEN and they are idle, waiting.
+func listeners(t *testing.T, pool *pgxpool.Pool, s *Store) int {
+	t.Helper()
+	var n int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		"SELECT count(*) FROM pg_stat_activity WHERE query = $1 AND state = 'idle'", s.listen.listen).Scan(&n))
+	return n
+}
+
+// TestWatchSharesOneConnection: any number of waiters, on one key or many,
+// share one listening connection, taken out of the pool; it is closed after
+// the idle delay once the last waiter left, and the pool's Close never
+// waits for it.
+func TestWatchSharesOneConnection(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newTable(t, pool, Config{})
+	s.listen.idle = 50 * time.Millisecond
+	scope := backendtest.Scope(t)
+	ctx := context.Background()
+	owner := mustClaim(t, s, scope, "k")
+	var stops []func()
+	var chans []<-chan struct{}
+	for i := range 200 {
+		key := "k"
+		if i%2 == 1 {
+			key = "other"
+		}
+		ch, stop, err := s.Watch(ctx, scope, key)
+		require.NoError(t, err)
+		stops = append(stops, stop)
+		chans = append(chans, ch)
+	}
+	require.Equal(t, 1, listeners(t, pool, s), "one listening connection for every waiter")
+	require.EqualValues(t, 0, pool.Stat().AcquiredConns(), "the listening connection is not the pool's")
+	complete(t, s, scope, "k", owner)
+	for i, ch := range chans {
+		if i%2 == 0 {
+			requireWoken(t, ch, "the completion of k")
+		}
+	}
+	requireNotWoken(t, chans[1], "the completion of another key")
+	for _, stop := range stops {
+		stop()
+		stop()
+	}
+	require.Eventually(t, func() bool { return listeners(t, pool, s) == 0 }, wakeWithin, 10*time.Millisecond,
+		"the listening connection is closed once idle")
+
+	// A new waiter after that takes a connection again and is woken.
+	owner = mustClaim(t, s, scope, "again")
+	ch, stop, err := s.Watch(ctx, scope, "again")
+	require.NoError(t, err)
+	defer stop()
+	complete(t, s, scope, "again", owner)
+	requireWoken(t, ch, "a completion after the idle release")
+}
+
+// TestWatchSurvivesATerminatedConnection: the server ends the listening
+// connection; every waiter is woken (it re-checks), and the next Watch
+// listens on a fresh connection that the next completion wakes.
+func TestWatchSurvivesATerminatedConnection(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newTable(t, pool, Config{})
+	scope := backendtest.Scope(t)
+	ctx := context.Background()
+	owner := mustClaim(t, s, scope, "k")
+	a, stopA, err := s.Watch(ctx, scope, "k")
+	require.NoError(t, err)
+	defer stopA()
+	b, stopB, err := s.Watch(ctx, scope, "other")
+	require.NoError(t, err)
+	defer stopB()
+	s.listen.mu.Lock()
+	pid := s.listen.current.pid
+	s.listen.mu.Unlock()
+	require.NotZero(t, pid)
+
+	var terminated bool
+	require.NoError(t, pool.QueryRow(ctx, "SELECT pg_terminate_backend($1)", int32(pid)).Scan(&terminated))
+	require.True(t, terminated)
+	requireWoken(t, a, "the loss of the listening connection")
+	requireWoken(t, b, "the loss of the listening connection")
+
+	c, stopC, err := s.Watch(ctx, scope, "k")
+	require.NoError(t, err)
+	defer stopC()
+	s.listen.mu.Lock()
+	require.NotEqual(t, pid, s.listen.current.pid)
+	s.listen.mu.Unlock()
+	complete(t, s, scope, "k", owner)
+	requireWoken(t, c, "a completion after the reconnect")
+}
+
+// TestWatchWakesAtCommit: a completion made in the caller's transaction
+// wakes the waiters when it commits, not before, and never if it rolls
+// back.
+func TestWatchWakesAtCommit(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newTable(t, pool, Config{})
+	scope := backendtest.Scope(t)
+	ctx := context.Background()
+	for _, commit := range []bool{false, true} {
+		owner := mustClaim(t, s, scope, "k")
+		ch, stop, err := s.Watch(ctx, scope, "k")
+		require.NoError(t, err)
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		complete(t, s.InTx(tx), scope, "k", owner)
+		requireNotWoken(t, ch, "an uncommitted completion")
+		if !commit {
+			require.NoError(t, tx.Rollback(ctx))
+			requireNotWoken(t, ch, "a rolled back completion")
+			ok, err := s.Release(ctx, backends.ReleaseParams{Scope: scope, Key: "k", Owner: owner})
+			require.NoError(t, err)
+			require.True(t, ok)
+		} else {
+			require.NoError(t, tx.Commit(ctx))
+		}
+		requireWoken(t, ch, "the commit")
+		stop()
+	}
+}
+
+// TestWatchContextAndInput: Watch refuses bad keys before any I/O and
+// honours its context while the connection is being made.
+func TestWatchContextAndInput(t *testing.T) {
+	s := newTable(t, newPool(t, nil), Config{})
+	_, _, err := s.Watch(context.Background(), "", "k")
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, "watch", e.Op)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, _, err = s.Watch(ctx, "s", "k")
+	require.ErrorIs(t, err, context.Canceled)
+}
+
+// TestWatchWithoutAPool: a Store over a *pgx.Conn, or with
+// SingleConnection, reports ErrWatchUnsupported at once, and the core's
+// WithWait still returns the owner's outcome by polling.
+func TestWatchWithoutAPool(t *testing.T) {
+	conn := newConn(t)
+	s, err := New(conn, &Config{Schema: testSchema})
+	require.NoError(t, err)
+	_, _, err = s.Watch(context.Background(), "s", "k")
+	require.ErrorIs(t, err, ErrWatchUnsupported)
+	single, err := New(newPool(t, nil), &Config{Schema: testSchema, SingleConnection: true})
+	require.NoError(t, err)
+	_, _, err = single.Watch(context.Background(), "s", "k")
+	require.ErrorIs(t, err, ErrWatchUnsupported)
+
+	scope := once.New(s).Scope(backendtest.Scope(t))
+	started, release := make(chan struct{}), make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		_, _ = once.Do(context.Background(), scope, "k", nil, func(context.Context) (string, error) {
+			close(started)
+			<-release
+			return "first", nil
+		})
+	})
+	<-started
+	got := make(chan string, 1)
+	wg.Go(func() {
+		v, err := once.Do(context.Background(), scope.With(once.WithWait(wakeWithin)), "k", nil, func(context.Context) (string, error) {
+			return "second", nil
+		})
+		if err != nil {
+			got <- err.Error()
+			return
+		}
+		got <- v
+	})
+	time.Sleep(50 * time.Millisecond)
+	close(release)
+	wg.Wait()
+	require.Equal(t, "first", <-got)
+}
+
+var (
+	_ acquirer = (*pgxpool.Pool)(nil)
+	_ DB       = (*pgx.Conn)(nil)
+)
