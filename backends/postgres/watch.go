@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,8 +17,11 @@ import (
 
 // Waiting: Complete, Release, Resolve and Delete call pg_notify in the
 // statement itself (no extra round trip), on one channel per table, with a
-// 16-byte hash of (scope, key) as payload (internal/pgsql documents both).
-// A notification is delivered when the writing transaction commits, so a
+// 16-byte hash of (scope, key) as payload, and only when some session
+// listens on the table: a listener holds shared advisory locks that the
+// writing statement tries to take (internal/pgsql documents the scheme and
+// why: a notifying commit cannot share its WAL flush with others). A
+// notification is delivered when the writing transaction commits, so a
 // completion through InTx or DoTx wakes the waiters at its commit.
 //
 // Waiters share one connection: a Store whose DB can lend a connection
@@ -92,6 +96,7 @@ func translateWatch(op string, err error) error {
 // listener is a Store's shared listening connection, made on demand.
 type listener struct {
 	pool    acquirer
+	locks   string // the statement taking the listener's slot locks
 	listen  string // the LISTEN statement
 	idle    time.Duration
 	ping    time.Duration
@@ -106,6 +111,7 @@ func newListener(db DB, single bool, table string) *listener {
 	}
 	return &listener{
 		pool:   pool,
+		locks:  strings.ReplaceAll(pgsql.ListenLocks, "{lockspace}", strconv.Itoa(int(pgsql.LockSpace(table)))),
 		listen: strings.ReplaceAll(pgsql.Listen, "{channel}", pgsql.Channel(table)),
 		idle:   listenIdle,
 		ping:   listenPing,
@@ -287,9 +293,11 @@ func (s *session) connect(ctx context.Context) (*pgx.Conn, error) {
 		return nil, err
 	}
 	conn := pooled.Hijack()
-	if _, err := conn.Exec(ctx, s.l.listen); err != nil {
-		_ = conn.Close(context.Background())
-		return nil, err
+	for _, stmt := range []string{s.l.locks, s.l.listen} {
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			_ = conn.Close(context.Background())
+			return nil, err
+		}
 	}
 	s.pid = conn.PgConn().PID()
 	return conn, nil

@@ -52,6 +52,20 @@ func complete(t *testing.T, s backends.Store, scope, key, owner string) {
 	require.True(t, ok)
 }
 
+// listenRaw listens for s's notifications on a connection of the test's
+// own, taking the slot locks of a listener first when withLocks.
+func listenRaw(t *testing.T, s *Store, withLocks bool) *pgx.Conn {
+	t.Helper()
+	conn := newConn(t)
+	if withLocks {
+		_, err := conn.Exec(context.Background(), s.listen.locks)
+		require.NoError(t, err)
+	}
+	_, err := conn.Exec(context.Background(), s.listen.listen)
+	require.NoError(t, err)
+	return conn
+}
+
 // TestNotificationPayloadIsTheKeyHash listens on the table's channel from
 // a connection of its own and checks what each waking statement sends:
 // the channel of the table, and the payload the Go side computes for the
@@ -59,10 +73,8 @@ func complete(t *testing.T, s backends.Store, scope, key, owner string) {
 func TestNotificationPayloadIsTheKeyHash(t *testing.T) {
 	pool := newPool(t, nil)
 	s := newTable(t, pool, Config{})
-	conn := newConn(t)
+	conn := listenRaw(t, s, true)
 	channel := pgsql.Channel(s.cfg.qualifiedTable())
-	_, err := conn.Exec(context.Background(), "LISTEN "+channel)
-	require.NoError(t, err)
 	ctx := context.Background()
 	next := func() *string {
 		wctx, cancel := context.WithTimeout(ctx, wakeWithin)
@@ -110,7 +122,7 @@ func TestNotificationPayloadIsTheKeyHash(t *testing.T) {
 	// fenced write by a stranger, a resolve of a completed key.
 	scope := backendtest.Scope(t)
 	owner := mustClaim(t, s, scope, "quiet")
-	_, err = s.Claim(ctx, claimParams(scope, "quiet"))
+	_, err := s.Claim(ctx, claimParams(scope, "quiet"))
 	require.NoError(t, err)
 	ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "quiet", Owner: "stranger", Outcome: []byte("v"), Retention: time.Hour})
 	require.NoError(t, err)
@@ -124,6 +136,60 @@ func TestNotificationPayloadIsTheKeyHash(t *testing.T) {
 	defer cancel()
 	_, err = conn.WaitForNotification(wctx)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "a statement that woke nobody's record notified")
+}
+
+// TestNoNotificationWithoutListener: a session that LISTENs without the
+// slot locks receives nothing — the writes notify only when a listener
+// holds them — and receives the completion once a listener exists.
+func TestNoNotificationWithoutListener(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newTable(t, pool, Config{})
+	bare := listenRaw(t, s, false)
+	scope := backendtest.Scope(t)
+	ctx := context.Background()
+	owner := mustClaim(t, s, scope, "k")
+	complete(t, s, scope, "k", owner)
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err := bare.WaitForNotification(wctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "notified with no listener holding the slot locks")
+
+	ch, stop, err := s.Watch(ctx, scope, "k2")
+	require.NoError(t, err)
+	defer stop()
+	owner = mustClaim(t, s, scope, "k2")
+	complete(t, s, scope, "k2", owner)
+	requireWoken(t, ch, "a completion with a listener")
+	n, err := bare.WaitForNotification(ctx)
+	require.NoError(t, err)
+	require.Equal(t, pgsql.Payload(scope, "k2"), n.Payload)
+}
+
+// TestListenerWaitsForUncommittedWriter: a listener that starts while a
+// transaction holds a completion of its slot (made when nobody listened,
+// so it will not notify) is ready only after that commit: the change is
+// then before Watch returned, never a missed one after it.
+func TestListenerWaitsForUncommittedWriter(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newTable(t, pool, Config{})
+	scope := backendtest.Scope(t)
+	ctx := context.Background()
+	owner := mustClaim(t, s, scope, "k")
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	complete(t, s.InTx(tx), scope, "k", owner)
+	watched := make(chan time.Time, 1)
+	go func() {
+		_, stop, err := s.Watch(ctx, scope, "k")
+		if err == nil {
+			stop()
+		}
+		watched <- time.Now()
+	}()
+	time.Sleep(200 * time.Millisecond)
+	committed := time.Now()
+	require.NoError(t, tx.Commit(ctx))
+	require.True(t, (<-watched).After(committed), "Watch returned before the uncommitted writer of its slot committed")
 }
 
 // listeners counts the server's sessions listening for s: their last

@@ -13,7 +13,9 @@ package pgsql
 import (
 	"crypto/sha256"
 	"embed"
+	"encoding/binary"
 	"encoding/hex"
+	"strconv"
 	"strings"
 )
 
@@ -103,6 +105,27 @@ const (
 // a NUL byte, so the separator is unambiguous; two keys that share a
 // payload only cause a spurious wake-up, which the contract allows. The
 // payload is 16 bytes whatever the key, far under NOTIFY's 8000.
+//
+// They notify only when somebody listens. A transaction that sent NOTIFY
+// holds a lock global to the database from its commit's start to its end,
+// WAL flush included, so notifying commits cannot share a flush (group
+// commit): always notifying divides the throughput of concurrent
+// completions (bench figures in the README). A listening session holds a
+// shared session-level advisory lock on each of Slots slots of the
+// table's lock space (LockSpace, the first key of the two-int4 advisory
+// lock form), and a writing statement first tries an exclusive
+// transaction-level lock on its key's slot: it gets it only when no
+// session listens (then it sends nothing), and fails at once otherwise
+// (then it notifies; a try never waits). The exclusive lock is held to the
+// writer's commit, so a session that starts listening waits for writers
+// of the slot to commit before it can listen: a change committed after a
+// listener is ready always sees its locks. Two writers of one slot at once
+// make the second notify though nobody listens: a spurious notification,
+// never a missed one.
+
+// Slots is the number of advisory lock slots per table; a listener holds
+// one shared lock on each.
+const Slots = 64
 
 // Channel returns the notification channel of table (quoted and
 // schema-qualified, as for Render): "once_" and 16 hex digits of its
@@ -113,23 +136,48 @@ func Channel(table string) string {
 	return "once_" + hex.EncodeToString(sum[:8])
 }
 
+// LockSpace returns the first key of table's advisory locks: 32 bits of
+// its SHA-256, past those of its channel.
+func LockSpace(table string) int32 {
+	sum := sha256.Sum256([]byte(table))
+	return int32(binary.BigEndian.Uint32(sum[8:12]))
+}
+
 // Payload returns the notification payload of (scope, key), as the
 // statements compute it on the server.
 func Payload(scope, key string) string {
+	sum := keyHash(scope, key)
+	return hex.EncodeToString(sum[:8])
+}
+
+// Slot returns the advisory lock slot of (scope, key), as the statements
+// compute it on the server.
+func Slot(scope, key string) int {
+	return int(keyHash(scope, key)[0] % Slots)
+}
+
+func keyHash(scope, key string) []byte {
 	h := sha256.New()
 	h.Write([]byte(scope))
 	h.Write([]byte{0})
 	h.Write([]byte(key))
-	return hex.EncodeToString(h.Sum(nil)[:8])
+	return h.Sum(nil)
 }
 
-// Notify returns the pg_notify call of table's statements, for the key
-// in their parameters $1 (scope) and $2 (key).
+// Notify returns the expression of table's writing statements that
+// notifies the waiters of the key in their parameters $1 (scope) and $2
+// (key) when a session listens; it is always true.
 func Notify(table string) string {
-	return "pg_notify('" + Channel(table) + "', left(encode(sha256(convert_to($1::text, 'UTF8')" +
-		" || decode('00', 'hex') || convert_to($2::text, 'UTF8')), 'hex'), 16))"
+	const hash = "sha256(convert_to($1::text, 'UTF8') || decode('00', 'hex') || convert_to($2::text, 'UTF8'))"
+	return "(CASE WHEN pg_try_advisory_xact_lock(" + strconv.Itoa(int(LockSpace(table))) + ", get_byte(" + hash + ", 0) % " + strconv.Itoa(Slots) + ")" +
+		" THEN true ELSE pg_notify('" + Channel(table) + "', left(encode(" + hash + ", 'hex'), 16)) IS NOT NULL END)"
 }
 
-// Listen is run on the Store's listening connection, with {channel}
-// rendered by Channel.
-const Listen = `LISTEN {channel}`
+// Listen and ListenLocks are run on the Store's listening connection, with
+// {channel} rendered by Channel and {lockspace} by LockSpace: ListenLocks
+// takes the shared slot locks (waiting for writers of a slot to commit),
+// then Listen subscribes.
+var (
+	ListenLocks = `SELECT count(pg_advisory_lock_shared({lockspace}, s)) FROM generate_series(0, ` + strconv.Itoa(Slots-1) + `) s`
+	Listen      = `LISTEN {channel}`
+)

@@ -7,8 +7,8 @@
 -- keeping the first completion's expiry, instead of reading as a lost
 -- lease.
 --
--- {notify} (see pgsql.go) wakes the key's waiters when the row changed,
--- in the same statement: pg_notify returns void, which is not null, so the
+-- {notify} (see pgsql.go) wakes the key's waiters when the row changed and
+-- somebody listens, in the same statement; it is always true, so the
 -- statement returns true exactly when it applied. The notification is
 -- delivered when the transaction commits.
 UPDATE {table} SET
@@ -20,4 +20,4 @@ UPDATE {table} SET
 WHERE scope = $1::text AND key = $2::text
 	AND owner = $3::text AND expires_at > clock_timestamp()
 	AND (state = 1 OR (state = 2 AND outcome = $4::bytea))
-RETURNING {notify} IS NOT NULL
+RETURNING {notify}

@@ -3,4 +3,4 @@
 -- complete.sql (a CASE condition is always evaluated; an AND might not be).
 DELETE FROM {table}
 WHERE scope = $1::text AND key = $2::text
-RETURNING CASE WHEN {notify} IS NOT NULL THEN expires_at > clock_timestamp() END
+RETURNING CASE WHEN {notify} THEN expires_at > clock_timestamp() END

@@ -3,4 +3,4 @@
 DELETE FROM {table}
 WHERE scope = $1::text AND key = $2::text
 	AND state = 1 AND owner = $3::text AND expires_at > clock_timestamp()
-RETURNING {notify} IS NOT NULL
+RETURNING {notify}

@@ -25,7 +25,7 @@ WITH c AS (
 	FROM c
 	WHERE NOT EXISTS (SELECT 1 FROM e)
 	ON CONFLICT (scope, key) DO NOTHING
-	RETURNING {notify} IS NOT NULL AS done
+	RETURNING {notify} AS done
 ), t AS (
 	SELECT e.state, e.fingerprint, e.owner, e.lease_until, e.expires_at, e.expires_at <= c.now AS expired, c.now
 	FROM e, c
@@ -49,7 +49,7 @@ WITH c AS (
 		AND r.expires_at = t.expires_at
 		AND r.owner IS NOT DISTINCT FROM t.owner
 		AND r.lease_until IS NOT DISTINCT FROM t.lease_until
-	RETURNING {notify} IS NOT NULL AS done
+	RETURNING {notify} AS done
 )
 SELECT
 	EXISTS (SELECT 1 FROM ins) OR EXISTS (SELECT 1 FROM upd)
