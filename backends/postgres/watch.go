@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stagedoor/once/backends"
@@ -63,8 +64,9 @@ type acquirer interface {
 }
 
 // Watch implements backends.Watcher. It returns once the Store's shared
-// connection listens on the table's channel, so no change committed after
-// Watch returned is missed. The channel is also closed, as a spurious
+// connection listens on the table's channel and holds the lock of the
+// key's slot (after the slot's uncommitted writers committed), so no
+// change committed after Watch returned is missed. The channel is also closed, as a spurious
 // wake-up, when the shared connection fails (the waiter re-checks and
 // watches again on a fresh connection). Call stop to stop waiting; stop is
 // idempotent. Without a connection to lend (see ErrWatchUnsupported) Watch
@@ -80,7 +82,7 @@ func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, 
 	if err := ctx.Err(); err != nil {
 		return nil, nil, translateWatch(op, err)
 	}
-	ch, stop, err := s.listen.watch(ctx, pgsql.Payload(scope, key))
+	ch, stop, err := s.listen.watch(ctx, pgsql.Payload(scope, key), pgsql.Slot(scope, key))
 	if err != nil {
 		return nil, nil, translateWatch(op, err)
 	}
@@ -95,13 +97,12 @@ func translateWatch(op string, err error) error {
 
 // listener is a Store's shared listening connection, made on demand.
 type listener struct {
-	pool    acquirer
-	locks   string // the statement taking the listener's slot locks
-	listen  string // the LISTEN statement
-	idle    time.Duration
-	ping    time.Duration
-	mu      sync.Mutex
-	current *session // nil, or the live (or connecting) session
+	pool         acquirer
+	listen       string // the LISTEN statement
+	lock, unlock string // the statements taking and releasing slot locks
+	idle, ping   time.Duration
+	mu           sync.Mutex
+	current      *session // nil, or the live (or connecting) session
 }
 
 func newListener(db DB, single bool, table string) *listener {
@@ -109,10 +110,12 @@ func newListener(db DB, single bool, table string) *listener {
 	if !ok || single {
 		return nil
 	}
+	space := strings.NewReplacer("{lockspace}", strconv.Itoa(int(pgsql.LockSpace(table))), "{channel}", pgsql.Channel(table))
 	return &listener{
 		pool:   pool,
-		locks:  strings.ReplaceAll(pgsql.ListenLocks, "{lockspace}", strconv.Itoa(int(pgsql.LockSpace(table)))),
-		listen: strings.ReplaceAll(pgsql.Listen, "{channel}", pgsql.Channel(table)),
+		listen: space.Replace(pgsql.Listen),
+		lock:   space.Replace(pgsql.LockSlots),
+		unlock: space.Replace(pgsql.UnlockSlots),
 		idle:   listenIdle,
 		ping:   listenPing,
 	}
@@ -122,7 +125,7 @@ func newListener(db DB, single bool, table string) *listener {
 type session struct {
 	l      *listener
 	ready  chan struct{} // closed once LISTEN succeeded or failed
-	err    error         // why LISTEN failed; read after ready
+	err    error         // why the session failed before it was ready, or while a slot was being locked
 	cancel context.CancelFunc
 	pid    uint32 // the server process, once connected (for tests)
 
@@ -130,30 +133,50 @@ type session struct {
 	dead    bool
 	waiters map[string]map[*waiter]struct{} // by payload
 	count   int
+	slots   map[int]*slot // the slots of the waiters' keys
+	dirty   bool          // slots changed since the loop last locked them
+	kick    context.CancelFunc
 	idle    *time.Timer
+
+	held map[int]bool // slots whose lock the connection holds; the loop's own
 }
 
-type waiter struct{ ch chan struct{} }
+// slot is a lock slot some waiters' keys fall in.
+type slot struct {
+	waiters int
+	ready   chan struct{} // closed once its lock is held, or the session died
+	locked  bool          // ready is closed
+}
 
-func (l *listener) watch(ctx context.Context, payload string) (<-chan struct{}, func(), error) {
-	w := &waiter{ch: make(chan struct{})}
+type waiter struct {
+	ch   chan struct{}
+	slot int
+}
+
+func (l *listener) watch(ctx context.Context, payload string, slotOf int) (<-chan struct{}, func(), error) {
+	w := &waiter{ch: make(chan struct{}), slot: slotOf}
 	l.mu.Lock()
 	s := l.current
 	if s == nil {
 		s = l.start()
 	}
-	s.add(payload, w)
+	slotReady := s.add(payload, w)
 	l.mu.Unlock()
 	stop := sync.OnceFunc(func() { s.remove(payload, w) })
-	select {
-	case <-s.ready:
-	case <-ctx.Done():
-		stop()
-		return nil, nil, ctx.Err()
+	for _, ready := range []<-chan struct{}{s.ready, slotReady} {
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			stop()
+			return nil, nil, ctx.Err()
+		}
 	}
-	if s.err != nil {
+	l.mu.Lock()
+	err := s.err
+	l.mu.Unlock()
+	if err != nil {
 		stop()
-		return nil, nil, s.err
+		return nil, nil, err
 	}
 	return w.ch, stop, nil
 }
@@ -161,14 +184,18 @@ func (l *listener) watch(ctx context.Context, payload string) (<-chan struct{}, 
 // start begins a session; l.mu is held.
 func (l *listener) start() *session {
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &session{l: l, ready: make(chan struct{}), cancel: cancel, waiters: map[string]map[*waiter]struct{}{}}
+	s := &session{
+		l: l, ready: make(chan struct{}), cancel: cancel,
+		waiters: map[string]map[*waiter]struct{}{}, slots: map[int]*slot{}, held: map[int]bool{},
+	}
 	l.current = s
 	go s.run(ctx)
 	return s
 }
 
-// add registers w; l.mu is held.
-func (s *session) add(payload string, w *waiter) {
+// add registers w and returns a channel closed once its slot is locked;
+// l.mu is held.
+func (s *session) add(payload string, w *waiter) <-chan struct{} {
 	if s.idle != nil {
 		s.idle.Stop()
 		s.idle = nil
@@ -180,6 +207,33 @@ func (s *session) add(payload string, w *waiter) {
 	}
 	ws[w] = struct{}{}
 	s.count++
+	sl := s.slots[w.slot]
+	if sl == nil {
+		sl = &slot{ready: make(chan struct{})}
+		s.slots[w.slot] = sl
+		s.kickLocked()
+	}
+	sl.waiters++
+	return sl.ready
+}
+
+// leftLocked accounts for a waiter that left its slot, woken or stopped.
+func (s *session) leftLocked(w *waiter) {
+	s.count--
+	if sl := s.slots[w.slot]; sl != nil {
+		if sl.waiters--; sl.waiters == 0 {
+			delete(s.slots, w.slot)
+			s.kickLocked()
+		}
+	}
+}
+
+// kickLocked makes the loop lock or unlock slots.
+func (s *session) kickLocked() {
+	s.dirty = true
+	if s.kick != nil {
+		s.kick()
+	}
 }
 
 func (s *session) remove(payload string, w *waiter) {
@@ -193,7 +247,7 @@ func (s *session) remove(payload string, w *waiter) {
 	if len(ws) == 0 {
 		delete(s.waiters, payload)
 	}
-	s.count--
+	s.leftLocked(w)
 	s.idleLocked()
 }
 
@@ -224,7 +278,13 @@ func (s *session) retireLocked() {
 			close(w.ch)
 		}
 	}
-	s.waiters, s.count = nil, 0
+	for _, sl := range s.slots {
+		if !sl.locked {
+			sl.locked = true
+			close(sl.ready)
+		}
+	}
+	s.waiters, s.slots, s.count = nil, nil, 0
 	if s.idle != nil {
 		s.idle.Stop()
 		s.idle = nil
@@ -241,30 +301,32 @@ func (s *session) notified(payload string) {
 	}
 	for w := range ws {
 		close(w.ch)
+		s.leftLocked(w)
 	}
 	delete(s.waiters, payload)
-	s.count -= len(ws)
 	s.idleLocked()
 }
 
-// fail retires the session after its connection failed.
+// fail retires the session after its connection failed; a waiter still
+// in Watch returns err.
 func (s *session) fail(err error) {
 	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
 	if s.dead {
 		return
 	}
+	s.err = err
 	s.retireLocked()
 	select {
 	case <-s.ready:
 	default:
-		s.err = err
 		close(s.ready)
 	}
 }
 
-// run owns the connection: it takes it, listens, dispatches notifications
-// until the session is retired or the connection fails, then closes it.
+// run owns the connection: it takes it, listens, locks the waiters' slots
+// and dispatches notifications until the session is retired or the
+// connection fails, then closes it (which releases its locks).
 func (s *session) run(ctx context.Context) {
 	defer s.cancel()
 	conn, err := s.connect(ctx)
@@ -293,11 +355,9 @@ func (s *session) connect(ctx context.Context) (*pgx.Conn, error) {
 		return nil, err
 	}
 	conn := pooled.Hijack()
-	for _, stmt := range []string{s.l.locks, s.l.listen} {
-		if _, err := conn.Exec(ctx, stmt); err != nil {
-			_ = conn.Close(context.Background())
-			return nil, err
-		}
+	if _, err := conn.Exec(ctx, s.l.listen); err != nil {
+		_ = conn.Close(context.Background())
+		return nil, err
 	}
 	s.pid = conn.PgConn().PID()
 	return conn, nil
@@ -307,8 +367,27 @@ func (s *session) connect(ctx context.Context) (*pgx.Conn, error) {
 // connection's error.
 func (s *session) loop(ctx context.Context, conn *pgx.Conn) error {
 	for {
+		if err := s.lockSlots(ctx, conn); err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
 		wctx, cancel := context.WithTimeout(ctx, s.l.ping)
-		n, err := conn.WaitForNotification(wctx)
+		s.l.mu.Lock()
+		kicked := s.dirty
+		s.kick = cancel
+		s.l.mu.Unlock()
+		var n *pgconn.Notification
+		err := context.Canceled
+		if !kicked {
+			n, err = conn.WaitForNotification(wctx)
+		}
+		s.l.mu.Lock()
+		s.kick = nil
+		kicked = kicked || s.dirty
+		s.l.mu.Unlock()
+		timedOut := wctx.Err() == context.DeadlineExceeded
 		cancel()
 		switch {
 		case err == nil:
@@ -316,7 +395,9 @@ func (s *session) loop(ctx context.Context, conn *pgx.Conn) error {
 			continue
 		case ctx.Err() != nil:
 			return nil
-		case wctx.Err() == nil:
+		case kicked:
+			continue // lock or unlock slots, then wait again
+		case !timedOut:
 			return err // the connection failed
 		}
 		// No notification for a while: check the connection is alive.
@@ -327,4 +408,51 @@ func (s *session) loop(ctx context.Context, conn *pgx.Conn) error {
 			return err
 		}
 	}
+}
+
+// lockSlots makes the slot locks the connection holds those of its
+// waiters' keys, and marks the new ones ready. Taking a lock waits for
+// the slot's uncommitted writers (at most listenTimeout).
+func (s *session) lockSlots(ctx context.Context, conn *pgx.Conn) error {
+	s.l.mu.Lock()
+	s.dirty = false
+	var lock, unlock []int32
+	for i := range s.slots {
+		if !s.held[i] {
+			lock = append(lock, int32(i))
+		}
+	}
+	for i := range s.held {
+		if s.slots[i] == nil {
+			unlock = append(unlock, int32(i))
+		}
+	}
+	s.l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, listenTimeout)
+	defer cancel()
+	if len(unlock) > 0 {
+		if _, err := conn.Exec(ctx, s.l.unlock, unlock); err != nil {
+			return err
+		}
+		for _, i := range unlock {
+			delete(s.held, int(i))
+		}
+	}
+	if len(lock) > 0 {
+		if _, err := conn.Exec(ctx, s.l.lock, lock); err != nil {
+			return err
+		}
+		for _, i := range lock {
+			s.held[int(i)] = true
+		}
+	}
+	s.l.mu.Lock()
+	defer s.l.mu.Unlock()
+	for i, sl := range s.slots {
+		if s.held[i] && !sl.locked {
+			sl.locked = true
+			close(sl.ready)
+		}
+	}
+	return nil
 }

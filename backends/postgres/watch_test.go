@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -58,7 +59,11 @@ func listenRaw(t *testing.T, s *Store, withLocks bool) *pgx.Conn {
 	t.Helper()
 	conn := newConn(t)
 	if withLocks {
-		_, err := conn.Exec(context.Background(), s.listen.locks)
+		all := make([]int32, pgsql.Slots)
+		for i := range all {
+			all[i] = int32(i)
+		}
+		_, err := conn.Exec(context.Background(), s.listen.lock, all)
 		require.NoError(t, err)
 	}
 	_, err := conn.Exec(context.Background(), s.listen.listen)
@@ -192,14 +197,15 @@ func TestListenerWaitsForUncommittedWriter(t *testing.T) {
 	require.True(t, (<-watched).After(committed), "Watch returned before the uncommitted writer of its slot committed")
 }
 
-// listeners counts the server's sessions listening for s: their last
-// statement was s's LISTEN and they are idle, waiting.
-func listeners(t *testing.T, pool *pgxpool.Pool, s *Store) int {
+// listeners counts the server's sessions holding slot locks of s's table,
+// and the slots they hold.
+func listeners(t *testing.T, pool *pgxpool.Pool, s *Store) (sessions, slots int) {
 	t.Helper()
-	var n int
+	space := int64(uint32(pgsql.LockSpace(s.cfg.qualifiedTable())))
 	require.NoError(t, pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM pg_stat_activity WHERE query = $1 AND state = 'idle'", s.listen.listen).Scan(&n))
-	return n
+		`SELECT count(DISTINCT pid), count(DISTINCT objid) FROM pg_locks
+		WHERE locktype = 'advisory' AND objsubid = 2 AND granted AND classid = $1::bigint::oid`, space).Scan(&sessions, &slots))
+	return sessions, slots
 }
 
 // TestWatchSharesOneConnection: any number of waiters, on one key or many,
@@ -225,7 +231,13 @@ func TestWatchSharesOneConnection(t *testing.T) {
 		stops = append(stops, stop)
 		chans = append(chans, ch)
 	}
-	require.Equal(t, 1, listeners(t, pool, s), "one listening connection for every waiter")
+	sessions, slots := listeners(t, pool, s)
+	require.Equal(t, 1, sessions, "one listening connection for every waiter")
+	wantSlots := 2
+	if pgsql.Slot(scope, "k") == pgsql.Slot(scope, "other") {
+		wantSlots = 1
+	}
+	require.Equal(t, wantSlots, slots, "the listener locks the slots of the watched keys only")
 	require.EqualValues(t, 0, pool.Stat().AcquiredConns(), "the listening connection is not the pool's")
 	complete(t, s, scope, "k", owner)
 	for i, ch := range chans {
@@ -238,7 +250,7 @@ func TestWatchSharesOneConnection(t *testing.T) {
 		stop()
 		stop()
 	}
-	require.Eventually(t, func() bool { return listeners(t, pool, s) == 0 }, wakeWithin, 10*time.Millisecond,
+	require.Eventually(t, func() bool { n, _ := listeners(t, pool, s); return n == 0 }, wakeWithin, 10*time.Millisecond,
 		"the listening connection is closed once idle")
 
 	// A new waiter after that takes a connection again and is woken.
@@ -376,3 +388,51 @@ var (
 	_ acquirer = (*pgxpool.Pool)(nil)
 	_ DB       = (*pgx.Conn)(nil)
 )
+
+// TestNotifyOnlyForWatchedSlots: with a waiter on one key, a completion of
+// a key in another slot sends nothing, one of the watched key does; once
+// that key's waiters are woken, its slot is unlocked while another key's
+// stays locked.
+func TestNotifyOnlyForWatchedSlots(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newTable(t, pool, Config{})
+	bare := listenRaw(t, s, false)
+	scope := backendtest.Scope(t)
+	ctx := context.Background()
+	keyIn := func(want bool, slot int) string {
+		for i := 0; ; i++ {
+			k := "k" + strconv.Itoa(i)
+			if (pgsql.Slot(scope, k) == slot) == want {
+				return k
+			}
+		}
+	}
+	watched := "watched"
+	other := keyIn(false, pgsql.Slot(scope, watched))
+	third := keyIn(false, pgsql.Slot(scope, watched))
+	for third == other || pgsql.Slot(scope, third) == pgsql.Slot(scope, other) {
+		third += "x"
+	}
+	ch, stop, err := s.Watch(ctx, scope, watched)
+	require.NoError(t, err)
+	defer stop()
+	_, stopThird, err := s.Watch(ctx, scope, third)
+	require.NoError(t, err)
+	defer stopThird()
+
+	owner := mustClaim(t, s, scope, other)
+	complete(t, s, scope, other, owner)
+	wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	_, err = bare.WaitForNotification(wctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a completion in an unwatched slot notified")
+
+	owner = mustClaim(t, s, scope, watched)
+	complete(t, s, scope, watched, owner)
+	requireWoken(t, ch, "the watched key's completion")
+	n, err := bare.WaitForNotification(ctx)
+	require.NoError(t, err)
+	require.Equal(t, pgsql.Payload(scope, watched), n.Payload)
+	require.Eventually(t, func() bool { _, slots := listeners(t, pool, s); return slots == 1 }, wakeWithin, 10*time.Millisecond,
+		"the woken key's slot is unlocked, the other waiter's kept")
+}

@@ -106,25 +106,24 @@ const (
 // payload only cause a spurious wake-up, which the contract allows. The
 // payload is 16 bytes whatever the key, far under NOTIFY's 8000.
 //
-// They notify only when somebody listens. A transaction that sent NOTIFY
-// holds a lock global to the database from its commit's start to its end,
-// WAL flush included, so notifying commits cannot share a flush (group
-// commit): always notifying divides the throughput of concurrent
-// completions (bench figures in the README). A listening session holds a
-// shared session-level advisory lock on each of Slots slots of the
-// table's lock space (LockSpace, the first key of the two-int4 advisory
-// lock form), and a writing statement first tries an exclusive
+// They notify only when somebody waits on a key of the same slot. A
+// transaction that sent NOTIFY holds a lock global to the database from
+// its commit's start to its end, WAL flush included, so notifying commits
+// cannot share a flush (group commit): always notifying divides the
+// throughput of concurrent completions (figures in the README). The keys
+// of a table fall in Slots slots (Slot). A listening session holds a
+// shared session-level advisory lock on each slot its waiters' keys fall
+// in, in the table's lock space (LockSpace, the first key of the two-int4
+// advisory lock form). A writing statement first tries an exclusive
 // transaction-level lock on its key's slot: it gets it only when no
-// session listens (then it sends nothing), and fails at once otherwise
-// (then it notifies; a try never waits). The exclusive lock is held to the
-// writer's commit, so a session that starts listening waits for writers
-// of the slot to commit before it can listen: a change committed after a
-// listener is ready always sees its locks. Two writers of one slot at once
-// make the second notify though nobody listens: a spurious notification,
-// never a missed one.
+// session waits on that slot (then it sends nothing), and fails at once
+// otherwise (then it notifies; a try never waits). The exclusive lock is
+// held to the writer's commit, so a listener that locks a slot waits for
+// the slot's writers to commit: a change committed after the lock is held
+// always notifies. Two writers of one slot at once make the second notify
+// though nobody waits: a spurious notification, never a missed one.
 
-// Slots is the number of advisory lock slots per table; a listener holds
-// one shared lock on each.
+// Slots is the number of advisory lock slots per table.
 const Slots = 64
 
 // Channel returns the notification channel of table (quoted and
@@ -173,11 +172,12 @@ func Notify(table string) string {
 		" THEN true ELSE pg_notify('" + Channel(table) + "', left(encode(" + hash + ", 'hex'), 16)) IS NOT NULL END)"
 }
 
-// Listen and ListenLocks are run on the Store's listening connection, with
-// {channel} rendered by Channel and {lockspace} by LockSpace: ListenLocks
-// takes the shared slot locks (waiting for writers of a slot to commit),
-// then Listen subscribes.
-var (
-	ListenLocks = `SELECT count(pg_advisory_lock_shared({lockspace}, s)) FROM generate_series(0, ` + strconv.Itoa(Slots-1) + `) s`
+// The statements of the Store's listening connection, with {channel}
+// rendered by Channel and {lockspace} by LockSpace. LockSlots takes the
+// shared locks of the slots in $1 (an int[]), waiting for their writers to
+// commit; UnlockSlots releases them.
+const (
 	Listen      = `LISTEN {channel}`
+	LockSlots   = `SELECT count(pg_advisory_lock_shared({lockspace}, s)) FROM unnest($1::int[]) s`
+	UnlockSlots = `SELECT count(pg_advisory_unlock_shared({lockspace}, s)) FROM unnest($1::int[]) s`
 )
