@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"slices"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/backendtest"
+	"github.com/stagedoor/once/internal/pgsql"
 )
 
 // BenchmarkWaiters is 1 000 WithWait callers of one key while its owner
@@ -142,28 +144,34 @@ func xactCommit(b *testing.B, pool *pgxpool.Pool) int64 {
 }
 
 // BenchmarkFirstExecutionWithListener is a claim and a completion of a
-// fresh key, 16 at a time, while nobody listens on the table
-// ("no-listener": the completion sends no notification) and while a
-// Watch on another key keeps the Store's listener ("listener": every
-// completion notifies, and its commit takes PostgreSQL's global notify
-// lock). The difference is the cost of a notification to writers.
+// fresh key, 16 at a time, with nobody waiting on the table
+// ("no-listener": no completion notifies), with one waiter on another key
+// ("one-waiter": only completions of that key's slot, 1 in 64, notify),
+// and with waiters on keys of every slot ("all-slots": every completion
+// notifies, as it would without the slot locks, and its commit takes
+// PostgreSQL's global notify lock).
 //
 // Run: go test -run '^$' -bench FirstExecutionWithListener -cpu 16 ./backends/postgres/
 func BenchmarkFirstExecutionWithListener(b *testing.B) {
-	for _, listening := range []bool{false, true} {
-		name := "no-listener"
-		if listening {
-			name = "listener"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, mode := range []string{"no-listener", "one-waiter", "all-slots"} {
+		b.Run(mode, func(b *testing.B) {
 			s := newTable(b, newPool(b, nil), Config{})
 			scope := backendtest.Scope(b)
-			if listening {
-				_, stop, err := s.Watch(context.Background(), scope, "elsewhere")
+			watched := map[int]bool{}
+			for i := 0; mode != "no-listener" && len(watched) < pgsql.Slots; i++ {
+				key := "elsewhere" + strconv.Itoa(i)
+				if watched[pgsql.Slot(scope, key)] {
+					continue
+				}
+				watched[pgsql.Slot(scope, key)] = true
+				_, stop, err := s.Watch(context.Background(), scope, key)
 				if err != nil {
 					b.Fatal(err)
 				}
 				defer stop()
+				if mode == "one-waiter" {
+					break
+				}
 			}
 			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
