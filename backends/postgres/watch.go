@@ -45,8 +45,17 @@ import (
 const (
 	listenIdle    = 5 * time.Second
 	listenPing    = 30 * time.Second
-	listenTimeout = 10 * time.Second // connect+LISTEN, ping, UNLISTEN
+	listenTimeout = 10 * time.Second // connect+LISTEN, ping, slot locks
+	// lockRetry is how soon a slot lock held by an uncommitted writer is
+	// tried again; slotWait bounds how long Watch waits for it before it
+	// gives up (the core then polls that step).
+	lockRetry = 5 * time.Millisecond
+	slotWait  = 250 * time.Millisecond
 )
+
+// errSlotBusy is Watch's error when a concurrent uncommitted transaction
+// kept the key's slot for longer than slotWait.
+var errSlotBusy = errors.New("the key's lock slot is held by an uncommitted writer")
 
 // ErrWatchUnsupported is returned by Store.Watch when the Store's DB cannot
 // lend a dedicated connection to LISTEN on: a *pgx.Conn, a DB used with
@@ -91,6 +100,9 @@ func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, 
 
 // translateWatch returns err as the *Error of op (see interpretError).
 func translateWatch(op string, err error) error {
+	if errors.Is(err, errSlotBusy) {
+		return &Error{Op: op, kind: errSlotBusy.Error()}
+	}
 	_, e := interpretError(op, err)
 	return e
 }
@@ -163,13 +175,22 @@ func (l *listener) watch(ctx context.Context, payload string, slotOf int) (<-cha
 	slotReady := s.add(payload, w)
 	l.mu.Unlock()
 	stop := sync.OnceFunc(func() { s.remove(payload, w) })
-	for _, ready := range []<-chan struct{}{s.ready, slotReady} {
-		select {
-		case <-ready:
-		case <-ctx.Done():
-			stop()
-			return nil, nil, ctx.Err()
-		}
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		stop()
+		return nil, nil, ctx.Err()
+	}
+	busy := time.NewTimer(slotWait)
+	defer busy.Stop()
+	select {
+	case <-slotReady:
+	case <-busy.C:
+		stop()
+		return nil, nil, errSlotBusy
+	case <-ctx.Done():
+		stop()
+		return nil, nil, ctx.Err()
 	}
 	l.mu.Lock()
 	err := s.err
@@ -367,19 +388,24 @@ func (s *session) connect(ctx context.Context) (*pgx.Conn, error) {
 // connection's error.
 func (s *session) loop(ctx context.Context, conn *pgx.Conn) error {
 	for {
-		if err := s.lockSlots(ctx, conn); err != nil {
+		missing, err := s.lockSlots(ctx, conn)
+		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
 			return err
 		}
-		wctx, cancel := context.WithTimeout(ctx, s.l.ping)
+		wait := s.l.ping
+		if missing {
+			wait = lockRetry
+		}
+		wctx, cancel := context.WithTimeout(ctx, wait)
 		s.l.mu.Lock()
 		kicked := s.dirty
 		s.kick = cancel
 		s.l.mu.Unlock()
 		var n *pgconn.Notification
-		err := context.Canceled
+		err = context.Canceled
 		if !kicked {
 			n, err = conn.WaitForNotification(wctx)
 		}
@@ -395,7 +421,7 @@ func (s *session) loop(ctx context.Context, conn *pgx.Conn) error {
 			continue
 		case ctx.Err() != nil:
 			return nil
-		case kicked:
+		case kicked || (timedOut && missing):
 			continue // lock or unlock slots, then wait again
 		case !timedOut:
 			return err // the connection failed
@@ -411,9 +437,9 @@ func (s *session) loop(ctx context.Context, conn *pgx.Conn) error {
 }
 
 // lockSlots makes the slot locks the connection holds those of its
-// waiters' keys, and marks the new ones ready. Taking a lock waits for
-// the slot's uncommitted writers (at most listenTimeout).
-func (s *session) lockSlots(ctx context.Context, conn *pgx.Conn) error {
+// waiters' keys, and marks the newly held ones ready. It never waits for
+// a lock: it reports missing when a slot's writer has not committed yet.
+func (s *session) lockSlots(ctx context.Context, conn *pgx.Conn) (missing bool, err error) {
 	s.l.mu.Lock()
 	s.dirty = false
 	var lock, unlock []int32
@@ -432,19 +458,21 @@ func (s *session) lockSlots(ctx context.Context, conn *pgx.Conn) error {
 	defer cancel()
 	if len(unlock) > 0 {
 		if _, err := conn.Exec(ctx, s.l.unlock, unlock); err != nil {
-			return err
+			return false, err
 		}
 		for _, i := range unlock {
 			delete(s.held, int(i))
 		}
 	}
 	if len(lock) > 0 {
-		if _, err := conn.Exec(ctx, s.l.lock, lock); err != nil {
-			return err
+		got, err := lockedSlots(ctx, conn, s.l.lock, lock)
+		if err != nil {
+			return false, err
 		}
-		for _, i := range lock {
+		for _, i := range got {
 			s.held[int(i)] = true
 		}
+		missing = len(got) < len(lock)
 	}
 	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
@@ -454,5 +482,13 @@ func (s *session) lockSlots(ctx context.Context, conn *pgx.Conn) error {
 			close(sl.ready)
 		}
 	}
-	return nil
+	return missing, nil
+}
+
+func lockedSlots(ctx context.Context, conn *pgx.Conn, sql string, slots []int32) ([]int32, error) {
+	rows, err := conn.Query(ctx, sql, slots)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[int32])
 }

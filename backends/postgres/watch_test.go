@@ -171,30 +171,62 @@ func TestNoNotificationWithoutListener(t *testing.T) {
 }
 
 // TestListenerWaitsForUncommittedWriter: a listener that starts while a
-// transaction holds a completion of its slot (made when nobody listened,
-// so it will not notify) is ready only after that commit: the change is
-// then before Watch returned, never a missed one after it.
+// transaction holds a completion of its key's slot (made when nobody
+// listened, so it will not notify) is ready only after that commit: the
+// change is then before Watch returned, never a missed one after it. A
+// writer that stays uncommitted longer than slotWait makes Watch give up
+// (the core polls that step) without holding up waiters of other slots.
 func TestListenerWaitsForUncommittedWriter(t *testing.T) {
 	pool := newPool(t, nil)
 	s := newTable(t, pool, Config{})
 	scope := backendtest.Scope(t)
 	ctx := context.Background()
-	owner := mustClaim(t, s, scope, "k")
-	tx, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	complete(t, s.InTx(tx), scope, "k", owner)
-	watched := make(chan time.Time, 1)
+	holdCompletion := func(key string) pgx.Tx {
+		owner := mustClaim(t, s, scope, key)
+		tx, err := pool.Begin(ctx)
+		require.NoError(t, err)
+		complete(t, s.InTx(tx), scope, key, owner)
+		return tx
+	}
+
+	tx := holdCompletion("k")
+	type result struct {
+		at  time.Time
+		err error
+	}
+	watched := make(chan result, 1)
 	go func() {
 		_, stop, err := s.Watch(ctx, scope, "k")
 		if err == nil {
 			stop()
 		}
-		watched <- time.Now()
+		watched <- result{time.Now(), err}
 	}()
-	time.Sleep(200 * time.Millisecond)
+	time.Sleep(slotWait / 3)
 	committed := time.Now()
 	require.NoError(t, tx.Commit(ctx))
-	require.True(t, (<-watched).After(committed), "Watch returned before the uncommitted writer of its slot committed")
+	r := <-watched
+	require.NoError(t, r.err)
+	require.True(t, r.at.After(committed), "Watch returned before the uncommitted writer of its slot committed")
+
+	tx = holdCompletion("k2")
+	defer func() { _ = tx.Rollback(ctx) }()
+	other := "o"
+	for pgsql.Slot(scope, other) == pgsql.Slot(scope, "k2") {
+		other += "o"
+	}
+	start := time.Now()
+	_, _, err := s.Watch(ctx, scope, "k2")
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.ErrorContains(t, err, errSlotBusy.Error())
+	require.Less(t, time.Since(start), wakeWithin)
+	owner := mustClaim(t, s, scope, other)
+	ch, stop, err := s.Watch(ctx, scope, other)
+	require.NoError(t, err, "a busy slot holds up another slot's waiter")
+	defer stop()
+	complete(t, s, scope, other, owner)
+	requireWoken(t, ch, "a completion in another slot")
 }
 
 // listeners counts the server's sessions holding slot locks of s's table,

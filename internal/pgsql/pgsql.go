@@ -118,8 +118,8 @@ const (
 // transaction-level lock on its key's slot: it gets it only when no
 // session waits on that slot (then it sends nothing), and fails at once
 // otherwise (then it notifies; a try never waits). The exclusive lock is
-// held to the writer's commit, so a listener that locks a slot waits for
-// the slot's writers to commit: a change committed after the lock is held
+// held to the writer's commit, so a listener gets a slot only after the
+// slot's writers committed: a change committed after the lock is held
 // always notifies. Two writers of one slot at once make the second notify
 // though nobody waits: a spurious notification, never a missed one.
 
@@ -173,11 +173,12 @@ func Notify(table string) string {
 }
 
 // The statements of the Store's listening connection, with {channel}
-// rendered by Channel and {lockspace} by LockSpace. LockSlots takes the
-// shared locks of the slots in $1 (an int[]), waiting for their writers to
-// commit; UnlockSlots releases them.
+// rendered by Channel and {lockspace} by LockSpace. LockSlots tries the
+// shared locks of the slots in $1 (an int[]) without waiting and returns
+// those it holds (a slot whose writer has not committed yet is tried again
+// later); UnlockSlots releases them.
 const (
 	Listen      = `LISTEN {channel}`
-	LockSlots   = `SELECT count(pg_advisory_lock_shared({lockspace}, s)) FROM unnest($1::int[]) s`
+	LockSlots   = `SELECT s FROM unnest($1::int[]) s WHERE pg_try_advisory_lock_shared({lockspace}, s)`
 	UnlockSlots = `SELECT count(pg_advisory_unlock_shared({lockspace}, s)) FROM unnest($1::int[]) s`
 )
