@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -122,7 +121,7 @@ func newListener(db DB, single bool, table string) *listener {
 	if !ok || single {
 		return nil
 	}
-	space := strings.NewReplacer("{lockspace}", strconv.Itoa(int(pgsql.LockSpace(table))), "{channel}", pgsql.Channel(table))
+	space := strings.NewReplacer("{lockspace}", pgsql.LockSpaceLiteral(table), "{channel}", pgsql.Channel(table))
 	return &listener{
 		pool:   pool,
 		listen: space.Replace(pgsql.Listen),

@@ -142,6 +142,12 @@ func LockSpace(table string) int32 {
 	return int32(binary.BigEndian.Uint32(sum[8:12]))
 }
 
+// LockSpaceLiteral returns LockSpace(table) as an int4 SQL literal. It is
+// quoted, since -2147483648 unquoted would parse as a bigint.
+func LockSpaceLiteral(table string) string {
+	return "'" + strconv.Itoa(int(LockSpace(table))) + "'::int4"
+}
+
 // Payload returns the notification payload of (scope, key), as the
 // statements compute it on the server.
 func Payload(scope, key string) string {
@@ -168,7 +174,7 @@ func keyHash(scope, key string) []byte {
 // (key) when a session listens; it is always true.
 func Notify(table string) string {
 	const hash = "sha256(convert_to($1::text, 'UTF8') || decode('00', 'hex') || convert_to($2::text, 'UTF8'))"
-	return "(CASE WHEN pg_try_advisory_xact_lock(" + strconv.Itoa(int(LockSpace(table))) + ", get_byte(" + hash + ", 0) % " + strconv.Itoa(Slots) + ")" +
+	return "(CASE WHEN pg_try_advisory_xact_lock(" + LockSpaceLiteral(table) + ", get_byte(" + hash + ", 0) % " + strconv.Itoa(Slots) + ")" +
 		" THEN true ELSE pg_notify('" + Channel(table) + "', left(encode(" + hash + ", 'hex'), 16)) IS NOT NULL END)"
 }
 

@@ -36,3 +36,16 @@ func TestPayloadSeparatesScopeFromKey(t *testing.T) {
 	require.NotEqual(t, Payload("ab", "c"), Payload("a", "bc"))
 	require.Equal(t, Payload("s", "k"), Payload("s", "k"))
 }
+
+func TestWritesNotifyOnlyTheirKey(t *testing.T) {
+	table := `"s"."t"`
+	s := Render(table)
+	for name, text := range map[string]string{"complete": s.Complete, "release": s.Release, "resolve": s.Resolve, "delete": s.Delete} {
+		require.Contains(t, text, "pg_notify('"+Channel(table)+"'", name)
+		require.Contains(t, text, "pg_try_advisory_xact_lock("+LockSpaceLiteral(table), name)
+	}
+	for name, text := range map[string]string{"claim": s.Claim, "takeover": s.Takeover, "renew": s.Renew, "sweep": s.Sweep, "get": s.Get} {
+		require.NotContains(t, text, "pg_notify", name)
+	}
+	require.Regexp(t, `^'-?[0-9]+'::int4$`, LockSpaceLiteral(table))
+}
