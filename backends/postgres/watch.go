@@ -18,9 +18,10 @@ import (
 // Waiting: Complete, Release, Resolve and Delete call pg_notify in the
 // statement itself (no extra round trip), on one channel per table, with a
 // 16-byte hash of (scope, key) as payload, and only when some session
-// listens on the table: a listener holds shared advisory locks that the
-// writing statement tries to take (internal/pgsql documents the scheme and
-// why: a notifying commit cannot share its WAL flush with others). A
+// waits on a key of the same lock slot: a listener holds a shared advisory
+// lock on each slot of its waiters' keys, which the writing statement
+// tries to take (internal/pgsql documents the scheme and why: a notifying
+// commit cannot share its WAL flush with others). A
 // notification is delivered when the writing transaction commits, so a
 // completion through InTx or DoTx wakes the waiters at its commit.
 //
@@ -74,11 +75,13 @@ type acquirer interface {
 // Watch implements backends.Watcher. It returns once the Store's shared
 // connection listens on the table's channel and holds the lock of the
 // key's slot (after the slot's uncommitted writers committed), so no
-// change committed after Watch returned is missed. The channel is also closed, as a spurious
-// wake-up, when the shared connection fails (the waiter re-checks and
-// watches again on a fresh connection). Call stop to stop waiting; stop is
-// idempotent. Without a connection to lend (see ErrWatchUnsupported) Watch
-// returns that error at once, without I/O.
+// change committed after Watch returned is missed. It gives up with an
+// *Error after 250 ms if a concurrent uncommitted transaction keeps
+// writing to the slot (the core polls instead). The channel is also
+// closed, as a spurious wake-up, when the shared connection fails (the
+// waiter re-checks and watches again on a fresh connection). Call stop to
+// stop waiting; stop is idempotent. Without a connection to lend (see
+// ErrWatchUnsupported) Watch returns that error at once, without I/O.
 func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, func(), error) {
 	const op = "watch"
 	if s.listen == nil {
