@@ -93,12 +93,26 @@ func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, 
 	if err := ctx.Err(); err != nil {
 		return nil, nil, translateWatch(op, err)
 	}
-	ch, stop, err := s.listen.watch(ctx, pgsql.Payload(scope, key), pgsql.Slot(scope, key))
-	if err != nil {
-		return nil, nil, translateWatch(op, err)
+	payload, slotOf := pgsql.Payload(scope, key), pgsql.Slot(scope, key)
+	for attempt := 0; ; attempt++ {
+		ch, stop, err := s.listen.watch(ctx, payload, slotOf)
+		var lost *lostConnection
+		if errors.As(err, &lost) && attempt == 0 {
+			continue // the shared connection failed just now: once on a fresh one
+		}
+		if err != nil {
+			return nil, nil, translateWatch(op, err)
+		}
+		return ch, stop, nil
 	}
-	return ch, stop, nil
 }
+
+// lostConnection is the error of a session whose connection failed (or
+// could not be made) while a Watch waited for it.
+type lostConnection struct{ err error }
+
+func (e *lostConnection) Error() string { return e.err.Error() }
+func (e *lostConnection) Unwrap() error { return e.err }
 
 // translateWatch returns err as the *Error of op (see interpretError).
 func translateWatch(op string, err error) error {
@@ -199,7 +213,7 @@ func (l *listener) watch(ctx context.Context, payload string, slotOf int) (<-cha
 	l.mu.Unlock()
 	if err != nil {
 		stop()
-		return nil, nil, err
+		return nil, nil, &lostConnection{err}
 	}
 	return w.ch, stop, nil
 }
