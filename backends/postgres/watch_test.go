@@ -468,3 +468,30 @@ func TestNotifyOnlyForWatchedSlots(t *testing.T) {
 	require.Eventually(t, func() bool { _, slots := listeners(t, pool, s); return slots == 1 }, wakeWithin, 10*time.Millisecond,
 		"the woken key's slot is unlocked, the other waiter's kept")
 }
+
+// TestWatchRightAfterTheConnectionDied: a Watch made before the listener
+// noticed that the server ended its connection is not refused: it is made
+// again on a fresh connection, and woken by the next change.
+func TestWatchRightAfterTheConnectionDied(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newTable(t, pool, Config{})
+	scope := backendtest.Scope(t)
+	ctx := context.Background()
+	for i := range 10 {
+		key := "k" + strconv.Itoa(i)
+		_, stop, err := s.Watch(ctx, scope, "warm")
+		require.NoError(t, err)
+		s.listen.mu.Lock()
+		pid := s.listen.current.pid
+		s.listen.mu.Unlock()
+		_, err = pool.Exec(ctx, "SELECT pg_terminate_backend($1)", int32(pid))
+		require.NoError(t, err)
+		owner := mustClaim(t, s, scope, key)
+		ch, stopKey, err := s.Watch(ctx, scope, key)
+		require.NoError(t, err, "round %d", i)
+		complete(t, s, scope, key, owner)
+		requireWoken(t, ch, "a completion after the connection died")
+		stop()
+		stopKey()
+	}
+}
