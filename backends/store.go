@@ -86,15 +86,21 @@ const (
 	StatePending State = iota + 1
 	// StateCompleted is a record that holds the final outcome of its key.
 	StateCompleted
+	// StateHeld is a claim whose owner gave up without knowing the outcome
+	// (see Holder): not running, not completed, blocking claims until its
+	// hold ends or a Resolve stores the real outcome.
+	StateHeld
 )
 
-// String returns "pending" or "completed".
+// String returns "pending", "completed" or "held".
 func (s State) String() string {
 	switch s {
 	case StatePending:
 		return "pending"
 	case StateCompleted:
 		return "completed"
+	case StateHeld:
+		return "held"
 	default:
 		return "unknown"
 	}
@@ -102,7 +108,8 @@ func (s State) String() string {
 
 // Record is what a backend reports about an existing, unexpired record.
 type Record struct {
-	// State is StatePending or StateCompleted.
+	// State is StatePending, StateCompleted or StateHeld (only on a store
+	// that implements Holder).
 	State State
 	// Fingerprint is the digest stored with the record; empty when the
 	// claim was made without one.
@@ -111,9 +118,18 @@ type Record struct {
 	// pending.
 	Outcome []byte
 	// LeaseRemaining is the time left on a pending record's lease, by the
-	// store's clock; zero or negative when the lease has expired. Zero for a
+	// store's clock; zero or negative when the lease has expired. On a held
+	// record it is the time left on a reconciler's lease (see
+	// Holder.LeaseHeld), zero or negative when none is live. Zero for a
 	// completed record.
 	LeaseRemaining time.Duration
+	// Age is how long ago, by the store's clock, a pending record was
+	// claimed (or taken over) and a held record was held. Zero for a
+	// completed record, and on a store that does not record it (a store
+	// that implements Lister records it).
+	Age time.Duration
+	// Held describes a held record; the zero value otherwise.
+	Held HeldInfo
 }
 
 // ClaimParams are the arguments of Store.Claim.

@@ -50,9 +50,16 @@ type entry struct {
 	state       backends.State
 	fingerprint []byte
 	owner       string
-	leaseUntil  time.Time
-	expiresAt   time.Time
-	outcome     []byte
+	// leaseUntil is the owner's lease end while pending, a reconciler's
+	// lease end while held.
+	leaseUntil time.Time
+	expiresAt  time.Time
+	outcome    []byte
+	// since is when the record was claimed (pending) or held (held).
+	since time.Time
+	// holdUntil, code and message describe a held record.
+	holdUntil     time.Time
+	code, message string
 }
 
 type shard struct {
@@ -149,8 +156,14 @@ func (sh *shard) sweep(now time.Time) int {
 
 func view(e entry, now time.Time) backends.Record {
 	r := backends.Record{State: e.state, Fingerprint: e.fingerprint, Outcome: e.outcome}
-	if e.state == backends.StatePending {
+	switch e.state {
+	case backends.StatePending:
 		r.LeaseRemaining = e.leaseUntil.Sub(now)
+		r.Age = now.Sub(e.since)
+	case backends.StateHeld:
+		r.LeaseRemaining = e.leaseUntil.Sub(now)
+		r.Age = now.Sub(e.since)
+		r.Held = backends.HeldInfo{Remaining: e.holdUntil.Sub(now), Code: e.code, Message: e.message}
 	}
 	return r
 }
@@ -172,8 +185,9 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 		if e.state == backends.StatePending && e.owner == p.Owner {
 			return backends.ClaimResult{Claimed: true}, nil
 		}
-		takeover := e.state == backends.StatePending && !now.Before(e.leaseUntil) &&
-			backends.FingerprintMatches(e.fingerprint, p.Fingerprint)
+		lapsed := !now.Before(e.leaseUntil) && (e.state == backends.StatePending ||
+			e.state == backends.StateHeld && !now.Before(e.holdUntil))
+		takeover := lapsed && backends.FingerprintMatches(e.fingerprint, p.Fingerprint)
 		if !takeover {
 			return backends.ClaimResult{Existing: view(e, now)}, nil
 		}
@@ -187,6 +201,7 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 		owner:       p.Owner,
 		leaseUntil:  leaseUntil,
 		expiresAt:   latest(after(now, p.Retention), leaseUntil),
+		since:       now,
 	}, now)
 	return backends.ClaimResult{Claimed: true, TookOver: tookOver}, nil
 }
@@ -307,6 +322,10 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 			return backends.ResolveResult{Existing: view(e, now)}, nil
 		}
 		if !backends.FingerprintMatches(e.fingerprint, p.Fingerprint) {
+			return backends.ResolveResult{Existing: view(e, now)}, nil
+		}
+		if e.state == backends.StateHeld && now.Before(e.leaseUntil) && e.owner != p.Owner {
+			// Another reconciler's lease is live: it resolves this key.
 			return backends.ResolveResult{Existing: view(e, now)}, nil
 		}
 		fingerprint = backends.BoundFingerprint(e.fingerprint, p.Fingerprint)

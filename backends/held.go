@@ -1,0 +1,125 @@
+package backends
+
+import (
+	"context"
+	"math"
+	"time"
+)
+
+// The held state.
+//
+// An owner whose fn failed without knowing whether its effect happened (a
+// timeout after the request left: the payment may or may not have been
+// charged) must neither store an answer nor let the next retry run fn at
+// once. It holds the record instead: the record becomes StateHeld — not
+// running, not completed — for a hold period, with the held error's code
+// and message for operators. Until the hold ends, a held record blocks
+// claims (a duplicate is told it is in progress, and for how long); when
+// it ends, a matching Claim takes it over as it takes over a lapsed lease
+// and fn runs again. A Resolve stores the real outcome at any time.
+//
+// A reconciler that asks the downstream service what happened takes a
+// short, fenced lease on a held record first (LeaseHeld), so that of
+// several reconcilers running at once one resolves each key: a Resolve
+// whose Owner is not the live lease's token is refused while that lease is
+// live. The original owner's writes are fenced off once it holds: a held
+// record is never completed, renewed or released.
+
+// HoldUntilResolved is the longest hold: a record held this long never
+// becomes claimable again by itself; only a Resolve (or an operator's
+// Delete) ends it. Backends store it as their longest duration (rule
+// "Durations": at least 290 years on every backend).
+const HoldUntilResolved time.Duration = math.MaxInt64
+
+// Limits on what a hold stores about its error. The core cuts longer
+// values (at a UTF-8 boundary) before calling Hold; a backend may reject
+// longer ones.
+const (
+	MaxHeldCodeLen    = 64
+	MaxHeldMessageLen = 512
+)
+
+// HeldInfo describes a held record.
+type HeldInfo struct {
+	// Remaining is the time left on the hold by the store's clock; zero or
+	// negative once it has ended (the record is then claimable).
+	// HoldUntilResolved, or close to it, for a hold until resolved.
+	Remaining time.Duration
+	// Code and Message are the held error's code and message as the
+	// holder gave them (see HoldParams). They are operator information:
+	// the core never shows them to another caller of the key.
+	Code, Message string
+}
+
+// Unbounded reports whether the hold lasts until resolved (it was made
+// with HoldUntilResolved, or with a hold longer than a century).
+func (h HeldInfo) Unbounded() bool { return h.Remaining > 100*365*24*time.Hour }
+
+// HoldParams are the arguments of Holder.Hold.
+type HoldParams struct {
+	Scope string
+	Key   string
+	// Owner is the token of the pending claim being held.
+	Owner string
+	// For is the hold period, counted from now by the store's clock;
+	// HoldUntilResolved holds until resolved.
+	For time.Duration
+	// Code and Message describe the held error for operators; at most
+	// MaxHeldCodeLen and MaxHeldMessageLen bytes.
+	Code, Message string
+	// Retention is how long the held record lives from now, and at least
+	// until its hold ends.
+	Retention time.Duration
+}
+
+// LeaseHeldParams are the arguments of Holder.LeaseHeld.
+type LeaseHeldParams struct {
+	Scope string
+	Key   string
+	// Owner is the reconciler's token for this lease; its Resolve passes
+	// it as ResolveParams.Owner.
+	Owner string
+	// Lease is how long the reconciler has the record to itself.
+	Lease time.Duration
+}
+
+// LeaseHeldResult is the result of Holder.LeaseHeld.
+type LeaseHeldResult struct {
+	// Leased reports that Owner now holds the reconciler lease.
+	Leased bool
+	// Existing is the record when Leased is false; State is zero when the
+	// key is absent.
+	Existing Record
+}
+
+// Holder is implemented by stores that keep the held state. The core
+// holds a claim with it when fn's error is held (once.Hold); on a store
+// without it, a held claim stays pending until its lease ends.
+//
+// On a held record, the Store methods behave as follows: Claim reports it
+// (Existing, State StateHeld) while its hold or a reconciler's lease is
+// live, and takes it over (TookOver, fingerprints matching, the stored
+// one kept when none is given) once both have ended; Complete, Renew and
+// Release report false and write nothing, whoever asks; Resolve stores
+// its outcome when the fingerprints match and no reconciler lease of
+// another token is live (the reconciler holding the lease resolves with
+// its token as Owner).
+type Holder interface {
+	// Hold turns the pending record owned by p.Owner (its lease may have
+	// lapsed as long as nobody took it over) into a held record: held
+	// since now, until now+p.For, with p.Code and p.Message, living at
+	// least until the hold ends and p.Retention from now. It keeps the
+	// fingerprint. It reports false, writing nothing, when the record is
+	// absent, completed or owned by someone else. A re-send reports true:
+	// a held record still owned by p.Owner is left as it is.
+	Hold(ctx context.Context, p HoldParams) (applied bool, err error)
+
+	// LeaseHeld gives p.Owner an exclusive lease of p.Lease on a held
+	// record when no other reconciler's lease on it is live (a lease by
+	// p.Owner itself is extended). The record stays held: its hold, code
+	// and message are kept, its owner becomes p.Owner (so the original
+	// owner's re-sent Hold reports false), and it lives at least until the
+	// lease ends. It reports Existing, writing nothing, for any other
+	// record.
+	LeaseHeld(ctx context.Context, p LeaseHeldParams) (LeaseHeldResult, error)
+}
