@@ -56,6 +56,8 @@ var areas = []struct {
 	{"Resolve", exerciseResolve},
 	{"Watch", exerciseWatch},
 	{"Admin", exerciseAdmin},
+	{"Held", exerciseHeld},
+	{"List", exerciseList},
 	{"Model", exerciseModel},
 }
 

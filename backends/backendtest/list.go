@@ -1,0 +1,190 @@
+package backendtest
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// The behaviours of backends.Lister. Each skips, naming the interface,
+// when the store does not implement it. Records under test have keys
+// starting "k-" (elapse's clock markers share the scope).
+
+func (e *env) lister() backends.Lister {
+	e.t.Helper()
+	l, ok := e.store.(backends.Lister)
+	if !ok {
+		e.t.Skip("store does not implement backends.Lister")
+	}
+	return l
+}
+
+// walk lists every page for p and returns the records by key, failing on
+// a page larger than its limit or on a record that does not match.
+func (e *env) walk(p backends.ListParams) (map[string]backends.Listed, int) {
+	e.t.Helper()
+	l := e.lister()
+	seen := map[string]backends.Listed{}
+	pages := 0
+	for {
+		page, err := l.List(e.ctx, p)
+		require.NoError(e.t, err)
+		pages++
+		require.LessOrEqual(e.t, pages, 100_000, "a walk ends")
+		if p.Limit > 0 {
+			require.LessOrEqual(e.t, len(page.Records), p.Limit, "a page holds at most Limit records")
+		}
+		for _, r := range page.Records {
+			require.NotEqual(e.t, backends.StateCompleted, r.Record.State, "completed records are not listed")
+			if p.State != 0 {
+				require.Equal(e.t, p.State, r.Record.State)
+			}
+			if p.Scope != "" {
+				require.Equal(e.t, p.Scope, r.Scope)
+			}
+			require.GreaterOrEqual(e.t, r.Record.Age, p.OlderThan, "the age filter")
+			require.Positive(e.t, r.ExpiresIn)
+			seen[r.Scope+"\x00"+r.Key] = r
+		}
+		if page.Next == "" {
+			return seen, pages
+		}
+		p.Cursor = page.Next
+	}
+}
+
+// keysOf returns the keys of e.scope in seen whose key starts with prefix.
+func (e *env) keysOf(seen map[string]backends.Listed, prefix string) []string {
+	var keys []string
+	for _, r := range seen {
+		if r.Scope == e.scope && len(r.Key) >= len(prefix) && r.Key[:len(prefix)] == prefix {
+			keys = append(keys, r.Key)
+		}
+	}
+	return keys
+}
+
+// populate creates n pending, n held (if the store is a Holder) and n
+// completed records in e.scope, and returns the keys of the pending and
+// held ones.
+func (e *env) populate(prefix string, n int) (pending, held []string) {
+	e.t.Helper()
+	_, holds := e.store.(backends.Holder)
+	for i := range n {
+		owner := Token()
+		k := fmt.Sprintf("%sp%03d", prefix, i)
+		e.mustClaim(k, owner, []byte("fp"), longLease, longRetention)
+		pending = append(pending, k)
+		if holds {
+			k = fmt.Sprintf("%sh%03d", prefix, i)
+			e.mustClaim(k, owner, nil, longLease, longRetention)
+			require.True(e.t, e.hold(k, owner, longLease, longRetention))
+			held = append(held, k)
+		}
+		k = fmt.Sprintf("%sc%03d", prefix, i)
+		e.mustClaim(k, owner, nil, longLease, longRetention)
+		require.True(e.t, e.complete(k, owner, []byte("v"), longRetention))
+	}
+	return pending, held
+}
+
+func exerciseList(t *testing.T, newStore NewStore) {
+	run(t, newStore, "PaginatesEveryRecordOnce", func(e *env) {
+		e.lister()
+		pending, held := e.populate("k-", 23)
+		seen, pages := e.walk(backends.ListParams{Scope: e.scope, KeyPrefix: "k-", Limit: 7})
+		require.ElementsMatch(e.t, append(pending, held...), e.keysOf(seen, "k-"), "every pending and held record, none completed")
+		require.GreaterOrEqual(e.t, pages, (len(pending)+len(held))/7, "pages of at most 7")
+		for _, k := range held {
+			r := seen[e.scope+"\x00"+k].Record
+			require.Equal(e.t, backends.StateHeld, r.State)
+			require.Equal(e.t, "provider_timeout", r.Held.Code)
+		}
+		for _, k := range pending {
+			r := seen[e.scope+"\x00"+k].Record
+			require.Equal(e.t, backends.StatePending, r.State)
+			require.Equal(e.t, []byte("fp"), r.Fingerprint)
+			require.Positive(e.t, r.LeaseRemaining)
+		}
+	})
+
+	run(t, newStore, "StateFilter", func(e *env) {
+		e.lister()
+		pending, held := e.populate("k-", 5)
+		seen, _ := e.walk(backends.ListParams{Scope: e.scope, KeyPrefix: "k-", State: backends.StatePending})
+		require.ElementsMatch(e.t, pending, e.keysOf(seen, "k-"))
+		seen, _ = e.walk(backends.ListParams{Scope: e.scope, KeyPrefix: "k-", State: backends.StateHeld})
+		require.ElementsMatch(e.t, held, e.keysOf(seen, "k-"))
+	})
+
+	run(t, newStore, "AgeFilter", func(e *env) {
+		e.lister()
+		old, oldHeld := e.populate("k-old-", 3)
+		e.elapse(2 * shortLease)
+		young, youngHeld := e.populate("k-young-", 3)
+		seen, _ := e.walk(backends.ListParams{Scope: e.scope, KeyPrefix: "k-", OlderThan: shortLease})
+		require.ElementsMatch(e.t, append(old, oldHeld...), e.keysOf(seen, "k-"), "only the records older than the age")
+		seen, _ = e.walk(backends.ListParams{Scope: e.scope, KeyPrefix: "k-"})
+		require.ElementsMatch(e.t, append(append(old, oldHeld...), append(young, youngHeld...)...), e.keysOf(seen, "k-"))
+	})
+
+	run(t, newStore, "HeldAgeCountsFromTheHold", func(e *env) {
+		e.mustHold("k-a", Token(), nil, longLease)
+		e.lister()
+		owner := Token()
+		e.mustClaim("k-b", owner, nil, longLease, longRetention)
+		e.elapse(2 * shortLease)
+		require.True(e.t, e.hold("k-b", owner, longLease, longRetention))
+		seen, _ := e.walk(backends.ListParams{Scope: e.scope, KeyPrefix: "k-", OlderThan: shortLease})
+		require.ElementsMatch(e.t, []string{"k-a"}, e.keysOf(seen, "k-"), "k-b was held just now")
+	})
+
+	run(t, newStore, "AcrossScopes", func(e *env) {
+		e.lister()
+		prefix := "k-" + Token() + "-"
+		other := &env{t: e.t, ctx: e.ctx, store: e.store, scope: Scope(e.t)}
+		mine, _ := e.populate(prefix, 2)
+		theirs, _ := other.populate(prefix, 2)
+		seen, _ := e.walk(backends.ListParams{KeyPrefix: prefix, State: backends.StatePending, Limit: 50})
+		var got []string
+		for _, r := range seen {
+			got = append(got, r.Scope+"/"+r.Key)
+		}
+		var want []string
+		for _, k := range mine {
+			want = append(want, e.scope+"/"+k)
+		}
+		for _, k := range theirs {
+			want = append(want, other.scope+"/"+k)
+		}
+		require.ElementsMatch(e.t, want, got, "one walk across scopes")
+	})
+
+	run(t, newStore, "EmptyAndBadCursor", func(e *env) {
+		l := e.lister()
+		seen, _ := e.walk(backends.ListParams{Scope: e.scope})
+		require.Empty(e.t, seen)
+		_, err := l.List(e.ctx, backends.ListParams{Cursor: "not a cursor \x00"})
+		require.Error(e.t, err, "a cursor the store did not return is an error, not a restart")
+	})
+
+	run(t, newStore, "Count", func(e *env) {
+		l := e.lister()
+		_, holds := e.store.(backends.Holder)
+		e.populate("k-", 4)
+		e.elapse(shortLease)
+		c, err := l.Count(e.ctx)
+		require.NoError(e.t, err)
+		require.GreaterOrEqual(e.t, c.Pending, int64(4))
+		require.GreaterOrEqual(e.t, c.Completed, int64(4))
+		require.GreaterOrEqual(e.t, c.OldestPending, shortLease)
+		if holds {
+			require.GreaterOrEqual(e.t, c.Held, int64(4))
+			require.GreaterOrEqual(e.t, c.OldestHeld, shortLease)
+		}
+		require.GreaterOrEqual(e.t, c.Stored, c.Pending+c.Held+c.Completed)
+	})
+}
