@@ -62,4 +62,3 @@ func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (back
 	sh.records[k] = e
 	return backends.LeaseHeldResult{Leased: true}, nil
 }
-
