@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"bytes"
 	"math"
 	"time"
 
@@ -56,18 +57,28 @@ type stored struct {
 	state       backends.State
 	fingerprint []byte // nil when empty
 	owner       string
-	leaseEnd    int64  // pending: ms on the server's clock
+	leaseEnd    int64  // pending and held: ms on the server's clock
 	outcome     []byte // completed; never nil
+	// since is when the record was claimed or held (ms); hasSince is false
+	// on a pending record written before the layout had it.
+	since    int64
+	hasSince bool
+	// holdEnd, code and message describe a held record.
+	holdEnd       int64
+	code, message string
 }
 
 // decodeRecord is the one Go function that parses a stored record:
 //
-//	pending:   'p' len(fp) fp len(owner) owner lease-end-ms
+//	pending:   'p' len(fp) fp len(owner) owner lease-end-ms [' ' since-ms]
 //	completed: 'c' len(fp) fp len(owner) owner outcome
+//	held:      'h' len(fp) fp len(owner) owner lease-end-ms ' ' since-ms
+//	           ' ' hold-end-ms ' ' len(code) ' ' code message
 //
-// where len(x) is one byte and lease-end-ms is a canonical decimal (no
-// sign, no leading zero). Anything else is ErrCorrupt. It copies raw once;
-// the fingerprint and the outcome share that copy.
+// where len(fp) and len(owner) are one byte and the other numbers are
+// canonical decimals (no sign, no leading zero). Anything else is
+// ErrCorrupt. It copies raw once; the fingerprint and the outcome share
+// that copy.
 func decodeRecord(op, raw string) (stored, error) {
 	if len(raw) < 3 {
 		return stored{}, corrupt(op, "record header")
@@ -78,6 +89,8 @@ func decodeRecord(op, raw string) (stored, error) {
 		r.state = backends.StatePending
 	case 'c':
 		r.state = backends.StateCompleted
+	case 'h':
+		r.state = backends.StateHeld
 	default:
 		return stored{}, corrupt(op, "record state")
 	}
@@ -100,11 +113,47 @@ func decodeRecord(op, raw string) (stored, error) {
 		r.outcome = rest
 		return r, nil
 	}
-	end, ok := parseMillis(rest)
+	if r.state == backends.StateHeld {
+		return decodeHeld(op, r, rest)
+	}
+	lease, since, hasSince := rest, []byte(nil), false
+	if i := bytes.IndexByte(rest, ' '); i >= 0 {
+		lease, since, hasSince = rest[:i], rest[i+1:], true
+	}
+	end, ok := parseMillis(lease)
 	if !ok {
 		return stored{}, corrupt(op, "record lease end")
 	}
 	r.leaseEnd = end
+	if hasSince {
+		if r.since, ok = parseMillis(since); !ok {
+			return stored{}, corrupt(op, "record claim time")
+		}
+		r.hasSince = true
+	}
+	return r, nil
+}
+
+// decodeHeld parses the tail of a held record:
+// lease-end-ms ' ' since-ms ' ' hold-end-ms ' ' len(code) ' ' code message.
+func decodeHeld(op string, r stored, rest []byte) (stored, error) {
+	var nums [4]int64
+	for i := range nums {
+		sp := bytes.IndexByte(rest, ' ')
+		if sp < 0 {
+			return stored{}, corrupt(op, "held record fields")
+		}
+		v, ok := parseMillis(rest[:sp])
+		if !ok {
+			return stored{}, corrupt(op, "held record number")
+		}
+		nums[i], rest = v, rest[sp+1:]
+	}
+	if nums[3] > int64(len(rest)) {
+		return stored{}, corrupt(op, "held record code")
+	}
+	r.leaseEnd, r.since, r.hasSince, r.holdEnd = nums[0], nums[1], true, nums[2]
+	r.code, r.message = string(rest[:nums[3]]), string(rest[nums[3]:])
 	return r, nil
 }
 
@@ -130,10 +179,19 @@ func parseMillis(b []byte) (int64, bool) {
 // record is r as the store reports it at server time nowMs.
 func (r stored) record(nowMs int64) backends.Record {
 	rec := backends.Record{State: r.state, Fingerprint: r.fingerprint}
-	if r.state == backends.StatePending {
-		rec.LeaseRemaining = duration(subSaturating(r.leaseEnd, nowMs))
-	} else {
+	if r.state == backends.StateCompleted {
 		rec.Outcome = r.outcome
+		return rec
+	}
+	rec.LeaseRemaining = duration(subSaturating(r.leaseEnd, nowMs))
+	if r.hasSince {
+		rec.Age = duration(subSaturating(nowMs, r.since))
+	}
+	if r.state == backends.StateHeld {
+		rec.Held = backends.HeldInfo{
+			Remaining: duration(subSaturating(r.holdEnd, nowMs)),
+			Code:      r.code, Message: r.message,
+		}
 	}
 	return rec
 }
@@ -152,7 +210,7 @@ func subSaturating(a, b int64) int64 {
 
 // existing decodes the reply a script gives for a record it did not
 // change: the whole record string when completed, {record, now ms} when
-// pending.
+// pending or held.
 func existing(op string, v any) (backends.Record, error) {
 	var raw string
 	var now int64
@@ -177,7 +235,7 @@ func existing(op string, v any) (backends.Record, error) {
 	if err != nil {
 		return backends.Record{}, err
 	}
-	if (r.state == backends.StatePending) != pendingReply {
+	if (r.state != backends.StateCompleted) != pendingReply {
 		return backends.Record{}, corrupt(op, "reply does not match the record's state")
 	}
 	return r.record(now), nil

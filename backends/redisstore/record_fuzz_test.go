@@ -17,8 +17,16 @@ import (
 func encodeRecord(r stored) string {
 	head := string([]byte{'p'})
 	tail := strconv.FormatInt(r.leaseEnd, 10)
-	if r.state == backends.StateCompleted {
+	if r.hasSince {
+		tail += " " + strconv.FormatInt(r.since, 10)
+	}
+	switch r.state {
+	case backends.StateCompleted:
 		head, tail = "c", string(r.outcome)
+	case backends.StateHeld:
+		head = "h"
+		tail = strconv.FormatInt(r.leaseEnd, 10) + " " + strconv.FormatInt(r.since, 10) + " " +
+			strconv.FormatInt(r.holdEnd, 10) + " " + strconv.Itoa(len(r.code)) + " " + r.code + r.message
 	}
 	return head + string([]byte{byte(len(r.fingerprint))}) + string(r.fingerprint) +
 		string([]byte{byte(len(r.owner))}) + r.owner + tail
@@ -35,6 +43,9 @@ func FuzzDecodeRecord(f *testing.F) {
 		encodeRecord(stored{state: backends.StatePending, fingerprint: []byte("fp"), owner: "o", leaseEnd: math.MaxInt64}),
 		encodeRecord(stored{state: backends.StateCompleted, fingerprint: make([]byte, 255), owner: "o", outcome: []byte("{}")}),
 		encodeRecord(stored{state: backends.StateCompleted, outcome: []byte{}}),
+		encodeRecord(stored{state: backends.StatePending, owner: "o", leaseEnd: 1764547200000, since: 1764547100000, hasSince: true}),
+		encodeRecord(stored{state: backends.StateHeld, owner: "o", leaseEnd: 1, since: 2, hasSince: true, holdEnd: math.MaxInt64, code: "timeout", message: "no answer in 10 s"}),
+		"h\x00\x001 2 3 9 ab", "h\x00\x001 2 3", "p\x00\x001 ",
 		"", "p", "c\x00", "p\x00\x00", "p\x00\x00007", "p\x00\x00-1", "p\xff", "x\x00\x00", "c\x05ab",
 	} {
 		f.Add(seed)
@@ -51,8 +62,11 @@ func FuzzDecodeRecord(f *testing.F) {
 		for _, now := range []int64{0, 1764547200000, math.MaxInt64, math.MinInt64 + 1} {
 			rec := r.record(now)
 			require.Equal(t, r.state, rec.State)
-			if r.state == backends.StatePending {
+			if r.state != backends.StateCompleted {
 				require.Equal(t, r.leaseEnd > now, rec.LeaseRemaining > 0, "no overflow flips the lease's sign")
+			}
+			if r.state == backends.StateHeld {
+				require.Equal(t, r.holdEnd > now, rec.Held.Remaining > 0, "no overflow flips the hold's sign")
 			}
 		}
 	})

@@ -18,5 +18,5 @@ var (
 	releaseScript  = redis.NewScript(redislua.Release)
 	resolveScript  = redis.NewScript(redislua.Resolve)
 
-	allScripts = []*redis.Script{claimScript, completeScript, renewScript, releaseScript, resolveScript}
+	allScripts = []*redis.Script{claimScript, completeScript, renewScript, releaseScript, resolveScript, holdScript}
 )

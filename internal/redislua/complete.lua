@@ -11,8 +11,8 @@ if not cur then
 	return 0
 end
 local r = decode(cur)
-if r.owner ~= ARGV[1] then
-	return 0
+if r.owner ~= ARGV[1] or r.state == 'h' then
+	return 0 -- another owner's, or held: a held owner never completes
 end
 if r.state == 'c' then
 	if outcome(cur, r) == ARGV[2] then

@@ -31,6 +31,10 @@ var (
 	get string
 	//go:embed delete.lua
 	del string
+	//go:embed hold.lua
+	hold string
+	//go:embed leaseheld.lua
+	leaseHeld string
 )
 
 // The scripts, one per store operation, each the prelude followed by its
@@ -43,6 +47,9 @@ var (
 	Resolve  = prelude + resolve
 	Get      = prelude + get
 	Delete   = prelude + del
+	// Hold and LeaseHeld implement backends.Holder.
+	Hold      = prelude + hold
+	LeaseHeld = prelude + leaseHeld
 )
 
 // Prelude is record.lua alone, for tests of the layout.

@@ -14,7 +14,7 @@ if r.state ~= 'p' or r.owner ~= ARGV[1] then
 	return 0
 end
 local lease = tonumber(ARGV[2])
-local v = encode_pending(r.fp, r.owner, now_ms() + lease)
+local v = encode_pending(r.fp, r.owner, now_ms() + lease, r.since)
 if redis.call('PTTL', KEYS[1]) < lease then
 	redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
 else

@@ -1,5 +1,6 @@
--- resolve.lua: store an outcome decided out of band for an absent or
--- pending record (whoever owns it) when the fingerprints match; never
+-- resolve.lua: store an outcome decided out of band for an absent, pending
+-- (whoever owns it) or held record when the fingerprints match (on a held
+-- record, unless another token's reconciler lease is live); never
 -- overwrite a completed record.
 --
 -- KEYS[1] record key
@@ -22,6 +23,14 @@ if cur then
 	end
 	if not fp_matches(r.fp, fp) then
 		return existing(cur, r)
+	end
+	if r.state == 'h' then
+		-- A live reconciler lease of another token: that reconciler
+		-- resolves this key.
+		local now = now_ms()
+		if r.lease_end > now and r.owner ~= ARGV[2] then
+			return existing(cur, r, now)
+		end
 	end
 	fp = bound_fp(r.fp, fp)
 end

@@ -1,0 +1,53 @@
+package redisstore
+
+import (
+	"context"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/internal/redislua"
+)
+
+var _ backends.Holder = (*Store)(nil)
+
+var (
+	holdScript      = redis.NewScript(redislua.Hold)
+	leaseHeldScript = redis.NewScript(redislua.LeaseHeld)
+)
+
+// Hold implements backends.Holder with one EVALSHA. The hold's length is
+// rounded and saturated as every duration (see MaxDuration), so
+// backends.HoldUntilResolved holds for MaxDuration, about 292 years. It
+// wakes the key's watchers: a waiter learns the key is held.
+func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
+	const op = "hold"
+	if err := precheck(ctx, op, p.Owner, nil); err != nil {
+		return false, err
+	}
+	if len(p.Code) > backends.MaxHeldCodeLen || len(p.Message) > backends.MaxHeldMessageLen {
+		return false, invalid(op, "held code or message too long")
+	}
+	return s.runBool(ctx, op, holdScript, p.Scope, p.Key,
+		p.Owner, millis(p.For), p.Code, p.Message, millis(p.Retention), s.notify)
+}
+
+// LeaseHeld implements backends.Holder with one EVALSHA.
+func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
+	const op = "leaseheld"
+	if err := precheck(ctx, op, p.Owner, nil); err != nil {
+		return backends.LeaseHeldResult{}, err
+	}
+	v, err := leaseHeldScript.Run(ctx, s.client, []string{s.key(p.Scope, p.Key)}, p.Owner, millis(p.Lease)).Result()
+	if err != nil {
+		return backends.LeaseHeldResult{}, translate(ctx, op, err)
+	}
+	switch v {
+	case int64(1):
+		return backends.LeaseHeldResult{Leased: true}, nil
+	case int64(0):
+		return backends.LeaseHeldResult{}, nil
+	}
+	rec, err := existing(op, v)
+	return backends.LeaseHeldResult{Existing: rec}, err
+}
