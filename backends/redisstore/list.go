@@ -1,0 +1,356 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stagedoor/once/backends"
+)
+
+var _ backends.Lister = (*Store)(nil)
+
+// scanRoundsPerPage bounds the SCAN calls of one List page, so that a page
+// over a keyspace of mostly other or completed keys returns (possibly
+// empty, with a Next cursor) instead of walking it all.
+const scanRoundsPerPage = 16
+
+// node is one primary the walk visits, named by its address.
+type node struct {
+	addr   string
+	client redis.Cmdable
+}
+
+// nodes returns the primaries in address order: every primary of a
+// Cluster, or the one server of any other client.
+func (s *Store) nodes(ctx context.Context) ([]node, error) {
+	cc, ok := s.client.(*redis.ClusterClient)
+	if !ok {
+		return []node{{addr: "", client: s.client}}, nil
+	}
+	var list []node
+	ch := make(chan node, 64)
+	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+		ch <- node{addr: c.Options().Addr, client: c}
+		return nil
+	})
+	close(ch)
+	for n := range ch {
+		list = append(list, n)
+	}
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(list, func(a, b node) int { return strings.Compare(a.addr, b.addr) })
+	return list, nil
+}
+
+// listCursor is a position in the walk: the primaries before addr are
+// done; on addr, SCAN resumes at scan, skipping the keys of that batch up
+// to after (in byte order) that an earlier page returned.
+type listCursor struct {
+	addr  string
+	scan  uint64
+	after string
+}
+
+func (c listCursor) String() string {
+	return strconv.Quote(c.addr) + " " + strconv.FormatUint(c.scan, 10) + " " + strconv.Quote(c.after)
+}
+
+func parseListCursor(s string) (listCursor, bool) {
+	if s == "" {
+		return listCursor{}, true
+	}
+	addr, rest, ok := cutQuoted(s)
+	if !ok || !strings.HasPrefix(rest, " ") {
+		return listCursor{}, false
+	}
+	num, rest, ok := strings.Cut(rest[1:], " ")
+	if !ok {
+		return listCursor{}, false
+	}
+	scan, err := strconv.ParseUint(num, 10, 64)
+	after, tail, ok2 := cutQuoted(rest)
+	if err != nil || !ok2 || tail != "" {
+		return listCursor{}, false
+	}
+	return listCursor{addr: addr, scan: scan, after: after}, true
+}
+
+func cutQuoted(s string) (string, string, bool) {
+	q, err := strconv.QuotedPrefix(s)
+	if err != nil {
+		return "", "", false
+	}
+	v, err := strconv.Unquote(q)
+	return v, s[len(q):], err == nil
+}
+
+// errBadCursor says why List rejects a cursor this store did not return
+// (an *Error of kind ErrInvalid).
+var errBadCursor = errors.New("invalid list cursor")
+
+// List implements backends.Lister with SCAN (never KEYS), visiting every
+// primary of a Cluster in turn, and GETs of the keys found, pipelined per
+// primary. A page is at most scanRoundsPerPage SCAN calls. A walk sees
+// every record present throughout it at least once, as SCAN does; a
+// primary that fails over during the walk may be cut short (the walk
+// continues with the next one).
+func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListPage, error) {
+	const op = "list"
+	if err := ctx.Err(); err != nil {
+		return backends.ListPage{}, translate(ctx, op, err)
+	}
+	c, ok := parseListCursor(p.Cursor)
+	if !ok {
+		return backends.ListPage{}, invalid(op, errBadCursor.Error())
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = backends.DefaultListLimit
+	}
+	limit = min(limit, backends.MaxListLimit)
+	nodes, err := s.nodes(ctx)
+	if err != nil {
+		return backends.ListPage{}, translate(ctx, op, err)
+	}
+	i, _ := slices.BinarySearchFunc(nodes, c.addr, func(n node, addr string) int { return strings.Compare(n.addr, addr) })
+	if i < len(nodes) && nodes[i].addr != c.addr {
+		c = listCursor{addr: nodes[i].addr} // that primary is gone: start the next one
+	}
+	pattern := s.listPattern(p)
+	var page backends.ListPage
+	for round := 0; i < len(nodes); round++ {
+		if round == scanRoundsPerPage {
+			page.Next = c.String()
+			return page, nil
+		}
+		n := nodes[i]
+		keys, next, err := n.client.Scan(ctx, c.scan, pattern, int64(max(limit, 100))).Result()
+		if err != nil {
+			return backends.ListPage{}, translate(ctx, op, err)
+		}
+		slices.Sort(keys)
+		keys = slices.Compact(keys)
+		if c.after != "" {
+			from, _ := slices.BinarySearch(keys, c.after+"\x00")
+			keys = keys[from:]
+		}
+		found, err := s.fetch(ctx, n.client, keys, p)
+		if err != nil {
+			return backends.ListPage{}, err
+		}
+		room := limit - len(page.Records)
+		for _, f := range found[:min(room, len(found))] {
+			page.Records = append(page.Records, f.listed)
+		}
+		if len(found) > room {
+			page.Next = listCursor{addr: n.addr, scan: c.scan, after: found[room-1].redisKey}.String()
+			return page, nil
+		}
+		c = listCursor{addr: n.addr, scan: next}
+		if next == 0 {
+			i++
+			if i < len(nodes) {
+				c = listCursor{addr: nodes[i].addr}
+			}
+		}
+		if i < len(nodes) && len(page.Records) == limit {
+			page.Next = c.String()
+			return page, nil
+		}
+	}
+	return page, nil
+}
+
+// found is a listed record and its Redis key.
+type found struct {
+	redisKey string
+	listed   backends.Listed
+}
+
+// listPattern is the SCAN pattern of p: the store's prefix, and the
+// scope and key prefix when the scope is given (the key encoding puts the
+// scope first).
+func (s *Store) listPattern(p backends.ListParams) string {
+	if p.Scope == "" {
+		return globEscape(s.prefix+"{") + "*"
+	}
+	sc := escape(p.Scope)
+	return globEscape(s.prefix+"{"+strconv.Itoa(len(sc))+":"+sc+":"+escape(p.KeyPrefix)) + "*"
+}
+
+// globEscape escapes the characters SCAN's MATCH gives a meaning to.
+func globEscape(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '*', '?', '[', ']', '\\', '^', '-':
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// fetch reads the records of keys (all on client's primary) in one
+// pipeline, with the server's TIME, and returns those p selects, in the
+// order of keys. A key that vanished meanwhile is skipped.
+func (s *Store) fetch(ctx context.Context, client redis.Cmdable, keys []string, p backends.ListParams) ([]found, error) {
+	const op = "list"
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	pipe := client.Pipeline()
+	timeCmd := pipe.Time(ctx)
+	gets := make([]*redis.StringCmd, len(keys))
+	ttls := make([]*redis.DurationCmd, len(keys))
+	for i, k := range keys {
+		gets[i] = pipe.Get(ctx, k)
+		ttls[i] = pipe.PTTL(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, translate(ctx, op, err)
+	}
+	now := timeCmd.Val().UnixMilli()
+	var out []found
+	for i, k := range keys {
+		raw, err := gets[i].Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return nil, translate(ctx, op, err)
+		}
+		scope, key, ok := parseRecordKey(s.prefix, k)
+		if !ok {
+			continue // not a record key of this store
+		}
+		if p.Scope != "" && scope != p.Scope || !strings.HasPrefix(key, p.KeyPrefix) {
+			continue
+		}
+		if len(raw) == 0 || raw[0] == 'c' {
+			continue
+		}
+		r, err := decodeRecord(op, raw)
+		if err != nil {
+			return nil, err
+		}
+		rec := r.record(now)
+		if p.State != 0 && rec.State != p.State || rec.Age < p.OlderThan {
+			continue
+		}
+		ttl := ttls[i].Val()
+		if ttl < 0 {
+			ttl = MaxDuration
+		}
+		out = append(out, found{redisKey: k, listed: backends.Listed{Scope: scope, Key: key, Record: rec, ExpiresIn: ttl}})
+	}
+	return out, nil
+}
+
+// parseRecordKey inverts recordKey: prefix "{" len(s) ":" s ":" k "}".
+func parseRecordKey(prefix, raw string) (scope, key string, ok bool) {
+	rest, ok := strings.CutPrefix(raw, prefix+"{")
+	if !ok || !strings.HasSuffix(rest, "}") {
+		return "", "", false
+	}
+	rest = rest[:len(rest)-1]
+	num, rest, ok := strings.Cut(rest, ":")
+	n, err := strconv.Atoi(num)
+	if !ok || err != nil || n < 0 || n >= len(rest) || rest[n] != ':' {
+		return "", "", false
+	}
+	s, k := rest[:n], rest[n+1:]
+	if strings.Contains(s, "}") || strings.Contains(k, "}") {
+		return "", "", false
+	}
+	return unescapeKeyPart.Replace(s), unescapeKeyPart.Replace(k), true
+}
+
+// unescapeKeyPart inverts escape, in one pass.
+var unescapeKeyPart = strings.NewReplacer("%7D", "}", "%25", "%")
+
+// Count implements backends.Lister by walking every record of the store
+// with SCAN (on every primary of a Cluster): linear in the keyspace.
+// Expired is always zero (Redis drops expired keys itself); SizeBytes is
+// the bytes of keys and values.
+func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
+	const op = "count"
+	var c backends.Counts
+	nodes, err := s.nodes(ctx)
+	if err != nil {
+		return c, translate(ctx, op, err)
+	}
+	pattern := globEscape(s.prefix+"{") + "*"
+	for _, n := range nodes {
+		var cursor uint64
+		for {
+			keys, next, err := n.client.Scan(ctx, cursor, pattern, 1000).Result()
+			if err != nil {
+				return c, translate(ctx, op, err)
+			}
+			if err := s.countKeys(ctx, n.client, keys, &c); err != nil {
+				return c, err
+			}
+			if cursor = next; cursor == 0 {
+				break
+			}
+		}
+	}
+	return c, nil
+}
+
+func (s *Store) countKeys(ctx context.Context, client redis.Cmdable, keys []string, c *backends.Counts) error {
+	const op = "count"
+	if len(keys) == 0 {
+		return nil
+	}
+	pipe := client.Pipeline()
+	timeCmd := pipe.Time(ctx)
+	gets := make([]*redis.StringCmd, len(keys))
+	for i, k := range keys {
+		gets[i] = pipe.Get(ctx, k)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return translate(ctx, op, err)
+	}
+	now := timeCmd.Val().UnixMilli()
+	for i, k := range keys {
+		raw, err := gets[i].Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			return translate(ctx, op, err)
+		}
+		if _, _, ok := parseRecordKey(s.prefix, k); !ok {
+			continue
+		}
+		c.Stored++
+		c.SizeBytes += int64(len(k) + len(raw))
+		if len(raw) > 0 && raw[0] == 'c' {
+			c.Completed++
+			continue
+		}
+		r, err := decodeRecord(op, raw)
+		if err != nil {
+			return err
+		}
+		rec := r.record(now)
+		switch rec.State {
+		case backends.StatePending:
+			c.Pending++
+			c.OldestPending = max(c.OldestPending, rec.Age)
+		case backends.StateHeld:
+			c.Held++
+			c.OldestHeld = max(c.OldestHeld, rec.Age)
+		}
+	}
+	return nil
+}
