@@ -1,0 +1,210 @@
+package once_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/backends/redisstore"
+	"github.com/stagedoor/once/internal/testservers"
+	"github.com/stagedoor/once/internal/testservers/serverenv"
+)
+
+// reconcilableStores are the stores that implement backends.Holder and
+// backends.Lister, over the real servers.
+func reconcilableStores() map[string]func(testing.TB) backends.Store {
+	return map[string]func(testing.TB) backends.Store{
+		"memory":        func(testing.TB) backends.Store { return memory.New(nil) },
+		"redis":         func(tb testing.TB) backends.Store { return testservers.RedisStore(tb) },
+		"redis-cluster": redisClusterStore,
+	}
+}
+
+func redisClusterStore(tb testing.TB) backends.Store {
+	tb.Helper()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: serverenv.RedisClusterAddrs()})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		testservers.Unavailable(tb, "Redis Cluster", err)
+	}
+	prefix := "once-t-" + testservers.Suffix() + ":"
+	s, err := redisstore.New(ctx, c, &redisstore.Config{KeyPrefix: prefix, EvictionPolicyCheck: redisstore.EvictionIgnore})
+	require.NoError(tb, err)
+	tb.Cleanup(func() {
+		ctx := context.Background()
+		_ = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			iter := n.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+			for iter.Next(ctx) {
+				_ = n.Del(ctx, iter.Val()).Err()
+			}
+			return iter.Err()
+		})
+		_ = c.Close()
+	})
+	return s
+}
+
+// heldOwner is the token of the claim that held a key, kept to attempt
+// its late completion.
+type heldOwner struct{ scope, key, owner string }
+
+// holdKeys claims and holds n keys spread over three scopes, directly on
+// the store, until resolved.
+func holdKeys(t *testing.T, store backends.Store, n int) []heldOwner {
+	t.Helper()
+	ctx := context.Background()
+	h := store.(backends.Holder)
+	out := make([]heldOwner, n)
+	for i := range n {
+		k := heldOwner{scope: fmt.Sprintf("shop-%d", i%3), key: fmt.Sprintf("order-%04d", i), owner: fmt.Sprintf("owner-%04d", i)}
+		r, err := store.Claim(ctx, backends.ClaimParams{Scope: k.scope, Key: k.key, Fingerprint: []byte("fp"), Owner: k.owner, Lease: time.Minute, Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+		ok, err := h.Hold(ctx, backends.HoldParams{Scope: k.scope, Key: k.key, Owner: k.owner, For: backends.HoldUntilResolved, Code: "timeout", Message: "provider timeout", Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+		out[i] = k
+	}
+	return out
+}
+
+// TestTwoReconcilersOverAThousandHeldKeys runs two Reconcilers at once
+// over 1 000 held keys while the original owners try to complete late:
+// every key is resolved exactly once, with the provider's answer, none is
+// lost, and no late completion lands.
+func TestTwoReconcilersOverAThousandHeldKeys(t *testing.T) {
+	const n = 1000
+	for name, newStore := range reconcilableStores() {
+		t.Run(name, func(t *testing.T) {
+			store := newStore(t)
+			keys := holdKeys(t, store, n)
+			keeper := once.New(store)
+			ctx := t.Context()
+
+			var asked sync.Map // scope/key -> *atomic.Int32
+			var unsure atomic.Int32
+			check := func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+				c, _ := asked.LoadOrStore(k.Scope+"/"+k.Key, new(atomic.Int32))
+				calls := c.(*atomic.Int32).Add(1)
+				require.Equal(t, "timeout", k.Code)
+				switch {
+				case k.Key[len(k.Key)-1] == '7' && calls == 1:
+					unsure.Add(1)
+					return once.Verdict[string]{}, nil // the provider does not know yet
+				case k.Key[len(k.Key)-1] == '3' && calls == 1:
+					return once.Verdict[string]{}, errors.New("provider unreachable")
+				case k.Key[len(k.Key)-1] == '9':
+					return once.Verdict[string]{Settled: true, Err: once.Final(errors.New("card declined"))}, nil
+				}
+				return once.Verdict[string]{Settled: true, Value: "charge-" + k.Key}, nil
+			}
+
+			var resolved atomic.Int64
+			var wg sync.WaitGroup
+			for range 2 {
+				rc, err := once.NewReconciler(keeper, check, once.ReconcilerConfig{Batch: 64, Lease: 10 * time.Second})
+				require.NoError(t, err)
+				wg.Go(func() {
+					idle := 0
+					for idle < 3 {
+						rep, err := rc.Pass(ctx)
+						require.NoError(t, err)
+						resolved.Add(int64(rep.Resolved))
+						if rep.Done && rep.Examined == 0 {
+							idle++
+						}
+					}
+				})
+			}
+			// The original owners wake up late and try to complete.
+			var late atomic.Int32
+			wg.Go(func() {
+				for _, k := range keys {
+					ok, err := store.Complete(ctx, backends.CompleteParams{Scope: k.scope, Key: k.key, Owner: k.owner, Outcome: []byte("late"), Retention: time.Hour})
+					require.NoError(t, err)
+					if ok {
+						late.Add(1)
+					}
+				}
+			})
+			wg.Wait()
+
+			require.Zero(t, late.Load(), "no late completion of an original owner lands")
+			require.Equal(t, int64(n), resolved.Load(), "each key resolved once, by one of the two")
+			require.Positive(t, unsure.Load())
+			for _, k := range keys {
+				v, err := once.Do(ctx, keeper.Scope(k.scope), k.key, []byte("fp"), func(context.Context) (string, error) {
+					t.Errorf("%s/%s ran again", k.scope, k.key)
+					return "", nil
+				})
+				if k.key[len(k.key)-1] == '9' {
+					require.ErrorContains(t, err, "card declined", k.key)
+					continue
+				}
+				require.NoError(t, err, k.key)
+				require.Equal(t, "charge-"+k.key, v, "the provider's answer, not a late owner's")
+			}
+			counts, err := store.(backends.Lister).Count(ctx)
+			require.NoError(t, err)
+			require.Zero(t, counts.Held, "none left held")
+		})
+	}
+}
+
+func TestReconcilerNeedsHolderAndLister(t *testing.T) {
+	_, err := once.NewReconciler(once.New(plainStore{memory.New(nil)}), func(context.Context, once.HeldKey) (once.Verdict[int], error) {
+		return once.Verdict[int]{}, nil
+	}, once.ReconcilerConfig{})
+	var invalid *once.InvalidInputError
+	require.ErrorAs(t, err, &invalid)
+	require.Contains(t, invalid.Reason, "backends.Holder")
+}
+
+// plainStore hides every optional interface of its store.
+type plainStore struct{ backends.Store }
+
+func TestReconcilerBoundsWorkPerPass(t *testing.T) {
+	store := memory.New(nil)
+	holdKeys(t, store, 25)
+	rc, err := once.NewReconciler(once.New(store), func(context.Context, once.HeldKey) (once.Verdict[int], error) {
+		return once.Verdict[int]{}, nil // never settled
+	}, once.ReconcilerConfig{Batch: 10})
+	require.NoError(t, err)
+	var examined []int
+	for range 4 {
+		rep, err := rc.Pass(t.Context())
+		require.NoError(t, err)
+		examined = append(examined, rep.Examined)
+		require.Equal(t, rep.Examined, rep.LeftHeld)
+	}
+	require.Equal(t, []int{10, 10, 5, 10}, examined, "at most Batch per pass; the walk resumes, then starts over")
+}
+
+func TestReconcilerSurvivesAPanickingCheck(t *testing.T) {
+	store := memory.New(nil)
+	holdKeys(t, store, 3)
+	rc, err := once.NewReconciler(once.New(store), func(_ context.Context, k once.HeldKey) (once.Verdict[int], error) {
+		if k.Key == "order-0001" {
+			panic("boom")
+		}
+		return once.Verdict[int]{Settled: true, Value: 1}, nil
+	}, once.ReconcilerConfig{})
+	require.NoError(t, err)
+	rep, err := rc.Pass(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 2, rep.Resolved)
+	require.Equal(t, 1, rep.Failed)
+	require.ErrorContains(t, rep.Errors[0], "panicked: boom")
+}
