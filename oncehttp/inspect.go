@@ -1,0 +1,53 @@
+package oncehttp
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/stagedoor/once"
+)
+
+// StoredResponse is an HTTP response as the middleware stores it, for
+// operator tooling (cmd/once get and resolve): what every retry with the
+// key is answered.
+type StoredResponse struct {
+	Status  int
+	Header  http.Header
+	Trailer http.Header
+	Body    []byte
+	// TooLarge reports that the body exceeded MaxStoredBody and was not
+	// stored.
+	TooLarge bool
+}
+
+// DecodeStoredResponse decodes the payload of a stored value (the
+// payload once.DescribeOutcome returns for once.OutcomeValue) when the
+// middleware wrote it; ok is false otherwise (a JSON value, say: the
+// middleware's format byte never starts a JSON text). Body aliases
+// payload.
+func DecodeStoredResponse(payload []byte) (resp StoredResponse, ok bool) {
+	var s storedResponse
+	if len(payload) == 0 || !readableFormat(int(payload[0])) || (responseCodec{}).Unmarshal(payload, &s) != nil {
+		return StoredResponse{}, false
+	}
+	return StoredResponse{Status: s.Status, Header: s.Header, Trailer: s.Trailer, Body: s.Body, TooLarge: s.TooLarge}, true
+}
+
+// ResolveResponse stores resp as the outcome of a held (or never
+// recorded) key of the middleware, as once.Resolve does: every later
+// request with the key is answered resp, with Idempotent-Replayed. scope
+// must come from the Keeper the middleware uses. An empty fp keeps the
+// key's stored fingerprint. Only the headers of DefaultStoreHeaders are
+// kept, as the middleware keeps them.
+func ResolveResponse(ctx context.Context, scope once.Scope, key string, fp once.Fingerprint, resp StoredResponse) error {
+	if resp.Status < 100 || resp.Status > 999 {
+		return &once.InvalidInputError{Field: "status", Reason: "not an HTTP status code"}
+	}
+	s := storedResponse{
+		Format: storedFormat, Status: resp.Status,
+		Header:  storedHeader(resp.Header, storeList(nil)),
+		Trailer: storedHeader(resp.Trailer, storeList(nil)),
+		Body:    resp.Body, TooLarge: resp.TooLarge,
+	}
+	return once.Resolve(ctx, scope.With(once.WithCodec(responseCodec{})), key, fp, s, nil)
+}
