@@ -20,9 +20,8 @@ type StoredResponse struct {
 	TooLarge bool
 }
 
-// DecodeStoredResponse decodes the payload of a stored value (the
-// payload once.DescribeOutcome returns for once.OutcomeValue) when the
-// middleware wrote it; ok is false otherwise (a JSON value, say: the
+// DecodeStoredResponse decodes the codec bytes of a stored value (what
+// follows the outcome envelope's header) when the middleware wrote them; ok is false otherwise (a JSON value, say: the
 // middleware's format byte never starts a JSON text). Body aliases
 // payload.
 func DecodeStoredResponse(payload []byte) (resp StoredResponse, ok bool) {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/internal/envelope"
 	"github.com/stagedoor/once/oncehttp"
 )
 
@@ -38,10 +39,10 @@ func TestStoredResponseForOperators(t *testing.T) {
 	rec, _, found, err := store.Get(t.Context(), "client-1", "k1")
 	require.NoError(t, err)
 	require.True(t, found)
-	kind, payload, err := once.DescribeOutcome(rec.Outcome)
+	env, err := envelope.Parse(rec.Outcome)
 	require.NoError(t, err)
-	require.Equal(t, once.OutcomeValue, kind)
-	resp, ok := oncehttp.DecodeStoredResponse(payload)
+	require.Equal(t, envelope.KindValue, env.Kind)
+	resp, ok := oncehttp.DecodeStoredResponse(env.Value)
 	require.True(t, ok)
 	require.Equal(t, http.StatusCreated, resp.Status)
 	require.Equal(t, "/orders/1", resp.Header.Get("Location"))

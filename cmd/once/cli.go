@@ -25,6 +25,8 @@ type cli struct {
 	Delete  deleteCmd  `cmd:"" help:"Delete the record of a key so the next call is a new intent."`
 	Resolve resolveCmd `cmd:"" help:"Store the outcome of a held or unrecorded key (once.Resolve)."`
 	Check   checkCmd   `cmd:"" help:"Check the store: Redis eviction policy, PostgreSQL connectivity and migration."`
+	List    listCmd    `cmd:"" help:"List pending and held records: state, age, lease, hold, held error."`
+	Stats   statsCmd   `cmd:"" help:"Count records by state, with the oldest pending and held, and the store's size."`
 }
 
 // env is what every command's Run receives.
@@ -55,6 +57,20 @@ func (e *env) emit(v any, text ...string) error {
 	}
 	for _, line := range text {
 		if _, err := fmt.Fprintln(e.stdout, line); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitLines prints each of vs as one line of JSON (JSON Lines).
+func (e *env) emitLines(vs []listedView) error {
+	for _, v := range vs {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(e.stdout, "%s\n", b); err != nil {
 			return err
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/internal/envelope"
+	"github.com/stagedoor/once/oncehttp"
 )
 
 type getCmd struct {
@@ -19,14 +20,24 @@ type getCmd struct {
 type recordView struct {
 	Scope string `json:"scope"`
 	Key   string `json:"key"`
-	// State is "absent", "pending" or "completed".
+	// State is "absent", "pending", "held" or "completed".
 	State       string `json:"state"`
 	Fingerprint string `json:"fingerprint,omitempty"` // hex
-	// LeaseRemainingMS is set for a pending record; negative once the
-	// lease has lapsed (the key can be taken over).
+	// LeaseRemainingMS is set for a pending record (the owner's lease) and
+	// a held one (a reconciler's lease); negative once the lease has
+	// lapsed.
 	LeaseRemainingMS *int64 `json:"lease_remaining_ms,omitempty"`
-	ExpiresInMS      int64  `json:"expires_in_ms,omitempty"`
-	OutcomeSize      int    `json:"outcome_size,omitempty"`
+	// AgeMS is how long a pending record has been claimed, a held one held.
+	AgeMS *int64 `json:"age_ms,omitempty"`
+	// Hold* and Held* describe a held record.
+	HoldRemainingMS   *int64 `json:"hold_remaining_ms,omitempty"`
+	HoldUntilResolved bool   `json:"hold_until_resolved,omitempty"`
+	HeldCode          string `json:"held_code,omitempty"`
+	HeldMessage       string `json:"held_message,omitempty"`
+	// HTTP is set for a response stored by oncehttp.
+	HTTP        *httpView `json:"http,omitempty"`
+	ExpiresInMS int64     `json:"expires_in_ms,omitempty"`
+	OutcomeSize int       `json:"outcome_size,omitempty"`
 	// OutcomeKind is "value", "error", "too_large" or "undecodable".
 	OutcomeKind string `json:"outcome_kind,omitempty"`
 	// Outcome is the value's JSON (when it is JSON), the error as
@@ -65,9 +76,14 @@ func newRecordView(scope, key string, rec backends.Record, expiresIn time.Durati
 	v.State = rec.State.String()
 	v.Fingerprint = hex.EncodeToString(rec.Fingerprint)
 	v.ExpiresInMS = expiresIn.Milliseconds()
-	if rec.State == backends.StatePending {
-		ms := rec.LeaseRemaining.Milliseconds()
-		v.LeaseRemainingMS = &ms
+	if rec.State != backends.StateCompleted {
+		lease, age := rec.LeaseRemaining.Milliseconds(), rec.Age.Milliseconds()
+		v.LeaseRemainingMS, v.AgeMS = &lease, &age
+		if rec.State == backends.StateHeld {
+			hold := rec.Held.Remaining.Milliseconds()
+			v.HoldRemainingMS, v.HoldUntilResolved = &hold, rec.Held.Unbounded()
+			v.HeldCode, v.HeldMessage = rec.Held.Code, rec.Held.Message
+		}
 		return v
 	}
 	v.OutcomeSize = len(rec.Outcome)
@@ -77,6 +93,12 @@ func newRecordView(scope, key string, rec backends.Record, expiresIn time.Durati
 		return v
 	}
 	v.OutcomeKind = parsed.Kind.String()
+	if parsed.Kind == envelope.KindValue {
+		if resp, ok := oncehttp.DecodeStoredResponse(parsed.Value); ok {
+			v.HTTP = newHTTPView(resp)
+			return v
+		}
+	}
 	v.Outcome, v.OutcomeRaw = parsed.Describe()
 	return v
 }
@@ -96,7 +118,14 @@ func (v recordView) text() []string {
 		fp = "none"
 	}
 	lines = append(lines, "fingerprint: "+fp)
-	if v.LeaseRemainingMS != nil {
+	if v.HoldRemainingMS != nil {
+		lines = append(lines, "held for:    "+roundAge(ms(*v.AgeMS)))
+		lines = append(lines, "hold:        "+holdText(listedView{
+			HoldRemainingMS: v.HoldRemainingMS, HoldUntilResolved: v.HoldUntilResolved,
+			LeaseRemainingMS: *v.LeaseRemainingMS, HeldCode: v.HeldCode, HeldMessage: v.HeldMessage,
+		}))
+	} else if v.LeaseRemainingMS != nil {
+		lines = append(lines, "claimed:     "+roundAge(ms(*v.AgeMS))+" ago")
 		left := ms(*v.LeaseRemainingMS)
 		if left > 0 {
 			lines = append(lines, "lease:       "+left.String()+" left")
@@ -107,6 +136,10 @@ func (v recordView) text() []string {
 	lines = append(lines, "expires in:  "+ms(v.ExpiresInMS).String())
 	if v.State != backends.StateCompleted.String() {
 		return lines
+	}
+	if v.HTTP != nil {
+		lines = append(lines, fmt.Sprintf("outcome:     %d bytes, an HTTP response stored by oncehttp", v.OutcomeSize))
+		return append(lines, v.HTTP.text()...)
 	}
 	lines = append(lines, fmt.Sprintf("outcome:     %d bytes, %s", v.OutcomeSize, describeKind(v.OutcomeKind)))
 	switch {

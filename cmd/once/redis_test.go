@@ -21,6 +21,14 @@ func TestRedis(t *testing.T) {
 			require.NoError(t, err)
 			t.Run("Lifecycle", func(t *testing.T) { lifecycle(t, store, r.flags) })
 			t.Run("ResolveHeld", func(t *testing.T) { held(t, store, r.flags) })
+			t.Run("Operator", func(t *testing.T) {
+				r := newRedis(t, cluster) // a keyspace of its own: it counts records
+				store, err := redisstore.New(context.Background(), r.client, &redisstore.Config{
+					KeyPrefix: r.prefix, EvictionPolicyCheck: redisstore.EvictionIgnore,
+				})
+				require.NoError(t, err)
+				operator(t, store, r.flags)
+			})
 			t.Run("Check", func(t *testing.T) {
 				want := exitOK
 				if store.CheckEvictionPolicy(context.Background()) != nil {

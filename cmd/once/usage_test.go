@@ -36,7 +36,7 @@ func TestUsageErrors(t *testing.T) {
 		{with(pg, "sweep", "--batch", "0"), "--batch must be positive"},
 		{with(pg, "sweep", "--loop", "soon"), "--loop"},
 		{with(pg, "--timeout", "abc", "check"), "--timeout"},
-		{with(rd, "resolve", "s", "k"), "exactly one of --value JSON and --error MESSAGE"},
+		{with(rd, "resolve", "s", "k"), "exactly one of --value JSON, --error MESSAGE and --status CODE"},
 		{with(rd, "resolve", "s", "k", "--value", "1", "--error", "x"), "exactly one of"},
 		{with(rd, "resolve", "s", "k", "--value", "{"), "--value is not valid JSON"},
 		{with(rd, "resolve", "s", "k", "--value", "1", "--code", "c"), "--code goes with --error"},
