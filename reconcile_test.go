@@ -25,6 +25,7 @@ import (
 func reconcilableStores() map[string]func(testing.TB) backends.Store {
 	return map[string]func(testing.TB) backends.Store{
 		"memory":        func(testing.TB) backends.Store { return memory.New(nil) },
+		"postgres":      func(tb testing.TB) backends.Store { s, _ := testservers.PostgresStore(tb); return s },
 		"redis":         func(tb testing.TB) backends.Store { return testservers.RedisStore(tb) },
 		"redis-cluster": redisClusterStore,
 	}

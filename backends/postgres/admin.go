@@ -14,17 +14,45 @@ var _ backends.Admin = (*Store)(nil)
 // Lease and expiry are measured on the server's clock_timestamp().
 func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
 	var (
-		state             int16
-		fp, outcome       []byte
-		leaseUS, expireUS int64
+		state                            int16
+		fp, outcome                      []byte
+		leaseUS, expireUS, ageUS, holdUS int64
+		code, message                    string
 	)
 	err := s.db.QueryRow(ctx, s.sql.Get, scope, key).
-		Scan(&state, &fp, &outcome, &leaseUS, &expireUS)
+		Scan(&state, &fp, &outcome, &leaseUS, &expireUS, &ageUS, &holdUS, &code, &message)
 	found, err := interpretError("get", err)
 	if !found || err != nil {
 		return backends.Record{}, 0, false, err
 	}
-	return existing(state, fp, outcome, leaseUS), fromMicros(expireUS), true, nil
+	rec := existing(state, fp, outcome, leaseUS)
+	withDetails(&rec, ageUS, holdUS, code, message)
+	return rec, fromMicros(expireUS), true, nil
+}
+
+// withDetails sets the age of a pending or held record and a held
+// record's hold.
+func withDetails(rec *backends.Record, ageUS, holdUS int64, code, message string) {
+	if rec.State == backends.StateCompleted {
+		return
+	}
+	rec.Age = fromMicros(ageUS)
+	if rec.State == backends.StateHeld {
+		rec.Held = backends.HeldInfo{Remaining: fromMicros(holdUS), Code: code, Message: message}
+	}
+}
+
+// heldDetails replaces rec, a held record a Claim or Resolve reported,
+// with the record Get reads (hold, code, message, age).
+func (s *Store) heldDetails(ctx context.Context, scope, key string, rec *backends.Record) error {
+	full, _, found, err := s.Get(ctx, scope, key)
+	if err != nil {
+		return err
+	}
+	if found && full.State == backends.StateHeld {
+		*rec = full
+	}
+	return nil
 }
 
 // Delete implements backends.Admin in one DELETE of the row, whatever its

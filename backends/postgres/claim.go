@@ -24,7 +24,7 @@ type fastRow struct {
 	fp       []byte
 	outcome  []byte
 	leaseUS  int64
-	lapsed   bool // pending with a lapsed lease
+	lapsed   bool // pending with a lapsed lease, or held with hold and lease ended
 	ownClaim bool // a live pending row of this very owner
 }
 
@@ -50,7 +50,8 @@ func (r fastRow) decide(given []byte) (res backends.ClaimResult, slow bool) {
 		// The same claim again (its owner token is unique to one call): a
 		// re-send after a lost reply. It holds the claim.
 		return backends.ClaimResult{Claimed: true}, false
-	case r.state == int16(backends.StatePending) && r.lapsed && backends.FingerprintMatches(r.fp, given):
+	case r.lapsed && backends.FingerprintMatches(r.fp, given): // pending or held
+
 		return backends.ClaimResult{}, true
 	}
 	return backends.ClaimResult{Existing: existing(r.state, r.fp, r.outcome, r.leaseUS)}, false
@@ -101,7 +102,7 @@ func existing(state int16, fp, outcome []byte, leaseUS int64) backends.Record {
 	if len(rec.Fingerprint) == 0 {
 		rec.Fingerprint = nil
 	}
-	if rec.State == backends.StatePending {
+	if rec.State == backends.StatePending || rec.State == backends.StateHeld {
 		rec.LeaseRemaining = fromMicros(leaseUS)
 	} else {
 		rec.Outcome = outcome

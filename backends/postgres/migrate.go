@@ -25,6 +25,7 @@ const (
 	placeholderTable      = `"public"."once_records"`
 	placeholderIndex      = `"once_records_expires_at_idx"`
 	placeholderSweepIndex = `"once_records_sweep_idx"`
+	placeholderHeldIndex  = `"once_records_held_idx"`
 )
 
 // Migrations returns the embedded migration files, for users who run their
@@ -58,9 +59,11 @@ func renderer(r resolved) *strings.Replacer {
 	return strings.NewReplacer(
 		`"public".`+placeholderIndex, qualifiedIndex("_expires_at_idx"),
 		`"public".`+placeholderSweepIndex, qualifiedIndex("_sweep_idx"),
+		`"public".`+placeholderHeldIndex, qualifiedIndex("_held_idx"),
 		placeholderTable, r.qualifiedTable(),
 		placeholderIndex, index("_expires_at_idx"),
 		placeholderSweepIndex, index("_sweep_idx"),
+		placeholderHeldIndex, index("_held_idx"),
 	)
 }
 

@@ -161,12 +161,19 @@ type querier interface {
 //
 // A Claim that waited LockTimeout for a concurrent uncommitted transaction
 // holding the key reports it pending (see Config.LockTimeout).
+//
+// A key found held takes one more statement, which reads the hold's
+// details (see backends.Holder).
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
-	return claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
+	res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
 		return s.sql.fastClaim(ctx, s.db, p)
 	}, func(ctx context.Context) (claimRow, error) {
 		return s.sql.claimOnce(ctx, s.db, p)
 	})
+	if err == nil && res.Existing.State == backends.StateHeld {
+		err = s.heldDetails(ctx, p.Scope, p.Key, &res.Existing)
+	}
+	return res, err
 }
 
 // Complete implements backends.Store in one statement.
@@ -188,9 +195,13 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 // with a concurrent insert of the same key, as Claim). Like Claim, it waits
 // at most LockTimeout for an uncommitted transaction holding the key.
 func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
-	return resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
+	res, err := resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
 		return s.sql.resolveOnce(ctx, s.db, p)
 	})
+	if err == nil && res.Existing.State == backends.StateHeld {
+		err = s.heldDetails(ctx, p.Scope, p.Key, &res.Existing)
+	}
+	return res, err
 }
 
 // micros converts a duration to the whole microseconds passed to the

@@ -234,7 +234,7 @@ func TestMigrateConcurrently(t *testing.T) {
 	require.NoError(t, err)
 	versions, err = pgx.CollectRows(rows, pgx.RowTo[int32])
 	require.NoError(t, err)
-	assert.Equal(t, []int32{1, 2}, versions)
+	assert.Equal(t, []int32{1, 2, 3}, versions)
 	indexes := func() []string {
 		rows, err := pool.Query(ctx, "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 ORDER BY 1", cfg.Schema)
 		require.NoError(t, err)
@@ -242,12 +242,17 @@ func TestMigrateConcurrently(t *testing.T) {
 		require.NoError(t, err)
 		return names
 	}
-	assert.Equal(t, []string{"once_records_migrations_pkey", "once_records_pkey", "once_records_sweep_idx"}, indexes())
+	assert.Equal(t, []string{"once_records_held_idx", "once_records_migrations_pkey", "once_records_pkey", "once_records_sweep_idx"}, indexes())
 
 	// The down migrations of Migrations, rendered the same way, undo it all.
 	r, err := resolveConfig(cfg)
 	require.NoError(t, err)
-	down, err := fsReadFile(Migrations(), "002_hot_completion.down.sql")
+	down, err := fsReadFile(Migrations(), "003_held.down.sql")
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, renderer(r).Replace(down))
+	require.NoError(t, err)
+	assert.Equal(t, []string{"once_records_migrations_pkey", "once_records_pkey", "once_records_sweep_idx"}, indexes())
+	down, err = fsReadFile(Migrations(), "002_hot_completion.down.sql")
 	require.NoError(t, err)
 	_, err = pool.Exec(ctx, renderer(r).Replace(down))
 	require.NoError(t, err)

@@ -29,7 +29,8 @@ func (r resolveRow) decide(given []byte) (res backends.ResolveResult, retry bool
 		return backends.ResolveResult{}, true
 	}
 	rec := existing(r.state, r.fp, r.outcome, r.leaseUS)
-	if rec.State == backends.StatePending && backends.FingerprintMatches(r.fp, given) {
+	if backends.FingerprintMatches(r.fp, given) &&
+		(rec.State == backends.StatePending || rec.State == backends.StateHeld && rec.LeaseRemaining <= 0) {
 		return backends.ResolveResult{}, true
 	}
 	return backends.ResolveResult{Existing: rec}, false

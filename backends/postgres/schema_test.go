@@ -107,7 +107,7 @@ func TestMigrateFromSchema001(t *testing.T) {
 	require.NoError(t, err)
 	ms, err := loadMigrations(r)
 	require.NoError(t, err)
-	require.Len(t, ms, 2)
+	require.Len(t, ms, 3)
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	require.NoError(t, migrateTx(ctx, tx, r, ms[:1]))

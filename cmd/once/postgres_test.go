@@ -17,8 +17,8 @@ import (
 // migrated runs once migrate in p's schema and returns a Store on it.
 func migrated(t *testing.T, p pgEnv) *postgres.Store {
 	t.Helper()
-	assert.Contains(t, mustRun(t, p.flags("migrate")...), "migrated from version 0 to 2")
-	assert.Contains(t, mustRun(t, p.flags("migrate")...), "up to date at version 2")
+	assert.Contains(t, mustRun(t, p.flags("migrate")...), "migrated from version 0 to 3")
+	assert.Contains(t, mustRun(t, p.flags("migrate")...), "up to date at version 3")
 	s, err := postgres.New(p.pool, &postgres.Config{Schema: p.schema})
 	require.NoError(t, err)
 	return s
@@ -34,6 +34,11 @@ func TestPostgresResolveHeld(t *testing.T) {
 	held(t, migrated(t, p), p.flags)
 }
 
+func TestPostgresOperator(t *testing.T) {
+	p := newPG(t)
+	operator(t, migrated(t, p), p.flags)
+}
+
 func TestPostgresCheck(t *testing.T) {
 	p := newPG(t)
 	r := runCLI(t, p.flags("check")...)
@@ -46,9 +51,9 @@ func TestPostgresCheck(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	assert.True(t, res.OK)
 	require.NotNil(t, res.Version)
-	assert.Equal(t, 2, *res.Version)
-	assert.Equal(t, 2, res.LatestVersion)
-	assert.Contains(t, mustRun(t, p.flags("check")...), "at migration version 2 (latest 2)")
+	assert.Equal(t, 3, *res.Version)
+	assert.Equal(t, 3, res.LatestVersion)
+	assert.Contains(t, mustRun(t, p.flags("check")...), "at migration version 3 (latest 3)")
 }
 
 func TestPostgresSweep(t *testing.T) {

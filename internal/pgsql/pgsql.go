@@ -42,11 +42,19 @@ var (
 	Sweep    = file("sweep")
 	Get      = file("get")
 	Delete   = file("delete")
+	// Hold, LeaseHeld, List, ListHeld and Count implement the held state
+	// and listing (backends.Holder, backends.Lister).
+	Hold      = file("hold")
+	LeaseHeld = file("leaseheld")
+	List      = file("list")
+	ListHeld  = file("list_held")
+	Count     = file("count")
 )
 
 // Statements are the record statements rendered for one table.
 type Statements struct {
 	Claim, Takeover, Complete, Renew, Release, Resolve, Sweep, Get, Delete string
+	Hold, LeaseHeld, List, ListHeld, Count                                 string
 }
 
 // Render returns the record statements for table, which must already be
@@ -54,15 +62,20 @@ type Statements struct {
 func Render(table string) Statements {
 	r := strings.NewReplacer("{table}", table, "{notify}", Notify(table))
 	return Statements{
-		Claim:    r.Replace(Claim),
-		Takeover: r.Replace(Takeover),
-		Complete: r.Replace(Complete),
-		Renew:    r.Replace(Renew),
-		Release:  r.Replace(Release),
-		Resolve:  r.Replace(Resolve),
-		Sweep:    r.Replace(Sweep),
-		Get:      r.Replace(Get),
-		Delete:   r.Replace(Delete),
+		Claim:     r.Replace(Claim),
+		Takeover:  r.Replace(Takeover),
+		Complete:  r.Replace(Complete),
+		Renew:     r.Replace(Renew),
+		Release:   r.Replace(Release),
+		Resolve:   r.Replace(Resolve),
+		Sweep:     r.Replace(Sweep),
+		Get:       r.Replace(Get),
+		Delete:    r.Replace(Delete),
+		Hold:      r.Replace(Hold),
+		LeaseHeld: r.Replace(LeaseHeld),
+		List:      r.Replace(List),
+		ListHeld:  r.Replace(ListHeld),
+		Count:     r.Replace(Count),
 	}
 }
 

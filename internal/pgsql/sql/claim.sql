@@ -11,7 +11,8 @@
 -- its one row.
 --
 -- It never takes a record over: when the row it returns had expired, or was
--- pending with a lapsed lease and a matching fingerprint, or when it
+-- pending with a lapsed lease (or held, its hold and reconciler lease
+-- ended) and a matching fingerprint, or when it
 -- returns no row at all (the insert conflicted with a row committed after
 -- the statement's snapshot), the caller sends takeover.sql, which decides
 -- those rare cases.
@@ -32,15 +33,16 @@
 -- this shape costs the same as an insert-first one on a first execution
 -- and about 20 % less on a replay.
 WITH e AS (
-	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at
+	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at, r.hold_until
 	FROM {table} r
 	WHERE r.scope = $1::text AND r.key = $2::text
 ), ins AS (
-	INSERT INTO {table} (scope, key, fingerprint, state, owner, lease_until, expires_at, sweep_after)
+	INSERT INTO {table} (scope, key, fingerprint, state, owner, lease_until, expires_at, sweep_after, claimed_at)
 	SELECT $1::text, $2::text, $3::bytea, 1, $4::text,
 		c.now + $5::bigint * interval '1 microsecond',
 		c.now + greatest($5::bigint, $6::bigint) * interval '1 microsecond',
-		c.now + ($5::bigint + $6::bigint) * interval '1 microsecond'
+		c.now + ($5::bigint + $6::bigint) * interval '1 microsecond',
+		c.now
 	FROM (SELECT clock_timestamp() AS now, set_config('lock_timeout', $7::text, true) AS lock_timeout) c
 	WHERE NOT EXISTS (SELECT 1 FROM e)
 	ON CONFLICT (scope, key) DO NOTHING
@@ -54,6 +56,7 @@ SELECT false,
 	e.fingerprint,
 	e.outcome,
 	coalesce((extract(epoch FROM e.lease_until - clock_timestamp()) * 1000000)::bigint, 0),
-	e.state = 1 AND e.lease_until <= clock_timestamp(),
+	(e.state = 1 AND e.lease_until <= clock_timestamp())
+		OR (e.state = 3 AND e.lease_until <= clock_timestamp() AND e.hold_until <= clock_timestamp()),
 	e.state = 1 AND e.owner = $4::text AND e.expires_at > clock_timestamp()
 FROM e

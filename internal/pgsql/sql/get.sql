@@ -1,8 +1,13 @@
 -- Get (Admin): $1 scope, $2 key. The live row with the lease and the
--- retention left on the server's clock, in microseconds. A plain SELECT:
+-- retention left on the server's clock, in microseconds, its age (since
+-- the claim, or the hold; 0 when unknown or completed), and a held row's
+-- hold left, code and message. A plain SELECT:
 -- no row lock, no write.
 SELECT r.state, r.fingerprint, r.outcome,
 	coalesce((extract(epoch FROM r.lease_until - c.now) * 1000000)::bigint, 0),
-	(extract(epoch FROM r.expires_at - c.now) * 1000000)::bigint
+	(extract(epoch FROM r.expires_at - c.now) * 1000000)::bigint,
+	coalesce((extract(epoch FROM c.now - coalesce(r.held_at, r.claimed_at)) * 1000000)::bigint, 0),
+	coalesce((extract(epoch FROM r.hold_until - c.now) * 1000000)::bigint, 0),
+	coalesce(r.held_code, ''), coalesce(r.held_message, '')
 FROM {table} r, (SELECT clock_timestamp() AS now) c
 WHERE r.scope = $1::text AND r.key = $2::text AND r.expires_at > c.now

@@ -4,7 +4,9 @@
 --
 -- ins stores the outcome when e saw no row; upd when e saw an expired row,
 -- or a live pending row (whoever owns it) with a matching fingerprint
--- (either side empty matches). A live completed row is never touched; one
+-- (either side empty matches), or a live held row with a matching
+-- fingerprint unless another token's reconciler lease on it is live; a
+-- resolved row leaves the held index. A live completed row is never touched; one
 -- completed by this very owner token with this outcome (a repeated
 -- Resolve after a lost reply) reports resolved, again without a write. A
 -- pending row resolved without a fingerprint keeps its own. Each write's
@@ -30,7 +32,8 @@ WITH c AS (
 	SELECT e.state, e.fingerprint, e.owner, e.lease_until, e.expires_at, e.expires_at <= c.now AS expired, c.now
 	FROM e, c
 	WHERE e.expires_at <= c.now
-		OR (e.state = 1 AND (octet_length($3::bytea) = 0 OR octet_length(e.fingerprint) = 0 OR e.fingerprint = $3::bytea))
+		OR ((e.state = 1 OR (e.state = 3 AND (e.lease_until <= c.now OR e.owner = nullif($6::text, ''))))
+			AND (octet_length($3::bytea) = 0 OR octet_length(e.fingerprint) = 0 OR e.fingerprint = $3::bytea))
 ), upd AS (
 	UPDATE {table} r SET
 		fingerprint = CASE WHEN t.expired OR octet_length($3::bytea) > 0
@@ -41,7 +44,11 @@ WITH c AS (
 		outcome = $4::bytea,
 		expires_at = t.now + $5::bigint * interval '1 microsecond',
 		sweep_after = CASE WHEN t.expired THEN t.now + $5::bigint * interval '1 microsecond'
-			ELSE r.sweep_after END
+			ELSE r.sweep_after END,
+		held_at = NULL,
+		hold_until = NULL,
+		held_code = NULL,
+		held_message = NULL
 	FROM t
 	WHERE EXISTS (SELECT 1 FROM t)
 		AND r.scope = $1::text AND r.key = $2::text

@@ -10,7 +10,9 @@
 --     covers a row committed after the snapshot: the insert does nothing
 --     and the caller runs the statement again with a fresh snapshot.
 --   * upd replaces the row when e saw it expired, or pending with a lapsed
---     lease and a matching fingerprint (t). It is conditioned on the exact
+--     lease, or held with its hold and reconciler lease ended, and a
+--     matching fingerprint (t). It clears the held columns (NULL to NULL
+--     on a pending row: still a HOT update). It is conditioned on the exact
 --     row e observed (state, owner, lease, expiry), so of two concurrent
 --     takeovers one applies and the other sees the row changed and is
 --     re-run.
@@ -26,15 +28,16 @@
 WITH c AS (
 	SELECT clock_timestamp() AS now, set_config('lock_timeout', $7::text, true) AS lock_timeout
 ), e AS (
-	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at
+	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at, r.hold_until
 	FROM {table} r
 	WHERE r.scope = $1::text AND r.key = $2::text
 ), ins AS (
-	INSERT INTO {table} (scope, key, fingerprint, state, owner, lease_until, expires_at, sweep_after)
+	INSERT INTO {table} (scope, key, fingerprint, state, owner, lease_until, expires_at, sweep_after, claimed_at)
 	SELECT $1::text, $2::text, $3::bytea, 1, $4::text,
 		c.now + $5::bigint * interval '1 microsecond',
 		c.now + greatest($5::bigint, $6::bigint) * interval '1 microsecond',
-		c.now + ($5::bigint + $6::bigint) * interval '1 microsecond'
+		c.now + ($5::bigint + $6::bigint) * interval '1 microsecond',
+		c.now
 	FROM c
 	WHERE NOT EXISTS (SELECT 1 FROM e)
 	ON CONFLICT (scope, key) DO NOTHING
@@ -43,7 +46,8 @@ WITH c AS (
 	SELECT e.state, e.fingerprint, e.owner, e.lease_until, e.expires_at, e.expires_at > c.now AS took_over, c.now
 	FROM e, c
 	WHERE e.expires_at <= c.now
-		OR (e.state = 1 AND e.lease_until <= c.now
+		OR (((e.state = 1 AND e.lease_until <= c.now)
+				OR (e.state = 3 AND e.lease_until <= c.now AND e.hold_until <= c.now))
 			AND (octet_length($3::bytea) = 0 OR octet_length(e.fingerprint) = 0 OR e.fingerprint = $3::bytea))
 ), upd AS (
 	UPDATE {table} r SET
@@ -55,7 +59,12 @@ WITH c AS (
 		outcome = NULL,
 		expires_at = t.now + greatest($5::bigint, $6::bigint) * interval '1 microsecond',
 		sweep_after = CASE WHEN t.took_over THEN r.sweep_after
-			ELSE t.now + ($5::bigint + $6::bigint) * interval '1 microsecond' END
+			ELSE t.now + ($5::bigint + $6::bigint) * interval '1 microsecond' END,
+		claimed_at = t.now,
+		held_at = NULL,
+		hold_until = NULL,
+		held_code = NULL,
+		held_message = NULL
 	FROM t
 	WHERE EXISTS (SELECT 1 FROM t)
 		AND r.scope = $1::text AND r.key = $2::text
