@@ -122,7 +122,9 @@ func TestHeldErrorKeepsKeyInProgressUntilLeaseEnds(t *testing.T) {
 	_, err = once.Do(ctx, scope, "k", nil, fn)
 	var inProgress *once.InProgressError
 	require.ErrorAs(t, err, &inProgress)
-	assert.Equal(t, time.Second, inProgress.LeaseRemaining)
+	assert.True(t, inProgress.Held, "held (the default hold is one lease), not running")
+	assert.Equal(t, time.Second, inProgress.HoldRemaining)
+	assert.Equal(t, time.Second, inProgress.RetryAfter, "the hold left")
 	clock.Advance(2 * time.Second)
 	v, err := once.Do(ctx, scope, "k", nil, fn)
 	require.NoError(t, err)

@@ -55,15 +55,34 @@ var (
 
 // InProgressError reports a live claim held by another call.
 type InProgressError struct {
-	// RetryAfter is a hint for when to try again: the time left on the
-	// owner's lease, capped at one second.
+	// RetryAfter is a hint for when to try again. For a running claim, the
+	// time left on the owner's lease, capped at one second (the owner
+	// usually finishes sooner). For a held key, the time left on the hold
+	// (when it ends, the next call runs fn again); for a key held until
+	// resolved, HeldRetryAfter.
 	RetryAfter time.Duration
 	// LeaseRemaining is the time left on the owner's lease by the store's
-	// clock. A held key stays in progress until it runs out.
+	// clock (on a held key, on a reconciler's lease; zero when none).
 	LeaseRemaining time.Duration
+	// Held reports that the key is held (see Hold): its outcome is unknown
+	// and nothing is running; it waits for its hold to end or for its real
+	// outcome (Resolve, a Reconciler). HoldRemaining is the hold left, by
+	// the store's clock (HoldUntilResolved, or close to it, when held until
+	// resolved), and HeldFor how long the key has been held.
+	Held          bool
+	HoldRemaining time.Duration
+	HeldFor       time.Duration
 }
 
+// HeldRetryAfter is the RetryAfter of a key held until resolved: nothing
+// but a resolution ends such a hold, so the hint is the pace at which a
+// client might look again.
+const HeldRetryAfter = time.Minute
+
 func (e *InProgressError) Error() string {
+	if e.Held {
+		return ErrInProgress.Error() + " (held: outcome unknown; retry after " + e.RetryAfter.String() + ")"
+	}
 	return ErrInProgress.Error() + " (retry after " + e.RetryAfter.String() + ")"
 }
 

@@ -59,11 +59,14 @@ func (c *claim) release() {
 	cfg.emit(c.callCtx, e)
 }
 
-// hold keeps the claim until its lease ends.
+// hold keeps the key held for the hold period (WithHoldFor): a held record
+// on a backends.Holder, else the claim until its lease ends. The store
+// write comes before the event.
 func (c *claim) hold(fnErr error) {
 	c.settled = true
 	c.renewer.stop()
-	c.scope.cfg.emit(c.callCtx, Event{Kind: EventHeld, Scope: c.scope.name, Key: c.key, Class: ClassHold, FnErr: fnErr})
+	op, took, err := c.storeHold(fnErr)
+	c.scope.cfg.emit(c.callCtx, Event{Kind: EventHeld, Scope: c.scope.name, Key: c.key, Class: ClassHold, FnErr: fnErr, Op: op, StoreTime: took, Err: err})
 }
 
 // execute reports the claim (event claimed), runs fn under it (owned by

@@ -29,8 +29,11 @@ const (
 	// EventReleased: the claim was released after a retryable error or a
 	// panic. Op "release".
 	EventReleased
-	// EventHeld: the claim is kept until its lease ends after a held error
-	// (FnErr, Class ClassHold).
+	// EventHeld: the key is held for the hold period (WithHoldFor) after a
+	// held error (FnErr, Class ClassHold). Op is "hold" when the store keeps
+	// the held state (backends.Holder), with Err set if that write failed
+	// (ErrLeaseLost: the claim had been taken over); empty otherwise (the
+	// claim is kept until its lease ends).
 	EventHeld
 	// EventRenewed: the lease was renewed. Op "renew".
 	EventRenewed
@@ -44,6 +47,13 @@ const (
 	// EventStoreError: the store operation Op failed with Err (a failed
 	// completion attempt that a retry may still recover, for example).
 	EventStoreError
+	// EventResolved: a Reconciler stored the real outcome of a held key
+	// (FnErr is the final error it stored, if any). Op "resolve".
+	EventResolved
+	// EventReconciled: a Reconciler asked about a held key and left it
+	// held (the service did not know yet; Err is the ReconcileFunc's
+	// error, if it failed).
+	EventReconciled
 )
 
 var eventNames = [...]string{
@@ -51,6 +61,7 @@ var eventNames = [...]string{
 	EventKeyReused: "key_reused", EventExecuted: "executed", EventRecorded: "recorded",
 	EventReleased: "released", EventHeld: "held", EventRenewed: "renewed",
 	EventLeaseLost: "lease_lost", EventUnrecorded: "unrecorded", EventStoreError: "store_error",
+	EventResolved: "resolved", EventReconciled: "reconciled",
 }
 
 // String returns the event's snake_case name, e.g. "in_progress".
@@ -70,8 +81,8 @@ type Event struct {
 	// personal data: observers should hash or drop them before export.
 	Key string
 	// Op is the store operation the event reports: "claim", "complete",
-	// "renew" or "release" (see each kind); empty on EventExecuted and
-	// EventHeld, which involve no store call.
+	// "renew", "release", "hold" or "resolve" (see each kind); empty on
+	// EventExecuted, which involves no store call.
 	Op string
 	// StoreTime is the time Op took, measured around the store call(s);
 	// zero without Op.

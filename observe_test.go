@@ -135,7 +135,8 @@ func TestExclusiveStoresAreNeverRenewed(t *testing.T) {
 }
 
 // Every event names the store operation it reports on, and only those
-// without one (executed, held) leave Op empty.
+// without one (executed) leave Op empty; held names "hold" on a store
+// that keeps the held state.
 func TestEveryStoreEventNamesItsOp(t *testing.T) {
 	ctx := context.Background()
 	var rec recorder
@@ -148,7 +149,7 @@ func TestEveryStoreEventNamesItsOp(t *testing.T) {
 	_, _ = once.Do(ctx, scope, "h", nil, func(context.Context) (int, error) { return 0, once.Hold(errors.New("t")) })
 	want := map[once.EventKind]string{
 		once.EventClaimed: "claim", once.EventReplayed: "claim", once.EventKeyReused: "claim",
-		once.EventRecorded: "complete", once.EventReleased: "release", once.EventExecuted: "", once.EventHeld: "",
+		once.EventRecorded: "complete", once.EventReleased: "release", once.EventExecuted: "", once.EventHeld: "hold",
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

@@ -104,7 +104,7 @@ func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 			}
 			return out, finalErr
 		}
-		inProgress := newInProgress(rec.LeaseRemaining)
+		inProgress := newInProgress(rec)
 		if cfg.wait <= 0 || waiter != nil && !time.Now().Before(waitUntil) {
 			cfg.emit(ctx, Event{Kind: EventInProgress, Scope: scope.name, Key: key, Op: "claim", StoreTime: cfg.since(start)})
 			return Outcome[T]{}, inProgress
@@ -113,17 +113,36 @@ func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 			waitUntil = time.Now().Add(cfg.wait)
 			waiter = newWaiter(scope.store)
 		}
-		if err := waiter.wait(ctx, scope.name, key, rec.LeaseRemaining, waitUntil); err != nil {
+		if err := waiter.wait(ctx, scope.name, key, inProgress.blockedFor(), waitUntil); err != nil {
 			return Outcome[T]{}, err
 		}
 	}
 }
 
-func newInProgress(leaseRemaining time.Duration) *InProgressError {
-	if leaseRemaining < 0 {
-		leaseRemaining = 0
+func newInProgress(rec backends.Record) *InProgressError {
+	leaseRemaining := max(rec.LeaseRemaining, 0)
+	if rec.State != backends.StateHeld {
+		return &InProgressError{RetryAfter: min(leaseRemaining, time.Second), LeaseRemaining: leaseRemaining}
 	}
-	return &InProgressError{RetryAfter: min(leaseRemaining, time.Second), LeaseRemaining: leaseRemaining}
+	e := &InProgressError{
+		LeaseRemaining: leaseRemaining, Held: true,
+		HoldRemaining: max(rec.Held.Remaining, 0), HeldFor: max(rec.Age, 0),
+	}
+	// The key is claimable once both the hold and a reconciler's lease end.
+	e.RetryAfter = max(e.HoldRemaining, leaseRemaining)
+	if rec.Held.Unbounded() {
+		e.RetryAfter = HeldRetryAfter
+	}
+	return e
+}
+
+// blockedFor is how long the key stays unclaimable at most, for a waiter's
+// polling: the lease, or the hold.
+func (e *InProgressError) blockedFor() time.Duration {
+	if e.Held {
+		return e.RetryAfter
+	}
+	return e.LeaseRemaining
 }
 
 func replay[T any](cfg *config, stored []byte) (out Outcome[T], finalErr, decodeErr error) {

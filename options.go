@@ -13,6 +13,7 @@ const (
 type config struct {
 	retention  time.Duration
 	lease      time.Duration
+	holdFor    time.Duration // 0: one lease
 	wait       time.Duration
 	maxOutcome int
 	codec      Codec

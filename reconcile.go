@@ -166,11 +166,12 @@ func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *Reco
 	checkCtx, cancel := context.WithTimeout(ctx, r.cfg.Lease*3/4)
 	v, err := r.ask(checkCtx, HeldKey{Scope: l.Scope, Key: l.Key, Age: l.Record.Age, Code: l.Record.Held.Code, Message: l.Record.Held.Message})
 	cancel()
+	cfg := &r.keeper.cfg
 	if err == nil && !v.Settled {
 		rep.LeftHeld++
+		cfg.emit(ctx, Event{Kind: EventReconciled, Scope: l.Scope, Key: l.Key})
 		return r.unlease(ctx, l, token)
 	}
-	cfg := &r.keeper.cfg
 	var data []byte
 	if err == nil {
 		data, err = encodeVerdict(cfg, v)
@@ -181,16 +182,20 @@ func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *Reco
 		if len(rep.Errors) < maxReportedErrors {
 			rep.Errors = append(rep.Errors, fmt.Errorf("%s/%s: %w", l.Scope, l.Key, err))
 		}
+		cfg.emit(ctx, Event{Kind: EventReconciled, Scope: l.Scope, Key: l.Key, Err: err})
 		return r.unlease(ctx, l, token)
 	}
+	start := cfg.clock()
 	res, err := r.keeper.store.Resolve(ctx, backends.ResolveParams{
 		Scope: l.Scope, Key: l.Key, Owner: token, Outcome: data, Retention: cfg.retention,
 	})
 	if err != nil {
+		cfg.emit(ctx, Event{Kind: EventStoreError, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: cfg.since(start), Err: err})
 		return &StoreError{Op: "resolve", Err: err}
 	}
 	if res.Resolved {
 		rep.Resolved++
+		cfg.emit(ctx, Event{Kind: EventResolved, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: cfg.since(start), FnErr: v.Err})
 	} else {
 		rep.Busy++ // our lease lapsed and someone else settled or leased it
 	}
