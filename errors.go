@@ -57,9 +57,10 @@ var (
 type InProgressError struct {
 	// RetryAfter is a hint for when to try again. For a running claim, the
 	// time left on the owner's lease, capped at one second (the owner
-	// usually finishes sooner). For a held key, the time left on the hold
-	// (when it ends, the next call runs fn again); for a key held until
-	// resolved, HeldRetryAfter.
+	// usually finishes sooner). For a held key, the time left before the
+	// key can be claimed again: its hold (and a reconciler's lease, if
+	// one is live), which for a key held until resolved is about 292
+	// years — honest: only a resolution ends it.
 	RetryAfter time.Duration
 	// LeaseRemaining is the time left on the owner's lease by the store's
 	// clock (on a held key, on a reconciler's lease; zero when none).
@@ -73,11 +74,6 @@ type InProgressError struct {
 	HoldRemaining time.Duration
 	HeldFor       time.Duration
 }
-
-// HeldRetryAfter is the RetryAfter of a key held until resolved: nothing
-// but a resolution ends such a hold, so the hint is the pace at which a
-// client might look again.
-const HeldRetryAfter = time.Minute
 
 func (e *InProgressError) Error() string {
 	if e.Held {

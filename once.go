@@ -113,7 +113,7 @@ func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 			waitUntil = time.Now().Add(cfg.wait)
 			waiter = newWaiter(scope.store)
 		}
-		if err := waiter.wait(ctx, scope.name, key, inProgress.blockedFor(), waitUntil); err != nil {
+		if err := waiter.wait(ctx, scope.name, key, inProgress.Blocked(), waitUntil); err != nil {
 			return Outcome[T]{}, err
 		}
 	}
@@ -130,15 +130,13 @@ func newInProgress(rec backends.Record) *InProgressError {
 	}
 	// The key is claimable once both the hold and a reconciler's lease end.
 	e.RetryAfter = max(e.HoldRemaining, leaseRemaining)
-	if rec.Held.Unbounded() {
-		e.RetryAfter = HeldRetryAfter
-	}
 	return e
 }
 
-// blockedFor is how long the key stays unclaimable at most, for a waiter's
-// polling: the lease, or the hold.
-func (e *InProgressError) blockedFor() time.Duration {
+// Blocked is how long the key stays unclaimable at most, by the store's
+// clock: the owner's lease for a running claim, RetryAfter for a held key.
+// HTTP's Retry-After says this.
+func (e *InProgressError) Blocked() time.Duration {
 	if e.Held {
 		return e.RetryAfter
 	}

@@ -133,8 +133,9 @@ type Config struct {
 
 	// OnServerError decides what a 5xx response does to the key; 5xx
 	// responses are never stored either way. Defaults to Hold for every
-	// status: the key stays in progress until the Keeper's lease ends, so
-	// duplicates get 409 meanwhile. Release frees the key at once, so the
+	// status: the key is held for the Keeper's hold period (once.WithHoldFor;
+	// one lease by default), so duplicates get 409 with a Retry-After of
+	// the hold left meanwhile. Release frees the key at once, so the
 	// next retry runs the handler again; use it for statuses that mean
 	// nothing happened (see ReleaseOn).
 	OnServerError func(status int) ServerErrorPolicy
@@ -230,10 +231,12 @@ func DefaultStoreStatus(status int) bool {
 type ServerErrorPolicy uint8
 
 const (
-	// Hold keeps the key in progress until the Keeper's lease ends
-	// (once.Hold): the outcome is unknown, so duplicates get 409 until then
-	// and the next request after the lease runs the handler again. This is
-	// the default.
+	// Hold keeps the key held for the Keeper's hold period (once.Hold,
+	// once.WithHoldFor; one lease by default): the outcome is unknown, so
+	// duplicates get 409 until then and the next request after the hold
+	// runs the handler again — or, with once.HoldUntilResolved, only a
+	// resolution (once.Resolve, a once.Reconciler, ResolveResponse) ends
+	// it. This is the default.
 	Hold ServerErrorPolicy = iota
 	// Release frees the key at once: the next request with it runs the
 	// handler again. Safe only when the failed request did nothing durable,

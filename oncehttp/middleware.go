@@ -222,7 +222,7 @@ func (m *Middleware) writeError(w http.ResponseWriter, err error) {
 	var inProgress *once.InProgressError
 	switch {
 	case errors.As(err, &inProgress):
-		m.problems.write(w, probInProgress, retryAfterSeconds(inProgress.LeaseRemaining))
+		m.problems.write(w, probInProgress, retryAfterSeconds(inProgress.Blocked()))
 	case errors.Is(err, once.ErrKeyReused):
 		m.problems.write(w, probKeyReused, 0)
 	case errors.Is(err, once.ErrOutcomeTooLarge), errors.Is(err, once.ErrUndecodable):

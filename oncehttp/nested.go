@@ -49,7 +49,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) bool {
 	kind, retryAfter := problemKind(0), 0
 	switch {
 	case errors.As(err, &inProgress):
-		kind, retryAfter = probInProgress, retryAfterSeconds(inProgress.LeaseRemaining)
+		kind, retryAfter = probInProgress, retryAfterSeconds(inProgress.Blocked())
 	case errors.Is(err, once.ErrKeyReused):
 		kind = probKeyReused
 	case errors.Is(err, once.ErrInvalidInput):

@@ -141,8 +141,11 @@ func holdText(v listedView) string {
 	if v.LeaseRemainingMS > 0 {
 		parts = append(parts, "a reconciler has it for "+ms(v.LeaseRemainingMS).String())
 	}
-	if v.HeldCode != "" || v.HeldMessage != "" {
-		parts = append(parts, strings.TrimSpace(v.HeldCode+": "+v.HeldMessage))
+	switch {
+	case v.HeldCode != "":
+		parts = append(parts, v.HeldCode+": "+v.HeldMessage)
+	case v.HeldMessage != "":
+		parts = append(parts, v.HeldMessage)
 	}
 	return strings.Join(parts, "; ")
 }

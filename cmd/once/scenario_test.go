@@ -68,8 +68,8 @@ func lifecycle(t *testing.T, store backends.Store, flags func(...string) []strin
 	assert.True(t, ran, "a deleted key is a new intent")
 }
 
-// held: a held key shows pending; resolve stores a value (then a final
-// error on another key) that the library replays.
+// held: a held key shows held, with its hold and error; resolve stores a
+// value (then a final error on another key) that the library replays.
 func held(t *testing.T, store backends.Store, flags func(...string) []string) {
 	ctx := context.Background()
 	scope := once.New(store, once.WithLease(time.Minute)).Scope("payments")
@@ -81,11 +81,12 @@ func held(t *testing.T, store backends.Store, flags func(...string) []string) {
 	}
 
 	v := getJSON(t, flags(), "payments", "p1")
-	assert.Equal(t, "pending", v.State)
-	require.NotNil(t, v.LeaseRemainingMS)
-	assert.Greater(t, *v.LeaseRemainingMS, int64(50_000))
+	assert.Equal(t, "held", v.State)
+	require.NotNil(t, v.HoldRemainingMS)
+	assert.Greater(t, *v.HoldRemainingMS, int64(50_000), "held for one lease by default")
+	assert.Equal(t, "provider timed out", v.HeldMessage)
 	assert.Empty(t, v.OutcomeKind)
-	assert.Contains(t, mustRun(t, flags("get", "payments", "p1")...), "left")
+	assert.Contains(t, mustRun(t, flags("get", "payments", "p1")...), "more; provider timed out")
 	_, err := once.Do(ctx, scope, "p1", testFP, hold)
 	require.ErrorIs(t, err, once.ErrInProgress)
 
@@ -103,7 +104,7 @@ func held(t *testing.T, store backends.Store, flags func(...string) []string) {
 	r = runCLI(t, flags("resolve", "payments", "p2", "--value", `{}`, "--fingerprint", "abcd")...)
 	assert.Equal(t, exitFailure, r.code, "%s", r)
 	assert.Contains(t, r.stderr, "another fingerprint")
-	assert.Equal(t, "pending", getJSON(t, flags(), "payments", "p2").State)
+	assert.Equal(t, "held", getJSON(t, flags(), "payments", "p2").State)
 
 	mustRun(t, flags("resolve", "payments", "p2", "--error", "card declined", "--code", "card_declined")...)
 	_, err = once.Do(ctx, scope, "p2", testFP, hold)
