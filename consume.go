@@ -66,6 +66,10 @@ const (
 	ReasonExhausted     Reason = "deliveries exhausted" // DeadLetter: a broker adapter's delivery limit was reached while the handler kept failing
 )
 
+// HeldRedelivery bounds the RetryAfter of a message whose key is held by
+// another delivery (its hold may last until resolved).
+const HeldRedelivery = time.Minute
+
 // StoreRetryAfter is the RetryAfter hint of a decision taken because the
 // store could not be reached.
 const StoreRetryAfter = time.Second
@@ -147,7 +151,8 @@ func Reject(err error) error {
 //	handler returned a final error now, recorded      Ack         ReasonFinal
 //	key done before, final error replayed             Ack         ReasonReplayedFinal
 //	handler finished, store failed to record it       Ack         ReasonUnrecorded
-//	another consumer holds a live claim on the key    RetryLater  ReasonInProgress (RetryAfter: lease left, at most 1s)
+//	another consumer holds a live claim on the key    RetryLater  ReasonInProgress (RetryAfter: lease left, at most 1s;
+//	                                                                                   held key: hold left, at most HeldRedelivery)
 //	handler returned a Hold error                     RetryLater  ReasonHeld (RetryAfter: the lease)
 //	handler returned a retryable error                RetryLater  ReasonHandlerError
 //	handler panicked                                  RetryLater  ReasonPanicked
@@ -296,7 +301,13 @@ func decideNotRan(ctx context.Context, replayed bool, err error) Decision {
 	case errors.Is(err, ErrKeyReused):
 		return Decision{Action: DeadLetter, Reason: ReasonKeyReused, Err: err}
 	case errors.As(err, &inProgress):
-		return Decision{Action: RetryLater, Reason: ReasonInProgress, RetryAfter: inProgress.RetryAfter, Err: err}
+		retryAfter := inProgress.RetryAfter
+		if inProgress.Held {
+			// A held key waits for its hold or a resolution; a redelivery
+			// every HeldRedelivery at most learns the outcome in time.
+			retryAfter = min(retryAfter, HeldRedelivery)
+		}
+		return Decision{Action: RetryLater, Reason: ReasonInProgress, RetryAfter: retryAfter, Err: err}
 	case errors.Is(err, ErrUndecodable):
 		return Decision{Action: DeadLetter, Reason: ReasonUndecodable, Err: err}
 	case ctx.Err() != nil:
