@@ -76,6 +76,9 @@ type InProgressError struct {
 }
 
 func (e *InProgressError) Error() string {
+	if e.Held && e.HoldRemaining > 100*365*24*time.Hour {
+		return ErrInProgress.Error() + " (held until resolved: outcome unknown)"
+	}
 	if e.Held {
 		return ErrInProgress.Error() + " (held: outcome unknown; retry after " + e.RetryAfter.String() + ")"
 	}
