@@ -28,7 +28,8 @@ type Config struct {
 	Schema string
 
 	// Table is the name of the records table. Migrate also creates
-	// <Table>_migrations and the index <Table>_sweep_idx in Schema (and
+	// <Table>_migrations and the indexes <Table>_sweep_idx and
+	// <Table>_held_idx (held rows only, migration 003) in Schema (and
 	// <Table>_expires_at_idx, which migration 002 replaces).
 	// Same rules as Schema, at most 48 bytes. Defaults to "once_records".
 	Table string

@@ -1,0 +1,79 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// TestListHeldReadsThePartialIndex: listing held keys in a table of
+// 20 000 completed and pending rows and a few held ones reads the partial
+// index on held rows, not the table; the index holds the held rows alone,
+// and a completion of an ordinary claim stays a HOT update beside it.
+func TestListHeldReadsThePartialIndex(t *testing.T) {
+	pool := newPool(t, nil)
+	ctx := context.Background()
+	s := newTable(t, pool, Config{})
+	table := s.cfg.qualifiedTable()
+	_, err := pool.Exec(ctx, `INSERT INTO `+table+` (scope, key, fingerprint, state, owner, lease_until, outcome, expires_at, sweep_after, claimed_at)
+		SELECT 's', 'k' || i, '', CASE WHEN i % 2 = 0 THEN 2 ELSE 1 END, 'o',
+			CASE WHEN i % 2 = 0 THEN NULL ELSE clock_timestamp() + interval '1 hour' END,
+			CASE WHEN i % 2 = 0 THEN 'v'::bytea END,
+			clock_timestamp() + interval '1 hour', clock_timestamp() + interval '1 hour', clock_timestamp()
+		FROM generate_series(1, 20000) i`)
+	require.NoError(t, err)
+	for _, k := range []string{"h1", "h2", "h3"} {
+		p := backends.ClaimParams{Scope: "s", Key: k, Owner: "o-" + k, Lease: time.Minute, Retention: time.Hour}
+		r, err := s.Claim(ctx, p)
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+		ok, err := s.Hold(ctx, backends.HoldParams{Scope: "s", Key: k, Owner: p.Owner, For: time.Hour, Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	_, err = pool.Exec(ctx, `ANALYZE `+table)
+	require.NoError(t, err)
+
+	rows, err := pool.Query(ctx, `EXPLAIN `+s.sql.ListHeld, int16(backends.StateHeld), int64(0), "", "", "", "", 100)
+	require.NoError(t, err)
+	plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	text := strings.Join(plan, "\n")
+	require.Contains(t, text, s.cfg.table+"_held_idx", "held keys come from the partial index:\n%s", text)
+	require.NotContains(t, text, "Seq Scan", "never the table:\n%s", text)
+
+	var indexed int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE held_at IS NOT NULL`).Scan(&indexed))
+	require.Equal(t, 3, indexed, "only held rows are in the index")
+
+	page, err := s.List(ctx, backends.ListParams{State: backends.StateHeld, Limit: 2})
+	require.NoError(t, err)
+	require.Len(t, page.Records, 2)
+	require.NotEmpty(t, page.Next)
+	page, err = s.List(ctx, backends.ListParams{State: backends.StateHeld, Limit: 2, Cursor: page.Next})
+	require.NoError(t, err)
+	require.Len(t, page.Records, 1)
+	require.Equal(t, "h3", page.Records[0].Key)
+	require.Empty(t, page.Next)
+
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, upd0, hot0 := tableStats(t, tx, table)
+	p := claimParams("s", "after")
+	c, err := s.InTx(tx).Claim(ctx, p)
+	require.NoError(t, err)
+	require.True(t, c.Claimed)
+	ok, err := s.InTx(tx).Complete(ctx, backends.CompleteParams{Scope: "s", Key: "after", Owner: p.Owner, Outcome: []byte("v"), Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, upd, hot := tableStats(t, tx, table)
+	require.EqualValues(t, 1, upd-upd0)
+	require.EqualValues(t, 1, hot-hot0, "a completion is still a HOT update beside the held index")
+}
