@@ -57,6 +57,7 @@ var areas = []struct {
 	{"Watch", exerciseWatch},
 	{"Admin", exerciseAdmin},
 	{"Held", exerciseHeld},
+	{"HeldModel", exerciseHeldModel},
 	{"List", exerciseList},
 	{"Model", exerciseModel},
 }
