@@ -44,6 +44,7 @@ type Config struct {
 
 // Instrumentation holds the instruments. It is safe for concurrent use.
 type Instrumentation struct {
+	meter      metric.Meter
 	tracer     trace.Tracer
 	scopeClass func(string) string
 	events     metric.Int64Counter
@@ -80,6 +81,7 @@ func New(cfg *Config) (*Instrumentation, error) {
 		return nil, err
 	}
 	return &Instrumentation{
+		meter:      meter,
 		tracer:     c.TracerProvider.Tracer(instrumentationName),
 		scopeClass: c.ScopeClass,
 		events:     events,
