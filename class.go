@@ -16,9 +16,9 @@ const (
 	// are stored and replayed to every retry of the key.
 	ClassFinal
 	// ClassHold errors leave the outcome unknown (a timeout after the
-	// request left). They are not stored; the claim stays in progress until
-	// its lease ends, so duplicates get ErrInProgress meanwhile. Resolve
-	// stores the real outcome when a reconciliation job learns it.
+	// request left). They are not stored; the key is held for the hold
+	// period (WithHoldFor), so duplicates get ErrInProgress (Held) meanwhile.
+	// Resolve or a Reconciler stores the real outcome when it is learnt.
 	ClassHold
 )
 
@@ -52,8 +52,10 @@ func Final(err error) error {
 	return &classified{err: err, class: ClassFinal}
 }
 
-// Hold marks err as an unknown outcome: Do keeps the claim in progress
-// until its lease ends, so duplicates get ErrInProgress, and stores nothing.
+// Hold marks err as an unknown outcome: Do holds the key for the hold
+// period (WithHoldFor; a held record on a backends.Holder, else the claim
+// until its lease ends), so duplicates get an *InProgressError with Held
+// set, and stores nothing.
 // Do returns err itself, unwrapped. Hold(nil) is nil.
 func Hold(err error) error {
 	if err == nil {

@@ -26,8 +26,9 @@
 // An error returned by fn is retryable unless marked. Final(err) stores and
 // replays it (a card decline); RegisterError brings its type back on a
 // replay. Hold(err) leaves the outcome unknown (a timeout after the request
-// left) and keeps the key in progress until its lease ends; Resolve stores
-// the real outcome later. Retry(err) and unmarked errors (ClassRetry),
+// left) and keeps the key held for the hold period (WithHoldFor; one lease
+// by default, or until resolved); Resolve or a Reconciler stores the real
+// outcome later. Retry(err) and unmarked errors (ClassRetry),
 // cancellations and panics release the claim at once. A Classifier
 // (WithClassifier) returns ClassFinal, ClassRetry or ClassHold for unmarked
 // errors.

@@ -27,7 +27,7 @@ import (
 // stored form: its full text, and its type when it is registered with
 // RegisterError (wrapped in a *StoredError with the original text when the
 // registered error was wrapped), else a *StoredError. Errors marked with
-// Hold keep the key in progress until the lease ends. Every other error,
+// Hold keep the key held (in progress, Held) for the hold period (WithHoldFor). Every other error,
 // context cancellation included, is retryable: it is not stored, the claim
 // is released so the next call runs fn again, and Do returns it as fn
 // returned it.
