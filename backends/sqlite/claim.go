@@ -23,7 +23,8 @@ func decideClaim(r row, p backends.ClaimParams, now int64) (claimDecision, backe
 	case r.pendingBy(p.Owner, now):
 		// A re-send of a Claim that applied: claimed, nothing changes.
 		return claimReport, backends.ClaimResult{Claimed: true}
-	case r.state == 1 && r.leaseUntil.Int64 <= now && backends.FingerprintMatches(r.fp, p.Fingerprint):
+	case r.state == 1 && r.leaseUntil.Int64 <= now && (!r.held() || r.holdUntil.Int64 <= now) &&
+		backends.FingerprintMatches(r.fp, p.Fingerprint):
 		return claimTakeover, backends.ClaimResult{Claimed: true, TookOver: true}
 	}
 	return claimReport, backends.ClaimResult{Existing: r.record(now)}

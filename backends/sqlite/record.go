@@ -18,14 +18,23 @@ type row struct {
 	leaseUntil sql.NullInt64
 	outcome    []byte
 	expiresAt  int64
+	createdAt  int64
+	// heldAt is set on a held row (a pending row whose owner gave up
+	// without an outcome): then holdUntil, code and message describe the
+	// hold, and leaseUntil and owner a reconciler's lease.
+	heldAt, holdUntil sql.NullInt64
+	code, message     string
 }
+
+// held reports whether the row is held.
+func (r row) held() bool { return r.state == 1 && r.heldAt.Valid }
 
 // live reports whether the row exists and has not expired at now.
 func (r row) live(now int64) bool { return r.found && r.expiresAt > now }
 
 // pendingBy reports whether the row is a live claim of owner.
 func (r row) pendingBy(owner string, now int64) bool {
-	return r.live(now) && r.state == 1 && r.owner.Valid && r.owner.String == owner
+	return r.live(now) && r.state == 1 && !r.held() && r.owner.Valid && r.owner.String == owner
 }
 
 // record is the backends.Record of a live row.
@@ -34,9 +43,16 @@ func (r row) record(now int64) backends.Record {
 	if len(rec.Fingerprint) == 0 {
 		rec.Fingerprint = nil
 	}
-	if rec.State == backends.StatePending {
+	switch {
+	case r.held():
+		rec.State = backends.StateHeld
 		rec.LeaseRemaining = remaining(now, r.leaseUntil.Int64)
-	} else {
+		rec.Age = remaining(r.heldAt.Int64, now)
+		rec.Held = backends.HeldInfo{Remaining: remaining(now, r.holdUntil.Int64), Code: r.code, Message: r.message}
+	case rec.State == backends.StatePending:
+		rec.LeaseRemaining = remaining(now, r.leaseUntil.Int64)
+		rec.Age = remaining(r.createdAt, now)
+	default:
 		rec.Outcome = r.outcome
 		if rec.Outcome == nil {
 			rec.Outcome = []byte{}
@@ -54,7 +70,7 @@ type querier interface {
 func (s *Store) read(ctx context.Context, q querier, op, scope, key string) (row, error) {
 	var r row
 	err := q.QueryRowContext(ctx, s.sql.read, scope, key).
-		Scan(&r.state, &r.fp, &r.owner, &r.resolved, &r.leaseUntil, &r.outcome, &r.expiresAt)
+		Scan(r.dest()...)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return row{}, nil
@@ -63,6 +79,12 @@ func (s *Store) read(ctx context.Context, q querier, op, scope, key string) (row
 	}
 	r.found = true
 	return r, nil
+}
+
+// dest is what readSQL's columns scan into.
+func (r *row) dest() []any {
+	return []any{&r.state, &r.fp, &r.owner, &r.resolved, &r.leaseUntil, &r.outcome, &r.expiresAt,
+		&r.createdAt, &r.heldAt, &r.holdUntil, &r.code, &r.message}
 }
 
 // writeTx runs fn in a BEGIN IMMEDIATE transaction on the writer: fn reads

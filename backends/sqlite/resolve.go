@@ -20,7 +20,9 @@ func decideResolve(r row, p backends.ResolveParams, now int64) (resolveDecision,
 	switch {
 	case !r.live(now):
 		return resolveInsert, backends.ResolveResult{Resolved: true}
-	case r.state == 1 && backends.FingerprintMatches(r.fp, p.Fingerprint):
+	case r.state == 1 && backends.FingerprintMatches(r.fp, p.Fingerprint) &&
+		(!r.held() || r.leaseUntil.Int64 <= now || r.owner.String == p.Owner):
+		// Pending, or held without another token's live reconciler lease.
 		return resolvePending, backends.ResolveResult{Resolved: true}
 	case r.state == 2 && r.resolved && p.Owner != "" && r.owner.Valid && r.owner.String == p.Owner &&
 		bytes.Equal(r.outcome, p.Outcome):
