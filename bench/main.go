@@ -46,10 +46,10 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	var quick bool
 	fs.DurationVar(&o.duration, "duration", time.Second, "measuring time of each cell (one target, path and goroutine count) per round")
 	fs.IntVar(&o.rounds, "rounds", 3, "rounds; each runs the library then the baseline once per cell")
-	fs.StringVar(&backends, "backends", "memory,postgres,redis", "comma-separated backends (empty: none, e.g. with -scale)")
+	fs.StringVar(&backends, "backends", "memory,postgres,redis,mysql,sqlite", "comma-separated backends (memory, postgres, redis, mysql, sqlite; empty: none, e.g. with -scale)")
 	fs.StringVar(&goroutines, "goroutines", "1,16,64", "comma-separated goroutine counts")
 	fs.StringVar(&o.out, "out", filepath.Join("bench", "results"), "directory for results.md and throughput.svg (empty: none)")
-	fs.IntVar(&o.pgConns, "pg-conns", 16, "PostgreSQL pool size, shared by library and baseline")
+	fs.IntVar(&o.pgConns, "pg-conns", 16, "PostgreSQL and MariaDB pool size, shared by library and baseline")
 	fs.BoolVar(&quick, "quick", false, "CI mode: 30ms cells, one round")
 	fs.BoolVar(&o.scale, "scale", false, "also run the scale scenarios (several minutes; 10M PostgreSQL rows)")
 	fs.BoolVar(&o.localCache, "local-cache", false, "measure only the hot-key replay: raw, once, and once with a local cache")

@@ -77,6 +77,12 @@ var setups = map[string]setupFunc{
 	"redis": func(ctx context.Context, id string, _ options) (*suite, error) {
 		return setupRedis(ctx, id)
 	},
+	"mysql": func(ctx context.Context, id string, o options) (*suite, error) {
+		return setupMySQL(ctx, id, o.pgConns)
+	},
+	"sqlite": func(ctx context.Context, id string, _ options) (*suite, error) {
+		return setupSQLite(ctx, id)
+	},
 }
 
 // unavailableError reports a backend whose server could not be used.

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/go-sql-driver/mysql"
+
+	mysqlstore "github.com/stagedoor/once/backends/mysql"
+)
+
+// mysqlDSN is ONCE_MYSQL_DSN, or the local MariaDB (root, no password,
+// database test).
+func mysqlDSN() string {
+	if d := os.Getenv("ONCE_MYSQL_DSN"); d != "" {
+		return d
+	}
+	return "root@tcp(127.0.0.1:3306)/test"
+}
+
+func quoteMySQL(name string) string { return "`" + name + "`" }
+
+// setupMySQL returns the library over mysqlstore (its default plain
+// statements) and the raw baseline (see rawMySQLTarget), each in its own
+// table of this run, on one *sql.DB of conns connections.
+func setupMySQL(ctx context.Context, id string, conns int) (_ *suite, err error) {
+	cfg, err := mysql.ParseDSN(mysqlDSN())
+	if err != nil {
+		return nil, err
+	}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(conns)
+	db.SetMaxIdleConns(conns)
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := db.PingContext(pctx); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	libTable, rawTable := "once_bench_"+id, "once_bench_seed_"+id
+	var store *mysqlstore.Store
+	var stmts []*sql.Stmt
+	cleanup := func() {
+		for _, st := range stmts {
+			_ = st.Close()
+		}
+		if store != nil {
+			_ = store.Close()
+		}
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, q := range []string{
+			"DROP PROCEDURE IF EXISTS " + quoteMySQL(libTable+"_claim"),
+			"DROP PROCEDURE IF EXISTS " + quoteMySQL(libTable+"_resolve"),
+			"DROP TABLE IF EXISTS " + quoteMySQL(libTable),
+			"DROP TABLE IF EXISTS " + quoteMySQL(libTable+"_migrations"),
+			"DROP TABLE IF EXISTS " + quoteMySQL(rawTable),
+		} {
+			_, _ = db.ExecContext(cctx, q)
+		}
+		_ = db.Close()
+	}
+	defer func() {
+		if err != nil {
+			cleanup()
+		}
+	}()
+	if store, err = mysqlstore.New(db, &mysqlstore.Config{Table: libTable}); err != nil {
+		return nil, err
+	}
+	if err := store.Migrate(ctx); err != nil {
+		return nil, err
+	}
+	lib, err := libraryTarget(ctx, store, "lib-"+id)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := rawMySQLTarget(ctx, db, quoteMySQL(rawTable), "raw-"+id, &stmts)
+	if err != nil {
+		return nil, err
+	}
+	return &suite{lib: lib, raw: raw, notes: mysqlNotes, cleanup: cleanup}, nil
+}
+
+// rawMySQLTarget is the seed's mechanism written minimally against
+// database/sql and go-sql-driver/mysql, in its own table of the seed's six
+// columns (InnoDB, primary key (user_id, key)) with statements prepared
+// once, as the Store prepares its own: a first execution is an INSERT
+// IGNORE of the claim, then an UPDATE of the response; every other path is
+// the same INSERT IGNORE, which affects no row, then a SELECT of the row,
+// whose hash and status decide replay, in progress or mismatch. No lease,
+// owner, fencing, expiry or sweeper index; two round trips on every path.
+// (backends/mysql's BenchmarkRawBaseline is the same mechanism.)
+func rawMySQLTarget(ctx context.Context, db *sql.DB, table, user string, stmts *[]*sql.Stmt) (*target, error) {
+	t := &target{}
+	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+` (
+	`+"`key`"+`         VARBINARY(255) NOT NULL,
+	user_id         VARBINARY(255) NOT NULL,
+	request_hash    VARBINARY(64)  NOT NULL,
+	response_status INT            NULL,
+	response_body   LONGBLOB       NULL,
+	created_at      DATETIME(6)    NOT NULL,
+	PRIMARY KEY (user_id, `+"`key`"+`)
+) ENGINE=InnoDB`); err != nil {
+		return nil, err
+	}
+	prepare := func(q string) (*sql.Stmt, error) {
+		st, err := db.PrepareContext(ctx, q)
+		if err == nil {
+			*stmts = append(*stmts, st)
+		}
+		return st, err
+	}
+	insertSt, err := prepare("INSERT IGNORE INTO " + table + " (`key`, user_id, request_hash, created_at) VALUES (?, ?, ?, UTC_TIMESTAMP(6))")
+	if err != nil {
+		return nil, err
+	}
+	completeSt, err := prepare("UPDATE " + table + " SET response_status = ?, response_body = ? WHERE user_id = ? AND `key` = ?")
+	if err != nil {
+		return nil, err
+	}
+	fetchSt, err := prepare("SELECT request_hash, response_status, response_body FROM " + table + " WHERE user_id = ? AND `key` = ?")
+	if err != nil {
+		return nil, err
+	}
+	insert := func(ctx context.Context, key string, hash []byte) (bool, error) {
+		t.trips.Add(1)
+		res, err := insertSt.ExecContext(ctx, key, user, hash)
+		if err != nil {
+			return false, err
+		}
+		n, err := res.RowsAffected()
+		return n == 1, err
+	}
+	first := func(ctx context.Context, key string) error {
+		if won, err := insert(ctx, key, fpA); err != nil || !won {
+			return fmt.Errorf("raw insert: %v %v", err, won)
+		}
+		t.trips.Add(1)
+		res, err := completeSt.ExecContext(ctx, 200, storedOutcome, user, key)
+		if err != nil {
+			return fmt.Errorf("raw complete: %w", err)
+		}
+		if n, err := res.RowsAffected(); err != nil || n != 1 {
+			return fmt.Errorf("raw complete: %d rows, %v", n, err)
+		}
+		return nil
+	}
+	if err := first(ctx, hotKey); err != nil {
+		return nil, err
+	}
+	if won, err := insert(ctx, pendingKey, fpA); err != nil || !won {
+		return nil, fmt.Errorf("seed in-progress key: %v %v", err, won)
+	}
+	lost := func(ctx context.Context, key string, hash []byte, wantStatus, wantMatch bool) error {
+		if won, err := insert(ctx, key, hash); err != nil || won {
+			return fmt.Errorf("raw insert of %s: %v %v", key, err, won)
+		}
+		t.trips.Add(1)
+		var h, body []byte
+		var status sql.NullInt32
+		if err := fetchSt.QueryRowContext(ctx, user, key).Scan(&h, &status, &body); err != nil {
+			return fmt.Errorf("raw fetch of %s: %w", key, err)
+		}
+		if bytes.Equal(h, hash) != wantMatch || (wantMatch && status.Valid != wantStatus) {
+			return fmt.Errorf("raw fetch of %s: hash %q status %v", key, h, status)
+		}
+		return nil
+	}
+	var keys keySeq
+	t.ops[pathFirst] = func(ctx context.Context) error { return first(ctx, keys.next("")) }
+	t.ops[pathReplay] = func(ctx context.Context) error { return lost(ctx, hotKey, fpA, true, true) }
+	t.ops[pathInProgress] = func(ctx context.Context) error { return lost(ctx, pendingKey, fpA, false, true) }
+	t.ops[pathMismatch] = func(ctx context.Context) error { return lost(ctx, hotKey, fpB, true, false) }
+	return t, nil
+}
+
+// mysqlNotes says what the library's round-trip column counts on MariaDB.
+func mysqlNotes(context.Context) (string, error) {
+	return "MariaDB: the library's round trips/op count Store calls. With the Store's default plain " +
+		"statements a Claim of a new key is two statements (a lock-free SELECT, then INSERT IGNORE), so a " +
+		"first execution sends 3 statements in 2 calls; a replay, an in progress and a mismatch send 1 " +
+		"(the SELECT). The raw baseline sends 2 on every path.\n", nil
+}
