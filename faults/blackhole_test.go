@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/redis/go-redis/v9"
@@ -32,6 +33,16 @@ func viaProxy(t *testing.T, backend string, maxConns int) (*openedStore, *netPro
 		}
 		t.Cleanup(st.close)
 		return st, p
+	case "mysql":
+		spec.Table = migrateMySQL(t, "faults_bh_")
+		p := newProxy(t, mysqlHostPort(t, mysqlDSN()))
+		spec.Addr = mysqlWithAddr(t, mysqlDSN(), p.addr())
+		st, err := spec.open(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(st.close)
+		return st, p
 	default:
 		r := startRedis(t)
 		p := newProxy(t, r.addr())
@@ -50,16 +61,18 @@ func noDriverError(t *testing.T, err error) {
 	t.Helper()
 	var pgErr *pgconn.PgError
 	var rErr redis.Error
-	if errors.As(err, &pgErr) || errors.As(err, &rErr) {
+	var myErr *mysql.MySQLError
+	if errors.As(err, &pgErr) || errors.As(err, &rErr) || errors.As(err, &myErr) || errors.Is(err, mysql.ErrInvalidConn) {
 		t.Errorf("a driver error escaped: %T in %v", err, err)
 	}
 }
 
 // Fail closed: with the store blackholed (every byte to it dropped, the
 // connection kept open) or refusing connections, Do returns a *StoreError
-// and fn never runs.
+// and fn never runs. (SQLite has no network: a local file is not
+// "unreachable".)
 func TestBlackholedStoreRunsNoFn(t *testing.T) {
-	for _, backend := range []string{"postgres", "redis"} {
+	for _, backend := range []string{"postgres", "redis", "mysql"} {
 		t.Run(backend, func(t *testing.T) {
 			st, p := viaProxy(t, backend, 0)
 			scope := once.New(st.store, once.WithLease(time.Second)).Scope("bh")

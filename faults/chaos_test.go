@@ -91,3 +91,24 @@ func redisChaos(ctx context.Context, e *env) {
 		sleepCtx(ctx, 250*time.Millisecond)
 	}
 }
+
+// mysqlChaos: latency, connection resets, and connections dropped
+// silently (the proxy swallows every byte, then closes the connection
+// 100ms later), through the proxy in front of MariaDB.
+func mysqlChaos(ctx context.Context, e *env) {
+	faults := []func(){
+		func() {
+			pulse(ctx, e, "latency 40±20ms", "latency", "downstream", map[string]any{"latency": 40, "jitter": 20}, 500*time.Millisecond)
+		},
+		func() {
+			pulse(ctx, e, "TCP reset (reset_peer)", "reset_peer", "upstream", map[string]any{"timeout": 0}, 80*time.Millisecond)
+		},
+		func() {
+			pulse(ctx, e, "connection dropped (blackholed, closed after 100ms)", "timeout", "upstream", map[string]any{"timeout": 100}, 300*time.Millisecond)
+		},
+	}
+	for i := 0; ctx.Err() == nil; i++ {
+		faults[i%len(faults)]()
+		sleepCtx(ctx, 250*time.Millisecond)
+	}
+}

@@ -1,7 +1,8 @@
 // Package faults is the fault-injection suite of once. It has no API: its
 // tests run worker processes (the test binary re-executed with
 // ONCE_FAULT_WORKER=1) that call once.Do over a list of keys against the
-// PostgreSQL and Redis backends, kill them with SIGKILL at chosen points,
+// PostgreSQL, Redis, MariaDB (backends/mysql) and SQLite (backends/sqlite)
+// backends, kill them with SIGKILL at chosen points,
 // stop them past their lease with SIGSTOP, cut and slow their connections
 // through an in-process toxiproxy, restart and pause the stores, and then
 // check a ledger of side effects kept in PostgreSQL against every answer
@@ -17,6 +18,18 @@
 //     replays the acknowledged value;
 //   - no key in progress past lease + slack;
 //   - no fn while the store is unreachable.
+//
+// Which scenarios run on which store: kill -9 at every step (raw and
+// fenced effects) and SIGSTOP past the lease run on all four, with every
+// worker process on the same records (SQLite: the same file, which
+// sqlitestore supports across processes of one machine). The network
+// scenario (latency, resets, dropped connections through the proxy) runs on
+// PostgreSQL, Redis and MariaDB; SQLite has no network, and no server to
+// blackhole or restart. The transactional mode (postgres.DoTx) runs on
+// PostgreSQL only: the ledger of effects is a PostgreSQL table, so a
+// MariaDB transaction cannot hold both the effect and the outcome, and
+// sqlitestore has no DoTx. The blackhole check runs on PostgreSQL, Redis
+// and MariaDB, the cancellation storm on every store.
 //
 // Run it with
 //

@@ -21,7 +21,7 @@ import (
 // fn, while waiting for a duplicate), then no goroutine may be left behind
 // and no key may stay in progress past lease + slack.
 func TestNoGoroutineLeakAfterCancellationStorm(t *testing.T) {
-	for _, backend := range []string{"memory", "postgres", "redis"} {
+	for _, backend := range []string{"memory", "postgres", "redis", "mysql", "sqlite"} {
 		t.Run(backend, func(t *testing.T) {
 			ctx := context.Background()
 			spec := storeSpec{Backend: backend}
@@ -33,6 +33,10 @@ func TestNoGoroutineLeakAfterCancellationStorm(t *testing.T) {
 				spec.Addr, spec.Table = testservers.PostgresURL(), migrateTable(t, "faults_leak_")
 			case "redis":
 				spec.Addr, spec.Prefix = testservers.RedisAddr(), redisPrefix(t, "faults-leak-")
+			case "mysql":
+				spec.Addr, spec.Table = mysqlDSN(), migrateMySQL(t, "faults_leak_")
+			case "sqlite":
+				spec.Addr = sqliteFile(t)
 			}
 			opts := []goleak.Option{goleak.IgnoreCurrent()}
 			if st == nil {

@@ -21,7 +21,7 @@ import (
 // scenario is one multi-process run.
 type scenario struct {
 	Name    string
-	Backend string // "postgres" or "redis"
+	Backend string // "postgres", "redis", "mysql" or "sqlite"
 	Mode    string // modeRaw, modeFenced, modeTx
 	// Fails are handed to the spawned workers in order, one each.
 	Fails []failpoint
@@ -76,18 +76,31 @@ func runScenario(t *testing.T, sc scenario) verdict {
 		e.redis = startRedis(t)
 		direct.Addr = e.redis.addr()
 		direct.Prefix = "faults:" + sfx + ":"
+	case "mysql":
+		direct.Addr, direct.Table = mysqlDSN(), migrateMySQL(t, "faults_rec_")
+	case "sqlite":
+		if sc.Proxy {
+			t.Fatal("sqlite: no network to proxy")
+		}
+		direct.Addr = sqliteFile(t)
 	}
 	workers := direct
 	workers.AppName = e.appName
 	if sc.Proxy {
 		upstream := direct.Addr
-		if sc.Backend == "postgres" {
+		switch sc.Backend {
+		case "postgres":
 			upstream = pgHostPort(t, direct.Addr)
+		case "mysql":
+			upstream = mysqlHostPort(t, direct.Addr)
 		}
 		e.proxy = newProxy(t, upstream)
 		workers.Addr = e.proxy.addr()
-		if sc.Backend == "postgres" {
+		switch sc.Backend {
+		case "postgres":
 			workers.Addr = pgWithHost(t, direct.Addr, e.proxy.addr())
+		case "mysql":
+			workers.Addr = mysqlWithAddr(t, direct.Addr, e.proxy.addr())
 		}
 	}
 

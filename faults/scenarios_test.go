@@ -77,3 +77,41 @@ func TestNetworkPostgresTx(t *testing.T) {
 func TestNetworkRedisFenced(t *testing.T) {
 	runScenario(t, scenario{Name: "latency, resets, CLIENT PAUSE, restart", Backend: "redis", Mode: modeFenced, Proxy: true, Chaos: redisChaos})
 }
+
+// MariaDB (backends/mysql, its default plain statements): the same
+// processes against one records table. The transactional mode does not
+// apply: mysqlstore.DoTx commits the outcome with writes in MariaDB,
+// while the suite's ledger of effects is a PostgreSQL table.
+func TestCrashMySQLRaw(t *testing.T) {
+	runScenario(t, scenario{Name: "kill -9 at every step", Backend: "mysql", Mode: modeRaw, Fails: killAtEveryPoint()})
+}
+
+func TestCrashMySQLFenced(t *testing.T) {
+	runScenario(t, scenario{Name: "kill -9 at every step", Backend: "mysql", Mode: modeFenced, Fails: killAtEveryPoint(), RandomKills: 1})
+}
+
+func TestStaleOwnerMySQLFenced(t *testing.T) {
+	runScenario(t, scenario{Name: "SIGSTOP past the lease", Backend: "mysql", Mode: modeFenced, Fails: stopAt(pointBeforeEffect, pointCompleteBefore)})
+}
+
+func TestNetworkMySQLFenced(t *testing.T) {
+	runScenario(t, scenario{Name: "latency, resets, dropped connections", Backend: "mysql", Mode: modeFenced, Proxy: true, Chaos: mysqlChaos})
+}
+
+// SQLite (backends/sqlite): every worker process opens the same file,
+// which the store supports (writes serialised by SQLite's file lock,
+// BEGIN IMMEDIATE, busy_timeout; one clock: one machine), so duplicates
+// race across processes as on a server store. There is no network to cut
+// and no server to stop: the network scenario and the blackhole check do
+// not apply, nor does the transactional mode (sqlitestore has no DoTx).
+func TestCrashSQLiteRaw(t *testing.T) {
+	runScenario(t, scenario{Name: "kill -9 at every step", Backend: "sqlite", Mode: modeRaw, Fails: killAtEveryPoint()})
+}
+
+func TestCrashSQLiteFenced(t *testing.T) {
+	runScenario(t, scenario{Name: "kill -9 at every step", Backend: "sqlite", Mode: modeFenced, Fails: killAtEveryPoint(), RandomKills: 1})
+}
+
+func TestStaleOwnerSQLiteFenced(t *testing.T) {
+	runScenario(t, scenario{Name: "SIGSTOP past the lease", Backend: "sqlite", Mode: modeFenced, Fails: stopAt(pointBeforeEffect, pointCompleteBefore)})
+}

@@ -2,23 +2,28 @@ package faults
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stagedoor/once/backends"
+	mysqlstore "github.com/stagedoor/once/backends/mysql"
 	"github.com/stagedoor/once/backends/postgres"
 	"github.com/stagedoor/once/backends/redisstore"
+	sqlitestore "github.com/stagedoor/once/backends/sqlite"
 )
 
 // storeSpec says how a process reaches the records store.
 type storeSpec struct {
-	Backend string `json:"backend"` // "postgres" or "redis"
-	// Addr is a PostgreSQL URL or a Redis address (possibly a proxy's).
+	Backend string `json:"backend"` // "postgres", "redis", "mysql" or "sqlite"
+	// Addr is a PostgreSQL URL, a Redis address, a MariaDB DSN (possibly
+	// a proxy's) or a SQLite file path.
 	Addr   string `json:"addr"`
-	Table  string `json:"table,omitempty"`  // PostgreSQL records table
+	Table  string `json:"table,omitempty"`  // PostgreSQL or MariaDB records table
 	Prefix string `json:"prefix,omitempty"` // Redis key prefix
 	// AppName is the PostgreSQL application_name of the store's sessions,
 	// so that the driver can terminate them.
@@ -35,6 +40,10 @@ type openedStore struct {
 	pg    *postgres.Store
 	pool  *pgxpool.Pool
 	rdb   *redis.Client
+	// closeStore closes a store that owns resources (mysqlstore's
+	// prepared statements, sqlitestore's file), before db.
+	closeStore func() error
+	db         *sql.DB // MariaDB
 }
 
 func (o *openedStore) close() {
@@ -44,6 +53,31 @@ func (o *openedStore) close() {
 	if o.rdb != nil {
 		_ = o.rdb.Close()
 	}
+	if o.closeStore != nil {
+		_ = o.closeStore()
+	}
+	if o.db != nil {
+		_ = o.db.Close()
+	}
+}
+
+// newMySQL opens a small MariaDB pool on dsn with short dial, read and
+// write timeouts, so that a cut or blackholed connection fails the call
+// instead of hanging it.
+func newMySQL(dsn string, maxConns int) (*sql.DB, error) {
+	cfg, err := mysql.ParseDSN(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout, cfg.ReadTimeout, cfg.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+	conn, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(conn)
+	db.SetMaxOpenConns(maxConns)
+	db.SetMaxIdleConns(maxConns)
+	return db, nil
 }
 
 // newPool opens a small pool with an application_name and short timeouts.
@@ -89,6 +123,26 @@ func (s storeSpec) open(ctx context.Context) (*openedStore, error) {
 			return nil, err
 		}
 		return &openedStore{store: st, rdb: rdb}, nil
+	case "mysql":
+		db, err := newMySQL(s.Addr, s.conns())
+		if err != nil {
+			return nil, err
+		}
+		st, err := mysqlstore.New(db, &mysqlstore.Config{Table: s.Table, LockTimeout: time.Duration(s.LockTimeoutMS) * time.Millisecond})
+		if err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+		return &openedStore{store: st, closeStore: st.Close, db: db}, nil
+	case "sqlite":
+		// Every process of a scenario opens the same file, as several
+		// processes sharing one SQLite file do (see the package doc of
+		// sqlitestore: correct, writes serialised by the file's lock).
+		st, err := sqlitestore.Open(ctx, s.Addr, &sqlitestore.Options{Table: s.Table})
+		if err != nil {
+			return nil, err
+		}
+		return &openedStore{store: st, closeStore: st.Close}, nil
 	}
 	return nil, fmt.Errorf("unknown backend %q", s.Backend)
 }
