@@ -29,6 +29,8 @@ type scenario struct {
 	RandomKills int
 	// Proxy puts the workers' store connections behind a toxiproxy.
 	Proxy bool
+	// OneCall: MariaDB claims through the stored procedure.
+	OneCall bool
 	// Chaos runs during the run, until the workers are done.
 	Chaos func(ctx context.Context, e *env)
 }
@@ -58,7 +60,7 @@ func runScenario(t *testing.T, sc scenario) verdict {
 	}
 	t.Cleanup(func() { l.drop(context.Background()) })
 
-	direct := storeSpec{Backend: sc.Backend, AppName: e.appName + "_driver", LockTimeoutMS: 300}
+	direct := storeSpec{Backend: sc.Backend, AppName: e.appName + "_driver", LockTimeoutMS: 300, OneCall: sc.OneCall}
 	switch sc.Backend {
 	case "postgres":
 		direct.Table = "faults_rec_" + sfx

@@ -78,7 +78,8 @@ func TestNetworkRedisFenced(t *testing.T) {
 	runScenario(t, scenario{Name: "latency, resets, CLIENT PAUSE, restart", Backend: "redis", Mode: modeFenced, Proxy: true, Chaos: redisChaos})
 }
 
-// MariaDB (backends/mysql, its default plain statements): the same
+// MariaDB (backends/mysql, its default plain statements but in
+// TestCrashMySQLFenced): the same
 // processes against one records table. The transactional mode does not
 // apply: mysqlstore.DoTx commits the outcome with writes in MariaDB,
 // while the suite's ledger of effects is a PostgreSQL table.
@@ -86,8 +87,11 @@ func TestCrashMySQLRaw(t *testing.T) {
 	runScenario(t, scenario{Name: "kill -9 at every step", Backend: "mysql", Mode: modeRaw, Fails: killAtEveryPoint()})
 }
 
+// The fenced crash run claims through the stored procedure
+// (Config.OneRoundTripClaims), so that both claim paths meet kill -9: a
+// random kill can land inside a CALL.
 func TestCrashMySQLFenced(t *testing.T) {
-	runScenario(t, scenario{Name: "kill -9 at every step", Backend: "mysql", Mode: modeFenced, Fails: killAtEveryPoint(), RandomKills: 1})
+	runScenario(t, scenario{Name: "kill -9 at every step (one-CALL claims)", Backend: "mysql", Mode: modeFenced, Fails: killAtEveryPoint(), RandomKills: 1, OneCall: true})
 }
 
 func TestStaleOwnerMySQLFenced(t *testing.T) {
