@@ -22,9 +22,9 @@
 // Which scenarios run on which store: kill -9 at every step (raw and
 // fenced effects) and SIGSTOP past the lease run on all four, with every
 // worker process on the same records (SQLite: the same file, which
-// sqlitestore supports across processes of one machine; MariaDB's fenced
-// crash run claims through the stored procedure, the others through the
-// default plain statements). The network
+// sqlitestore supports across processes of one machine; on MariaDB each of
+// the store's three claim orders meets faults: see scenarios_test.go). The
+// network
 // scenario (latency, resets, dropped connections through the proxy) runs on
 // PostgreSQL, Redis and MariaDB; SQLite has no network, and no server to
 // blackhole or restart. The transactional mode (postgres.DoTx) runs on

@@ -29,8 +29,8 @@ type scenario struct {
 	RandomKills int
 	// Proxy puts the workers' store connections behind a toxiproxy.
 	Proxy bool
-	// OneCall: MariaDB claims through the stored procedure.
-	OneCall bool
+	// ClaimOrder: a MariaDB store's claim order (see storeSpec).
+	ClaimOrder string
 	// Chaos runs during the run, until the workers are done.
 	Chaos func(ctx context.Context, e *env)
 }
@@ -60,7 +60,7 @@ func runScenario(t *testing.T, sc scenario) verdict {
 	}
 	t.Cleanup(func() { l.drop(context.Background()) })
 
-	direct := storeSpec{Backend: sc.Backend, AppName: e.appName + "_driver", LockTimeoutMS: 300, OneCall: sc.OneCall}
+	direct := storeSpec{Backend: sc.Backend, AppName: e.appName + "_driver", LockTimeoutMS: 300, ClaimOrder: sc.ClaimOrder}
 	switch sc.Backend {
 	case "postgres":
 		direct.Table = "faults_rec_" + sfx

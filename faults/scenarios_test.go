@@ -78,8 +78,7 @@ func TestNetworkRedisFenced(t *testing.T) {
 	runScenario(t, scenario{Name: "latency, resets, CLIENT PAUSE, restart", Backend: "redis", Mode: modeFenced, Proxy: true, Chaos: redisChaos})
 }
 
-// MariaDB (backends/mysql, its default plain statements but in
-// TestCrashMySQLFenced): the same
+// MariaDB (backends/mysql): the same
 // processes against one records table. The transactional mode does not
 // apply: mysqlstore.DoTx commits the outcome with writes in MariaDB,
 // while the suite's ledger of effects is a PostgreSQL table.
@@ -87,15 +86,17 @@ func TestCrashMySQLRaw(t *testing.T) {
 	runScenario(t, scenario{Name: "kill -9 at every step", Backend: "mysql", Mode: modeRaw, Fails: killAtEveryPoint()})
 }
 
-// The fenced crash run claims through the stored procedure
-// (Config.OneRoundTripClaims), so that both claim paths meet kill -9: a
-// random kill can land inside a CALL.
+// Each of the store's three claim orders meets faults: the default
+// (INSERT IGNORE first) in the raw crash and network runs, the stored
+// procedure (Config.OneRoundTripClaims) in the fenced crash run, where a
+// random kill can land inside a CALL, and read-first
+// (Config.ReadFirstClaims) in the stale-owner run.
 func TestCrashMySQLFenced(t *testing.T) {
-	runScenario(t, scenario{Name: "kill -9 at every step (one-CALL claims)", Backend: "mysql", Mode: modeFenced, Fails: killAtEveryPoint(), RandomKills: 1, OneCall: true})
+	runScenario(t, scenario{Name: "kill -9 at every step (one-CALL claims)", Backend: "mysql", Mode: modeFenced, Fails: killAtEveryPoint(), RandomKills: 1, ClaimOrder: "one-call"})
 }
 
 func TestStaleOwnerMySQLFenced(t *testing.T) {
-	runScenario(t, scenario{Name: "SIGSTOP past the lease", Backend: "mysql", Mode: modeFenced, Fails: stopAt(pointBeforeEffect, pointCompleteBefore)})
+	runScenario(t, scenario{Name: "SIGSTOP past the lease (read-first claims)", Backend: "mysql", Mode: modeFenced, Fails: stopAt(pointBeforeEffect, pointCompleteBefore), ClaimOrder: "read-first"})
 }
 
 func TestNetworkMySQLFenced(t *testing.T) {

@@ -29,9 +29,10 @@ type storeSpec struct {
 	// so that the driver can terminate them.
 	AppName       string `json:"app,omitempty"`
 	LockTimeoutMS int64  `json:"lock_timeout_ms,omitempty"`
-	// OneCall makes a MariaDB store claim through its stored procedure
-	// (mysqlstore.Config.OneRoundTripClaims) instead of plain statements.
-	OneCall bool `json:"one_call,omitempty"`
+	// ClaimOrder picks a MariaDB store's claim: "" (the default, INSERT
+	// IGNORE first), "read-first" (Config.ReadFirstClaims) or "one-call"
+	// (Config.OneRoundTripClaims, the stored procedure).
+	ClaimOrder string `json:"claim_order,omitempty"`
 	// MaxConns caps the store's connections (PostgreSQL pool or Redis
 	// pool); 4 when zero.
 	MaxConns int `json:"max_conns,omitempty"`
@@ -131,7 +132,7 @@ func (s storeSpec) open(ctx context.Context) (*openedStore, error) {
 		if err != nil {
 			return nil, err
 		}
-		st, err := mysqlstore.New(db, &mysqlstore.Config{Table: s.Table, OneRoundTripClaims: s.OneCall, LockTimeout: time.Duration(s.LockTimeoutMS) * time.Millisecond})
+		st, err := mysqlstore.New(db, &mysqlstore.Config{Table: s.Table, ReadFirstClaims: s.ClaimOrder == "read-first", OneRoundTripClaims: s.ClaimOrder == "one-call", LockTimeout: time.Duration(s.LockTimeoutMS) * time.Millisecond})
 		if err != nil {
 			_ = db.Close()
 			return nil, err
