@@ -18,6 +18,9 @@ type options struct {
 	pgConns    int
 	scale      bool
 	localCache bool
+	// mysqlClaims is mysqlstore's claim order: "insert-first" (its
+	// default), "read-first" or "one-call".
+	mysqlClaims string
 }
 
 // suite is what a backend's setup returns: the targets to compare and the
@@ -78,7 +81,7 @@ var setups = map[string]setupFunc{
 		return setupRedis(ctx, id)
 	},
 	"mysql": func(ctx context.Context, id string, o options) (*suite, error) {
-		return setupMySQL(ctx, id, o.pgConns)
+		return setupMySQL(ctx, id, o.pgConns, o.mysqlClaims)
 	},
 	"sqlite": func(ctx context.Context, id string, _ options) (*suite, error) {
 		return setupSQLite(ctx, id)
