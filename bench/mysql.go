@@ -84,11 +84,15 @@ func setupMySQL(ctx context.Context, id string, conns int, claims string) (_ *su
 	if err != nil {
 		return nil, err
 	}
+	cached, err := cachedLibraryTarget(ctx, store, id)
+	if err != nil {
+		return nil, err
+	}
 	raw, err := rawMySQLTarget(ctx, db, quoteMySQL(rawTable), "raw-"+id, &stmts)
 	if err != nil {
 		return nil, err
 	}
-	return &suite{lib: lib, raw: raw, notes: mysqlNotes(claims), cleanup: cleanup}, nil
+	return &suite{lib: lib, cached: cached, raw: raw, notes: mysqlNotes(claims), cleanup: cleanup}, nil
 }
 
 // rawMySQLTarget is the seed's mechanism written minimally against

@@ -45,6 +45,10 @@ func setupSQLite(ctx context.Context, id string) (_ *suite, err error) {
 	if err != nil {
 		return nil, err
 	}
+	cached, err := cachedLibraryTarget(ctx, store, id)
+	if err != nil {
+		return nil, err
+	}
 	// The baseline's file, with the Store's durability settings (WAL,
 	// synchronous FULL) and one connection: every path of the seed's
 	// mechanism starts with a write, and SQLite runs one writer at a time.
@@ -59,7 +63,7 @@ func setupSQLite(ctx context.Context, id string) (_ *suite, err error) {
 	if err != nil {
 		return nil, err
 	}
-	return &suite{lib: lib, raw: rt, notes: sqliteNotes, cleanup: cleanup}, nil
+	return &suite{lib: lib, cached: cached, raw: rt, notes: sqliteNotes, cleanup: cleanup}, nil
 }
 
 // rawSQLiteTarget is the seed's mechanism written minimally against
