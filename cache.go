@@ -49,6 +49,10 @@ type ownedClaim struct {
 	fp      []byte
 	fpKnown bool
 	expires time.Time
+	// completeSent is when the first completion attempt was sent: a
+	// retried completion whose first reply was lost may have landed then,
+	// and the record lives retention from that moment.
+	completeSent time.Time
 }
 
 // errFlightAborted is the result of a flight whose leader never got an
@@ -209,15 +213,26 @@ func (lc *localCache) own(k cacheKey, c ownedClaim) {
 // complete sends Complete; when it applied, the record now holds this
 // outcome and the claim's fingerprint (a completion is fenced by the
 // owner, so nothing changed the record since the claim), and it lives
-// retention from a moment after sent: caching it until sent +
-// min(TTL, retention) never outlives it.
+// retention from a moment after the first attempt of the claim's
+// completion was sent (a retry may only confirm an attempt whose reply was
+// lost): caching it until that moment + min(TTL, retention) never
+// outlives it.
 func (lc *localCache) complete(ctx context.Context, store backends.Store, p backends.CompleteParams) (bool, error) {
+	k := cacheKey{p.Scope, p.Key}
 	sent := lc.now()
+	lc.mu.Lock()
+	if oc, ok := lc.owned[k]; ok && oc.owner == p.Owner {
+		if oc.completeSent.IsZero() {
+			oc.completeSent = sent
+			lc.owned[k] = oc
+		}
+		sent = oc.completeSent
+	}
+	lc.mu.Unlock()
 	applied, err := store.Complete(ctx, p)
 	if err != nil {
 		return applied, err
 	}
-	k := cacheKey{p.Scope, p.Key}
 	lc.mu.Lock()
 	oc, ok := lc.owned[k]
 	if ok && oc.owner == p.Owner {

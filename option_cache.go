@@ -41,8 +41,9 @@ type LocalCache struct {
 // Scope derived with WithStore (a transaction), are never cached.
 //
 // How long. A record completed by this Keeper's Do is cached from the
-// moment its completion was sent for min(TTL, retention), so it never
-// outlives the record in the store. A record read from the store
+// moment its first completion attempt was sent (a retried completion
+// counts from the first) for min(TTL, retention), so it never outlives the
+// record in the store. A record read from the store
 // (completed by another process or before an eviction) is cached for
 // min(TTL, retention) from the read: the store does not report how long a
 // completed record has left, so such an entry may outlive the store's
