@@ -2,6 +2,7 @@ package once
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -35,7 +36,8 @@ type timer interface {
 // ever sent again.
 //
 // It runs on a timer (time.AfterFunc), so a short fn costs no goroutine.
-// A panic in the observer on the timer is recovered and its event dropped.
+// A panic in the observer or in the store's Renew on the timer is
+// recovered: the event is dropped, the Renew counts as failed.
 // A nil *renewer does nothing.
 type renewer struct {
 	ctx      context.Context
@@ -86,7 +88,7 @@ func (r *renewer) renew() {
 	r.abort = abort
 	r.mu.Unlock()
 	sent := now()
-	ok, err := r.store.Renew(ctx, r.params)
+	ok, err := r.send(ctx)
 	abort()
 
 	r.mu.Lock()
@@ -121,6 +123,19 @@ func (r *renewer) renew() {
 		r.emit(e)
 		r.lost(ErrLeaseLost)
 	}
+}
+
+// send is the store's Renew. A panic in it (a user's store wrapper) is
+// recovered and reported as the renewal's error, since nothing on the
+// timer's goroutine could handle it: the renewer then fails closed as for
+// any failing renewal.
+func (r *renewer) send(ctx context.Context) (ok bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			ok, err = false, fmt.Errorf("once: store Renew panicked: %v", p)
+		}
+	}()
+	return r.store.Renew(ctx, r.params)
 }
 
 // emit reports a renewal event; a panic in the observer is recovered, since

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/memory"
 )
 
@@ -166,4 +168,37 @@ func TestThePanicThatEscapesIsTheOriginal(t *testing.T) {
 	assert.PanicsWithValue(t, "codec: Marshal", func() {
 		_, _ = once.Do(context.Background(), scope, "k", nil, func(context.Context) (json.RawMessage, error) { return nil, nil })
 	})
+}
+
+// A store whose Renew panics (a user's wrapper around a backend) runs on
+// the renewer's timer goroutine, where nothing could recover the panic: it
+// must not crash the process. The panic counts as a failed renewal, so the
+// renewer fails closed and cancels fn once the lease may lapse.
+func TestPanicInStoreRenewDoesNotCrashTheProcess(t *testing.T) {
+	ctx := context.Background()
+	store := newFaultStore(memory.New(nil))
+	store.renew = func(context.Context, backends.RenewParams) (bool, error) { panic("renew exploded") }
+	var events []once.Event
+	var mu sync.Mutex
+	scope := once.New(store, once.WithLease(panicLease), once.WithObserver(func(_ context.Context, e once.Event) {
+		mu.Lock()
+		defer mu.Unlock()
+		events = append(events, e)
+	})).Scope("s")
+
+	_, err := once.Do(ctx, scope, "k", nil, func(ctx context.Context) (int, error) {
+		<-ctx.Done() // cancelled when renewal fails closed
+		return 0, ctx.Err()
+	})
+	require.ErrorIs(t, err, once.ErrLeaseLost)
+	require.Positive(t, store.Calls("renew"))
+	mu.Lock()
+	defer mu.Unlock()
+	var storeErr error
+	for _, e := range events {
+		if e.Kind == once.EventStoreError && e.Op == "renew" {
+			storeErr = e.Err
+		}
+	}
+	require.ErrorContains(t, storeErr, "renew exploded", "the panic is reported as the renewal's store error")
 }
