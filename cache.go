@@ -136,6 +136,8 @@ func (lc *localCache) claim(ctx context.Context, store backends.Store, p backend
 	}()
 	res, err := lc.send(ctx, store, p, k)
 	f.res, f.err, f.at = res, err, lc.now()
+	// The flight keeps its own bytes: the leader's value may alias res.
+	f.res.Existing.Outcome = bytes.Clone(res.Existing.Outcome)
 	return res, err
 }
 
@@ -155,6 +157,8 @@ func (f *flight) followerResult(now time.Time) (backends.ClaimResult, bool) {
 		}}, true
 	}
 	res := f.res
+	// The leader and each follower decode their own bytes (see get).
+	res.Existing.Outcome = bytes.Clone(res.Existing.Outcome)
 	if res.Existing.State == backends.StatePending {
 		res.Existing.LeaseRemaining -= elapsed
 	}

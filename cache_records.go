@@ -50,7 +50,7 @@ func entrySize(k cacheKey, rec backends.Record) int {
 	return cacheEntryOverhead + len(k.scope) + len(k.key) + len(rec.Fingerprint) + len(rec.Outcome)
 }
 
-// get returns the live record cached for k.
+// get returns a copy of the live record cached for k.
 func (c *recordCache) get(k cacheKey, now time.Time) (backends.Record, bool) {
 	c.mu.RLock()
 	e := c.entries[k]
@@ -72,6 +72,9 @@ func (c *recordCache) get(k cacheKey, now time.Time) (backends.Record, bool) {
 	}
 	rec := e.rec
 	c.mu.RUnlock()
+	// Each caller gets its own bytes, as from the store: a codec may
+	// decode without copying, and the caller may modify its value.
+	rec.Outcome = bytes.Clone(rec.Outcome)
 	return rec, true
 }
 

@@ -65,3 +65,71 @@ func TestLocalCacheEntryFromRetriedCompletionDoesNotOutliveTheRecord(t *testing.
 	require.False(t, out.Replayed, "the record expired in the store: the key is a new intent")
 	require.Equal(t, int32(2), out.Value)
 }
+
+// aliasingCodec stores a []byte as is and decodes it without a copy, as a
+// zero-copy codec may: the decoded value shares the bytes it was given.
+type aliasingCodec struct{}
+
+func (aliasingCodec) Marshal(v any) ([]byte, error) { return v.([]byte), nil }
+func (aliasingCodec) Unmarshal(data []byte, v any) error {
+	*(v.(*[]byte)) = data
+	return nil
+}
+
+// Each replay from the store decodes fresh bytes; a replay from the local
+// cache must too, so that a caller that modifies its replayed value (legal:
+// it is the caller's) does not change the answer later replays get.
+func TestLocalCacheReplayDoesNotShareBytesBetweenCallers(t *testing.T) {
+	ctx := context.Background()
+	store := &countingStore{Store: memory.New(nil)}
+	scope := once.New(store, once.WithCodec(aliasingCodec{}), once.WithLocalCache(once.LocalCache{MaxEntries: 8})).Scope("s")
+	fn := func(context.Context) ([]byte, error) { return []byte("paid"), nil }
+
+	_, err := once.Do(ctx, scope, "k", nil, fn)
+	require.NoError(t, err)
+	first, err := once.DoOutcome(ctx, scope, "k", nil, fn)
+	require.NoError(t, err)
+	require.True(t, first.Replayed)
+	copy(first.Value, "XXXX") // the caller's own value
+	second, err := once.DoOutcome(ctx, scope, "k", nil, fn)
+	require.NoError(t, err)
+	require.True(t, second.Replayed)
+	require.Equal(t, []byte("paid"), second.Value, "a replay is not changed by what another caller did to its value")
+	require.Equal(t, int64(1), store.claims.Load(), "both replays came from the cache")
+}
+
+// Duplicates that join one store read of a completed record each decode
+// their own bytes: with a zero-copy codec, one caller modifying its value
+// changes neither another's value nor the cache (the race detector sees a
+// shared buffer).
+func TestLocalCacheJoinedDuplicatesDoNotShareBytes(t *testing.T) {
+	const n = 8
+	ctx := context.Background()
+	mem := memory.New(nil)
+	_, err := once.Do(ctx, once.New(mem, once.WithCodec(aliasingCodec{})).Scope("s"), "k", nil,
+		func(context.Context) ([]byte, error) { return []byte("paid"), nil })
+	require.NoError(t, err)
+	cs := &countingStore{Store: mem, gate: make(chan struct{})}
+	scope := once.New(cs, once.WithCodec(aliasingCodec{}), once.WithLocalCache(once.LocalCache{MaxEntries: 8})).Scope("s")
+	values := make([][]byte, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			v, err := once.Do(ctx, scope, "k", nil, func(context.Context) ([]byte, error) { return nil, errors.New("ran") })
+			if err == nil {
+				v[0] = byte('A' + i) // the caller's own value
+			}
+			values[i] = v
+		})
+	}
+	waitFor(t, func() bool { return once.LocalCacheJoined(scope) == n-1 })
+	close(cs.gate)
+	wg.Wait()
+	require.EqualValues(t, 1, cs.claims.Load(), "one store read for all")
+	for i, v := range values {
+		require.Equal(t, string(rune('A'+i))+"aid", string(v))
+	}
+	again, err := once.Do(ctx, scope, "k", nil, func(context.Context) ([]byte, error) { return nil, errors.New("ran") })
+	require.NoError(t, err)
+	require.Equal(t, "paid", string(again))
+}
