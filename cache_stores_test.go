@@ -40,3 +40,31 @@ func TestLocalCacheOnEveryStore(t *testing.T) {
 		})
 	}
 }
+
+// The local cache keys (scope, key) as a pair, as the stores do: scope
+// "a:b" with key "c" and scope "a" with key "b:c" are two intents, each
+// replaying its own answer from the cache.
+func TestLocalCacheScopeAndKeyNeverCollide(t *testing.T) {
+	for name, newStore := range testservers.Stores() {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			k := once.New(newStore(t), once.WithLocalCache(once.LocalCache{MaxEntries: 64}))
+			prefix := "col-" + testservers.Suffix()
+			ab, a := k.Scope(prefix+":b"), k.Scope(prefix)
+			first, err := once.Do(ctx, ab, "c", nil, func(context.Context) (string, error) { return "ab+c", nil })
+			require.NoError(t, err)
+			require.Equal(t, "ab+c", first)
+			out, err := once.DoOutcome(ctx, a, "b:c", nil, func(context.Context) (string, error) { return "a+bc", nil })
+			require.NoError(t, err)
+			require.Equal(t, once.Outcome[string]{Value: "a+bc", Recorded: true}, out, "a first execution, not the other intent's answer")
+			for range 3 {
+				v, err := once.Do(ctx, ab, "c", nil, func(context.Context) (string, error) { return "ran again", nil })
+				require.NoError(t, err)
+				require.Equal(t, "ab+c", v)
+				v, err = once.Do(ctx, a, "b:c", nil, func(context.Context) (string, error) { return "ran again", nil })
+				require.NoError(t, err)
+				require.Equal(t, "a+bc", v)
+			}
+		})
+	}
+}
