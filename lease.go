@@ -4,17 +4,32 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stagedoor/once/backends"
 )
 
-// The renewer's clock and timers; tests of package once replace them with
-// fake ones to drive renewals deterministically.
-var (
-	now       = time.Now
-	afterFunc = func(d time.Duration, f func()) timer { return time.AfterFunc(d, f) }
-)
+// clockFuncs are the renewer's clock and timers. Tests of package once swap
+// them for fake ones to drive renewals deterministically; the swap is atomic,
+// so a goroutine still running from an earlier test never races with it.
+type clockFuncs struct {
+	now       func() time.Time
+	afterFunc func(d time.Duration, f func()) timer
+}
+
+var clock atomic.Pointer[clockFuncs]
+
+func init() {
+	clock.Store(&clockFuncs{
+		now:       time.Now,
+		afterFunc: func(d time.Duration, f func()) timer { return time.AfterFunc(d, f) },
+	})
+}
+
+func now() time.Time { return clock.Load().now() }
+
+func afterFunc(d time.Duration, f func()) timer { return clock.Load().afterFunc(d, f) }
 
 // timer is the part of *time.Timer the renewer uses.
 type timer interface {

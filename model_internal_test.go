@@ -104,16 +104,18 @@ func (t *fakeTimer) Reset(d time.Duration) bool {
 
 func installFakeTime(t *testing.T) *fakeTime {
 	ft := &fakeTime{now: time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)}
-	prevNow, prevAfter := now, afterFunc
-	now = ft.Now
-	afterFunc = func(d time.Duration, f func()) timer {
-		ft.mu.Lock()
-		defer ft.mu.Unlock()
-		tm := &fakeTimer{ft: ft, due: ft.now.Add(d), f: f, active: true}
-		ft.timers = append(ft.timers, tm)
-		return tm
-	}
-	t.Cleanup(func() { now, afterFunc = prevNow, prevAfter })
+	prev := clock.Load()
+	clock.Store(&clockFuncs{
+		now: ft.Now,
+		afterFunc: func(d time.Duration, f func()) timer {
+			ft.mu.Lock()
+			defer ft.mu.Unlock()
+			tm := &fakeTimer{ft: ft, due: ft.now.Add(d), f: f, active: true}
+			ft.timers = append(ft.timers, tm)
+			return tm
+		},
+	})
+	t.Cleanup(func() { clock.Store(prev) })
 	return ft
 }
 

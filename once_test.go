@@ -70,8 +70,9 @@ func TestKeyReusedWithAnotherFingerprint(t *testing.T) {
 func TestKeyReusedWhileInProgress(t *testing.T) {
 	ctx := context.Background()
 	scope := once.New(nil).Scope("s")
-	started, finish := make(chan struct{}), make(chan struct{})
+	started, finish, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
+		defer close(done)
 		_, _ = once.Do(ctx, scope, "k", once.Fingerprint("A"), func(context.Context) (int, error) {
 			close(started)
 			<-finish
@@ -79,7 +80,7 @@ func TestKeyReusedWhileInProgress(t *testing.T) {
 		})
 	}()
 	<-started
-	defer close(finish)
+	defer func() { close(finish); <-done }() // no goroutine of this test outlives it
 	_, err := once.Do(ctx, scope, "k", once.Fingerprint("B"), func(context.Context) (int, error) { return 2, nil })
 	assert.ErrorIs(t, err, once.ErrKeyReused)
 	_, err = once.Do(ctx, scope, "k", once.Fingerprint("A"), func(context.Context) (int, error) { return 2, nil })
