@@ -1,6 +1,10 @@
 package postgres
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/stagedoor/once/internal/sqlident"
+)
 
 // Identifier limits: PostgreSQL truncates names at 63 bytes, and the table
 // name leaves room for the suffixes of the objects Migrate derives from it.
@@ -28,23 +32,8 @@ func (e *IdentifierError) Error() string {
 }
 
 func validateIdentifier(field, name string, maxLen int) error {
-	if name == "" {
-		return &IdentifierError{Field: field, Name: name, Reason: "empty"}
-	}
-	if len(name) > maxLen {
-		return &IdentifierError{Field: field, Name: name, Reason: fmt.Sprintf("longer than %d bytes", maxLen)}
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c == '_', 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z':
-		case '0' <= c && c <= '9':
-			if i == 0 {
-				return &IdentifierError{Field: field, Name: name, Reason: "starts with a digit"}
-			}
-		default:
-			return &IdentifierError{Field: field, Name: name, Reason: "only ASCII letters, digits and underscores are allowed"}
-		}
+	if reason := sqlident.Check(name, maxLen); reason != "" {
+		return &IdentifierError{Field: field, Name: name, Reason: reason}
 	}
 	return nil
 }
