@@ -130,6 +130,11 @@ type Record struct {
 	Age time.Duration
 	// Held describes a held record; the zero value otherwise.
 	Held HeldInfo
+	// RetentionRemaining is the time left before a completed record
+	// expires, by the store's clock, as of the read that returned it. Zero
+	// when the store does not report it; a cache of completed records
+	// (once.WithLocalCache) never keeps an entry longer than it.
+	RetentionRemaining time.Duration
 }
 
 // ClaimParams are the arguments of Store.Claim.
