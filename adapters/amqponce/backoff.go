@@ -8,6 +8,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/adapters/internal/redelivery"
 )
 
 // DefaultRequeueBackoff is the wait before the requeue of a delivery's
@@ -37,7 +38,7 @@ func pace(d *amqp.Delivery, dec once.Decision, cfg *Config) once.Decision {
 		if base == 0 {
 			base = DefaultRequeueBackoff
 		}
-		dec.RetryAfter = backoff(base, maxRequeueDelay(cfg), n)
+		dec.RetryAfter = redelivery.Backoff(base, maxRequeueDelay(cfg), uint64(n))
 	}
 	return dec
 }
@@ -76,20 +77,4 @@ func Deliveries(d *amqp.Delivery) int64 {
 	default:
 		return 1
 	}
-}
-
-// backoff is base doubled for each delivery before the n-th, at most
-// limit; 0 when base or limit is negative. It never overflows.
-func backoff(base, limit time.Duration, n int64) time.Duration {
-	if base <= 0 || limit <= 0 {
-		return 0
-	}
-	d := min(base, limit)
-	for i := int64(1); i < n && d < limit; i++ {
-		if d > math.MaxInt64/2 {
-			return limit
-		}
-		d = min(2*d, limit)
-	}
-	return d
 }

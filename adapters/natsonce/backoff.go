@@ -2,12 +2,12 @@ package natsonce
 
 import (
 	"fmt"
-	"math"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/adapters/internal/redelivery"
 )
 
 // Defaults of the redelivery backoff.
@@ -38,7 +38,7 @@ func pace(msg jetstream.Msg, d once.Decision, cfg *Config) once.Decision {
 			Err: fmt.Errorf("natsonce: delivery %d of at most %d, %s: %w", n, c.MaxDeliveries, d.Reason, d.Err)}
 	}
 	if d.RetryAfter == 0 {
-		d.RetryAfter = backoff(orDefault(c.RetryBackoff, DefaultRetryBackoff), orDefault(c.MaxRetryBackoff, DefaultMaxRetryBackoff), n)
+		d.RetryAfter = redelivery.Backoff(orDefault(c.RetryBackoff, DefaultRetryBackoff), orDefault(c.MaxRetryBackoff, DefaultMaxRetryBackoff), n)
 	}
 	return d
 }
@@ -56,22 +56,6 @@ func deliveries(msg jetstream.Msg) uint64 {
 func orDefault(d, def time.Duration) time.Duration {
 	if d == 0 {
 		return def
-	}
-	return d
-}
-
-// backoff is base doubled for each delivery before the n-th, at most
-// limit; 0 when base or limit is negative. It never overflows.
-func backoff(base, limit time.Duration, n uint64) time.Duration {
-	if base <= 0 || limit <= 0 {
-		return 0
-	}
-	d := min(base, limit)
-	for i := uint64(1); i < n && d < limit; i++ {
-		if d > math.MaxInt64/2 {
-			return limit
-		}
-		d = min(2*d, limit)
 	}
 	return d
 }
