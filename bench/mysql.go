@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"fmt"
 	"os"
 	"time"
 
@@ -105,7 +103,6 @@ func setupMySQL(ctx context.Context, id string, conns int, claims string) (_ *su
 // owner, fencing, expiry or sweeper index; two round trips on every path.
 // (backends/mysql's BenchmarkRawBaseline is the same mechanism.)
 func rawMySQLTarget(ctx context.Context, db *sql.DB, table, user string, stmts *[]*sql.Stmt) (*target, error) {
-	t := &target{}
 	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+` (
 	`+"`key`"+`         VARBINARY(255) NOT NULL,
 	user_id         VARBINARY(255) NOT NULL,
@@ -136,56 +133,25 @@ func rawMySQLTarget(ctx context.Context, db *sql.DB, table, user string, stmts *
 	if err != nil {
 		return nil, err
 	}
-	insert := func(ctx context.Context, key string, hash []byte) (bool, error) {
-		t.trips.Add(1)
-		res, err := insertSt.ExecContext(ctx, key, user, hash)
-		if err != nil {
-			return false, err
-		}
-		n, err := res.RowsAffected()
-		return n == 1, err
-	}
-	first := func(ctx context.Context, key string) error {
-		if won, err := insert(ctx, key, fpA); err != nil || !won {
-			return fmt.Errorf("raw insert: %v %v", err, won)
-		}
-		t.trips.Add(1)
-		res, err := completeSt.ExecContext(ctx, 200, storedOutcome, user, key)
-		if err != nil {
-			return fmt.Errorf("raw complete: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return fmt.Errorf("raw complete: %d rows, %v", n, err)
-		}
-		return nil
-	}
-	if err := first(ctx, hotKey); err != nil {
-		return nil, err
-	}
-	if won, err := insert(ctx, pendingKey, fpA); err != nil || !won {
-		return nil, fmt.Errorf("seed in-progress key: %v %v", err, won)
-	}
-	lost := func(ctx context.Context, key string, hash []byte, wantStatus, wantMatch bool) error {
-		if won, err := insert(ctx, key, hash); err != nil || won {
-			return fmt.Errorf("raw insert of %s: %v %v", key, err, won)
-		}
-		t.trips.Add(1)
-		var h, body []byte
-		var status sql.NullInt32
-		if err := fetchSt.QueryRowContext(ctx, user, key).Scan(&h, &status, &body); err != nil {
-			return fmt.Errorf("raw fetch of %s: %w", key, err)
-		}
-		if bytes.Equal(h, hash) != wantMatch || (wantMatch && status.Valid != wantStatus) {
-			return fmt.Errorf("raw fetch of %s: hash %q status %v", key, h, status)
-		}
-		return nil
-	}
-	var keys keySeq
-	t.ops[pathFirst] = func(ctx context.Context) error { return first(ctx, keys.next("")) }
-	t.ops[pathReplay] = func(ctx context.Context) error { return lost(ctx, hotKey, fpA, true, true) }
-	t.ops[pathInProgress] = func(ctx context.Context) error { return lost(ctx, pendingKey, fpA, false, true) }
-	t.ops[pathMismatch] = func(ctx context.Context) error { return lost(ctx, hotKey, fpB, true, false) }
-	return t, nil
+	return seedTarget(ctx, seedStatements{
+		insert: func(ctx context.Context, key string, hash []byte) (bool, error) {
+			res, err := insertSt.ExecContext(ctx, key, user, hash)
+			if err != nil {
+				return false, err
+			}
+			n, err := res.RowsAffected()
+			return n == 1, err
+		},
+		complete: func(ctx context.Context, key string) error {
+			return oneRow(completeSt.ExecContext(ctx, 200, storedOutcome, user, key))
+		},
+		fetch: func(ctx context.Context, key string) ([]byte, bool, error) {
+			var h, body []byte
+			var status sql.NullInt32
+			err := fetchSt.QueryRowContext(ctx, user, key).Scan(&h, &status, &body)
+			return h, status.Valid, err
+		},
+	})
 }
 
 // mysqlNotes says what the library's round-trip column counts on MariaDB,

@@ -123,60 +123,31 @@ func setupPostgres(ctx context.Context, id string, conns int32) (_ *suite, err e
 // library's statements, has no lease, owner, fencing, expiry or sweeper
 // index, and makes two round trips where the library makes one.
 func rawPostgresTarget(ctx context.Context, pool *pgxpool.Pool, table, user string) (*target, error) {
-	t := &target{}
 	seed := strings.NewReplacer("{seed}", table)
 	if _, err := pool.Exec(ctx, seed.Replace(pgsql.SeedTable)); err != nil {
 		return nil, err
 	}
 	insertSQL, completeSQL, fetchSQL := seed.Replace(pgsql.SeedInsert), seed.Replace(pgsql.SeedComplete), seed.Replace(pgsql.SeedFetch)
-	insert := func(ctx context.Context, key string, hash []byte) (bool, error) {
-		t.trips.Add(1)
-		var k string
-		err := pool.QueryRow(ctx, insertSQL, key, user, hash).Scan(&k)
-		if err == pgx.ErrNoRows {
-			return false, nil
-		}
-		return err == nil, err
-	}
-	first := func(ctx context.Context, key string) error {
-		if won, err := insert(ctx, key, fpA); err != nil || !won {
-			return fmt.Errorf("raw insert: %v %v", err, won)
-		}
-		t.trips.Add(1)
-		if _, err := pool.Exec(ctx, completeSQL, key, user, 200, storedOutcome); err != nil {
-			return fmt.Errorf("raw complete: %w", err)
-		}
-		return nil
-	}
-	if err := first(ctx, hotKey); err != nil {
-		return nil, err
-	}
-	if won, err := insert(ctx, pendingKey, fpA); err != nil || !won {
-		return nil, fmt.Errorf("seed in-progress key: %v %v", err, won)
-	}
-	// lost: the insert lost, then the row decides. wantStatus: a stored
-	// response (replay, mismatch) or none (in progress).
-	lost := func(ctx context.Context, key string, hash []byte, wantStatus, wantMatch bool) error {
-		if won, err := insert(ctx, key, hash); err != nil || won {
-			return fmt.Errorf("raw insert of %s: %v %v", key, err, won)
-		}
-		t.trips.Add(1)
-		var h, body []byte
-		var status *int32
-		if err := pool.QueryRow(ctx, fetchSQL, key, user).Scan(&h, &status, &body); err != nil {
-			return fmt.Errorf("raw fetch of %s: %w", key, err)
-		}
-		if bytes.Equal(h, hash) != wantMatch || (wantMatch && (status != nil) != wantStatus) {
-			return fmt.Errorf("raw fetch of %s: hash %q status %v", key, h, status)
-		}
-		return nil
-	}
-	var keys keySeq
-	t.ops[pathFirst] = func(ctx context.Context) error { return first(ctx, keys.next("")) }
-	t.ops[pathReplay] = func(ctx context.Context) error { return lost(ctx, hotKey, fpA, true, true) }
-	t.ops[pathInProgress] = func(ctx context.Context) error { return lost(ctx, pendingKey, fpA, false, true) }
-	t.ops[pathMismatch] = func(ctx context.Context) error { return lost(ctx, hotKey, fpB, true, false) }
-	return t, nil
+	return seedTarget(ctx, seedStatements{
+		insert: func(ctx context.Context, key string, hash []byte) (bool, error) {
+			var k string
+			err := pool.QueryRow(ctx, insertSQL, key, user, hash).Scan(&k)
+			if err == pgx.ErrNoRows {
+				return false, nil
+			}
+			return err == nil, err
+		},
+		complete: func(ctx context.Context, key string) error {
+			_, err := pool.Exec(ctx, completeSQL, key, user, 200, storedOutcome)
+			return err
+		},
+		fetch: func(ctx context.Context, key string) ([]byte, bool, error) {
+			var h, body []byte
+			var status *int32
+			err := pool.QueryRow(ctx, fetchSQL, key, user).Scan(&h, &status, &body)
+			return h, status != nil, err
+		},
+	})
 }
 
 // pgClaimRow is the row of the library's claim statement (claim.sql).

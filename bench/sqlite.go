@@ -1,10 +1,8 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"fmt"
 	"os"
 	"path/filepath"
 
@@ -75,7 +73,6 @@ func setupSQLite(ctx context.Context, id string) (_ *suite, err error) {
 // mismatch. Each statement is its own autocommit transaction. No lease,
 // owner, fencing, expiry or sweeper index.
 func rawSQLiteTarget(ctx context.Context, db *sql.DB, user string) (*target, error) {
-	t := &target{}
 	if _, err := db.ExecContext(ctx, `CREATE TABLE seed_keys (
 	key             TEXT    NOT NULL,
 	user_id         TEXT    NOT NULL,
@@ -93,56 +90,25 @@ VALUES (?, ?, ?, unixepoch('subsec') * 1000000) ON CONFLICT (user_id, key) DO NO
 		completeSQL = `UPDATE seed_keys SET response_status = ?, response_body = ? WHERE user_id = ? AND key = ?`
 		fetchSQL    = `SELECT request_hash, response_status, response_body FROM seed_keys WHERE user_id = ? AND key = ?`
 	)
-	insert := func(ctx context.Context, key string, hash []byte) (bool, error) {
-		t.trips.Add(1)
-		var k string
-		err := db.QueryRowContext(ctx, insertSQL, key, user, hash).Scan(&k)
-		if err == sql.ErrNoRows {
-			return false, nil
-		}
-		return err == nil, err
-	}
-	first := func(ctx context.Context, key string) error {
-		if won, err := insert(ctx, key, fpA); err != nil || !won {
-			return fmt.Errorf("raw insert: %v %v", err, won)
-		}
-		t.trips.Add(1)
-		res, err := db.ExecContext(ctx, completeSQL, 200, storedOutcome, user, key)
-		if err != nil {
-			return fmt.Errorf("raw complete: %w", err)
-		}
-		if n, err := res.RowsAffected(); err != nil || n != 1 {
-			return fmt.Errorf("raw complete: %d rows, %v", n, err)
-		}
-		return nil
-	}
-	if err := first(ctx, hotKey); err != nil {
-		return nil, err
-	}
-	if won, err := insert(ctx, pendingKey, fpA); err != nil || !won {
-		return nil, fmt.Errorf("seed in-progress key: %v %v", err, won)
-	}
-	lost := func(ctx context.Context, key string, hash []byte, wantStatus, wantMatch bool) error {
-		if won, err := insert(ctx, key, hash); err != nil || won {
-			return fmt.Errorf("raw insert of %s: %v %v", key, err, won)
-		}
-		t.trips.Add(1)
-		var h, body []byte
-		var status sql.NullInt32
-		if err := db.QueryRowContext(ctx, fetchSQL, user, key).Scan(&h, &status, &body); err != nil {
-			return fmt.Errorf("raw fetch of %s: %w", key, err)
-		}
-		if bytes.Equal(h, hash) != wantMatch || (wantMatch && status.Valid != wantStatus) {
-			return fmt.Errorf("raw fetch of %s: hash %q status %v", key, h, status)
-		}
-		return nil
-	}
-	var keys keySeq
-	t.ops[pathFirst] = func(ctx context.Context) error { return first(ctx, keys.next("")) }
-	t.ops[pathReplay] = func(ctx context.Context) error { return lost(ctx, hotKey, fpA, true, true) }
-	t.ops[pathInProgress] = func(ctx context.Context) error { return lost(ctx, pendingKey, fpA, false, true) }
-	t.ops[pathMismatch] = func(ctx context.Context) error { return lost(ctx, hotKey, fpB, true, false) }
-	return t, nil
+	return seedTarget(ctx, seedStatements{
+		insert: func(ctx context.Context, key string, hash []byte) (bool, error) {
+			var k string
+			err := db.QueryRowContext(ctx, insertSQL, key, user, hash).Scan(&k)
+			if err == sql.ErrNoRows {
+				return false, nil
+			}
+			return err == nil, err
+		},
+		complete: func(ctx context.Context, key string) error {
+			return oneRow(db.ExecContext(ctx, completeSQL, 200, storedOutcome, user, key))
+		},
+		fetch: func(ctx context.Context, key string) ([]byte, bool, error) {
+			var h, body []byte
+			var status sql.NullInt32
+			err := db.QueryRowContext(ctx, fetchSQL, user, key).Scan(&h, &status, &body)
+			return h, status.Valid, err
+		},
+	})
 }
 
 // sqliteNotes says what the round-trip column means on SQLite.
