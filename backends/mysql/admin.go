@@ -11,18 +11,20 @@ var _ backends.Admin = (*Store)(nil)
 
 // Get implements backends.Admin in one consistent read that takes no row
 // lock and writes nothing; it is not blocked by a transaction holding the
-// row. Lease and expiry are measured on the server's UTC_TIMESTAMP(6).
+// row. Lease, hold, age and expiry are measured on the server's
+// UTC_TIMESTAMP(6).
 func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
-	var (
-		row      procRow
-		expireUS int64
-	)
-	found, err := s.pool().queryRow(ctx, "get", s.sql.get,
-		[]any{&row.state, &row.fp, &row.outcome, &row.leaseUS, &expireUS}, scope, key)
+	return s.pool().get(ctx, "get", scope, key)
+}
+
+func (r runner) get(ctx context.Context, op, scope, key string) (backends.Record, time.Duration, bool, error) {
+	var row procRow
+	found, err := r.queryRow(ctx, op, r.s.sql.get,
+		append([]any{&row.state, &row.fp, &row.outcome, &row.leaseUS}, row.details()...), scope, key)
 	if !found || err != nil {
 		return backends.Record{}, 0, false, err
 	}
-	return row.existing(nil), fromMicros(expireUS), true, nil
+	return row.existing(nil), fromMicros(row.expireUS), true, nil
 }
 
 // Delete implements backends.Admin in one DELETE of the live record,

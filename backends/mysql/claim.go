@@ -13,8 +13,9 @@ import (
 // ErrInProgress with it as the retry-after hint.
 const lockTimeoutHint = time.Second
 
-// procRow is the row the claim and resolve procedures return. State 0
-// means the wait for a concurrent uncommitted claim timed out.
+// procRow is the row the claim and resolve procedures return, and the
+// columns every read of a record scans. State 0 means the wait for a
+// concurrent uncommitted claim timed out.
 type procRow struct {
 	done     bool // claimed, or resolved
 	tookOver bool
@@ -22,6 +23,22 @@ type procRow struct {
 	fp       []byte
 	outcome  []byte
 	leaseUS  sql.NullInt64
+	// The detail columns (see detailColumns), all on the server's clock.
+	expireUS, ageUS, holdUS int64
+	code, message           []byte
+}
+
+// details returns the scan destinations of the detail columns, in order.
+func (r *procRow) details() []any {
+	return []any{&r.expireUS, &r.ageUS, &r.holdUS, &r.code, &r.message}
+}
+
+// lapsed reports whether a live row read by peek may be taken over by a
+// matching claim: pending with a lapsed lease, or held with its hold and
+// any reconciler's lease ended.
+func (r procRow) lapsed() bool {
+	return r.leaseUS.Int64 <= 0 && (r.state == int64(backends.StatePending) ||
+		r.state == int64(backends.StateHeld) && r.holdUS <= 0)
 }
 
 // existing builds the backends.Record of a live row the procedure
@@ -35,13 +52,20 @@ func (r procRow) existing(given []byte) backends.Record {
 	if len(rec.Fingerprint) == 0 {
 		rec.Fingerprint = nil
 	}
-	if rec.State == backends.StatePending {
+	switch rec.State {
+	case backends.StatePending:
 		rec.LeaseRemaining = fromMicros(r.leaseUS.Int64)
-	} else {
+		rec.Age = fromMicros(r.ageUS)
+	case backends.StateHeld:
+		rec.LeaseRemaining = fromMicros(r.leaseUS.Int64)
+		rec.Age = fromMicros(r.ageUS)
+		rec.Held = backends.HeldInfo{Remaining: fromMicros(r.holdUS), Code: string(r.code), Message: string(r.message)}
+	default:
 		rec.Outcome = r.outcome
 		if rec.Outcome == nil {
 			rec.Outcome = []byte{}
 		}
+		rec.RetentionRemaining = fromMicros(r.expireUS)
 	}
 	return rec
 }
@@ -55,7 +79,7 @@ func (r runner) claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	}
 	var row procRow
 	err := r.call(ctx, "claim", r.s.sql.claim,
-		[]any{&row.done, &row.tookOver, &row.state, &row.fp, &row.outcome, &row.leaseUS},
+		append([]any{&row.done, &row.tookOver, &row.state, &row.fp, &row.outcome, &row.leaseUS}, row.details()...),
 		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, micros(p.Lease), micros(p.Retention), r.s.cfg.lockWaitS)
 	if err != nil {
 		return backends.ClaimResult{}, err
@@ -72,7 +96,7 @@ func (r runner) resolve(ctx context.Context, p backends.ResolveParams) (backends
 	}
 	var row procRow
 	err := r.call(ctx, "resolve", r.s.sql.resolve,
-		[]any{&row.done, &row.state, &row.fp, &row.outcome, &row.leaseUS},
+		append([]any{&row.done, &row.state, &row.fp, &row.outcome, &row.leaseUS}, row.details()...),
 		p.Scope, p.Key, nonNil(p.Fingerprint), nonNil(p.Outcome), p.Owner, micros(p.Retention), r.s.cfg.lockWaitS)
 	if err != nil {
 		return backends.ResolveResult{}, err

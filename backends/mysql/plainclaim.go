@@ -12,10 +12,13 @@ import (
 // like the procedure's.
 const (
 	// peekSQL: scope, key. A consistent read, no lock; live tells an
-	// expired row from a live one.
+	// expired row from a live one. The detail columns (age, hold, a
+	// completed record's time left) cost the server a few TIMESTAMPDIFFs
+	// and the reply a few bytes, no round trip.
 	peekSQL = "SELECT state, fingerprint, owner, outcome,\n" +
 		"\tCOALESCE(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until), 0),\n" +
-		"\trevision, expires_at > UTC_TIMESTAMP(6)\n" +
+		"\trevision, expires_at > UTC_TIMESTAMP(6),\n" +
+		"\t" + detailColumns + "\n" +
 		"FROM `once_records` WHERE scope = ? AND `key` = ?"
 
 	// insertClaimSQL: scope, key, fingerprint, owner, lease µs, lease µs,
@@ -32,7 +35,8 @@ const (
 	// retention µs, scope, key, revision, old owner, fingerprint,
 	// fingerprint. It applies only to the row version that was read
 	// (revision and owner), and only while that row is still expired, or
-	// pending with a lapsed lease and a matching fingerprint, so it never
+	// pending with a lapsed lease, or held with both its hold and any
+	// reconciler's lease ended, with a matching fingerprint, so it never
 	// takes a record that changed in between. Assignments read only
 	// columns not assigned before them.
 	takeoverSQL = "UPDATE `once_records` SET\n" +
@@ -40,10 +44,12 @@ const (
 		"\tstate = 1, owner = ?, outcome = NULL, resolved = FALSE, revision = revision + 1,\n" +
 		"\tlease_until = COALESCE(UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, " + maxDatetime + "),\n" +
 		"\tcreated_at = UTC_TIMESTAMP(6), completed_at = NULL,\n" +
+		"\theld_at = NULL, hold_until = NULL, held_code = NULL, held_message = NULL,\n" +
 		"\texpires_at = GREATEST(COALESCE(UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, " + maxDatetime + "),\n" +
 		"\t\tCOALESCE(UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, " + maxDatetime + "))\n" +
 		"WHERE scope = ? AND `key` = ? AND revision = ? AND owner <=> ?\n" +
-		"\tAND (expires_at <= UTC_TIMESTAMP(6) OR (state = 1 AND lease_until <= UTC_TIMESTAMP(6)\n" +
+		"\tAND (expires_at <= UTC_TIMESTAMP(6) OR (state IN (1, 3) AND lease_until <= UTC_TIMESTAMP(6)\n" +
+		"\t\tAND (state = 1 OR hold_until <= UTC_TIMESTAMP(6))\n" +
 		"\t\tAND (LENGTH(?) = 0 OR LENGTH(fingerprint) = 0 OR fingerprint = ?)))"
 )
 
@@ -59,7 +65,8 @@ type peeked struct {
 func (r runner) peek(ctx context.Context, p backends.ClaimParams) (peeked, error) {
 	var pk peeked
 	found, err := r.queryRow(ctx, "claim", r.s.sql.peek,
-		[]any{&pk.row.state, &pk.row.fp, &pk.owner, &pk.row.outcome, &pk.row.leaseUS, &pk.revision, &pk.live},
+		append([]any{&pk.row.state, &pk.row.fp, &pk.owner, &pk.row.outcome, &pk.row.leaseUS, &pk.revision, &pk.live},
+			pk.row.details()...),
 		p.Scope, p.Key)
 	pk.found = found
 	return pk, err
@@ -102,7 +109,7 @@ func (r runner) claimPlain(ctx context.Context, p backends.ClaimParams) (backend
 			if perr != nil {
 				return backends.ClaimResult{}, perr
 			}
-			write := !pk.found || !pk.live || (pk.row.state == 1 && pk.row.leaseUS.Int64 <= 0 &&
+			write := !pk.found || !pk.live || (pk.row.lapsed() &&
 				backends.FingerprintMatches(pk.row.fp, p.Fingerprint))
 			switch {
 			case pk.found && pk.live && pk.row.state == 1 && pk.owner.Valid && pk.owner.String == p.Owner:

@@ -46,15 +46,27 @@ const (
 	// getSQL: scope, key. A consistent read: no row lock, no write.
 	getSQL = "SELECT state, fingerprint, outcome,\n" +
 		"\tCOALESCE(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until), 0),\n" +
-		"\tTIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at)\n" +
+		"\t" + detailColumns + "\n" +
 		"FROM `once_records` WHERE scope = ? AND `key` = ? AND expires_at > UTC_TIMESTAMP(6)"
 
 	// deleteSQL: scope, key. Deletes the live record whatever its owner.
 	deleteSQL = "DELETE FROM `once_records` WHERE scope = ? AND `key` = ? AND expires_at > UTC_TIMESTAMP(6)"
 
-	// sweepSQL: batch size. Oldest expiries first, along the index.
-	sweepSQL = "DELETE FROM `once_records` WHERE expires_at < UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT ?"
+	// sweepSQL: batch size. Along the index on (state, expires_at): the
+	// expired part of each state's range, oldest expiries first.
+	sweepSQL = "DELETE FROM `once_records` WHERE state IN (1, 2, 3) AND expires_at < UTC_TIMESTAMP(6)\n" +
+		"ORDER BY state, expires_at LIMIT ?"
 )
+
+// detailColumns are the columns every read of a record adds after its
+// lease, all on the server's clock: its time left before it expires
+// (a completed record's RetentionRemaining), its age (a pending record's
+// since its claim, a held one's since its hold; zero when completed), a
+// held record's hold left, and the held error's code and message.
+const detailColumns = "TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at),\n" +
+	"\tCASE state WHEN 1 THEN TIMESTAMPDIFF(MICROSECOND, created_at, UTC_TIMESTAMP(6))\n" +
+	"\t\tWHEN 3 THEN TIMESTAMPDIFF(MICROSECOND, held_at, UTC_TIMESTAMP(6)) ELSE 0 END,\n" +
+	"\tCOALESCE(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), hold_until), 0), held_code, held_message"
 
 // placeholderTable is the default table name in the SQL above and in the
 // embedded migrations; derived names (`once_records_claim`, …) start with
@@ -65,12 +77,13 @@ const placeholderTable = "`once_records"
 type statements struct {
 	claim, resolve, complete, completedBy, renew, release, get, delete, sweep string
 	peek, insertClaim, takeover                                               string
+	hold, heldBy, leaseHeld, list, count                                      string
 }
 
 // newStatements renders the SQL for table, every statement that may wait
 // for a row lock bounded to lockWaitS seconds (see boundLockWait). The
-// consistent reads (peek, get, completedBy) take no lock and stay as they
-// are.
+// consistent reads (peek, get, completedBy, heldBy, list, count) take no
+// lock and stay as they are.
 func newStatements(table string, lockWaitS int64) statements {
 	r := strings.NewReplacer(placeholderTable, "`"+table)
 	bound := func(query string) string { return boundLockWait(r.Replace(query), lockWaitS) }
@@ -87,6 +100,11 @@ func newStatements(table string, lockWaitS int64) statements {
 		takeover:    bound(takeoverSQL),
 		delete:      bound(deleteSQL),
 		sweep:       bound(sweepSQL),
+		hold:        bound(holdSQL),
+		heldBy:      r.Replace(heldBySQL),
+		leaseHeld:   bound(leaseHeldSQL),
+		list:        r.Replace(listSQL),
+		count:       r.Replace(countSQL),
 	}
 }
 

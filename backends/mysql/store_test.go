@@ -2,6 +2,7 @@ package mysqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"io/fs"
 	"math"
@@ -363,35 +364,46 @@ func TestMigrate(t *testing.T) {
 	require.NoError(t, s.Migrate(context.Background()), "again: a no-op")
 	var n int
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM "+quote(table+"_migrations")).Scan(&n))
-	require.Equal(t, 1, n)
+	require.Equal(t, 2, n)
 	r, err := s.Claim(context.Background(), claimParams("s", "k"))
 	require.NoError(t, err)
 	require.True(t, r.Claimed)
 
 	names, err := fs.Glob(Migrations(), "*.sql")
 	require.NoError(t, err)
-	require.Equal(t, []string{"001_create_records.down.sql", "001_create_records.up.sql"}, names)
+	require.Equal(t, []string{"001_create_records.down.sql", "001_create_records.up.sql", "002_held.down.sql", "002_held.up.sql"}, names)
 	up, err := fs.ReadFile(Migrations(), "001_create_records.up.sql")
 	require.NoError(t, err)
 	require.Contains(t, string(up), "CREATE PROCEDURE `once_records_claim`")
 	ms, err := loadMigrations(table)
 	require.NoError(t, err)
-	require.Len(t, ms, 1)
+	require.Len(t, ms, 2)
 	require.Len(t, ms[0].statements, 5, "table, and drop+create of two procedures")
-	for _, stmt := range ms[0].statements {
-		require.NotContains(t, stmt, "`once_records", "every name is renamed")
+	require.Len(t, ms[1].statements, 6, "two ALTERs, and drop+create of two procedures")
+	for _, m := range ms {
+		for _, stmt := range m.statements {
+			require.NotContains(t, stmt, "`once_records", "every name is renamed")
+		}
 	}
 
-	// The down migration removes everything.
-	down, err := fs.ReadFile(Migrations(), "001_create_records.down.sql")
-	require.NoError(t, err)
-	for _, stmt := range splitStatements(strings.NewReplacer(placeholderTable, "`"+table).Replace(string(down))) {
-		_, err := db.Exec(stmt)
-		require.NoError(t, err)
-	}
+	// The down migrations remove everything.
+	runMigrationFile(t, db, table, "002_held.down.sql")
+	runMigrationFile(t, db, table, "001_create_records.down.sql")
 	_, err = s.Claim(context.Background(), claimParams("s", "k"))
 	var e *Error
 	require.ErrorAs(t, err, &e)
+}
+
+// runMigrationFile runs the statements of one embedded migration file on
+// table.
+func runMigrationFile(t *testing.T, db *sql.DB, table, name string) {
+	t.Helper()
+	b, err := fs.ReadFile(Migrations(), name)
+	require.NoError(t, err)
+	for _, stmt := range splitStatements(strings.NewReplacer(placeholderTable, "`"+table).Replace(string(b))) {
+		_, err := db.Exec(stmt)
+		require.NoError(t, err, "%s: %s", name, stmt)
+	}
 }
 
 func TestSweep(t *testing.T) {

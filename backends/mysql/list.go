@@ -1,0 +1,186 @@
+package mysqlstore
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/stagedoor/once/backends"
+)
+
+const (
+	// listSQL: state, cursor expiry (µs since 1970), the same, cursor
+	// scope, the same, cursor key, age µs, scope, scope, key prefix, key
+	// prefix, limit. One state's range of the index on (state,
+	// expires_at), read from the cursor on in index order — (expires_at,
+	// scope, key), the primary key being the index's suffix — until a page
+	// is full: a walk reads each index entry of the state once, and never
+	// a completed row. The filters (age, scope, prefix) apply to the rows
+	// read.
+	listSQL = "SELECT scope, `key`, state, fingerprint,\n" +
+		"\tCOALESCE(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until), 0),\n" +
+		"\t" + detailColumns + ",\n" +
+		"\tTIMESTAMPDIFF(MICROSECOND, TIMESTAMP'1970-01-01 00:00:00', expires_at)\n" +
+		"FROM `once_records` FORCE INDEX (`once_records_state_idx`)\n" +
+		"WHERE state = ? AND expires_at > UTC_TIMESTAMP(6)\n" +
+		"\tAND (expires_at > " + cursorExpiry + " OR (expires_at = " + cursorExpiry + "\n" +
+		"\t\tAND (scope > ? OR (scope = ? AND `key` > ?))))\n" +
+		"\tAND IF(state = 3, held_at, created_at) <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND\n" +
+		"\tAND (LENGTH(?) = 0 OR scope = ?) AND LEFT(`key`, LENGTH(?)) = ?\n" +
+		"ORDER BY expires_at, scope, `key`\n" +
+		"LIMIT ?"
+
+	cursorExpiry = "(TIMESTAMP'1970-01-01 00:00:00' + INTERVAL ? MICROSECOND)"
+
+	// countSQL: table name. One read of the whole table (for stats), and
+	// the table's size from information_schema (InnoDB's estimate).
+	countSQL = "SELECT\n" +
+		"\tCOALESCE(SUM(state = 1 AND expires_at > UTC_TIMESTAMP(6)), 0),\n" +
+		"\tCOALESCE(SUM(state = 3 AND expires_at > UTC_TIMESTAMP(6)), 0),\n" +
+		"\tCOALESCE(SUM(state = 2 AND expires_at > UTC_TIMESTAMP(6)), 0),\n" +
+		"\tCOALESCE(MAX(IF(state = 1 AND expires_at > UTC_TIMESTAMP(6),\n" +
+		"\t\tTIMESTAMPDIFF(MICROSECOND, created_at, UTC_TIMESTAMP(6)), NULL)), 0),\n" +
+		"\tCOALESCE(MAX(IF(state = 3 AND expires_at > UTC_TIMESTAMP(6),\n" +
+		"\t\tTIMESTAMPDIFF(MICROSECOND, held_at, UTC_TIMESTAMP(6)), NULL)), 0),\n" +
+		"\tCOALESCE(SUM(expires_at <= UTC_TIMESTAMP(6)), 0),\n" +
+		"\tCOUNT(*),\n" +
+		"\t(SELECT COALESCE(MAX(DATA_LENGTH + INDEX_LENGTH), 0) FROM information_schema.TABLES\n" +
+		"\t\tWHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?)\n" +
+		"FROM `once_records`"
+)
+
+var _ backends.Lister = (*Store)(nil)
+
+// List implements backends.Lister with keyset pagination along the index
+// on (state, expires_at): the pending rows' range first, then the held
+// rows' (whose size is the number of held keys). A page is one statement
+// that reads index entries from the cursor until it holds Limit matching
+// records or the range ends; a walk reads each entry of the ranges it
+// walks once. A record whose expiry moves during the walk (a renewal, a
+// reconciler's lease) may be missed or listed twice, as the contract
+// allows.
+func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListPage, error) {
+	const op = "list"
+	if p.State != 0 && p.State != backends.StatePending && p.State != backends.StateHeld {
+		return backends.ListPage{}, &InputError{Op: op, Field: "State", Reason: "neither pending nor held (nor zero, for both)"}
+	}
+	c, ok := parseListCursor(p.Cursor)
+	if !ok {
+		return backends.ListPage{}, &InputError{Op: op, Field: "Cursor", Reason: "not a cursor this store returned"}
+	}
+	if c.state == 0 {
+		c.state = backends.StatePending
+		if p.State == backends.StateHeld {
+			c.state = backends.StateHeld
+		}
+	}
+	limit := p.Limit
+	if limit <= 0 {
+		limit = backends.DefaultListLimit
+	}
+	limit = min(limit, backends.MaxListLimit)
+	st, err := s.stmts.get(ctx, op, s.sql.list)
+	if err != nil {
+		return backends.ListPage{}, err
+	}
+	rows, err := st.QueryContext(ctx, int64(c.state), c.expiresUS, c.expiresUS, c.scope, c.scope, c.key,
+		ageMicros(p.OlderThan), p.Scope, p.Scope, p.KeyPrefix, p.KeyPrefix, limit)
+	if _, err := interpretError(op, err); err != nil {
+		return backends.ListPage{}, err
+	}
+	defer func() { _ = rows.Close() }()
+	var (
+		page backends.ListPage
+		last listCursor
+	)
+	for rows.Next() {
+		var (
+			l   backends.Listed
+			row procRow
+		)
+		if err := rows.Scan(append([]any{&l.Scope, &l.Key, &row.state, &row.fp, &row.leaseUS}, append(row.details(), &last.expiresUS)...)...); err != nil {
+			_, err = interpretError(op, err)
+			return backends.ListPage{}, err
+		}
+		l.Record = row.existing(nil)
+		l.ExpiresIn = fromMicros(row.expireUS)
+		last.scope, last.key = l.Scope, l.Key
+		page.Records = append(page.Records, l)
+	}
+	if _, err := interpretError(op, rows.Err()); err != nil {
+		return backends.ListPage{}, err
+	}
+	switch {
+	case len(page.Records) == limit:
+		last.state = c.state
+		page.Next = last.String()
+	case c.state == backends.StatePending && p.State == 0:
+		page.Next = listCursor{state: backends.StateHeld, expiresUS: minCursorUS}.String()
+	}
+	return page, nil
+}
+
+// Count implements backends.Lister in one statement that reads the whole
+// table (for stats). SizeBytes is InnoDB's estimate of the table's data
+// and index size.
+func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
+	var (
+		c                backends.Counts
+		oldestP, oldestH int64
+	)
+	_, err := s.pool().queryRow(ctx, "count", s.sql.count,
+		[]any{&c.Pending, &c.Held, &c.Completed, &oldestP, &oldestH, &c.Expired, &c.Stored, &c.SizeBytes}, s.cfg.table)
+	if err != nil {
+		return backends.Counts{}, err
+	}
+	c.OldestPending, c.OldestHeld = fromMicros(oldestP), fromMicros(oldestH)
+	return c, nil
+}
+
+// minCursorUS is 1000-01-01 00:00:00 UTC, DATETIME's start, in µs since
+// 1970: a cursor expiry before any row's, so that a walk's first page
+// starts at its range's start.
+const minCursorUS = -30_610_224_000_000_000
+
+// listCursor is a position in a List walk: the state whose range is
+// walked, and the index position (expiry, scope, key) of the last record
+// returned in it.
+type listCursor struct {
+	state      backends.State
+	expiresUS  int64
+	scope, key string
+}
+
+func (c listCursor) String() string {
+	return fmt.Sprintf("%d.%d.%s.%s", c.state, c.expiresUS, hex.EncodeToString([]byte(c.scope)), hex.EncodeToString([]byte(c.key)))
+}
+
+// parseListCursor parses a cursor of String; "" is the start of a walk.
+func parseListCursor(s string) (listCursor, bool) {
+	if s == "" {
+		return listCursor{expiresUS: minCursorUS}, true
+	}
+	parts := strings.Split(s, ".")
+	if len(parts) != 4 || (parts[0] != "1" && parts[0] != "3") {
+		return listCursor{}, false
+	}
+	us, err := strconv.ParseInt(parts[1], 10, 64)
+	scope, err1 := hex.DecodeString(parts[2])
+	key, err2 := hex.DecodeString(parts[3])
+	if err != nil || err1 != nil || err2 != nil || len(scope) > backends.MaxScopeLen || len(key) > backends.MaxKeyLen {
+		return listCursor{}, false
+	}
+	return listCursor{state: backends.State(parts[0][0] - '0'), expiresUS: us, scope: string(scope), key: string(key)}, true
+}
+
+// ageMicros converts ListParams.OlderThan to whole microseconds, rounding
+// up (a record listed is at least that old); not positive means any age.
+func ageMicros(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return micros(d)
+}
