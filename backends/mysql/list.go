@@ -19,7 +19,10 @@ const (
 	// scope, key), the primary key being the index's suffix — until a page
 	// is full: a walk reads each index entry of the state once, and never
 	// a completed row. The filters (age, scope, prefix) apply to the rows
-	// read.
+	// read. The scope filter is an IF, not "? = '' OR scope = ?": MariaDB
+	// turns the latter into an equality that makes it sort the whole rest
+	// of the range instead of stopping at the limit
+	// (TestListAndSweepUseTheStateIndex).
 	listSQL = "SELECT scope, `key`, state, fingerprint,\n" +
 		"\tCOALESCE(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until), 0),\n" +
 		"\t" + detailColumns + ",\n" +
@@ -29,7 +32,7 @@ const (
 		"\tAND (expires_at > " + cursorExpiry + " OR (expires_at = " + cursorExpiry + "\n" +
 		"\t\tAND (scope > ? OR (scope = ? AND `key` > ?))))\n" +
 		"\tAND IF(state = 3, held_at, created_at) <= UTC_TIMESTAMP(6) - INTERVAL ? MICROSECOND\n" +
-		"\tAND (LENGTH(?) = 0 OR scope = ?) AND LEFT(`key`, LENGTH(?)) = ?\n" +
+		"\tAND IF(LENGTH(?) = 0, TRUE, scope = ?) AND LEFT(`key`, LENGTH(?)) = ?\n" +
 		"ORDER BY expires_at, scope, `key`\n" +
 		"LIMIT ?"
 

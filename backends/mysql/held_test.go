@@ -1,0 +1,170 @@
+package mysqlstore
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
+)
+
+// TestClaimReportsRetentionRemaining: a replay reports the completed
+// record's time left by the server's clock, in every claim mode and in a
+// transaction, from the claim's own read.
+func TestClaimReportsRetentionRemaining(t *testing.T) {
+	db := newDB(t, nil)
+	for name, cfg := range map[string]Config{
+		"insert-first": {}, "read-first": {ReadFirstClaims: true}, "procedure": {OneRoundTripClaims: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := newStore(t, db, cfg)
+			ctx := context.Background()
+			p := claimParams(backendtest.Scope(t), "k")
+			r, err := s.Claim(ctx, p)
+			require.NoError(t, err)
+			require.True(t, r.Claimed)
+			ok, err := s.Complete(ctx, backends.CompleteParams{Scope: p.Scope, Key: p.Key, Owner: p.Owner, Outcome: []byte("v"), Retention: 2 * time.Hour})
+			require.NoError(t, err)
+			require.True(t, ok)
+			check := func(store backends.Store) {
+				r, err = store.Claim(ctx, claimParams(p.Scope, p.Key))
+				require.NoError(t, err)
+				require.False(t, r.Claimed)
+				require.Equal(t, backends.StateCompleted, r.Existing.State)
+				require.LessOrEqual(t, r.Existing.RetentionRemaining, 2*time.Hour)
+				require.Greater(t, r.Existing.RetentionRemaining, 2*time.Hour-time.Minute)
+				require.Zero(t, r.Existing.Age, "a completed record has no age")
+			}
+			check(s)
+			tx, err := db.BeginTx(ctx, nil)
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback() }()
+			check(s.InTx(tx))
+		})
+	}
+}
+
+// TestHeldInTx: a claim held inside a transaction is held once it
+// commits, and gone with the claim when it rolls back.
+func TestHeldInTx(t *testing.T) {
+	db := newDB(t, nil)
+	s := newStore(t, db, Config{})
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+	for _, commit := range []bool{true, false} {
+		key := map[bool]string{true: "commit", false: "rollback"}[commit]
+		tx, err := db.BeginTx(ctx, nil)
+		require.NoError(t, err)
+		ts := s.InTx(tx)
+		p := claimParams(scope, key)
+		r, err := ts.Claim(ctx, p)
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+		ok, err := ts.(backends.Holder).Hold(ctx, backends.HoldParams{Scope: scope, Key: key, Owner: p.Owner, For: time.Hour, Code: "c", Message: "m", Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+		if commit {
+			require.NoError(t, tx.Commit())
+		} else {
+			require.NoError(t, tx.Rollback())
+		}
+		rec, _, found, err := s.Get(ctx, scope, key)
+		require.NoError(t, err)
+		require.Equal(t, commit, found)
+		if commit {
+			require.Equal(t, backends.StateHeld, rec.State)
+			require.Equal(t, "c", rec.Held.Code)
+		}
+	}
+}
+
+// TestHoldRejectsLongDetails: a code or message longer than the
+// contract's limits is an *InputError, never silently cut by the server.
+func TestHoldRejectsLongDetails(t *testing.T) {
+	s := newStore(t, newDB(t, nil), Config{})
+	for _, p := range []backends.HoldParams{
+		{Code: strings.Repeat("c", backends.MaxHeldCodeLen+1)},
+		{Message: strings.Repeat("m", backends.MaxHeldMessageLen+1)},
+	} {
+		p.Scope, p.Key, p.Owner, p.For, p.Retention = "s", "k", "o", time.Hour, time.Hour
+		_, err := s.Hold(context.Background(), p)
+		var ie *InputError
+		require.ErrorAs(t, err, &ie)
+	}
+	_, err := s.List(context.Background(), backends.ListParams{State: backends.StateCompleted})
+	var ie *InputError
+	require.ErrorAs(t, err, &ie, "completed records are never listed")
+}
+
+// TestListAndSweepUseTheStateIndex: the server plans a List page and a
+// Sweep batch as a range of the index on (state, expires_at) read in
+// index order — no full scan, no sort of the range — with and without
+// a scope.
+func TestListAndSweepUseTheStateIndex(t *testing.T) {
+	db := newDB(t, nil)
+	s := newTable(t, db, Config{})
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+	for i := range 40 {
+		p := claimParams(scope, "k"+strings.Repeat("x", i))
+		_, err := s.Claim(ctx, p)
+		require.NoError(t, err)
+		if i%2 == 0 {
+			ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: p.Key, Owner: p.Owner, Outcome: []byte("v"), Retention: time.Hour})
+			require.NoError(t, err)
+			require.True(t, ok)
+		}
+	}
+	_, err := db.ExecContext(ctx, "ANALYZE TABLE "+quote(s.cfg.table))
+	require.NoError(t, err)
+	index := s.cfg.table + "_state_idx"
+	for _, sc := range []string{"", scope} {
+		for _, state := range []backends.State{backends.StatePending, backends.StateHeld} {
+			rows, err := db.QueryContext(ctx, "EXPLAIN "+s.sql.list, int64(state), minCursorUS, minCursorUS, "", "", "", 0, sc, sc, "", "", 10)
+			require.NoError(t, err)
+			plan := explained(t, rows)
+			require.Equal(t, "range", plan["type"], "list of state %d, scope %q: %v", state, sc, plan)
+			require.Equal(t, index, plan["key"])
+			require.NotContains(t, plan["Extra"], "filesort", "the page is read in index order and stops when full")
+		}
+	}
+	sweep := strings.NewReplacer(placeholderTable, "`"+s.cfg.table).Replace(sweepSQL)
+	rows, err := db.QueryContext(ctx, "EXPLAIN "+sweep, 10)
+	require.NoError(t, err)
+	plan := explained(t, rows)
+	require.Equal(t, "range", plan["type"], "%v", plan)
+	require.Equal(t, index, plan["key"])
+	require.NotContains(t, plan["Extra"], "filesort")
+}
+
+// explained returns the one row of an EXPLAIN by column name.
+func explained(t *testing.T, rows interface {
+	Columns() ([]string, error)
+	Next() bool
+	Scan(...any) error
+	Close() error
+}) map[string]string {
+	t.Helper()
+	defer func() { _ = rows.Close() }()
+	cols, err := rows.Columns()
+	require.NoError(t, err)
+	require.True(t, rows.Next())
+	vals := make([]*string, len(cols))
+	dest := make([]any, len(cols))
+	for i := range vals {
+		dest[i] = &vals[i]
+	}
+	require.NoError(t, rows.Scan(dest...))
+	plan := map[string]string{}
+	for i, c := range cols {
+		if vals[i] != nil {
+			plan[c] = *vals[i]
+		}
+	}
+	require.False(t, rows.Next(), "one table, one row")
+	return plan
+}
