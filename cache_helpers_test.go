@@ -35,14 +35,3 @@ func (s *countingStore) Complete(ctx context.Context, p backends.CompleteParams)
 }
 
 func cacheFP(s string) once.Fingerprint { return once.Fingerprint(s) }
-
-// Hold and LeaseHeld forward to the wrapped store, which must be a
-// backends.Holder, so that a counted store keeps the held state as the
-// store it wraps does.
-func (s *countingStore) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
-	return s.Store.(backends.Holder).Hold(ctx, p)
-}
-
-func (s *countingStore) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
-	return s.Store.(backends.Holder).LeaseHeld(ctx, p)
-}

@@ -53,9 +53,8 @@ func Final(err error) error {
 }
 
 // Hold marks err as an unknown outcome: Do holds the key for the hold
-// period (WithHoldFor; a held record on a backends.Holder, else the claim
-// until its lease ends), so duplicates get an *InProgressError with Held
-// set, and stores nothing.
+// period (WithHoldFor; the store keeps a held record), so duplicates get
+// an *InProgressError with Held set, and stores nothing.
 // Do returns err itself, unwrapped. Hold(nil) is nil.
 func Hold(err error) error {
 	if err == nil {

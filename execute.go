@@ -59,9 +59,9 @@ func (c *claim) release() {
 	cfg.emit(c.callCtx, e)
 }
 
-// hold keeps the key held for the hold period (WithHoldFor): a held record
-// on a backends.Holder, else the claim until its lease ends. The store
-// write comes before the event.
+// hold keeps the key held for the hold period (WithHoldFor): the store
+// turns the claim into a held record. The store write comes before the
+// event.
 func (c *claim) hold(fnErr error) {
 	c.settled = true
 	c.renewer.stop()

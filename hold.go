@@ -31,8 +31,7 @@ const HoldUntilResolved = backends.HoldUntilResolved
 // never silently wedged: stores that implement backends.Lister list and
 // count it.
 //
-// On a store without backends.Holder, a held key stays pending until its
-// lease ends, whatever d. A negative d keeps the current value.
+// A negative d keeps the current value.
 func WithHoldFor(d time.Duration) Option {
 	return func(c *config) {
 		if d >= 0 {
@@ -71,21 +70,16 @@ func cut(s string, n int) string {
 	return s[:n]
 }
 
-// storeHold turns the claim into a held record when the store can (a
-// backends.Holder), on the detached context. It reports the store
-// operation's outcome for the event: ok false with a nil error means the
-// claim had been lost (taken over) before it could be held.
+// storeHold turns the claim into a held record, on the detached context.
+// It reports the store operation's outcome for the event: ErrLeaseLost
+// means the claim had been lost (taken over) before it could be held.
 func (c *claim) storeHold(fnErr error) (op string, took time.Duration, err error) {
-	h, ok := c.scope.store.(backends.Holder)
-	if !ok {
-		return "", 0, nil
-	}
 	cfg := c.scope.cfg
 	code, message := heldCode(fnErr)
 	wctx, done := context.WithTimeout(c.detached, writeTimeout)
 	defer done()
 	start := cfg.clock()
-	applied, err := h.Hold(wctx, backends.HoldParams{
+	applied, err := c.scope.store.Hold(wctx, backends.HoldParams{
 		Scope: c.scope.name, Key: c.key, Owner: c.owner, For: cfg.holdPeriod(),
 		Code: code, Message: message, Retention: cfg.retention,
 	})

@@ -109,15 +109,27 @@ func TestDefaultHoldIsOneLease(t *testing.T) {
 	require.LessOrEqual(t, inProgress.RetryAfter, time.Minute)
 }
 
-func TestHoldOnAStoreWithoutHolderKeepsTheClaim(t *testing.T) {
-	scope := once.New(plainStore{memory.New(nil)}, once.WithLease(time.Minute)).Scope("s")
-	ctx := context.Background()
-	_, err := once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) { return 0, once.Hold(errors.New("timeout")) })
-	require.Error(t, err)
-	_, err = once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) { return 1, nil })
-	var inProgress *once.InProgressError
-	require.ErrorAs(t, err, &inProgress)
-	require.False(t, inProgress.Held, "the store cannot tell: a pending claim until its lease ends")
+// TestHoldThroughAWrapperThatEmbedsTheStore: a store wrapper that embeds
+// backends.Store (and hides every optional interface) still holds: Hold is
+// part of the contract, so a held key answers in progress with Held set
+// and the hold's time left, never as a pending claim.
+func TestHoldThroughAWrapperThatEmbedsTheStore(t *testing.T) {
+	for name, newStore := range reconcilableStores() {
+		t.Run(name, func(t *testing.T) {
+			store := plainStore{newStore(t)}
+			scope := once.New(store, once.WithLease(time.Minute), once.WithHoldFor(time.Hour)).Scope("s")
+			ctx := context.Background()
+			_, err := once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) { return 0, once.Hold(errors.New("timeout")) })
+			require.Error(t, err)
+			ran := false
+			_, err = once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) { ran = true; return 1, nil })
+			var inProgress *once.InProgressError
+			require.ErrorAs(t, err, &inProgress)
+			require.False(t, ran)
+			require.True(t, inProgress.Held, "held, not pending")
+			require.Greater(t, inProgress.RetryAfter, 59*time.Minute, "the hold's time left, not the lease's")
+		})
+	}
 }
 
 func TestHeldMessageIsCutAtARuneBoundary(t *testing.T) {

@@ -30,10 +30,8 @@ const (
 	// panic. Op "release".
 	EventReleased
 	// EventHeld: the key is held for the hold period (WithHoldFor) after a
-	// held error (FnErr, Class ClassHold). Op is "hold" when the store keeps
-	// the held state (backends.Holder), with Err set if that write failed
-	// (ErrLeaseLost: the claim had been taken over); empty otherwise (the
-	// claim is kept until its lease ends).
+	// held error (FnErr, Class ClassHold). Op "hold", with Err set if that
+	// write failed (ErrLeaseLost: the claim had been taken over).
 	EventHeld
 	// EventRenewed: the lease was renewed. Op "renew".
 	EventRenewed

@@ -79,13 +79,12 @@ type ReconcileReport struct {
 // Reconciler settles held keys (see Hold) by asking the downstream
 // service what happened. Several Reconcilers may run at once, in one
 // process or many, over the same store: each key is leased by one of them
-// at a time (backends.Holder.LeaseHeld), and only the holder of the live
+// at a time (backends.Store.LeaseHeld), and only the holder of the live
 // lease can resolve it, so a key is resolved once, and never over a
 // completion. A Reconciler is not safe for concurrent Pass calls; run one
 // per goroutine.
 type Reconciler[T any] struct {
 	keeper *Keeper
-	holder backends.Holder
 	lister backends.Lister
 	check  ReconcileFunc[T]
 	cfg    ReconcilerConfig
@@ -94,8 +93,8 @@ type Reconciler[T any] struct {
 
 // NewReconciler returns a Reconciler of k's held keys; outcomes are
 // encoded with k's codec and stored with k's retention. k's store must
-// implement backends.Holder and backends.Lister; NewReconciler returns an
-// *InvalidInputError otherwise.
+// implement backends.Lister; NewReconciler returns an *InvalidInputError
+// otherwise.
 func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfig) (*Reconciler[T], error) {
 	if k == nil {
 		return nil, &InvalidInputError{Field: "keeper", Reason: "nil"}
@@ -103,10 +102,9 @@ func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfi
 	if check == nil {
 		return nil, &InvalidInputError{Field: "check", Reason: "nil"}
 	}
-	holder, ok1 := k.store.(backends.Holder)
-	lister, ok2 := k.store.(backends.Lister)
-	if !ok1 || !ok2 {
-		return nil, &InvalidInputError{Field: "store", Reason: "does not implement backends.Holder and backends.Lister"}
+	lister, ok := k.store.(backends.Lister)
+	if !ok {
+		return nil, &InvalidInputError{Field: "store", Reason: "does not implement backends.Lister"}
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultReconcileLease
@@ -115,7 +113,7 @@ func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfi
 		cfg.Batch = DefaultReconcileBatch
 	}
 	cfg.Batch = min(cfg.Batch, backends.MaxListLimit)
-	return &Reconciler[T]{keeper: k, holder: holder, lister: lister, check: check, cfg: cfg}, nil
+	return &Reconciler[T]{keeper: k, lister: lister, check: check, cfg: cfg}, nil
 }
 
 // maxReportedErrors bounds ReconcileReport.Errors.
@@ -153,7 +151,7 @@ func (r *Reconciler[T]) Pass(ctx context.Context) (ReconcileReport, error) {
 // settle leases one held key, asks, and resolves it.
 func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *ReconcileReport) error {
 	token := newToken()
-	leased, err := r.holder.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: l.Scope, Key: l.Key, Owner: token, Lease: r.cfg.Lease})
+	leased, err := r.keeper.store.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: l.Scope, Key: l.Key, Owner: token, Lease: r.cfg.Lease})
 	if err != nil {
 		return &StoreError{Op: "leaseheld", Err: err}
 	}
@@ -206,7 +204,7 @@ func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *Reco
 // shortest duration), so that the next pass, of any Reconciler, asks
 // again.
 func (r *Reconciler[T]) unlease(ctx context.Context, l backends.Listed, token string) error {
-	_, err := r.holder.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: l.Scope, Key: l.Key, Owner: token, Lease: 1})
+	_, err := r.keeper.store.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: l.Scope, Key: l.Key, Owner: token, Lease: 1})
 	if err != nil {
 		return &StoreError{Op: "leaseheld", Err: err}
 	}

@@ -20,8 +20,8 @@ import (
 	"github.com/stagedoor/once/internal/testservers/serverenv"
 )
 
-// reconcilableStores are the stores that implement backends.Holder and
-// backends.Lister, over the real servers.
+// reconcilableStores are the stores that implement backends.Lister, over
+// the real servers.
 func reconcilableStores() map[string]func(testing.TB) backends.Store {
 	return map[string]func(testing.TB) backends.Store{
 		"memory":        func(testing.TB) backends.Store { return memory.New(nil) },
@@ -66,7 +66,7 @@ type heldOwner struct{ scope, key, owner string }
 func holdKeys(t *testing.T, store backends.Store, n int) []heldOwner {
 	t.Helper()
 	ctx := context.Background()
-	h := store.(backends.Holder)
+	h := store
 	out := make([]heldOwner, n)
 	for i := range n {
 		k := heldOwner{scope: fmt.Sprintf("shop-%d", i%3), key: fmt.Sprintf("order-%04d", i), owner: fmt.Sprintf("owner-%04d", i)}
@@ -164,13 +164,13 @@ func TestTwoReconcilersOverAThousandHeldKeys(t *testing.T) {
 	}
 }
 
-func TestReconcilerNeedsHolderAndLister(t *testing.T) {
+func TestReconcilerNeedsLister(t *testing.T) {
 	_, err := once.NewReconciler(once.New(plainStore{memory.New(nil)}), func(context.Context, once.HeldKey) (once.Verdict[int], error) {
 		return once.Verdict[int]{}, nil
 	}, once.ReconcilerConfig{})
 	var invalid *once.InvalidInputError
 	require.ErrorAs(t, err, &invalid)
-	require.Contains(t, invalid.Reason, "backends.Holder")
+	require.Contains(t, invalid.Reason, "backends.Lister")
 }
 
 // plainStore hides every optional interface of its store.

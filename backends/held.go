@@ -1,7 +1,6 @@
 package backends
 
 import (
-	"context"
 	"math"
 	"time"
 )
@@ -24,6 +23,16 @@ import (
 // whose Owner is not the live lease's token is refused while that lease is
 // live. The original owner's writes are fenced off once it holds: a held
 // record is never completed, renewed or released.
+//
+// Every Store keeps the held state (Store.Hold, Store.LeaseHeld). On a
+// held record, the other Store methods behave as follows: Claim reports it
+// (Existing, State StateHeld) while its hold or a reconciler's lease is
+// live, and takes it over (TookOver, fingerprints matching, the stored one
+// kept when none is given) once both have ended; Complete, Renew and
+// Release report false and write nothing, whoever asks; Resolve stores its
+// outcome when the fingerprints match and no reconciler lease of another
+// token is live (the reconciler holding the lease resolves with its token
+// as Owner).
 
 // HoldUntilResolved is the longest hold: a record held this long never
 // becomes claimable again by itself; only a Resolve (or an operator's
@@ -55,7 +64,7 @@ type HeldInfo struct {
 // with HoldUntilResolved, or with a hold longer than a century).
 func (h HeldInfo) Unbounded() bool { return h.Remaining > 100*365*24*time.Hour }
 
-// HoldParams are the arguments of Holder.Hold.
+// HoldParams are the arguments of Store.Hold.
 type HoldParams struct {
 	Scope string
 	Key   string
@@ -72,7 +81,7 @@ type HoldParams struct {
 	Retention time.Duration
 }
 
-// LeaseHeldParams are the arguments of Holder.LeaseHeld.
+// LeaseHeldParams are the arguments of Store.LeaseHeld.
 type LeaseHeldParams struct {
 	Scope string
 	Key   string
@@ -83,43 +92,11 @@ type LeaseHeldParams struct {
 	Lease time.Duration
 }
 
-// LeaseHeldResult is the result of Holder.LeaseHeld.
+// LeaseHeldResult is the result of Store.LeaseHeld.
 type LeaseHeldResult struct {
 	// Leased reports that Owner now holds the reconciler lease.
 	Leased bool
 	// Existing is the record when Leased is false; State is zero when the
 	// key is absent.
 	Existing Record
-}
-
-// Holder is implemented by stores that keep the held state. The core
-// holds a claim with it when fn's error is held (once.Hold); on a store
-// without it, a held claim stays pending until its lease ends.
-//
-// On a held record, the Store methods behave as follows: Claim reports it
-// (Existing, State StateHeld) while its hold or a reconciler's lease is
-// live, and takes it over (TookOver, fingerprints matching, the stored
-// one kept when none is given) once both have ended; Complete, Renew and
-// Release report false and write nothing, whoever asks; Resolve stores
-// its outcome when the fingerprints match and no reconciler lease of
-// another token is live (the reconciler holding the lease resolves with
-// its token as Owner).
-type Holder interface {
-	// Hold turns the pending record owned by p.Owner (its lease may have
-	// lapsed as long as nobody took it over) into a held record: held
-	// since now, until now+p.For, with p.Code and p.Message, living at
-	// least until the hold ends and p.Retention from now. It keeps the
-	// fingerprint. It reports false, writing nothing, when the record is
-	// absent, completed or owned by someone else. A re-send reports true:
-	// a held record still owned by p.Owner is left as it is.
-	Hold(ctx context.Context, p HoldParams) (applied bool, err error)
-
-	// LeaseHeld gives p.Owner an exclusive lease of p.Lease on a held
-	// record when no other reconciler's lease on it is live (a lease by
-	// p.Owner itself is extended). The record stays held: its hold, code
-	// and message are kept, its owner becomes p.Owner (so the original
-	// owner's re-sent Hold reports false), and it lives at least until the
-	// lease ends. It reports Existing, writing nothing, for any other
-	// record.
-	LeaseHeld(ctx context.Context, p LeaseHeldParams) (LeaseHeldResult, error)
 }

@@ -87,8 +87,8 @@ const (
 	// StateCompleted is a record that holds the final outcome of its key.
 	StateCompleted
 	// StateHeld is a claim whose owner gave up without knowing the outcome
-	// (see Holder): not running, not completed, blocking claims until its
-	// hold ends or a Resolve stores the real outcome.
+	// (see Store.Hold): not running, not completed, blocking claims until
+	// its hold ends or a Resolve stores the real outcome.
 	StateHeld
 )
 
@@ -108,8 +108,7 @@ func (s State) String() string {
 
 // Record is what a backend reports about an existing, unexpired record.
 type Record struct {
-	// State is StatePending, StateCompleted or StateHeld (only on a store
-	// that implements Holder).
+	// State is StatePending, StateCompleted or StateHeld.
 	State State
 	// Fingerprint is the digest stored with the record; empty when the
 	// claim was made without one.
@@ -120,7 +119,7 @@ type Record struct {
 	// LeaseRemaining is the time left on a pending record's lease, by the
 	// store's clock; zero or negative when the lease has expired. On a held
 	// record it is the time left on a reconciler's lease (see
-	// Holder.LeaseHeld), zero or negative when none is live. Zero for a
+	// Store.LeaseHeld), zero or negative when none is live. Zero for a
 	// completed record.
 	LeaseRemaining time.Duration
 	// Age is how long ago, by the store's clock, a pending record was
@@ -262,6 +261,25 @@ type Store interface {
 	// it reports Resolved for a completed record that holds p.Owner (non
 	// empty) and p.Outcome already: a re-send of a Resolve that applied.
 	Resolve(ctx context.Context, p ResolveParams) (ResolveResult, error)
+
+	// Hold turns the pending record owned by p.Owner (its lease may have
+	// lapsed as long as nobody took it over) into a held record (see "The
+	// held state" in held.go): held since now, until now+p.For, with
+	// p.Code and p.Message, living at least until the hold ends and
+	// p.Retention from now. It keeps the fingerprint. It reports false,
+	// writing nothing, when the record is absent, completed or owned by
+	// someone else. A re-send reports true: a held record still owned by
+	// p.Owner is left as it is.
+	Hold(ctx context.Context, p HoldParams) (applied bool, err error)
+
+	// LeaseHeld gives p.Owner an exclusive lease of p.Lease on a held
+	// record when no other reconciler's lease on it is live (a lease by
+	// p.Owner itself is extended). The record stays held: its hold, code
+	// and message are kept, its owner becomes p.Owner (so the original
+	// owner's re-sent Hold reports false), and it lives at least until the
+	// lease ends. It reports Existing, writing nothing, for any other
+	// record.
+	LeaseHeld(ctx context.Context, p LeaseHeldParams) (LeaseHeldResult, error)
 }
 
 // Watcher is implemented by stores that can signal a change to a record

@@ -44,6 +44,16 @@ func (c countingStore) Resolve(ctx context.Context, p backends.ResolveParams) (b
 	return c.s.Resolve(ctx, p)
 }
 
+func (c countingStore) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
+	c.n.Add(1)
+	return c.s.Hold(ctx, p)
+}
+
+func (c countingStore) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
+	c.n.Add(1)
+	return c.s.LeaseHeld(ctx, p)
+}
+
 // libraryTarget measures once.Do over store, in scope: a first execution
 // of a fresh key, a replay and a mismatch on a completed hot key, and a
 // duplicate of a key held by a live claim.

@@ -105,6 +105,14 @@ func (s *naiveStore) Resolve(context.Context, backends.ResolveParams) (backends.
 	return backends.ResolveResult{}, nil
 }
 
+// Hold and LeaseHeld never apply: the suite's functions never hold, and
+// a claim that cannot be held stays pending until its lease ends.
+func (s *naiveStore) Hold(context.Context, backends.HoldParams) (bool, error) { return false, nil }
+
+func (s *naiveStore) LeaseHeld(context.Context, backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
+	return backends.LeaseHeldResult{}, nil
+}
+
 // runInProcess runs workers goroutines over store with a raw in-memory
 // ledger, re-reads every key and returns the checker's verdict.
 func runInProcess(t *testing.T, store backends.Store, workers, nkeys int) verdict {

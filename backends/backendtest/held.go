@@ -9,17 +9,10 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// The behaviours of backends.Holder. Each skips, naming the interface,
-// when the store does not implement it.
+// The behaviours of the held state (Store.Hold, Store.LeaseHeld).
 
-func (e *env) holder() backends.Holder {
-	e.t.Helper()
-	h, ok := e.store.(backends.Holder)
-	if !ok {
-		e.t.Skip("store does not implement backends.Holder")
-	}
-	return h
-}
+// holder returns the store, whose held state the cases exercise.
+func (e *env) holder() backends.Store { return e.store }
 
 func (e *env) hold(key, owner string, hold, retention time.Duration) bool {
 	e.t.Helper()

@@ -14,7 +14,7 @@ import (
 // The randomized test of the held state's fencing: random sequences of
 // Claim, Hold, LeaseHeld, Resolve and Complete by a few owners on one key
 // (long leases and holds, so that time plays no part), against a model of
-// the contract written on backends.Holder.
+// the contract written on backends.Store.Hold and LeaseHeld.
 
 // heldModel is one key as the contract says it is.
 type heldModel struct {

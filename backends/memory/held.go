@@ -6,9 +6,7 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-var _ backends.Holder = (*Store)(nil)
-
-// Hold implements backends.Holder.
+// Hold implements backends.Store.
 func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
@@ -39,7 +37,7 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	return true, nil
 }
 
-// LeaseHeld implements backends.Holder.
+// LeaseHeld implements backends.Store.
 func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
 	if err := ctx.Err(); err != nil {
 		return backends.LeaseHeldResult{}, err

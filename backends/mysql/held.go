@@ -41,29 +41,24 @@ const (
 		"\tAND (lease_until <= UTC_TIMESTAMP(6) OR owner = ?)"
 )
 
-var (
-	_ backends.Holder = (*Store)(nil)
-	_ backends.Holder = (*txStore)(nil)
-)
-
-// Hold implements backends.Holder in one UPDATE; a Hold that changed
+// Hold implements backends.Store in one UPDATE; a Hold that changed
 // nothing costs one more SELECT to tell a re-send (true) from a refusal.
 func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	return s.pool().hold(ctx, p)
 }
 
-// LeaseHeld implements backends.Holder in one UPDATE; a refusal costs one
+// LeaseHeld implements backends.Store in one UPDATE; a refusal costs one
 // more SELECT to report the record.
 func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
 	return s.pool().leaseHeld(ctx, p)
 }
 
-// Hold implements backends.Holder inside the transaction.
+// Hold implements backends.Store inside the transaction.
 func (t *txStore) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	return t.r.hold(ctx, p)
 }
 
-// LeaseHeld implements backends.Holder inside the transaction.
+// LeaseHeld implements backends.Store inside the transaction.
 func (t *txStore) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
 	return t.r.leaseHeld(ctx, p)
 }

@@ -2,12 +2,14 @@ package mysqlstore
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/backendtest"
 )
@@ -64,7 +66,7 @@ func TestHeldInTx(t *testing.T) {
 		r, err := ts.Claim(ctx, p)
 		require.NoError(t, err)
 		require.True(t, r.Claimed)
-		ok, err := ts.(backends.Holder).Hold(ctx, backends.HoldParams{Scope: scope, Key: key, Owner: p.Owner, For: time.Hour, Code: "c", Message: "m", Retention: time.Hour})
+		ok, err := ts.Hold(ctx, backends.HoldParams{Scope: scope, Key: key, Owner: p.Owner, For: time.Hour, Code: "c", Message: "m", Retention: time.Hour})
 		require.NoError(t, err)
 		require.True(t, ok)
 		if commit {
@@ -203,7 +205,7 @@ func TestMigrateHeldDownAndUp(t *testing.T) {
 	_, err = db.Exec("UPDATE "+quote(s.cfg.table)+" SET state = 3 WHERE scope = ?", scope)
 	require.Error(t, err, "001's check on state is back")
 
-	_, err = db.Exec("DELETE FROM "+quote(s.cfg.table+"_migrations")+" WHERE version = 2")
+	_, err = db.Exec("DELETE FROM " + quote(s.cfg.table+"_migrations") + " WHERE version = 2")
 	require.NoError(t, err)
 	require.NoError(t, s.Migrate(ctx))
 	require.NoError(t, s.Migrate(ctx), "again: a no-op")
@@ -216,4 +218,20 @@ func TestMigrateHeldDownAndUp(t *testing.T) {
 	ok, err = s.Hold(ctx, backends.HoldParams{Scope: scope, Key: "done", Owner: done.Owner, For: time.Hour, Retention: time.Hour})
 	require.NoError(t, err)
 	require.False(t, ok, "a completed record is never held")
+}
+
+// TestHoldThroughAWrapper: once.Do over a wrapper that embeds
+// backends.Store (hiding Lister, Admin, …) still holds the key on
+// MariaDB: a retry answers in progress with Held set and the hold left.
+func TestHoldThroughAWrapper(t *testing.T) {
+	s := newStore(t, newDB(t, nil), Config{})
+	scope := once.New(struct{ backends.Store }{s}, once.WithLease(time.Minute), once.WithHoldFor(time.Hour)).Scope(backendtest.Scope(t))
+	ctx := context.Background()
+	_, err := once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) { return 0, once.Hold(errors.New("timeout")) })
+	require.Error(t, err)
+	_, err = once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) { return 1, nil })
+	var inProgress *once.InProgressError
+	require.ErrorAs(t, err, &inProgress)
+	require.True(t, inProgress.Held, "held, not pending")
+	require.Greater(t, inProgress.RetryAfter, 59*time.Minute, "the hold's time left, by the server's clock")
 }

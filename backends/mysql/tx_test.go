@@ -171,6 +171,14 @@ func (a *autoTx) Resolve(ctx context.Context, p backends.ResolveParams) (backend
 	return inTx(ctx, a, func(s backends.Store) (backends.ResolveResult, error) { return s.Resolve(ctx, p) })
 }
 
+func (a *autoTx) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
+	return inTx(ctx, a, func(s backends.Store) (bool, error) { return s.Hold(ctx, p) })
+}
+
+func (a *autoTx) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
+	return inTx(ctx, a, func(s backends.Store) (backends.LeaseHeldResult, error) { return s.LeaseHeld(ctx, p) })
+}
+
 // effects creates a table of side effects for one test, dropped after it.
 func effects(t *testing.T, db *sql.DB) string {
 	t.Helper()

@@ -13,13 +13,17 @@ var _ backends.Admin = (*Store)(nil)
 // writes nothing; it is not blocked by a transaction holding the row.
 // Lease and expiry are measured on the server's clock_timestamp().
 func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
+	return s.get(ctx, s.db, scope, key)
+}
+
+func (s *Store) get(ctx context.Context, q querier, scope, key string) (backends.Record, time.Duration, bool, error) {
 	var (
 		state                            int16
 		fp, outcome                      []byte
 		leaseUS, expireUS, ageUS, holdUS int64
 		code, message                    string
 	)
-	err := s.db.QueryRow(ctx, s.sql.Get, scope, key).
+	err := q.QueryRow(ctx, s.sql.Get, scope, key).
 		Scan(&state, &fp, &outcome, &leaseUS, &expireUS, &ageUS, &holdUS, &code, &message)
 	found, err := interpretError("get", err)
 	if !found || err != nil {

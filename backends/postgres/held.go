@@ -6,12 +6,19 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-var _ backends.Holder = (*Store)(nil)
-
-// Hold implements backends.Holder in one statement. The held row enters
+// Hold implements backends.Store in one statement. The held row enters
 // the partial index on held_at (migration 003), which only held rows are
 // in: the hot path never writes it.
 func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
+	return s.hold(ctx, s.db, p)
+}
+
+// Hold implements backends.Store inside the transaction, as Store.Hold.
+func (t *txStore) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
+	return t.s.hold(ctx, t.tx, p)
+}
+
+func (s *Store) hold(ctx context.Context, q querier, p backends.HoldParams) (bool, error) {
 	if err := checkInput("hold", p.Scope, p.Key, nil, p.Owner); err != nil {
 		return false, err
 	}
@@ -19,19 +26,29 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 		return false, &Error{Op: "hold", kind: "invalid input: held code or message too long"}
 	}
 	var ok bool
-	_, err := interpretError("hold", s.db.QueryRow(ctx, s.sql.Hold,
+	_, err := interpretError("hold", q.QueryRow(ctx, s.sql.Hold,
 		p.Scope, p.Key, p.Owner, micros(p.For), p.Code, p.Message, micros(p.Retention)).Scan(&ok))
 	return ok, err
 }
 
-// LeaseHeld implements backends.Holder in one statement, and one more
+// LeaseHeld implements backends.Store in one statement, and one more
 // (Get) to report the record when it did not apply.
 func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
+	return s.leaseHeld(ctx, s.db, p)
+}
+
+// LeaseHeld implements backends.Store inside the transaction, as
+// Store.LeaseHeld.
+func (t *txStore) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
+	return t.s.leaseHeld(ctx, t.tx, p)
+}
+
+func (s *Store) leaseHeld(ctx context.Context, q querier, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
 	if err := checkInput("leaseheld", p.Scope, p.Key, nil, p.Owner); err != nil {
 		return backends.LeaseHeldResult{}, err
 	}
 	var ok bool
-	found, err := interpretError("leaseheld", s.db.QueryRow(ctx, s.sql.LeaseHeld,
+	found, err := interpretError("leaseheld", q.QueryRow(ctx, s.sql.LeaseHeld,
 		p.Scope, p.Key, p.Owner, micros(p.Lease)).Scan(&ok))
 	if err != nil {
 		return backends.LeaseHeldResult{}, err
@@ -39,6 +56,6 @@ func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (back
 	if found && ok {
 		return backends.LeaseHeldResult{Leased: true}, nil
 	}
-	rec, _, _, err := s.Get(ctx, p.Scope, p.Key)
+	rec, _, _, err := s.get(ctx, q, p.Scope, p.Key)
 	return backends.LeaseHeldResult{Existing: rec}, err
 }

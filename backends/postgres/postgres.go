@@ -164,7 +164,7 @@ type querier interface {
 // holding the key reports it pending (see Config.LockTimeout).
 //
 // A key found held takes one more statement, which reads the hold's
-// details (see backends.Holder).
+// details (see backends.Store.Hold).
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
 		return s.sql.fastClaim(ctx, s.db, p)

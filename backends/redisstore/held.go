@@ -9,14 +9,12 @@ import (
 	"github.com/stagedoor/once/internal/redislua"
 )
 
-var _ backends.Holder = (*Store)(nil)
-
 var (
 	holdScript      = redis.NewScript(redislua.Hold)
 	leaseHeldScript = redis.NewScript(redislua.LeaseHeld)
 )
 
-// Hold implements backends.Holder with one EVALSHA. The hold's length is
+// Hold implements backends.Store with one EVALSHA. The hold's length is
 // rounded and saturated as every duration (see MaxDuration), so
 // backends.HoldUntilResolved holds for MaxDuration, about 292 years. It
 // wakes the key's watchers: a waiter learns the key is held.
@@ -32,7 +30,7 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 		p.Owner, millis(p.For), p.Code, p.Message, millis(p.Retention), s.notify)
 }
 
-// LeaseHeld implements backends.Holder with one EVALSHA.
+// LeaseHeld implements backends.Store with one EVALSHA.
 func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
 	const op = "leaseheld"
 	if err := precheck(ctx, op, p.Owner, nil); err != nil {

@@ -10,12 +10,9 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-var (
-	_ backends.Holder = (*Store)(nil)
-	_ backends.Lister = (*Store)(nil)
-)
+var _ backends.Lister = (*Store)(nil)
 
-// Hold implements backends.Holder in one UPDATE (and a read to recognise
+// Hold implements backends.Store in one UPDATE (and a read to recognise
 // a re-send). The held row enters the partial index on held_at.
 func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	now := s.nowMicros()
@@ -36,7 +33,7 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	return r.live(now) && r.held() && r.owner.String == p.Owner, nil // a re-send
 }
 
-// LeaseHeld implements backends.Holder in one UPDATE, and a read to
+// LeaseHeld implements backends.Store in one UPDATE, and a read to
 // report the record when it did not apply.
 func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
 	now := s.nowMicros()

@@ -19,10 +19,10 @@ import (
 )
 
 // operator exercises list, stats, get and resolve on held, pending and
-// oncehttp records of a store that implements Holder and Lister.
+// oncehttp records of a store that implements Lister.
 func operator(t *testing.T, store backends.Store, flags func(...string) []string) {
 	ctx := context.Background()
-	h := store.(backends.Holder)
+	h := store
 	claim := func(scope, key, owner string) {
 		r, err := store.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Owner: owner, Fingerprint: testFP, Lease: time.Minute, Retention: time.Hour})
 		require.NoError(t, err)

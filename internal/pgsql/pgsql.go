@@ -43,7 +43,7 @@ var (
 	Get      = file("get")
 	Delete   = file("delete")
 	// Hold, LeaseHeld, List, ListHeld and Count implement the held state
-	// and listing (backends.Holder, backends.Lister).
+	// and listing (backends.Store.Hold, backends.Lister).
 	Hold      = file("hold")
 	LeaseHeld = file("leaseheld")
 	List      = file("list")

@@ -47,7 +47,7 @@ var (
 	Resolve  = prelude + resolve
 	Get      = prelude + get
 	Delete   = prelude + del
-	// Hold and LeaseHeld implement backends.Holder.
+	// Hold and LeaseHeld implement backends.Store.Hold and LeaseHeld.
 	Hold      = prelude + hold
 	LeaseHeld = prelude + leaseHeld
 )
