@@ -34,7 +34,10 @@
 // In the plain orders an expired record or a lapsed lease costs an UPDATE
 // conditioned on the row version read.
 //
-// Complete, Renew and Release are single statements; Resolve is one CALL.
+// Complete, Renew and Release are single statements; Resolve is one CALL;
+// Hold and LeaseHeld are one fenced UPDATE each. List (backends.Lister)
+// reads pending or held rows along the index on (state, expires_at),
+// never the completed rows (see the README's "Held keys and listing").
 // Every statement that may wait for a row lock waits at most
 // Config.LockTimeout, whatever the session's innodb_lock_wait_timeout.
 // Statements are prepared once per connection and cached by the Store, so

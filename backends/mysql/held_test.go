@@ -235,3 +235,15 @@ func TestHoldThroughAWrapper(t *testing.T) {
 	require.True(t, inProgress.Held, "held, not pending")
 	require.Greater(t, inProgress.RetryAfter, 59*time.Minute, "the hold's time left, by the server's clock")
 }
+
+// TestMigrateLongestTableName: the longest table name New accepts
+// migrates, every derived name (index, procedures, versions table)
+// within MySQL's 64 characters.
+func TestMigrateLongestTableName(t *testing.T) {
+	db := newDB(t, nil)
+	name := "t" + randomSuffix() + strings.Repeat("x", maxTableLen-13)
+	require.Len(t, name, maxTableLen)
+	_, err := New(db, &Config{Table: name + "x"})
+	require.Error(t, err, "one byte longer is refused")
+	require.NoError(t, migrateTable(context.Background(), db, name))
+}

@@ -7,10 +7,12 @@ import (
 )
 
 // Identifier limits: MySQL names are at most 64 characters, and the table
-// name leaves room for the suffixes of the objects Migrate derives from it.
+// name leaves room for the suffixes of the objects Migrate derives from it,
+// the longest being migration 001's index <table>_expires_at_idx (which
+// 002 replaces by <table>_state_idx).
 const (
 	maxIdentifierLen = 64
-	maxTableLen      = maxIdentifierLen - len("_migrations")
+	maxTableLen      = maxIdentifierLen - len("_expires_at_idx")
 )
 
 // IdentifierError reports a Config table name that New refuses. Names are

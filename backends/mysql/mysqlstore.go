@@ -26,9 +26,9 @@ var errClosed = backends.ErrClosed
 type Config struct {
 	// Table is the name of the records table, in the connection's current
 	// database. Migrate also creates <Table>_migrations, the index
-	// <Table>_expires_at_idx and the procedures <Table>_claim and
+	// <Table>_state_idx and the procedures <Table>_claim and
 	// <Table>_resolve. ASCII letters, digits and underscores, not starting
-	// with a digit, at most 53 bytes. Defaults to "once_records".
+	// with a digit, at most 49 bytes. Defaults to "once_records".
 	Table string
 
 	// LockTimeout bounds how long any operation of the Store waits for a
