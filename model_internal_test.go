@@ -30,7 +30,8 @@ import (
 // reference model: one effect per key within retention (fn runs exactly
 // when the model says the key is claimable), a replay equals the first
 // answer, no renewal of a claim after its call returned, and keys
-// claimable after their lease.
+// claimable after their lease (a held key after its hold, one lease from
+// the hold).
 //
 // CI runs modelSeeds seeds of modelOps operations. ONCE_MODEL_SEEDS and
 // ONCE_MODEL_OPS set a longer run, e.g.
@@ -593,7 +594,12 @@ func (h *harness) settle(id int, key string, b behaviour, hk callHooks, res call
 		}
 	case b == doHold:
 		if rec := h.records[key]; rec != nil && rec.owner == id && rec.state == backends.StatePending {
+			// The store holds the claim for the hold period (one lease by
+			// default) from now, as long as the retention and the hold.
+			now := h.ft.Now()
 			rec.held = true
+			rec.leaseUntil = now.Add(h.lease)
+			rec.expiresAt = laterOf(now.Add(h.retention), rec.leaseUntil)
 		}
 		if obs(EventHeld) {
 			h.wantPanic(id, res)

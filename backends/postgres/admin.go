@@ -48,8 +48,8 @@ func withDetails(rec *backends.Record, ageUS, holdUS int64, code, message string
 
 // heldDetails replaces rec, a held record a Claim or Resolve reported,
 // with the record Get reads (hold, code, message, age).
-func (s *Store) heldDetails(ctx context.Context, scope, key string, rec *backends.Record) error {
-	full, _, found, err := s.Get(ctx, scope, key)
+func (s *Store) heldDetails(ctx context.Context, q querier, scope, key string, rec *backends.Record) error {
+	full, _, found, err := s.get(ctx, q, scope, key)
 	if err != nil {
 		return err
 	}

@@ -172,7 +172,7 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 		return s.sql.claimOnce(ctx, s.db, p)
 	})
 	if err == nil && res.Existing.State == backends.StateHeld {
-		err = s.heldDetails(ctx, p.Scope, p.Key, &res.Existing)
+		err = s.heldDetails(ctx, s.db, p.Scope, p.Key, &res.Existing)
 	}
 	return res, err
 }
@@ -200,7 +200,7 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 		return s.sql.resolveOnce(ctx, s.db, p)
 	})
 	if err == nil && res.Existing.State == backends.StateHeld {
-		err = s.heldDetails(ctx, p.Scope, p.Key, &res.Existing)
+		err = s.heldDetails(ctx, s.db, p.Scope, p.Key, &res.Existing)
 	}
 	return res, err
 }

@@ -54,15 +54,20 @@ var (
 func (*txStore) Exclusive() {}
 
 // Claim implements backends.Store. Its statements go in one pipelined batch,
-// so it costs one round trip (two when the lock timeout fires).
+// so it costs one round trip (two when the lock timeout fires; one more
+// for a key found held, to read the hold's details in tx).
 func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
-	return claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
+	res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
 		var r fastRow
 		err := t.guarded(ctx, "claim", t.s.sql.Claim, t.s.sql.claimArgs(p), r.scan)
 		return r, err
 	}, func(ctx context.Context) (claimRow, error) {
 		return t.claimOnce(ctx, p)
 	})
+	if err == nil && res.Existing.State == backends.StateHeld {
+		err = t.s.heldDetails(ctx, t.tx, p.Scope, p.Key, &res.Existing)
+	}
+	return res, err
 }
 
 func (t *txStore) claimOnce(ctx context.Context, p backends.ClaimParams) (claimRow, error) {
@@ -111,11 +116,15 @@ func (t *txStore) Release(ctx context.Context, p backends.ReleaseParams) (bool, 
 
 // Resolve implements backends.Store.
 func (t *txStore) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
-	return resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
+	res, err := resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
 		var r resolveRow
 		err := t.guarded(ctx, "resolve", t.s.sql.Resolve, t.s.sql.resolveArgs(p), r.scan)
 		return r, err
 	})
+	if err == nil && res.Existing.State == backends.StateHeld {
+		err = t.s.heldDetails(ctx, t.tx, p.Scope, p.Key, &res.Existing)
+	}
+	return res, err
 }
 
 // maxLockTimeoutMS is the largest lock_timeout PostgreSQL accepts.
