@@ -36,8 +36,12 @@ func Open(ctx context.Context, c Config) (backends.Store, func(), error) {
 		return openPostgres(ctx, c)
 	case Redis:
 		return openRedis(ctx, c)
+	case SQLite:
+		return openSQLite(ctx, c)
+	case MySQL:
+		return openMySQL(ctx, c)
 	default:
-		return nil, nil, fmt.Errorf("unknown store %q: want memory, postgres or redis", c.Kind)
+		return nil, nil, fmt.Errorf("unknown store %q: want memory, postgres, redis, sqlite or mysql", c.Kind)
 	}
 }
 

@@ -1,7 +1,8 @@
 // Package exstoretest runs an example's scenario on every store: memory
-// always, PostgreSQL and Redis when their servers answer. Without a server
-// the subtest is skipped, unless ONCE_REQUIRE_SERVERS=1 or CI is set, where
-// it fails.
+// always, PostgreSQL and Redis when their servers answer (Each), and SQLite
+// and MariaDB/MySQL too for the examples that support them (EachOf
+// exstore.Kinds). Without a server the subtest is skipped, unless
+// ONCE_REQUIRE_SERVERS=1 or CI is set, where it fails.
 package exstoretest
 
 import (
@@ -19,7 +20,13 @@ import (
 // replay earlier records.
 func Each(t *testing.T, name string, fn func(t *testing.T, c exstore.Config)) {
 	t.Helper()
-	for _, kind := range []string{exstore.Memory, exstore.Postgres, exstore.Redis} {
+	EachOf(t, name, []string{exstore.Memory, exstore.Postgres, exstore.Redis}, fn)
+}
+
+// EachOf runs fn as Each does, on the stores of kinds.
+func EachOf(t *testing.T, name string, kinds []string, fn func(t *testing.T, c exstore.Config)) {
+	t.Helper()
+	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			c := Config(t, kind, name)
 			fn(t, c)
@@ -56,11 +63,16 @@ func Require(t testing.TB, c exstore.Config) {
 		if client, err = exstore.OpenClient(ctx, c.RedisAddr); err == nil {
 			_ = client.Close()
 		}
+	case exstore.MySQL:
+		var db interface{ Close() error }
+		if db, err = exstore.OpenMySQL(ctx, c.MySQLDSN); err == nil {
+			_ = db.Close()
+		}
 	}
 	if err == nil {
 		return
 	}
-	msg := c.Kind + " is not usable: " + err.Error() + " (set ONCE_POSTGRES_URL / ONCE_REDIS_ADDR)"
+	msg := c.Kind + " is not usable: " + err.Error() + " (set ONCE_POSTGRES_URL / ONCE_REDIS_ADDR / ONCE_MYSQL_DSN)"
 	if serverenv.Required() {
 		t.Fatal(msg)
 	}

@@ -8,6 +8,7 @@
 //	ONCE_REDIS_ADDR            Redis single node (DefaultRedisAddr)
 //	ONCE_REDIS_CLUSTER_ADDRS   Redis Cluster seeds, comma-separated (127.0.0.1:7001…7006)
 //	ONCE_REDIS_SENTINEL_ADDRS  Redis Sentinels, comma-separated (127.0.0.1:26391), primary SentinelMaster
+//	ONCE_MYSQL_DSN             MariaDB/MySQL data source name, go-sql-driver form (DefaultMySQLDSN)
 //	ONCE_REQUIRE_SERVERS=1, CI a missing server fails a test instead of skipping it
 package serverenv
 
@@ -20,6 +21,9 @@ import (
 const (
 	DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 	DefaultRedisAddr   = "127.0.0.1:6379"
+	// DefaultMySQLDSN is the local MariaDB's root user (no password),
+	// database test, as scripts/services.sh exports it.
+	DefaultMySQLDSN = "root@tcp(127.0.0.1:3306)/test"
 	// SentinelMaster is the primary's name that scripts/redis-sentinel.sh
 	// registers with its Sentinels.
 	SentinelMaster = "oncemaster"
@@ -40,6 +44,9 @@ func PostgresURL() string { return env("ONCE_POSTGRES_URL", DefaultPostgresURL) 
 
 // RedisAddr is ONCE_REDIS_ADDR or DefaultRedisAddr.
 func RedisAddr() string { return env("ONCE_REDIS_ADDR", DefaultRedisAddr) }
+
+// MySQLDSN is ONCE_MYSQL_DSN or DefaultMySQLDSN.
+func MySQLDSN() string { return env("ONCE_MYSQL_DSN", DefaultMySQLDSN) }
 
 // RedisClusterAddrs is ONCE_REDIS_CLUSTER_ADDRS or DefaultRedisClusterAddrs.
 func RedisClusterAddrs() []string { return list("ONCE_REDIS_CLUSTER_ADDRS", DefaultRedisClusterAddrs) }
