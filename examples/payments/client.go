@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/stagedoor/once"
@@ -23,6 +25,10 @@ const (
 	attemptTimeout = 300 * time.Millisecond
 	// callTimeout bounds a call with all its retries.
 	callTimeout = 5 * time.Second
+	// holdFor is how long the shop holds a buyer's key whose charge got no
+	// answer (once.WithHoldFor): retries are answered 409 meanwhile, and
+	// the shop's reconciler asks the provider what happened.
+	holdFor = 3 * time.Second
 )
 
 // payrail is the service's client of the payment provider.
@@ -104,6 +110,16 @@ func newService(keeper *once.Keeper, providerURL string, onRetry func(oncehttp.R
 // pay charges an order once per buyer intent: the buyer's idempotency key
 // guards the service, and DerivedKey("order", id) guards the provider, so
 // neither a retried request nor a retried provider call charges twice.
+//
+// A charge whose request left but got no answer within the client's
+// retries has an unknown outcome: the card may or may not have been
+// charged. pay holds the buyer's key then (once.Hold, for holdFor): its
+// retries get 409 until the shop's reconciler learns what happened, or the
+// hold ends and a retry charges again with the same DerivedKey, which the
+// provider deduplicates. Every other failure releases the key at once: the
+// provider's own answers (a 409 while it charges, a 5xx), a request that
+// never left (the connection was refused), and the shop's own shutdown
+// (the restarted shop resends the same DerivedKey).
 func (s *service) pay(ctx context.Context, buyer, buyerKey string, req chargeRequest) answer {
 	fp := hashers.Strings("pay", req.OrderID, fmt.Sprint(req.Amount), req.Card)
 	var a answer
@@ -111,7 +127,48 @@ func (s *service) pay(ctx context.Context, buyer, buyerKey string, req chargeReq
 		a.Called = true
 		c, replayed, err := s.payrail.charge(ctx, once.DerivedKey("order", req.OrderID), req)
 		a.ProviderReplayed = replayed
+		if unknownOutcome(ctx, err) {
+			return c, once.Hold(err)
+		}
 		return c, err
 	})
 	return a
+}
+
+// unknownOutcome reports whether err, from a charge made under ctx, leaves
+// its outcome unknown: the request was sent (not refused at dial) and no
+// answer came back, and not because the shop itself stopped (ctx ended).
+func unknownOutcome(ctx context.Context, err error) bool {
+	var transport *url.Error
+	if err == nil || ctx.Err() != nil || !errors.As(err, &transport) {
+		return false
+	}
+	var op *net.OpError
+	return !errors.As(err, &op) || op.Op != "dial"
+}
+
+// lookup asks the provider which charge, if any, it made with key (GET
+// /charges?idempotency_key=key): the way the shop's reconciler learns
+// what became of a charge it got no answer to. found is false when the
+// provider made none.
+func (p *payrail) lookup(ctx context.Context, key string) (c charge, found bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodGet, p.base+"/charges?idempotency_key="+url.QueryEscape(key), nil)
+	if err != nil {
+		return charge{}, false, err
+	}
+	resp, err := http.DefaultClient.Do(hreq)
+	if err != nil {
+		return charge{}, false, err
+	}
+	defer resp.Body.Close()
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return c, true, json.NewDecoder(resp.Body).Decode(&c)
+	case http.StatusNotFound:
+		return charge{}, false, nil
+	default:
+		return charge{}, false, fmt.Errorf("payrail lookup: %s", resp.Status)
+	}
 }

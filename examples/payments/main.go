@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/memory"
 	"github.com/stagedoor/once/examples/internal/exstore"
 	"github.com/stagedoor/once/oncehttp"
@@ -80,57 +81,102 @@ var orders = []order{
 // at the click and sends with every retry.
 func buyerKeyOf(orderID string) string { return "checkout-" + orderID }
 
-// run plays every order against the shop on the store of cfg and checks
-// the provider's charges.
+// run plays every order against the shop on the store of cfg, then the
+// held payments (see playHeld), and checks the provider's charges.
 func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	store, closeStore, err := exstore.Open(ctx, cfg)
+	d, err := openDemo(ctx, w, cfg)
 	if err != nil {
 		return err
 	}
-	defer closeStore()
+	defer d.close()
+	if err := d.playOrders(ctx); err != nil {
+		return err
+	}
+	_, err = d.playHeld(ctx)
+	return err
+}
+
+// demo is the shop's world: its store, the provider, and the hooks that
+// print the shop's client's resends.
+type demo struct {
+	w     io.Writer
+	cfg   exstore.Config
+	store backends.Store
+	close func()
+	prov  *provider
+	url   string // the provider's
+
+	mu       sync.Mutex
+	resends  map[string]int     // by provider key
+	shutdown context.CancelFunc // when set, the shop's shutdown during the next resend
+}
+
+// openDemo opens the store of cfg and starts the provider, until ctx
+// ends; close closes the store.
+func openDemo(ctx context.Context, w io.Writer, cfg exstore.Config) (*demo, error) {
+	store, closeStore, err := exstore.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
 	fmt.Fprintln(w, "shop's store:", cfg)
 	faults := map[string]fault{}
 	for _, o := range orders {
 		faults[o.id] = o.fault
 	}
+	for _, o := range heldOrders {
+		faults[o.id] = o.fault
+	}
 	prov := newProvider(faults, 900*time.Millisecond)
 	url, err := prov.serve(ctx)
 	if err != nil {
-		return err
+		closeStore()
+		return nil, err
 	}
-	// A restarted shop is a new Keeper. Over a durable store it sees the
-	// keys of the shop before it; over memory it starts empty, as a real
-	// process would.
-	newKeeper := func() *once.Keeper {
-		s := store
-		if !cfg.Durable() {
-			s = memory.New(nil)
-		}
-		return once.New(s, once.RegisterError[*decline]("card_declined"))
+	return &demo{w: w, cfg: cfg, store: store, close: closeStore, prov: prov, url: url, resends: map[string]int{}}, nil
+}
+
+// newKeeper returns the Keeper of a (re)started shop. Over a durable store
+// it sees the keys of the shop before it; over memory it starts empty, as a
+// real process would.
+func (d *demo) newKeeper() *once.Keeper {
+	s := d.store
+	if !d.cfg.Durable() {
+		s = memory.New(nil)
 	}
-	// The Transport's retries, reported by its OnRetry hook; shutdown, when
-	// set, is the shop's shutdown during the next one.
-	var mu sync.Mutex
-	resends := map[string]int{} // by provider key
-	var shutdown context.CancelFunc
-	onRetry := func(r oncehttp.Retry) {
-		mu.Lock()
-		resends[r.Key]++
-		stop := shutdown
-		shutdown = nil
-		mu.Unlock()
-		fmt.Fprintf(w, "  the shop's client: %s; it resends the charge with the same Idempotency-Key %s\n", retryReason(r), r.Key)
-		if stop != nil {
-			fmt.Fprintln(w, "  the shop shuts down (a deploy) before the resend: once.Do releases "+buyerKeyOfKey(r.Key))
-			stop()
-		}
+	return once.New(s, once.RegisterError[*decline]("card_declined"), once.WithHoldFor(holdFor))
+}
+
+// onRetry hears of each retry of the shop's oncehttp.Transport: it prints
+// and counts it, and shuts the shop down when d.shutdown is set.
+func (d *demo) onRetry(r oncehttp.Retry) {
+	d.mu.Lock()
+	d.resends[r.Key]++
+	stop := d.shutdown
+	d.shutdown = nil
+	d.mu.Unlock()
+	fmt.Fprintf(d.w, "  the shop's client: %s; it resends the charge with the same Idempotency-Key %s\n", retryReason(r), r.Key)
+	if stop != nil {
+		fmt.Fprintln(d.w, "  the shop shuts down (a deploy) before the resend: once.Do releases "+buyerKeyOfKey(r.Key))
+		stop()
 	}
-	shop := newService(newKeeper(), url, onRetry)
+}
+
+func (d *demo) resent(providerKey string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.resends[providerKey]
+}
+
+// playOrders plays every order of orders against the shop and checks the
+// provider's charges.
+func (d *demo) playOrders(ctx context.Context) error {
+	w, prov := d.w, d.prov
+	shop := newService(d.newKeeper(), d.url, d.onRetry)
 	restartShop := func(why string) {
 		fmt.Fprintln(w, "  "+why)
-		shop = newService(newKeeper(), url, onRetry)
+		shop = newService(d.newKeeper(), d.url, d.onRetry)
 	}
 
 	tallies := map[string]*tally{}
@@ -152,23 +198,23 @@ func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 		for settled := false; n <= 12; n++ {
 			callCtx, stop := context.WithCancel(ctx)
 			if o.restart == restartMidRetry && n == 1 {
-				mu.Lock()
-				shutdown = stop
-				mu.Unlock()
+				d.mu.Lock()
+				d.shutdown = stop
+				d.mu.Unlock()
 			}
 			a := pay(callCtx, n)
 			stop()
 			if settled {
 				break // the re-send after the final answer
 			}
-			var d *decline
+			var dec *decline
 			switch {
 			case a.Err == nil && o.restart == restartAfterPaid && n == 1:
 				restartShop("the shop restarts before its answer reaches the buyer; the browser retries")
 			case a.Err == nil:
 				settled = true
 				fmt.Fprintln(w, "  the buyer's browser sends the order once more (a reload)")
-			case errors.As(a.Err, &d):
+			case errors.As(a.Err, &dec):
 				settled = true
 			default:
 				if o.restart == restartMidRetry && n == 1 {
@@ -178,20 +224,34 @@ func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 			}
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	return report(w, prov, tallies, resends)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return report(w, prov, tallies, d.resends)
 }
 
 // buyerKeyOfKey is the buyer's key of the order whose provider key is
 // providerKey.
 func buyerKeyOfKey(providerKey string) string {
-	for _, o := range orders {
-		if once.DerivedKey("order", o.id) == providerKey {
-			return buyerKeyOf(o.id)
-		}
+	if id := orderOfProviderKey(providerKey); id != "" {
+		return buyerKeyOf(id)
 	}
 	return "?"
+}
+
+// orderOfProviderKey is the order whose provider key is providerKey, of
+// orders and heldOrders; empty for none.
+func orderOfProviderKey(providerKey string) string {
+	for _, o := range orders {
+		if once.DerivedKey("order", o.id) == providerKey {
+			return o.id
+		}
+	}
+	for _, o := range heldOrders {
+		if once.DerivedKey("order", o.id) == providerKey {
+			return o.id
+		}
+	}
+	return ""
 }
 
 // doubleClick sends the first click's request and, while the provider is

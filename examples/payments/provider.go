@@ -28,6 +28,14 @@ const (
 	// holdCharge: the provider holds the charge until release (at most
 	// holdLimit), so that a second click arrives while it runs.
 	holdCharge
+	// chargeThenDown: the provider charges the card, then goes down before
+	// it answers: the first request times out at the shop's client, and
+	// every later request of the order is dropped unprocessed until back.
+	chargeThenDown
+	// downBeforeCharge: the provider is down from the start: every request
+	// of the order is dropped unprocessed (it never reaches the ledger)
+	// until back.
+	downBeforeCharge
 )
 
 // holdLimit bounds a holdCharge, well within the shop's client timeout.
@@ -64,21 +72,42 @@ type provider struct {
 
 	mu       sync.Mutex
 	charges  map[string]int           // card charges per order
-	attempts map[string]int           // requests per order
+	attempts map[string]int           // requests per order that reached the ledger
+	dropped  map[string]int           // requests per order dropped while down
+	lookups  map[string]int           // lookups per order (GET /charges)
+	byKey    map[string]charge        // the charges made, by Idempotency-Key
+	down     map[string]bool          // orders whose requests are dropped
 	charging map[string]chan struct{} // closed when a holdCharge starts
 	released map[string]chan struct{} // closed by release
 }
 
 func newProvider(faults map[string]fault, delay time.Duration) *provider {
-	return &provider{
+	p := &provider{
 		keeper:   once.New(nil, once.RegisterError[*decline]("card_declined")),
 		faults:   faults,
 		delay:    delay,
 		charges:  map[string]int{},
 		attempts: map[string]int{},
+		dropped:  map[string]int{},
+		lookups:  map[string]int{},
+		byKey:    map[string]charge{},
+		down:     map[string]bool{},
 		charging: map[string]chan struct{}{},
 		released: map[string]chan struct{}{},
 	}
+	for id, f := range faults {
+		if f == downBeforeCharge {
+			p.down[id] = true
+		}
+	}
+	return p
+}
+
+// back ends the outage of orderID's requests.
+func (p *provider) back(orderID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.down, orderID)
 }
 
 // hold returns the channels of a holdCharge of orderID.
@@ -115,7 +144,10 @@ func (p *provider) serve(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	srv := &http.Server{Handler: http.HandlerFunc(p.handleCharge), ReadHeaderTimeout: 5 * time.Second}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /charges", p.handleCharge)
+	mux.HandleFunc("GET /charges", p.handleLookup)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	go func() {
 		<-ctx.Done()
@@ -135,6 +167,9 @@ func (p *provider) handleCharge(w http.ResponseWriter, r *http.Request) {
 	var req chargeRequest
 	if err != nil || json.Unmarshal(body, &req) != nil {
 		http.Error(w, "bad charge request", http.StatusBadRequest)
+		return
+	}
+	if p.dropWhileDown(w, req.OrderID) {
 		return
 	}
 	attempt := p.countAttempt(req.OrderID)
@@ -158,10 +193,12 @@ func (p *provider) handleCharge(w http.ResponseWriter, r *http.Request) {
 		if req.Card == declinedCard {
 			return charge{}, once.Final(&decline{Code: "insufficient_funds"})
 		}
+		c := charge{ID: "ch_" + req.OrderID, OrderID: req.OrderID, Amount: req.Amount}
 		p.mu.Lock()
 		p.charges[req.OrderID]++
+		p.byKey[key] = c
 		p.mu.Unlock()
-		return charge{ID: "ch_" + req.OrderID, OrderID: req.OrderID, Amount: req.Amount}, nil
+		return c, nil
 	})
 	if out.Replayed {
 		// Like Stripe's: this answer is the stored one, no new charge.
@@ -180,6 +217,18 @@ func (p *provider) handleCharge(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "provider error", http.StatusServiceUnavailable)
 		return
 	}
+	if f == chargeThenDown {
+		// The charge is made and recorded; the provider goes down before it
+		// answers, and the shop's client times out waiting.
+		p.mu.Lock()
+		p.down[req.OrderID] = true
+		p.mu.Unlock()
+		select {
+		case <-r.Context().Done():
+		case <-time.After(callTimeout):
+		}
+		return
+	}
 	if f == dropResponse {
 		// The charge is made and recorded; the response never arrives.
 		if hj, ok := w.(http.Hijacker); ok {
@@ -190,6 +239,65 @@ func (p *provider) handleCharge(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusCreated, out.Value)
+}
+
+// dropWhileDown drops the connection of a request of an order that is
+// down, unprocessed, and reports whether it did.
+func (p *provider) dropWhileDown(w http.ResponseWriter, orderID string) bool {
+	p.mu.Lock()
+	down := p.down[orderID]
+	if down {
+		p.dropped[orderID]++
+	}
+	p.mu.Unlock()
+	if !down {
+		return false
+	}
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			_ = conn.Close()
+			return true
+		}
+	}
+	http.Error(w, "provider down", http.StatusServiceUnavailable)
+	return true
+}
+
+// handleLookup answers GET /charges?idempotency_key=K: the charge made
+// with that key (200), or 404 when none was made. It is how the shop's
+// reconciler asks what became of a request it got no answer to. While the
+// order is down it answers 503.
+func (p *provider) handleLookup(w http.ResponseWriter, r *http.Request) {
+	key := r.URL.Query().Get("idempotency_key")
+	if key == "" {
+		http.Error(w, "idempotency_key required", http.StatusBadRequest)
+		return
+	}
+	p.mu.Lock()
+	c, found := p.byKey[key]
+	orderID := orderOfProviderKey(key)
+	p.lookups[orderID]++
+	down := p.down[orderID]
+	p.mu.Unlock()
+	switch {
+	case down:
+		http.Error(w, "provider down", http.StatusServiceUnavailable)
+	case found:
+		writeJSON(w, http.StatusOK, c)
+	default:
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no_charge_with_this_key"})
+	}
+}
+
+// ledger is what the provider did for one order.
+type ledger struct {
+	charges, requests, dropped, lookups int
+}
+
+func (p *provider) ledger(orderID string) ledger {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return ledger{charges: p.charges[orderID], requests: p.attempts[orderID], dropped: p.dropped[orderID], lookups: p.lookups[orderID]}
 }
 
 func (p *provider) countAttempt(orderID string) int {
@@ -209,4 +317,13 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
+}
+
+// chargeOf returns the charge the provider made with key, if any: the body
+// of its 201.
+func (p *provider) chargeOf(key string) (charge, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c, ok := p.byKey[key]
+	return c, ok
 }
