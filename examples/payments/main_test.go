@@ -13,11 +13,28 @@ import (
 	"github.com/stagedoor/once/examples/internal/exstoretest"
 )
 
+// openTestDemo opens the demo on the store of cfg until t ends.
+func openTestDemo(t *testing.T, cfg exstore.Config, out *bytes.Buffer) *demo {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := openDemo(ctx, out, cfg)
+	if err != nil {
+		cancel()
+		require.NoError(t, err)
+	}
+	t.Cleanup(func() {
+		cancel()
+		d.close()
+	})
+	return d
+}
+
 func TestEveryOrderChargedOnceUnderFaults(t *testing.T) {
-	exstoretest.Each(t, "payments", func(t *testing.T, cfg exstore.Config) {
+	exstoretest.EachOf(t, "payments", exstore.Kinds, func(t *testing.T, cfg exstore.Config) {
 		t.Parallel()
 		var out bytes.Buffer
-		require.NoError(t, run(context.Background(), &out, cfg), out.String())
+		d := openTestDemo(t, cfg, &out)
+		require.NoError(t, d.playOrders(context.Background()), out.String())
 		text := out.String()
 		// order, charges, provider requests, client resends: one charge per
 		// paid order whatever the retries.
