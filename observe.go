@@ -45,8 +45,8 @@ const (
 	// EventStoreError: the store operation Op failed with Err (a failed
 	// completion attempt that a retry may still recover, for example).
 	EventStoreError
-	// EventResolved: a Reconciler stored the real outcome of a held key
-	// (FnErr is the final error it stored, if any). Op "resolve".
+	// EventResolved: a Reconciler or Resolve stored the real outcome of a
+	// key (FnErr is the final error it stored, if any). Op "resolve".
 	EventResolved
 	// EventReconciled: a Reconciler asked about a held key and left it
 	// held (the service did not know yet; Err is the ReconcileFunc's

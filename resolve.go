@@ -13,15 +13,20 @@ import (
 // Resolve stores the outcome whether the key is absent or in progress, and
 // whoever holds the claim (a held owner's later completion is refused). It
 // never overwrites a completed key: it returns ErrAlreadyCompleted then, and
-// ErrKeyReused when the key is bound to another fingerprint.
+// ErrKeyReused when the key is bound to another fingerprint, and an
+// *InProgressError (Held) while a Reconciler holds a live lease on the held
+// key (it is asking the downstream service; retry after RetryAfter). The Keeper's
+// observers see an EventResolved when the outcome is stored, and an
+// EventStoreError when the store fails.
 func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, value T, err error) error {
 	if vErr := scope.validate(ctx, key, fp); vErr != nil {
 		return vErr
 	}
 	cfg := scope.cfg
 	var data []byte
+	var inner error // the final error stored, without its class marker
 	if err != nil {
-		_, inner := classify(err, nil)
+		_, inner = classify(err, nil)
 		data = encodeError(cfg, inner)
 	} else {
 		enc, encErr := encodeValue(cfg.codec, value)
@@ -33,17 +38,25 @@ func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint
 	if len(data) > cfg.maxOutcome {
 		return &OutcomeTooLargeError{Size: len(data), Limit: cfg.maxOutcome}
 	}
+	start := cfg.clock()
 	res, sErr := scope.store.Resolve(ctx, backends.ResolveParams{
 		Scope: scope.name, Key: key, Fingerprint: fp, Owner: newToken(), Outcome: data, Retention: cfg.retention,
 	})
 	if sErr != nil {
+		cfg.emit(ctx, Event{Kind: EventStoreError, Scope: scope.name, Key: key, Op: "resolve", StoreTime: cfg.since(start), Err: sErr})
 		return &StoreError{Op: "resolve", Err: sErr}
 	}
 	if res.Resolved {
+		cfg.emit(ctx, Event{Kind: EventResolved, Scope: scope.name, Key: key, Op: "resolve", StoreTime: cfg.since(start), FnErr: inner})
 		return nil
 	}
 	if !backends.FingerprintMatches(res.Existing.Fingerprint, fp) {
 		return ErrKeyReused
+	}
+	if res.Existing.State == backends.StateHeld {
+		// A Reconciler's live lease on the held key refused it: that
+		// Reconciler is asking and may resolve it itself.
+		return newInProgress(res.Existing)
 	}
 	return ErrAlreadyCompleted
 }
