@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -50,4 +51,73 @@ func TestObserveStoreGaugesHeldKeys(t *testing.T) {
 	require.NoError(t, unregister())
 	_, err = inst.ObserveStore(nil)
 	require.Error(t, err)
+}
+
+// TestHeldLifecycleIsCounted checks that the metrics follow a held key to
+// its end: once.events counts held, then a Reconciler's reconciled (asked,
+// left held) and resolved, and an operator's Resolve; once.store.duration
+// records the hold and resolve round trips; the held gauge falls to zero.
+func TestHeldLifecycleIsCounted(t *testing.T) {
+	inst, reader, _ := setup(t)
+	store := memory.New(nil)
+	unregister, err := inst.ObserveStore(store)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, unregister()) }()
+	k := once.New(store, append(inst.Options(), once.WithHoldFor(once.HoldUntilResolved))...)
+	scope := k.Scope("s")
+	ctx := context.Background()
+	for _, key := range []string{"charged", "unknown", "by-hand"} {
+		_, _ = once.Do(ctx, scope, key, nil, func(context.Context) (int, error) { return 0, once.Hold(errors.New("timeout")) })
+	}
+	asked := 0
+	r, err := once.NewReconciler(k, func(_ context.Context, h once.HeldKey) (once.Verdict[int], error) {
+		asked++
+		switch h.Key {
+		case "charged":
+			return once.Verdict[int]{Settled: true, Value: 42}, nil
+		case "unknown":
+			return once.Verdict[int]{}, nil
+		default:
+			return once.Verdict[int]{}, errors.New("provider down")
+		}
+	}, once.ReconcilerConfig{})
+	require.NoError(t, err)
+	rep, err := r.Pass(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 3, asked)
+	require.Equal(t, 1, rep.Resolved)
+
+	counts := eventCounts(t, reader)
+	assert.Equal(t, int64(3), counts["held"])
+	assert.Equal(t, int64(1), counts["resolved"])
+	assert.Equal(t, int64(2), counts["reconciled"], "the unknown key and the failed lookup")
+
+	require.NoError(t, once.Resolve(ctx, scope, "by-hand", nil, 7, nil))
+	require.NoError(t, once.Resolve(ctx, scope, "unknown", nil, 8, nil))
+	assert.Equal(t, int64(3), eventCounts(t, reader)["resolved"], "an operator's Resolve is counted too")
+
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(ctx, &rm))
+	ops := map[string]uint64{}
+	held := int64(-1)
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			switch m.Name {
+			case "once.store.duration":
+				for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
+					op, _ := dp.Attributes.Value(attribute.Key("once.op"))
+					ops[op.AsString()] += dp.Count
+				}
+			case "once.records":
+				for _, dp := range m.Data.(metricdata.Gauge[int64]).DataPoints {
+					if st, _ := dp.Attributes.Value(attribute.Key("once.state")); st.AsString() == "held" {
+						held = dp.Value
+					}
+				}
+			}
+		}
+	}
+	assert.Equal(t, uint64(3), ops["hold"])
+	assert.Equal(t, uint64(3), ops["resolve"])
+	assert.Equal(t, int64(0), held, "every held key was resolved")
 }
