@@ -9,16 +9,28 @@
 // layer deduplicated it: the shop's once.Do on the buyer's key, or the
 // provider's own deduplication of the DerivedKey the shop sends it.
 //
-//	go run ./examples/payments
+// Then the held payments (see held.go): the provider goes down while the
+// shop charges, so the charge's outcome is unknown. The shop holds the
+// buyer's key (once.Hold); the buyer's retries, over HTTP, get 409 with a
+// Retry-After of the hold left; the shop's once.Reconciler asks the
+// provider by the DerivedKey what it did and resolves the key with the
+// charge it finds, so the next retry gets the 201, replayed; when the
+// provider made no charge, the key stays held and the retry after the hold
+// charges once.
 //
-//	go run ./examples/payments -store postgres   # or -store redis
+//	go run ./examples/payments
+//	go run ./examples/payments -held             # the held payments only
+//
+//	go run ./examples/payments -store postgres   # or redis, sqlite, mysql
 //
 // By default the shop's records live in the embedded in-memory store, so a
 // restart forgets the buyer's key and only the provider's deduplication (by
 // once.DerivedKey("order", id), the same on every attempt of every retry of
-// every restart) saves the order. With -store postgres or -store redis a
-// restarted shop is a new Keeper over the same durable store: it keeps the
-// key and replays the charge without calling the provider again.
+// every restart) saves the order. With -store postgres, redis, sqlite or
+// mysql a restarted shop is a new Keeper over the same durable store: it
+// keeps the key and replays the charge without calling the provider again.
+// The held payments need a store that keeps the held state
+// (backends.Holder and backends.Lister: memory, PostgreSQL, Redis, SQLite).
 package main
 
 import (
@@ -40,9 +52,14 @@ import (
 
 func main() {
 	cfg := exstore.RegisterFlags(flag.CommandLine, exstore.Memory)
+	heldOnly := flag.Bool("held", false, "play the held payments only")
 	flag.Parse()
 	cfg.Name, cfg.Drop = exstore.Unique("payments"), true
-	if err := run(context.Background(), os.Stdout, *cfg); err != nil {
+	play := run
+	if *heldOnly {
+		play = runHeld
+	}
+	if err := play(context.Background(), os.Stdout, *cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "payments:", err)
 		os.Exit(1)
 	}
@@ -94,6 +111,19 @@ func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 	if err := d.playOrders(ctx); err != nil {
 		return err
 	}
+	_, err = d.playHeld(ctx)
+	return err
+}
+
+// runHeld plays the held payments alone on the store of cfg.
+func runHeld(ctx context.Context, w io.Writer, cfg exstore.Config) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d, err := openDemo(ctx, w, cfg)
+	if err != nil {
+		return err
+	}
+	defer d.close()
 	_, err = d.playHeld(ctx)
 	return err
 }
