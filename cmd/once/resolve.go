@@ -83,7 +83,13 @@ func (r *resolveCmd) Run(e *env) error {
 	default:
 		err = once.Resolve(ctx, scope, r.Key, fp, json.RawMessage(r.Value), nil)
 	}
+	var inProgress *once.InProgressError
 	switch {
+	case errors.As(err, &inProgress):
+		// Resolve stores over any claim; only a reconciler's live lease on
+		// a held key refuses it.
+		return fmt.Errorf("a reconciler is asking about the key (its lease ends in %v); nothing was stored: retry after that, or let it resolve the key",
+			inProgress.LeaseRemaining.Round(time.Millisecond))
 	case errors.Is(err, once.ErrAlreadyCompleted):
 		return errors.New("the key is already completed; its stored outcome was left as it was (see once get)")
 	case errors.Is(err, once.ErrKeyReused):

@@ -116,6 +116,23 @@ func held(t *testing.T, store backends.Store, flags func(...string) []string) {
 	assert.Contains(t, text, "final error")
 	assert.Contains(t, text, `"code": "card_declined"`)
 
+	// A reconciler's live lease on a held key refuses a resolve, which
+	// says so.
+	_, err = once.Do(ctx, scope, "p4", testFP, hold)
+	require.ErrorIs(t, err, timeout)
+	leaser, ok := store.(interface {
+		LeaseHeld(context.Context, backends.LeaseHeldParams) (backends.LeaseHeldResult, error)
+	})
+	require.True(t, ok)
+	leased, err := leaser.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: "payments", Key: "p4", Owner: "reconciler", Lease: time.Minute})
+	require.NoError(t, err)
+	require.True(t, leased.Leased)
+	r = runCLI(t, flags("resolve", "payments", "p4", "--value", `{}`)...)
+	assert.Equal(t, exitFailure, r.code, "%s", r)
+	assert.Contains(t, r.stderr, "a reconciler is asking about the key")
+	assert.NotContains(t, r.stderr, "already completed")
+	assert.Equal(t, "held", getJSON(t, flags(), "payments", "p4").State)
+
 	// Delete fences the held owner: its claim is gone, the key is new.
 	mustRun(t, flags("delete", "--yes", "payments", "p3")...)
 	assert.Equal(t, "absent", getJSON(t, flags(), "payments", "p3").State)
