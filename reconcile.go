@@ -55,6 +55,10 @@ type ReconcilerConfig struct {
 	// Batch bounds the keys one Pass examines; default
 	// DefaultReconcileBatch.
 	Batch int
+	// Codec encodes a settled verdict's Value; nil means the Keeper's
+	// codec (WithCodec). It must be the codec the keys' callers decode
+	// with: oncehttp.NewReconciler sets the middleware's.
+	Codec Codec
 }
 
 // ReconcileReport counts what one Pass did.
@@ -92,7 +96,8 @@ type Reconciler[T any] struct {
 }
 
 // NewReconciler returns a Reconciler of k's held keys; outcomes are
-// encoded with k's codec and stored with k's retention. k's store must
+// encoded with cfg.Codec (k's codec by default) and stored with k's
+// retention. k's store must
 // implement backends.Lister; NewReconciler returns an *InvalidInputError
 // otherwise.
 func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfig) (*Reconciler[T], error) {
@@ -172,7 +177,7 @@ func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *Reco
 	}
 	var data []byte
 	if err == nil {
-		data, err = encodeVerdict(cfg, v)
+		data, err = encodeVerdict(cfg, r.cfg.Codec, v)
 	}
 	if err != nil {
 		rep.LeftHeld++
@@ -222,14 +227,18 @@ func (r *Reconciler[T]) ask(ctx context.Context, k HeldKey) (v Verdict[T], err e
 	return r.check(ctx, k)
 }
 
-// encodeVerdict encodes a settled verdict as Resolve does.
-func encodeVerdict[T any](cfg *config, v Verdict[T]) ([]byte, error) {
+// encodeVerdict encodes a settled verdict as Resolve does, its value with
+// codec (the Keeper's when nil).
+func encodeVerdict[T any](cfg *config, codec Codec, v Verdict[T]) ([]byte, error) {
+	if codec == nil {
+		codec = cfg.codec
+	}
 	var data []byte
 	if v.Err != nil {
 		_, inner := classify(v.Err, nil)
 		data = encodeError(cfg, inner)
 	} else {
-		enc, err := encodeValue(cfg.codec, v.Value)
+		enc, err := encodeValue(codec, v.Value)
 		if err != nil {
 			return nil, err
 		}

@@ -23,10 +23,17 @@ const flagTooLarge = 1
 
 var errNotResponse = errors.New("oncehttp: stored outcome is not an HTTP response")
 
-// Marshal implements once.Codec for storedResponse values.
+// Marshal implements once.Codec for storedResponse values, and for
+// StoredResponse values (a Reconciler's verdicts), which it stores as
+// ResolveResponse does.
 func (responseCodec) Marshal(v any) ([]byte, error) {
-	s, ok := v.(storedResponse)
-	if !ok {
+	var s storedResponse
+	switch v := v.(type) {
+	case storedResponse:
+		s = v
+	case StoredResponse:
+		s = toStored(v)
+	default:
 		return nil, fmt.Errorf("oncehttp: cannot encode %T", v)
 	}
 	if s.Format != storedFormat {

@@ -235,10 +235,11 @@ const (
 	// once.WithHoldFor; one lease by default): the outcome is unknown, so
 	// duplicates get 409 until then and the next request after the hold
 	// runs the handler again — or, with once.HoldUntilResolved, only a
-	// resolution with ResolveResponse (or cmd/once's resolve --status)
-	// ends it. (once.Resolve and a once.Reconciler store a value in the
-	// Keeper's codec, which the middleware cannot replay: every retry
-	// would get 500 response-unavailable.) This is the default.
+	// resolution with ResolveResponse, a Reconciler made by NewReconciler
+	// (or cmd/once's resolve --status) ends it. (once.Resolve and a
+	// Reconciler of once.NewReconciler store a value in the Keeper's
+	// codec, which the middleware cannot replay: every retry would get
+	// 500 response-unavailable.) This is the default.
 	Hold ServerErrorPolicy = iota
 	// Release frees the key at once: the next request with it runs the
 	// handler again. Safe only when the failed request did nothing durable,

@@ -39,14 +39,8 @@ func DecodeStoredResponse(payload []byte) (resp StoredResponse, ok bool) {
 // key's stored fingerprint. Only the headers of DefaultStoreHeaders are
 // kept, as the middleware keeps them.
 func ResolveResponse(ctx context.Context, scope once.Scope, key string, fp once.Fingerprint, resp StoredResponse) error {
-	if resp.Status < 100 || resp.Status > 999 {
+	if !validStatus(resp.Status) {
 		return &once.InvalidInputError{Field: "status", Reason: "not an HTTP status code"}
 	}
-	s := storedResponse{
-		Format: storedFormat, Status: resp.Status,
-		Header:  storedHeader(resp.Header, storeList(nil)),
-		Trailer: storedHeader(resp.Trailer, storeList(nil)),
-		Body:    resp.Body, TooLarge: resp.TooLarge,
-	}
-	return once.Resolve(ctx, scope.With(once.WithCodec(responseCodec{})), key, fp, s, nil)
+	return once.Resolve(ctx, scope.With(once.WithCodec(responseCodec{})), key, fp, toStored(resp), nil)
 }

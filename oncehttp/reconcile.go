@@ -1,0 +1,60 @@
+package oncehttp
+
+import (
+	"context"
+	"errors"
+
+	"github.com/stagedoor/once"
+)
+
+// errVerdictNotResponse is why a verdict with an error is refused: a key
+// of the middleware is answered with a response.
+var errVerdictNotResponse = errors.New("oncehttp: a settled verdict on a key of the middleware is a response (StoredResponse); give a refusal its status and body instead of Err")
+
+// NewReconciler returns a once.Reconciler for the keys the middleware
+// holds (a 5xx under the Hold policy, or a handler's once.Hold), whose
+// verdicts are responses: check asks the downstream service what
+// happened and, once it knows, returns Settled with the response every
+// later request with the key must receive; the Reconciler stores it as
+// ResolveResponse does (the middleware's codec, the headers of
+// DefaultStoreHeaders), and each later request gets it with
+// Idempotent-Replayed. k must be the Keeper the middleware uses.
+//
+// A settled verdict with Err set, or with a status outside 100-999, is
+// not stored: the key stays held and the pass counts it as Failed, with
+// the reason in its Errors. cfg.Codec is ignored (the middleware's codec
+// is the only one its keys replay).
+func NewReconciler(k *once.Keeper, check once.ReconcileFunc[StoredResponse], cfg once.ReconcilerConfig) (*once.Reconciler[StoredResponse], error) {
+	if check == nil {
+		return nil, &once.InvalidInputError{Field: "check", Reason: "nil"}
+	}
+	cfg.Codec = responseCodec{}
+	return once.NewReconciler(k, func(ctx context.Context, hk once.HeldKey) (once.Verdict[StoredResponse], error) {
+		v, err := check(ctx, hk)
+		if err != nil || !v.Settled {
+			return v, err
+		}
+		if v.Err != nil {
+			return once.Verdict[StoredResponse]{}, errVerdictNotResponse
+		}
+		if !validStatus(v.Value.Status) {
+			return once.Verdict[StoredResponse]{}, &once.InvalidInputError{Field: "status", Reason: "not an HTTP status code"}
+		}
+		return v, nil
+	}, cfg)
+}
+
+// validStatus reports whether code is a status a response can carry.
+func validStatus(code int) bool { return code >= 100 && code <= 999 }
+
+// toStored is resp as the middleware stores it: the headers and trailers
+// of DefaultStoreHeaders, never a cookie or a hop-by-hop field.
+func toStored(resp StoredResponse) storedResponse {
+	allow := storeList(nil)
+	return storedResponse{
+		Format: storedFormat, Status: resp.Status,
+		Header:  storedHeader(resp.Header, allow),
+		Trailer: storedHeader(resp.Trailer, allow),
+		Body:    resp.Body, TooLarge: resp.TooLarge,
+	}
+}
