@@ -118,6 +118,17 @@ func exerciseHeld(t *testing.T, newStore NewStore) {
 		e.requireHeld(e.probe("k"), nil, "a held record lives at least until its hold ends")
 	})
 
+	run(t, newStore, "RetentionCountsFromTheHold", func(e *env) {
+		owner := Token()
+		e.holder()
+		e.mustClaim("k", owner, nil, longLease, longRetention)
+		require.True(e.t, e.hold("k", owner, shortLease, shortLease))
+		e.elapse(shortLease)
+		r := e.probe("k")
+		require.True(e.t, r.Claimed)
+		require.False(e.t, r.TookOver, "the held record lived p.Retention from the hold, not the claim's retention: it expired")
+	})
+
 	run(t, newStore, "UntilResolved", func(e *env) {
 		e.mustHold("k", Token(), nil, backends.HoldUntilResolved)
 		r := e.probe("k")

@@ -58,7 +58,7 @@ WHERE scope = ? AND key = ? AND state = 1 AND held_at IS NULL AND owner = ? AND 
 	// holdSQL: now, hold_until, code, message, expires_at, scope, key,
 	// owner. A live pending row of the owner becomes held.
 	holdSQL = `UPDATE "once_records" SET held_at = ?1, hold_until = ?2, held_code = ?3, held_message = ?4,
-	lease_until = ?1, expires_at = max(expires_at, ?5)
+	lease_until = ?1, expires_at = ?5
 WHERE scope = ?6 AND key = ?7 AND owner = ?8 AND state = 1 AND held_at IS NULL AND expires_at > ?1`
 
 	// leaseHeldSQL: owner, lease_until, scope, key, now. A live held row
