@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
 )
 
 // TestListHeldReadsThePartialIndex: listing held keys in a table of
@@ -76,4 +78,42 @@ func TestListHeldReadsThePartialIndex(t *testing.T) {
 	_, upd, hot := tableStats(t, tx, table)
 	require.EqualValues(t, 1, upd-upd0)
 	require.EqualValues(t, 1, hot-hot0, "a completion is still a HOT update beside the held index")
+}
+
+// TestHeldReportAgreesWithTheDecision: a Claim or Resolve refused by a
+// held record reports a record that explains the refusal, although it
+// reads the hold's details in a second statement: when the hold and the
+// reconciler's lease end between the two, it decides again instead of
+// reporting an ended hold it did not take over (or a lapsed lease it did
+// not resolve past). Holds and leases of a few hundred microseconds end
+// in that window on some of the keys.
+func TestHeldReportAgreesWithTheDecision(t *testing.T) {
+	s := newStore(t, newPool(t, nil))
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+	for i := range 200 {
+		short := time.Duration(50+i%20*50) * time.Microsecond
+		key := "k" + strconv.Itoa(i)
+		owner := "owner-" + key
+		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Owner: owner, Lease: time.Minute, Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+		ok, err := s.Hold(ctx, backends.HoldParams{Scope: scope, Key: key, Owner: owner, For: short, Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+		if i%2 == 0 {
+			r, err = s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Owner: "other-" + key, Lease: time.Minute, Retention: time.Hour})
+			require.NoError(t, err)
+			ended := r.Existing.State == backends.StateHeld && r.Existing.Held.Remaining <= 0 && r.Existing.LeaseRemaining <= 0
+			require.False(t, !r.Claimed && ended, "key %d: a refused Claim reported a held record it could take over: %+v", i, r.Existing)
+			continue
+		}
+		l, err := s.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: scope, Key: key, Owner: "reconciler-" + key, Lease: short})
+		require.NoError(t, err)
+		require.True(t, l.Leased)
+		res, err := s.Resolve(ctx, backends.ResolveParams{Scope: scope, Key: key, Owner: "other-" + key, Outcome: []byte("v"), Retention: time.Hour})
+		require.NoError(t, err)
+		lapsed := res.Existing.State == backends.StateHeld && res.Existing.LeaseRemaining <= 0
+		require.False(t, !res.Resolved && lapsed, "key %d: a refused Resolve reported a held record with no live lease: %+v", i, res.Existing)
+	}
 }

@@ -164,17 +164,30 @@ type querier interface {
 // holding the key reports it pending (see Config.LockTimeout).
 //
 // A key found held takes one more statement, which reads the hold's
-// details (see backends.Store.Hold).
+// details (see backends.Store.Hold). When that read finds the hold and the
+// reconciler's lease ended (they ended between the two statements), the
+// Claim runs again, so that it never reports a held record it could have
+// taken over.
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
-	res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
-		return s.sql.fastClaim(ctx, s.db, p)
-	}, func(ctx context.Context) (claimRow, error) {
-		return s.sql.claimOnce(ctx, s.db, p)
-	})
-	if err == nil && res.Existing.State == backends.StateHeld {
-		err = s.heldDetails(ctx, s.db, p.Scope, p.Key, &res.Existing)
+	for attempt := 1; ; attempt++ {
+		res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
+			return s.sql.fastClaim(ctx, s.db, p)
+		}, func(ctx context.Context) (claimRow, error) {
+			return s.sql.claimOnce(ctx, s.db, p)
+		})
+		if err != nil || res.Existing.State != backends.StateHeld {
+			return res, err
+		}
+		if err := s.heldDetails(ctx, s.db, p.Scope, p.Key, &res.Existing); err != nil {
+			return res, err
+		}
+		rec := res.Existing
+		claimable := rec.State == backends.StateHeld && rec.Held.Remaining <= 0 && rec.LeaseRemaining <= 0 &&
+			backends.FingerprintMatches(rec.Fingerprint, p.Fingerprint)
+		if !claimable || attempt == maxAttempts {
+			return res, nil
+		}
 	}
-	return res, err
 }
 
 // Complete implements backends.Store in one statement.
@@ -195,14 +208,27 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 // Resolve implements backends.Store in one statement (two when it races
 // with a concurrent insert of the same key, as Claim). Like Claim, it waits
 // at most LockTimeout for an uncommitted transaction holding the key.
+//
+// A key found held takes one more statement, as in Claim, and Resolve
+// runs again when that read finds no live reconciler lease.
 func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
-	res, err := resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
-		return s.sql.resolveOnce(ctx, s.db, p)
-	})
-	if err == nil && res.Existing.State == backends.StateHeld {
-		err = s.heldDetails(ctx, s.db, p.Scope, p.Key, &res.Existing)
+	for attempt := 1; ; attempt++ {
+		res, err := resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
+			return s.sql.resolveOnce(ctx, s.db, p)
+		})
+		if err != nil || res.Existing.State != backends.StateHeld {
+			return res, err
+		}
+		if err := s.heldDetails(ctx, s.db, p.Scope, p.Key, &res.Existing); err != nil {
+			return res, err
+		}
+		rec := res.Existing
+		resolvable := rec.State == backends.StateHeld && rec.LeaseRemaining <= 0 &&
+			backends.FingerprintMatches(rec.Fingerprint, p.Fingerprint)
+		if !resolvable || attempt == maxAttempts {
+			return res, nil
+		}
 	}
-	return res, err
 }
 
 // micros converts a duration to the whole microseconds passed to the
