@@ -47,16 +47,17 @@ func withDetails(rec *backends.Record, ageUS, holdUS int64, code, message string
 }
 
 // heldDetails replaces rec, a held record a Claim or Resolve reported,
-// with the record Get reads (hold, code, message, age).
-func (s *Store) heldDetails(ctx context.Context, q querier, scope, key string, rec *backends.Record) error {
+// with the record Get reads (hold, code, message, age). It reports false,
+// leaving rec as it is, when Get finds no held record: the record
+// changed (it expired, or was resolved or taken over) after the statement
+// that reported it, and the caller decides again.
+func (s *Store) heldDetails(ctx context.Context, q querier, scope, key string, rec *backends.Record) (bool, error) {
 	full, _, found, err := s.get(ctx, q, scope, key)
-	if err != nil {
-		return err
+	if err != nil || !found || full.State != backends.StateHeld {
+		return false, err
 	}
-	if found && full.State == backends.StateHeld {
-		*rec = full
-	}
-	return nil
+	*rec = full
+	return true, nil
 }
 
 // Delete implements backends.Admin in one DELETE of the row, whatever its

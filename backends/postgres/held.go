@@ -32,7 +32,10 @@ func (s *Store) hold(ctx context.Context, q querier, p backends.HoldParams) (boo
 }
 
 // LeaseHeld implements backends.Store in one statement, and one more
-// (Get) to report the record when it did not apply.
+// (Get) to report the record when it did not apply. When that read finds
+// a held record with no live reconciler lease (the lease that refused
+// the statement ended in between), LeaseHeld runs again, so that it never
+// reports a record it could have leased.
 func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
 	return s.leaseHeld(ctx, s.db, p)
 }
@@ -47,15 +50,19 @@ func (s *Store) leaseHeld(ctx context.Context, q querier, p backends.LeaseHeldPa
 	if err := checkInput("leaseheld", p.Scope, p.Key, nil, p.Owner); err != nil {
 		return backends.LeaseHeldResult{}, err
 	}
-	var ok bool
-	found, err := interpretError("leaseheld", q.QueryRow(ctx, s.sql.LeaseHeld,
-		p.Scope, p.Key, p.Owner, micros(p.Lease)).Scan(&ok))
-	if err != nil {
-		return backends.LeaseHeldResult{}, err
+	for attempt := 1; ; attempt++ {
+		var ok bool
+		found, err := interpretError("leaseheld", q.QueryRow(ctx, s.sql.LeaseHeld,
+			p.Scope, p.Key, p.Owner, micros(p.Lease)).Scan(&ok))
+		if err != nil {
+			return backends.LeaseHeldResult{}, err
+		}
+		if found && ok {
+			return backends.LeaseHeldResult{Leased: true}, nil
+		}
+		rec, _, _, err := s.get(ctx, q, p.Scope, p.Key)
+		if err != nil || rec.State != backends.StateHeld || rec.LeaseRemaining > 0 || attempt == maxAttempts {
+			return backends.LeaseHeldResult{Existing: rec}, err
+		}
 	}
-	if found && ok {
-		return backends.LeaseHeldResult{Leased: true}, nil
-	}
-	rec, _, _, err := s.get(ctx, q, p.Scope, p.Key)
-	return backends.LeaseHeldResult{Existing: rec}, err
 }

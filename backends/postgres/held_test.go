@@ -80,40 +80,59 @@ func TestListHeldReadsThePartialIndex(t *testing.T) {
 	require.EqualValues(t, 1, hot-hot0, "a completion is still a HOT update beside the held index")
 }
 
-// TestHeldReportAgreesWithTheDecision: a Claim or Resolve refused by a
-// held record reports a record that explains the refusal, although it
-// reads the hold's details in a second statement: when the hold and the
-// reconciler's lease end between the two, it decides again instead of
-// reporting an ended hold it did not take over (or a lapsed lease it did
-// not resolve past). Holds and leases of a few hundred microseconds end
-// in that window on some of the keys.
+// TestHeldReportAgreesWithTheDecision: a Claim, Resolve or LeaseHeld
+// refused by a held record reports a held record that explains the
+// refusal, with its details, although it reads them in a second
+// statement: when the hold, the reconciler's lease or the record itself
+// ends between the two, it decides again instead of reporting an ended
+// hold it did not take over, a lapsed lease it did not resolve or lease
+// past, or a held record without its hold. Holds, leases and retentions
+// of a few hundred microseconds end in that window on some of the keys.
 func TestHeldReportAgreesWithTheDecision(t *testing.T) {
 	s := newStore(t, newPool(t, nil))
 	ctx := context.Background()
 	scope := backendtest.Scope(t)
-	for i := range 200 {
+	for i := range 300 {
 		short := time.Duration(50+i%20*50) * time.Microsecond
 		key := "k" + strconv.Itoa(i)
 		owner := "owner-" + key
 		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Owner: owner, Lease: time.Minute, Retention: time.Hour})
 		require.NoError(t, err)
 		require.True(t, r.Claimed)
-		ok, err := s.Hold(ctx, backends.HoldParams{Scope: scope, Key: key, Owner: owner, For: short, Retention: time.Hour})
+		hold, retention := time.Hour, time.Hour
+		if i%3 == 0 {
+			hold, retention = short, short
+		}
+		ok, err := s.Hold(ctx, backends.HoldParams{Scope: scope, Key: key, Owner: owner, For: hold, Code: "c", Retention: retention})
 		require.NoError(t, err)
 		require.True(t, ok)
-		if i%2 == 0 {
+		var rec backends.Record
+		switch i % 3 {
+		case 0:
 			r, err = s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Owner: "other-" + key, Lease: time.Minute, Retention: time.Hour})
 			require.NoError(t, err)
-			ended := r.Existing.State == backends.StateHeld && r.Existing.Held.Remaining <= 0 && r.Existing.LeaseRemaining <= 0
-			require.False(t, !r.Claimed && ended, "key %d: a refused Claim reported a held record it could take over: %+v", i, r.Existing)
-			continue
+			rec = r.Existing
+			ended := rec.Held.Remaining <= 0 && rec.LeaseRemaining <= 0
+			require.False(t, rec.State == backends.StateHeld && ended, "key %d: a refused Claim reported a held record it could take over: %+v", i, rec)
+		case 1:
+			l, err := s.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: scope, Key: key, Owner: "reconciler-" + key, Lease: short})
+			require.NoError(t, err)
+			require.True(t, l.Leased)
+			res, err := s.Resolve(ctx, backends.ResolveParams{Scope: scope, Key: key, Owner: "other-" + key, Outcome: []byte("v"), Retention: time.Hour})
+			require.NoError(t, err)
+			rec = res.Existing
+			require.False(t, rec.State == backends.StateHeld && rec.LeaseRemaining <= 0, "key %d: a refused Resolve reported a held record with no live lease: %+v", i, rec)
+		case 2:
+			l, err := s.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: scope, Key: key, Owner: "reconciler-" + key, Lease: short})
+			require.NoError(t, err)
+			require.True(t, l.Leased)
+			l, err = s.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: scope, Key: key, Owner: "other-" + key, Lease: time.Hour})
+			require.NoError(t, err)
+			rec = l.Existing
+			require.False(t, rec.State == backends.StateHeld && rec.LeaseRemaining <= 0, "key %d: a refused LeaseHeld reported a held record with no live lease: %+v", i, rec)
 		}
-		l, err := s.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: scope, Key: key, Owner: "reconciler-" + key, Lease: short})
-		require.NoError(t, err)
-		require.True(t, l.Leased)
-		res, err := s.Resolve(ctx, backends.ResolveParams{Scope: scope, Key: key, Owner: "other-" + key, Outcome: []byte("v"), Retention: time.Hour})
-		require.NoError(t, err)
-		lapsed := res.Existing.State == backends.StateHeld && res.Existing.LeaseRemaining <= 0
-		require.False(t, !res.Resolved && lapsed, "key %d: a refused Resolve reported a held record with no live lease: %+v", i, res.Existing)
+		if rec.State == backends.StateHeld {
+			require.Equal(t, "c", rec.Held.Code, "key %d: a held record is reported with its details", i)
+		}
 	}
 }

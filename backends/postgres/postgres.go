@@ -165,9 +165,10 @@ type querier interface {
 //
 // A key found held takes one more statement, which reads the hold's
 // details (see backends.Store.Hold). When that read finds the hold and the
-// reconciler's lease ended (they ended between the two statements), the
-// Claim runs again, so that it never reports a held record it could have
-// taken over.
+// reconciler's lease ended, or the record no longer held (it changed
+// between the two statements), the Claim runs again, so that it never
+// reports a held record it could have taken over, or one without its
+// details.
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
@@ -178,13 +179,13 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 		if err != nil || res.Existing.State != backends.StateHeld {
 			return res, err
 		}
-		if err := s.heldDetails(ctx, s.db, p.Scope, p.Key, &res.Existing); err != nil {
+		held, err := s.heldDetails(ctx, s.db, p.Scope, p.Key, &res.Existing)
+		if err != nil {
 			return res, err
 		}
 		rec := res.Existing
-		claimable := rec.State == backends.StateHeld && rec.Held.Remaining <= 0 && rec.LeaseRemaining <= 0 &&
-			backends.FingerprintMatches(rec.Fingerprint, p.Fingerprint)
-		if !claimable || attempt == maxAttempts {
+		claimable := rec.Held.Remaining <= 0 && rec.LeaseRemaining <= 0 && backends.FingerprintMatches(rec.Fingerprint, p.Fingerprint)
+		if held && !claimable || attempt == maxAttempts {
 			return res, nil
 		}
 	}
@@ -210,7 +211,8 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 // at most LockTimeout for an uncommitted transaction holding the key.
 //
 // A key found held takes one more statement, as in Claim, and Resolve
-// runs again when that read finds no live reconciler lease.
+// runs again when that read finds no live reconciler lease, or no held
+// record.
 func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
@@ -219,13 +221,13 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 		if err != nil || res.Existing.State != backends.StateHeld {
 			return res, err
 		}
-		if err := s.heldDetails(ctx, s.db, p.Scope, p.Key, &res.Existing); err != nil {
+		held, err := s.heldDetails(ctx, s.db, p.Scope, p.Key, &res.Existing)
+		if err != nil {
 			return res, err
 		}
 		rec := res.Existing
-		resolvable := rec.State == backends.StateHeld && rec.LeaseRemaining <= 0 &&
-			backends.FingerprintMatches(rec.Fingerprint, p.Fingerprint)
-		if !resolvable || attempt == maxAttempts {
+		resolvable := rec.LeaseRemaining <= 0 && backends.FingerprintMatches(rec.Fingerprint, p.Fingerprint)
+		if held && !resolvable || attempt == maxAttempts {
 			return res, nil
 		}
 	}

@@ -65,7 +65,7 @@ func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.C
 		return t.claimOnce(ctx, p)
 	})
 	if err == nil && res.Existing.State == backends.StateHeld {
-		err = t.s.heldDetails(ctx, t.tx, p.Scope, p.Key, &res.Existing)
+		_, err = t.s.heldDetails(ctx, t.tx, p.Scope, p.Key, &res.Existing)
 	}
 	return res, err
 }
@@ -122,7 +122,7 @@ func (t *txStore) Resolve(ctx context.Context, p backends.ResolveParams) (backen
 		return r, err
 	})
 	if err == nil && res.Existing.State == backends.StateHeld {
-		err = t.s.heldDetails(ctx, t.tx, p.Scope, p.Key, &res.Existing)
+		_, err = t.s.heldDetails(ctx, t.tx, p.Scope, p.Key, &res.Existing)
 	}
 	return res, err
 }
