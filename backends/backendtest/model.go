@@ -14,10 +14,11 @@ import (
 )
 
 // The model-based test drives a store with random sequences of Claim,
-// Complete, Renew, Release, Resolve, Admin Delete and Get, and the passage
-// of time, over a few keys and owners, with leases and retentions that are
-// either tiny (1 ns to 1 ms) or huge (an hour to math.MaxInt64), and
-// checks every result against a reference model of the contract.
+// Complete, Renew, Release, Resolve, Hold, LeaseHeld, Admin Delete and
+// Get, List walks, Count, Sweep and the passage of time, over a few keys
+// and owners, with leases, holds and retentions that are either tiny
+// (1 ns to 1 ms) or huge (an hour to math.MaxInt64, HoldUntilResolved),
+// and checks every result against a reference model of the contract.
 //
 // Time passes for real on a server, so the model never guesses a close
 // boundary: a huge duration never ends during a run, and a tiny one has
@@ -25,7 +26,11 @@ import (
 // clock). Between its write and that step a tiny deadline may or may not
 // have passed; the model then keeps every state the contract allows and
 // lets the store's answer decide, so an answer is accepted only if some
-// consistent timing explains it.
+// consistent timing explains it. Ages are bounded the same way: a record
+// written before k advances is at least k×tinyEndsWithin old.
+//
+// The operations of an optional interface (Admin, Holder, Lister, a
+// Sweep method) are skipped on a store without it (see capabilities).
 
 var longModel = flag.Bool("backendtest.long", false, "run the model-based store test with many more seeds and operations")
 
@@ -82,12 +87,17 @@ const (
 	opRenew
 	opRelease
 	opResolve
+	opHold
+	opLeaseHeld
 	opDelete
-	opGet
+	opGet // the first that is not a write
+	opList
+	opCount
+	opSweep
 	opAdvance
 )
 
-var opNames = [...]string{"Claim", "Complete", "Renew", "Release", "Resolve", "Delete", "Get", "Advance"}
+var opNames = [...]string{"Claim", "Complete", "Renew", "Release", "Resolve", "Hold", "LeaseHeld", "Delete", "Get", "List", "Count", "Sweep", "Advance"}
 
 type op struct {
 	kind      opKind
@@ -95,8 +105,10 @@ type op struct {
 	owner     string
 	fp        string
 	outcome   string
-	lease     time.Duration
+	lease     time.Duration // Claim, Renew, LeaseHeld; Hold: the hold period
 	retention time.Duration
+	code, msg string // Hold
+	list      listOp // List
 }
 
 func (o op) String() string {
@@ -111,8 +123,16 @@ func (o op) String() string {
 		return fmt.Sprintf("Release(%s, owner=%s)", o.key, o.owner)
 	case opResolve:
 		return fmt.Sprintf("Resolve(%s, owner=%q, fp=%q, outcome=%q, retention=%v)", o.key, o.owner, o.fp, o.outcome, o.retention)
+	case opHold:
+		return fmt.Sprintf("Hold(%s, owner=%s, for=%v, code=%.12q, message=%.12q, retention=%v)", o.key, o.owner, o.lease, o.code, o.msg, o.retention)
+	case opLeaseHeld:
+		return fmt.Sprintf("LeaseHeld(%s, owner=%s, lease=%v)", o.key, o.owner, o.lease)
 	case opDelete, opGet:
 		return fmt.Sprintf("%s(%s)", opNames[o.kind], o.key)
+	case opList:
+		return o.list.String()
+	case opCount, opSweep:
+		return opNames[o.kind]
 	default:
 		return "Advance (the store's clock passes every tiny duration)"
 	}
@@ -122,12 +142,19 @@ var (
 	modelKeys      = []string{"m0", "m1", "m2"}
 	claimOwners    = []string{"owner-a", "owner-b", "owner-c"}
 	resolveOwners  = []string{"resolver-a", "resolver-b", ""}
+	leaseOwners    = []string{"resolver-a", "resolver-b"}
 	modelFPs       = []string{"", "fp-x", "fp-y"}
 	modelOutcomes  = []string{"v1", "v2"}
+	heldCodes      = []string{"provider_timeout", strings.Repeat("c", backends.MaxHeldCodeLen)}
+	heldMessages   = []string{"", "the provider did not answer", strings.Repeat("é", backends.MaxHeldMessageLen/2)}
 	tinyDurations  = []time.Duration{time.Nanosecond, time.Microsecond, time.Millisecond}
-	hugeDurations  = []time.Duration{time.Hour, 100 * 365 * 24 * time.Hour, 1 << 62, math64}
+	hugeDurations  = []time.Duration{time.Hour, century, 1 << 62, math64}
 	tinyEndsWithin = 2 * time.Millisecond // an Advance waits this long on the store's clock
 )
+
+// century is the longest hold that HeldInfo.Unbounded does not call
+// unbounded.
+const century = 100 * 365 * 24 * time.Hour
 
 func isHuge(d time.Duration) bool { return d >= time.Hour }
 
@@ -139,36 +166,85 @@ func generate(r *rand.Rand, n int) []op {
 		}
 		return hugeDurations[r.IntN(len(hugeDurations))]
 	}
-	lastClaimer := map[string]string{}
+	holdFor := func() time.Duration {
+		if r.IntN(100) < 15 {
+			return backends.HoldUntilResolved
+		}
+		return dur()
+	}
+	lastClaimer, lastLeaser := map[string]string{}, map[string]string{}
 	owner := func(key string) string {
 		if o, ok := lastClaimer[key]; ok && r.IntN(100) < 70 {
 			return o
 		}
 		return pick(claimOwners)
 	}
+	resolver := func(key string) string {
+		if o, ok := lastLeaser[key]; ok && r.IntN(100) < 60 {
+			return o
+		}
+		return pick(resolveOwners)
+	}
 	var ops []op
 	for len(ops) < n {
 		key := pick(modelKeys)
 		var o op
 		switch w := r.IntN(100); {
-		case w < 10 && len(ops) > 0 && ops[len(ops)-1].kind < opGet:
+		case w < 8 && len(ops) > 0 && ops[len(ops)-1].kind < opGet:
 			// A driver's re-send of the previous write, reply lost.
 			o = ops[len(ops)-1]
-		case w < 38:
+		case w < 30:
 			o = op{kind: opClaim, key: key, owner: pick(claimOwners), fp: pick(modelFPs), lease: dur(), retention: dur()}
 			lastClaimer[key] = o.owner
-		case w < 52:
+		case w < 39:
 			o = op{kind: opComplete, key: key, owner: owner(key), outcome: pick(modelOutcomes), retention: dur()}
-		case w < 62:
+		case w < 45:
 			o = op{kind: opRenew, key: key, owner: owner(key), lease: dur()}
-		case w < 69:
+		case w < 50:
 			o = op{kind: opRelease, key: key, owner: owner(key)}
+		case w < 58:
+			o = op{kind: opResolve, key: key, owner: resolver(key), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur()}
+		case w < 65:
+			o = op{kind: opHold, key: key, owner: owner(key), lease: holdFor(), code: pick(heldCodes), msg: pick(heldMessages), retention: dur()}
+		case w < 71:
+			o = op{kind: opLeaseHeld, key: key, owner: pick(leaseOwners), lease: dur()}
+			lastLeaser[key] = o.owner
+		case w < 75:
+			// A held record on a fresh key, often under a reconciler's
+			// lease, for the operations after it to meet: completed
+			// records with huge retentions would block the keys otherwise.
+			claimer := pick(claimOwners)
+			lastClaimer[key] = claimer
+			ops = append(ops,
+				op{kind: opDelete, key: key},
+				op{kind: opClaim, key: key, owner: claimer, fp: pick(modelFPs), lease: dur(), retention: dur()},
+				op{kind: opHold, key: key, owner: claimer, lease: holdFor(), code: pick(heldCodes), msg: pick(heldMessages), retention: dur()})
+			if r.IntN(3) > 0 {
+				leaser := pick(leaseOwners)
+				lastLeaser[key] = leaser
+				ops = append(ops, op{kind: opLeaseHeld, key: key, owner: leaser, lease: dur()})
+			}
+			// Then someone else meets it.
+			switch r.IntN(4) {
+			case 0:
+				o = op{kind: opResolve, key: key, owner: pick(resolveOwners), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur()}
+			case 1:
+				o = op{kind: opLeaseHeld, key: key, owner: pick(leaseOwners), lease: dur()}
+			case 2:
+				o = op{kind: opComplete, key: key, owner: claimer, outcome: pick(modelOutcomes), retention: dur()}
+			default:
+				o = op{kind: opClaim, key: key, owner: pick(claimOwners), fp: pick(modelFPs), lease: dur(), retention: dur()}
+			}
 		case w < 79:
-			o = op{kind: opResolve, key: key, owner: pick(resolveOwners), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur()}
-		case w < 83:
 			o = op{kind: opDelete, key: key}
-		case w < 91:
+		case w < 86:
 			o = op{kind: opGet, key: key}
+		case w < 89:
+			o = op{kind: opList, list: generateList(r)}
+		case w < 90:
+			o = op{kind: opCount}
+		case w < 91:
+			o = op{kind: opSweep}
 		default:
 			o = op{kind: opAdvance}
 		}
@@ -228,15 +304,26 @@ type mrec struct {
 	owner   string
 	fp      string
 	outcome string
-	lease   deadline // pending only
-	expiry  deadline // pending: at least the lease end (decision A)
+	// lease is a pending record's lease, a held record's reconciler lease
+	// (gone while none was taken).
+	lease deadline
+	// hold is a held record's hold; unbounded reports one made longer
+	// than a century (HeldInfo.Unbounded).
+	hold      deadline
+	unbounded bool
+	code, msg string
+	// since is the epoch in which a pending record was claimed or taken
+	// over, a held record held.
+	since  int
+	expiry deadline // pending: at least the lease end (decision A)
 }
 
 // world is one timing consistent with the model: the record as it is now,
-// and whether a pending record's lease is live.
+// whether a pending record's lease (a held record's reconciler lease) is
+// live, and whether a held record's hold is.
 type world struct {
-	rec       mrec
-	leaseLive bool
+	rec                 mrec
+	leaseLive, holdLive bool
 }
 
 func (r mrec) worlds(epoch int) []world {
@@ -254,19 +341,41 @@ func (r mrec) worlds(epoch int) []world {
 	if r.state == backends.StateCompleted {
 		return append(ws, world{rec: r})
 	}
-	if l := r.lease.at(epoch); l != passed {
-		ws = append(ws, world{rec: r, leaseLive: true})
-	}
-	if r.lease.at(epoch) != live {
-		lapsed := r
-		lapsed.lease = gone
-		ws = append(ws, world{rec: lapsed})
+	for _, leaseLive := range r.lease.possible(epoch) {
+		lr := r
+		if !leaseLive {
+			lr.lease = gone
+		}
+		if r.state == backends.StatePending {
+			ws = append(ws, world{rec: lr, leaseLive: leaseLive})
+			continue
+		}
+		for _, holdLive := range r.hold.possible(epoch) {
+			hr := lr
+			if !holdLive {
+				hr.hold = gone
+			}
+			ws = append(ws, world{rec: hr, leaseLive: leaseLive, holdLive: holdLive})
+		}
 	}
 	return ws
 }
 
-// leaseClass buckets a reported lease: 0 lapsed, 1 live and short (a tiny
-// lease), 2 live and long (a huge lease; the shortest is an hour).
+// possible returns whether d may be live (true), ended (false), or both.
+func (d deadline) possible(epoch int) []bool {
+	switch d.at(epoch) {
+	case live:
+		return []bool{true}
+	case passed:
+		return []bool{false}
+	default:
+		return []bool{true, false}
+	}
+}
+
+// leaseClass buckets a reported lease or hold: 0 ended, 1 live and short
+// (a tiny duration), 2 live and long (a huge one; the shortest is an
+// hour).
 func leaseClass(d time.Duration) int {
 	switch {
 	case d <= 0:
@@ -278,31 +387,108 @@ func leaseClass(d time.Duration) int {
 	}
 }
 
+// holdClass is leaseClass of a hold, 3 when it is unbounded.
+func holdClass(h backends.HeldInfo) int {
+	if h.Unbounded() {
+		return 3
+	}
+	return leaseClass(h.Remaining)
+}
+
 // result is what an operation reported, normalised so that the model's
-// expectation and the store's answer compare with ==.
+// expectation and the store's answer compare with == (see admits).
 type result struct {
 	ok, tookOver bool
 	state        backends.State
 	fp, outcome  string
-	lease        int
+	lease, hold  int
+	code, msg    string
+	// expires is Get's and List's expiry class (leaseClass of ExpiresIn).
+	expires int
+	// age is the Age the store reported; minAge the least the model
+	// allows (zero on a store that does not record ages). zeroAgeOK
+	// accepts an age of zero as well: a pending record reported by a
+	// write, whose age the PostgreSQL store does not read (see
+	// pendingAgeUnread).
+	age, minAge time.Duration
+	zeroAgeOK   bool
+}
+
+// admits reports whether got is an answer the model's want allows.
+func (want result) admits(got result) bool {
+	if got.age < want.minAge && (got.age != 0 || !want.zeroAgeOK) {
+		return false
+	}
+	got.age, want.minAge, want.zeroAgeOK = 0, 0, false
+	return want == got
 }
 
 func (r result) String() string {
 	if r.state == 0 {
 		return fmt.Sprintf("{ok=%v tookOver=%v}", r.ok, r.tookOver)
 	}
-	return fmt.Sprintf("{ok=%v existing %v fp=%q outcome=%q leaseClass=%d}", r.ok, r.state, r.fp, r.outcome, r.lease)
+	s := fmt.Sprintf("{ok=%v existing %v fp=%q outcome=%q leaseClass=%d", r.ok, r.state, r.fp, r.outcome, r.lease)
+	if r.hold != 0 || r.code != "" || r.msg != "" {
+		s += fmt.Sprintf(" holdClass=%d code=%.12q message=%.12q", r.hold, r.code, r.msg)
+	}
+	if r.expires != 0 {
+		s += fmt.Sprintf(" expiresClass=%d", r.expires)
+	}
+	if r.minAge != 0 {
+		s += fmt.Sprintf(" age>=%v", r.minAge)
+	}
+	if r.age != 0 {
+		s += fmt.Sprintf(" age=%v", r.age)
+	}
+	return s + "}"
 }
 
-func existingResult(w world) result {
+// minAge is the least age of a record written in epoch since.
+func minAge(since, epoch int) time.Duration {
+	return time.Duration(epoch-since) * tinyEndsWithin
+}
+
+func existingResult(w world, epoch int) result {
 	r := result{state: w.rec.state, fp: w.rec.fp, outcome: w.rec.outcome}
-	if w.rec.state == backends.StatePending && w.leaseLive {
+	if w.rec.state == backends.StateCompleted {
+		return r
+	}
+	r.minAge = minAge(w.rec.since, epoch)
+	if w.leaseLive {
 		r.lease = 1
 		if w.rec.lease.huge {
 			r.lease = 2
 		}
 	}
+	if w.rec.state == backends.StateHeld {
+		r.code, r.msg = w.rec.code, w.rec.msg
+		switch {
+		case !w.holdLive:
+		case w.rec.unbounded:
+			r.hold = 3
+		case w.rec.hold.huge:
+			r.hold = 2
+		default:
+			r.hold = 1
+		}
+	}
 	return r
+}
+
+func expiresClass(d deadline) int {
+	if d.huge {
+		return 2
+	}
+	return 1
+}
+
+// reportedExpiresClass is expiresClass of a reported ExpiresIn: zero
+// (under the store's resolution) and short are alike.
+func reportedExpiresClass(d time.Duration) int {
+	if d > 30*time.Minute {
+		return 2
+	}
+	return 1
 }
 
 func boundFP(stored, given string) string {
@@ -314,26 +500,45 @@ func boundFP(stored, given string) string {
 
 func fpMatch(stored, given string) bool { return stored == "" || given == "" || stored == given }
 
+// pendingAgeUnread lets a pending record that Claim, Resolve or LeaseHeld
+// reports have a zero Age. backends.Record says a store that implements
+// Lister reports Age; the PostgreSQL store reads it in Get and List only
+// (and for held records), so its writes report pending records with Age
+// zero. The core never reads a pending record's Age; Get and List are
+// checked in full.
+const pendingAgeUnread = true
+
 // apply returns what the contract says o reports in world w, and the
 // record after it.
 func apply(w world, o op, epoch int) (result, mrec) {
+	want, after := applyContract(w, o, epoch)
+	if pendingAgeUnread && want.state == backends.StatePending && o.kind != opGet {
+		want.zeroAgeOK = true
+	}
+	return want, after
+}
+
+func applyContract(w world, o op, epoch int) (result, mrec) {
 	r := w.rec
-	pending, completed := r.state == backends.StatePending, r.state == backends.StateCompleted
+	pending, completed, held := r.state == backends.StatePending, r.state == backends.StateCompleted, r.state == backends.StateHeld
+	// otherReconciler: a held record's live reconciler lease is not o's.
+	otherReconciler := held && w.leaseLive && r.owner != o.owner
 	switch o.kind {
 	case opClaim:
 		newClaim := func(fp string) mrec {
 			lease := deadlineOf(o.lease, epoch)
-			return mrec{state: backends.StatePending, owner: o.owner, fp: fp, lease: lease, expiry: later(lease, deadlineOf(o.retention, epoch))}
+			return mrec{state: backends.StatePending, owner: o.owner, fp: fp, lease: lease, since: epoch, expiry: later(lease, deadlineOf(o.retention, epoch))}
 		}
 		switch {
 		case r.state == 0:
 			return result{ok: true}, newClaim(o.fp)
 		case pending && r.owner == o.owner:
 			return result{ok: true}, r // a re-send: nothing changes
-		case pending && !w.leaseLive && fpMatch(r.fp, o.fp):
+		case pending && !w.leaseLive && fpMatch(r.fp, o.fp),
+			held && !w.leaseLive && !w.holdLive && fpMatch(r.fp, o.fp):
 			return result{ok: true, tookOver: true}, newClaim(boundFP(r.fp, o.fp))
 		default:
-			return existingResult(w), r
+			return existingResult(w, epoch), r
 		}
 	case opComplete:
 		switch {
@@ -363,21 +568,47 @@ func apply(w world, o op, epoch int) (result, mrec) {
 		switch {
 		case r.state == 0:
 			return result{ok: true}, resolved(o.fp)
-		case pending && fpMatch(r.fp, o.fp):
+		case (pending || held && !otherReconciler) && fpMatch(r.fp, o.fp):
 			return result{ok: true}, resolved(boundFP(r.fp, o.fp))
 		case completed && o.owner != "" && r.owner == o.owner && r.outcome == o.outcome:
 			return result{ok: true}, r
 		default:
-			return existingResult(w), r
+			return existingResult(w, epoch), r
 		}
+	case opHold:
+		switch {
+		case pending && r.owner == o.owner:
+			hold := deadlineOf(o.lease, epoch)
+			return result{ok: true}, mrec{
+				state: backends.StateHeld, owner: r.owner, fp: r.fp, lease: gone,
+				hold: hold, unbounded: o.lease > century, code: o.code, msg: o.msg,
+				since: epoch, expiry: later(hold, deadlineOf(o.retention, epoch)),
+			}
+		case held && r.owner == o.owner:
+			return result{ok: true}, r // a re-send: left as it is
+		}
+		return result{}, r
+	case opLeaseHeld:
+		if held && !otherReconciler {
+			n := r
+			n.owner = o.owner
+			n.lease = deadlineOf(o.lease, epoch)
+			n.expiry = later(r.expiry, n.lease)
+			return result{ok: true}, n
+		}
+		if r.state == 0 {
+			return result{}, r
+		}
+		return existingResult(w, epoch), r
 	case opDelete:
 		return result{ok: r.state != 0}, mrec{}
 	case opGet:
 		if r.state == 0 {
 			return result{}, r
 		}
-		res := existingResult(w)
+		res := existingResult(w, epoch)
 		res.ok = true
+		res.expires = expiresClass(r.expiry)
 		return res, r
 	}
 	panic("unreachable")
@@ -390,22 +621,26 @@ type modelFailure struct {
 	msg   string
 }
 
-// do runs o on the store and normalises its answer.
-func do(e *env, o op) (result, error) {
+func bytesOf(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
+}
+
+// fromRecord normalises a record the store reported.
+func fromRecord(rec backends.Record) result {
+	return result{
+		state: rec.State, fp: string(rec.Fingerprint), outcome: string(rec.Outcome),
+		lease: leaseClass(rec.LeaseRemaining), hold: holdClass(rec.Held), code: rec.Held.Code, msg: rec.Held.Message,
+		age: rec.Age,
+	}
+}
+
+// do runs o, a single-key operation, on the store and normalises its
+// answer.
+func do(e *env, c capabilities, o op) (result, error) {
 	s, ctx := e.store, e.ctx
-	bytesOf := func(s string) []byte {
-		if s == "" {
-			return nil
-		}
-		return []byte(s)
-	}
-	fromRecord := func(rec backends.Record) result {
-		r := result{state: rec.State, fp: string(rec.Fingerprint), outcome: string(rec.Outcome)}
-		if rec.State == backends.StatePending {
-			r.lease = leaseClass(rec.LeaseRemaining)
-		}
-		return r
-	}
 	switch o.kind {
 	case opClaim:
 		r, err := s.Claim(ctx, backends.ClaimParams{Scope: e.scope, Key: o.key, Fingerprint: bytesOf(o.fp), Owner: o.owner, Lease: o.lease, Retention: o.retention})
@@ -428,72 +663,125 @@ func do(e *env, o op) (result, error) {
 			return result{ok: r.Resolved}, err
 		}
 		return fromRecord(r.Existing), nil
+	case opHold:
+		ok, err := c.holder.Hold(ctx, backends.HoldParams{Scope: e.scope, Key: o.key, Owner: o.owner, For: o.lease, Code: o.code, Message: o.msg, Retention: o.retention})
+		return result{ok: ok}, err
+	case opLeaseHeld:
+		r, err := c.holder.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: e.scope, Key: o.key, Owner: o.owner, Lease: o.lease})
+		if err != nil || r.Leased || r.Existing.State == 0 {
+			return result{ok: r.Leased}, err
+		}
+		return fromRecord(r.Existing), nil
 	case opDelete:
-		ok, err := s.(backends.Admin).Delete(ctx, e.scope, o.key)
+		ok, err := c.admin.Delete(ctx, e.scope, o.key)
 		return result{ok: ok}, err
 	case opGet:
-		rec, expiresIn, found, err := s.(backends.Admin).Get(ctx, e.scope, o.key)
+		rec, expiresIn, found, err := c.admin.Get(ctx, e.scope, o.key)
 		if err != nil || !found {
 			return result{}, err
 		}
-		if expiresIn < 0 {
-			return result{}, fmt.Errorf("a live record reported by Get expires in %v", expiresIn)
-		}
-		if rec.State == backends.StatePending && rec.LeaseRemaining > 2*time.Millisecond && expiresIn < rec.LeaseRemaining-2*time.Millisecond {
-			return result{}, fmt.Errorf("a pending record expires (in %v) before its lease ends (in %v)", expiresIn, rec.LeaseRemaining)
+		if err := checkExpiresIn(rec, expiresIn); err != nil {
+			return result{}, fmt.Errorf("Get: %w", err)
 		}
 		r := fromRecord(rec)
 		r.ok = true
+		r.expires = reportedExpiresClass(expiresIn)
 		return r, nil
 	}
 	panic("unreachable")
+}
+
+// checkExpiresIn checks what Get and List report of a live record's
+// expiry against its lease and hold: the record lives at least until
+// both end.
+func checkExpiresIn(rec backends.Record, expiresIn time.Duration) error {
+	const slack = 2 * time.Millisecond
+	if expiresIn < 0 { // zero: less than the store's resolution (Redis: 1 ms) left
+		return fmt.Errorf("a live record expires in %v", expiresIn)
+	}
+	if rec.LeaseRemaining > slack && expiresIn < rec.LeaseRemaining-slack {
+		return fmt.Errorf("a %v record expires (in %v) before its lease ends (in %v)", rec.State, expiresIn, rec.LeaseRemaining)
+	}
+	if rec.State == backends.StateHeld && !rec.Held.Unbounded() && rec.Held.Remaining > slack && expiresIn < rec.Held.Remaining-slack {
+		return fmt.Errorf("a held record expires (in %v) before its hold ends (in %v)", expiresIn, rec.Held.Remaining)
+	}
+	return nil
 }
 
 // runModel runs ops on a fresh scope of e's store and returns the first
 // disagreement with the model, or nil.
 func runModel(e *env, ops []op) *modelFailure {
 	e.scope = Scope(e.t)
-	_, isAdmin := e.store.(backends.Admin)
-	epoch := 0
-	states := map[string][]mrec{}
+	c := capabilitiesOf(e.store)
+	m := &modelRun{epoch: 0, states: map[string][]mrec{}}
 	for i, o := range ops {
-		if o.kind == opAdvance {
+		if !c.runs(o.kind) {
+			continue
+		}
+		var msg string
+		switch o.kind {
+		case opAdvance:
 			e.elapse(tinyEndsWithin)
-			epoch++
-			continue
+			m.epoch++
+			m.advances++
+		case opList:
+			msg = m.list(e, c, o.list)
+		case opCount:
+			msg = m.count(e, c)
+		case opSweep:
+			msg = m.sweep(e, c)
+		default:
+			msg = m.single(e, c, o)
 		}
-		if (o.kind == opDelete || o.kind == opGet) && !isAdmin {
-			continue
+		if msg != "" {
+			return &modelFailure{i, fmt.Sprintf("operation %d, %s: %s", i, o, msg)}
 		}
-		got, err := do(e, o)
-		if err != nil {
-			return &modelFailure{i, fmt.Sprintf("operation %d, %s: %v", i, o, err)}
-		}
-		var next []mrec
-		var expected []string
-		for _, cand := range states[o.key] {
-			for _, w := range cand.worlds(epoch) {
-				want, after := apply(w, o, epoch)
-				expected = append(expected, want.String())
-				if want == got && !contains(next, after) {
-					next = append(next, after)
-				}
+	}
+	return nil
+}
+
+// modelRun is the model during one run: the records each key may hold
+// now, the current epoch, and the Advances so far (each leaves a pending
+// clock marker in the scope).
+type modelRun struct {
+	epoch, advances int
+	states          map[string][]mrec
+}
+
+// candidates returns the records key may hold (absent before any write).
+func (m *modelRun) candidates(key string) []mrec {
+	if c := m.states[key]; len(c) > 0 {
+		return c
+	}
+	return []mrec{{}}
+}
+
+// single runs a one-key operation and narrows the key's candidates to
+// those consistent with its answer; it returns why none is, or "".
+func (m *modelRun) single(e *env, c capabilities, o op) string {
+	got, err := do(e, c, o)
+	if err != nil {
+		return err.Error()
+	}
+	var next []mrec
+	var expected []string
+	for _, cand := range m.candidates(o.key) {
+		for _, w := range cand.worlds(m.epoch) {
+			want, after := apply(w, o, m.epoch)
+			if !c.ages {
+				want.minAge = 0
 			}
-		}
-		if len(states[o.key]) == 0 {
-			want, after := apply(world{}, o, epoch)
 			expected = append(expected, want.String())
-			if want == got {
+			if want.admits(got) && !contains(next, after) {
 				next = append(next, after)
 			}
 		}
-		if len(next) == 0 {
-			return &modelFailure{i, fmt.Sprintf("operation %d, %s: the store reported %v; the contract allows %s",
-				i, o, got, strings.Join(dedupe(expected), " or "))}
-		}
-		states[o.key] = next
 	}
-	return nil
+	if len(next) == 0 {
+		return fmt.Sprintf("the store reported %v; the contract allows %s", got, strings.Join(dedupe(expected), " or "))
+	}
+	m.states[o.key] = next
+	return ""
 }
 
 func contains(s []mrec, r mrec) bool {

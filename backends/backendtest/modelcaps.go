@@ -1,0 +1,67 @@
+package backendtest
+
+import (
+	"context"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// holder is the held state's methods (backends.Holder), asserted by their
+// signatures so that the model drives them whether a store implements
+// them as an optional interface or as part of backends.Store.
+type holder interface {
+	Hold(ctx context.Context, p backends.HoldParams) (bool, error)
+	LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error)
+}
+
+// The sweep methods of the stores that keep expired records: the SQL
+// stores' Sweep(ctx, batchSize) and the memory store's Sweep().
+type (
+	batchSweeper interface {
+		Sweep(ctx context.Context, batchSize int) (int64, error)
+	}
+	memorySweeper interface{ Sweep() int }
+)
+
+// capabilities are the optional interfaces of the store under test that
+// the model drives. This is the one place the model asserts them: an
+// operation whose interface the store lacks is skipped (see runs).
+type capabilities struct {
+	admin  backends.Admin  // Delete, Get
+	holder holder          // Hold, LeaseHeld
+	lister backends.Lister // List, Count
+	sweep  func(ctx context.Context) (int64, error)
+	// ages reports that the store records Record.Age (a Lister does).
+	ages bool
+}
+
+func capabilitiesOf(s backends.Store) capabilities {
+	var c capabilities
+	c.admin, _ = s.(backends.Admin)
+	c.holder, _ = s.(holder)
+	c.lister, _ = s.(backends.Lister)
+	c.ages = c.lister != nil
+	switch sw := s.(type) {
+	case batchSweeper:
+		c.sweep = func(ctx context.Context) (int64, error) { return sw.Sweep(ctx, 0) }
+	case memorySweeper:
+		c.sweep = func(context.Context) (int64, error) { return int64(sw.Sweep()), nil }
+	}
+	return c
+}
+
+// runs reports whether the store has what an operation of kind needs.
+func (c capabilities) runs(kind opKind) bool {
+	switch kind {
+	case opDelete, opGet:
+		return c.admin != nil
+	case opHold, opLeaseHeld:
+		return c.holder != nil
+	case opList, opCount:
+		return c.lister != nil
+	case opSweep:
+		return c.sweep != nil
+	default:
+		return true
+	}
+}
