@@ -712,6 +712,9 @@ func checkExpiresIn(rec backends.Record, expiresIn time.Duration) error {
 // disagreement with the model, or nil.
 func runModel(e *env, ops []op) *modelFailure {
 	e.scope = Scope(e.t)
+	// The clock's markers live in a scope of their own, so that the
+	// run's scope holds the model's keys alone.
+	clock := &env{t: e.t, ctx: e.ctx, store: e.store, scope: Scope(e.t)}
 	c := capabilitiesOf(e.store)
 	m := &modelRun{epoch: 0, states: map[string][]mrec{}}
 	for i, o := range ops {
@@ -721,7 +724,7 @@ func runModel(e *env, ops []op) *modelFailure {
 		var msg string
 		switch o.kind {
 		case opAdvance:
-			e.elapse(tinyEndsWithin)
+			clock.elapse(tinyEndsWithin)
 			m.epoch++
 			m.advances++
 		case opList:
@@ -742,7 +745,7 @@ func runModel(e *env, ops []op) *modelFailure {
 
 // modelRun is the model during one run: the records each key may hold
 // now, the current epoch, and the Advances so far (each leaves a pending
-// clock marker in the scope).
+// clock marker in the store).
 type modelRun struct {
 	epoch, advances int
 	states          map[string][]mrec

@@ -73,9 +73,10 @@ func (m *modelRun) list(e *env, c capabilities, l listOp) string {
 			if msg := l.filterMismatch(e.scope, r, p.OlderThan); msg != "" {
 				return fmt.Sprintf("listed %s/%s %v: %s", r.Scope, r.Key, fromRecord(r.Record), msg)
 			}
-			if slices.Contains(modelKeys, r.Key) {
-				byKey[r.Key] = append(byKey[r.Key], r)
+			if !slices.Contains(modelKeys, r.Key) {
+				return fmt.Sprintf("listed %s/%s, a key the run never wrote", r.Scope, r.Key)
 			}
+			byKey[r.Key] = append(byKey[r.Key], r)
 		}
 		if page.Next == "" {
 			break
