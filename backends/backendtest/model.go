@@ -61,12 +61,16 @@ func exerciseModel(t *testing.T, newStore NewStore) {
 		t.Run("Seed"+strconv.FormatUint(seed, 10), func(t *testing.T) {
 			t.Parallel()
 			e := setup(t, newStore)
+			var fresh NewStore
+			if privateStores(e, newStore) {
+				fresh = newStore
+			}
 			ops := generate(rand.New(rand.NewPCG(seed, 0x0ace)), n)
-			failed := runModel(e, ops)
+			failed := runModel(e, fresh, ops)
 			if failed == nil {
 				return
 			}
-			minimal, why := shrink(e, ops[:failed.index+1], failed)
+			minimal, why := shrink(e, fresh, ops[:failed.index+1], failed)
 			var b strings.Builder
 			for i, o := range minimal {
 				fmt.Fprintf(&b, "\n  %3d %s", i, o)
@@ -708,15 +712,19 @@ func checkExpiresIn(rec backends.Record, expiresIn time.Duration) error {
 	return nil
 }
 
-// runModel runs ops on a fresh scope of e's store and returns the first
-// disagreement with the model, or nil.
-func runModel(e *env, ops []op) *modelFailure {
+// runModel runs ops on a fresh scope of e's store (on a store of its own
+// from fresh, when not nil) and returns the first disagreement with the
+// model, or nil.
+func runModel(e *env, fresh NewStore, ops []op) *modelFailure {
+	if fresh != nil {
+		e.store = fresh(e.t)
+	}
 	e.scope = Scope(e.t)
 	// The clock's markers live in a scope of their own, so that the
 	// run's scope holds the model's keys alone.
 	clock := &env{t: e.t, ctx: e.ctx, store: e.store, scope: Scope(e.t)}
 	c := capabilitiesOf(e.store)
-	m := &modelRun{epoch: 0, states: map[string][]mrec{}}
+	m := &modelRun{states: map[string][]mrec{}, private: fresh != nil}
 	for i, o := range ops {
 		if !c.runs(o.kind) {
 			continue
@@ -749,6 +757,8 @@ func runModel(e *env, ops []op) *modelFailure {
 type modelRun struct {
 	epoch, advances int
 	states          map[string][]mrec
+	// private reports that the store holds this run's records alone.
+	private bool
 }
 
 // candidates returns the records key may hold (absent before any write).
@@ -811,7 +821,7 @@ func dedupe(s []string) []string {
 // shrink removes operations from a failing sequence while it still fails
 // (each attempt on a fresh scope), and returns the shortest it found with
 // its failure. It stops after a bounded number of attempts.
-func shrink(e *env, ops []op, failure *modelFailure) ([]op, *modelFailure) {
+func shrink(e *env, fresh NewStore, ops []op, failure *modelFailure) ([]op, *modelFailure) {
 	const maxAttempts = 300
 	attempts := 0
 	for size := len(ops) / 2; size >= 1 && attempts < maxAttempts; {
@@ -819,7 +829,7 @@ func shrink(e *env, ops []op, failure *modelFailure) ([]op, *modelFailure) {
 		for start := 0; start+size <= len(ops) && attempts < maxAttempts; {
 			cand := append(append([]op(nil), ops[:start]...), ops[start+size:]...)
 			attempts++
-			if f := runModel(e, cand); f != nil {
+			if f := runModel(e, fresh, cand); f != nil {
 				ops, failure, reduced = cand[:f.index+1], f, true
 				continue
 			}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/stagedoor/once/backends"
 )
 
@@ -167,11 +169,12 @@ func (m *modelRun) listAdmits(w world, key string, l listOp, ages bool, obs []ba
 	return true, desc
 }
 
-// count checks Count against the run's scope. The store may be shared
-// with other tests, so each state's count is at least the number of this
-// scope's keys surely in that state (and the Advances' clock markers, all
+// count checks Count against the run's scope. On a store shared with
+// other tests, each state's count is at least the number of this scope's
+// keys surely in that state (and the Advances' clock markers, all
 // pending), and the oldest ages at least the oldest such record's least
-// age.
+// age. On a store of the run's own, each count is also at most the keys
+// that may be in that state.
 func (m *modelRun) count(e *env, c capabilities) string {
 	got, err := c.lister.Count(e.ctx)
 	if err != nil {
@@ -184,50 +187,94 @@ func (m *modelRun) count(e *env, c capabilities) string {
 	if got.Stored < got.Pending+got.Held+got.Completed+got.Expired {
 		return fmt.Sprintf("Stored is under the records counted by state: %+v", got)
 	}
-	var want backends.Counts
+	var least, most backends.Counts
 	if m.advances > 0 {
-		want.Pending = int64(m.advances)
-		want.OldestPending = minAge(1, m.epoch)
+		least.Pending, most.Pending = int64(m.advances), int64(m.advances)
+		least.OldestPending = minAge(1, m.epoch)
 	}
 	for _, key := range modelKeys {
-		state, since, sure := m.surely(key)
-		if !sure {
+		possible, sure, since := m.statesOf(key)
+		for st := range possible {
+			*countOf(&most, st)++
+		}
+		if sure == 0 {
 			continue
 		}
-		switch state {
+		*countOf(&least, sure)++
+		switch age := minAge(since, m.epoch); sure {
 		case backends.StatePending:
-			want.Pending++
-			want.OldestPending = max(want.OldestPending, minAge(since, m.epoch))
+			least.OldestPending = max(least.OldestPending, age)
 		case backends.StateHeld:
-			want.Held++
-			want.OldestHeld = max(want.OldestHeld, minAge(since, m.epoch))
-		case backends.StateCompleted:
-			want.Completed++
+			least.OldestHeld = max(least.OldestHeld, age)
 		}
 	}
 	if !c.ages {
-		want.OldestPending, want.OldestHeld = 0, 0
+		least.OldestPending, least.OldestHeld = 0, 0
 	}
-	if got.Pending < want.Pending || got.Held < want.Held || got.Completed < want.Completed ||
-		got.OldestPending < want.OldestPending || got.OldestHeld < want.OldestHeld {
-		return fmt.Sprintf("the store counted %+v; this scope alone holds at least %+v", got, want)
+	if got.Pending < least.Pending || got.Held < least.Held || got.Completed < least.Completed ||
+		got.OldestPending < least.OldestPending || got.OldestHeld < least.OldestHeld {
+		return fmt.Sprintf("the store counted %+v; this scope alone holds at least %+v", got, least)
+	}
+	if m.private && (got.Pending > most.Pending || got.Held > most.Held || got.Completed > most.Completed) {
+		return fmt.Sprintf("the store, holding this run's records alone, counted %+v; they are at most %+v", got, most)
 	}
 	return ""
 }
 
-// surely returns the state key is in in every world the model allows, and
-// the latest epoch it may have entered it in; sure is false when the
-// worlds disagree (or the key may be absent).
-func (m *modelRun) surely(key string) (state backends.State, since int, sure bool) {
+func countOf(c *backends.Counts, s backends.State) *int64 {
+	switch s {
+	case backends.StatePending:
+		return &c.Pending
+	case backends.StateHeld:
+		return &c.Held
+	default:
+		return &c.Completed
+	}
+}
+
+// statesOf returns the states key may be in (absent left out), the state
+// it is surely in (zero when the worlds disagree or it may be absent),
+// and the latest epoch it may have entered that state in.
+func (m *modelRun) statesOf(key string) (possible map[backends.State]bool, sure backends.State, since int) {
+	possible = map[backends.State]bool{}
+	absent := false
 	for _, cand := range m.candidates(key) {
 		for _, w := range cand.worlds(m.epoch) {
-			if w.rec.state == 0 || state != 0 && w.rec.state != state {
-				return 0, 0, false
+			if w.rec.state == 0 {
+				absent = true
+				continue
 			}
-			state, since = w.rec.state, max(since, w.rec.since)
+			possible[w.rec.state] = true
+			since = max(since, w.rec.since)
 		}
 	}
-	return state, since, state != 0
+	if absent || len(possible) != 1 {
+		return possible, 0, 0
+	}
+	for st := range possible {
+		sure = st
+	}
+	return possible, sure, since
+}
+
+// privateStores reports whether newStore gives each call a store of its
+// own (memory.New per call) rather than one shared store: a record
+// written through e's store is not found through another one. The model
+// then runs each sequence on a fresh store and checks Count exactly.
+func privateStores(e *env, newStore NewStore) bool {
+	e.t.Helper()
+	c := capabilitiesOf(e.store)
+	other, ok := newStore(e.t).(backends.Admin)
+	if c.admin == nil || c.lister == nil || !ok {
+		return false
+	}
+	key := "private-" + Token()
+	e.mustClaim(key, Token(), nil, longLease, longRetention)
+	_, _, found, err := other.Get(e.ctx, e.scope, key)
+	require.NoError(e.t, err)
+	_, err = c.admin.Delete(e.ctx, e.scope, key)
+	require.NoError(e.t, err)
+	return !found
 }
 
 // sweep runs the store's sweep. Expired records are absent in every
