@@ -685,7 +685,7 @@ func do(e *env, c capabilities, o op) (result, error) {
 			return result{}, err
 		}
 		if err := checkExpiresIn(rec, expiresIn); err != nil {
-			return result{}, fmt.Errorf("Get: %w", err)
+			return result{}, fmt.Errorf("the record Get reported: %w", err)
 		}
 		r := fromRecord(rec)
 		r.ok = true
