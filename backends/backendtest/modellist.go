@@ -171,8 +171,7 @@ func (m *modelRun) listAdmits(w world, key string, l listOp, ages bool, obs []ba
 
 // count checks Count against the run's scope. On a store shared with
 // other tests, each state's count is at least the number of this scope's
-// keys surely in that state (and the Advances' clock markers, all
-// pending), and the oldest ages at least the oldest such record's least
+// keys surely in that state, and the oldest ages at least the oldest such record's least
 // age. On a store of the run's own, each count is also at most the keys
 // that may be in that state.
 func (m *modelRun) count(e *env, c capabilities) string {
@@ -188,10 +187,6 @@ func (m *modelRun) count(e *env, c capabilities) string {
 		return fmt.Sprintf("Stored is under the records counted by state: %+v", got)
 	}
 	var least, most backends.Counts
-	if m.advances > 0 {
-		least.Pending, most.Pending = int64(m.advances), int64(m.advances)
-		least.OldestPending = minAge(1, m.epoch)
-	}
 	for _, key := range modelKeys {
 		possible, sure, since := m.statesOf(key)
 		for st := range possible {
