@@ -241,14 +241,14 @@ func generate(r *rand.Rand, n int) []op {
 			}
 		case w < 79:
 			o = op{kind: opDelete, key: key}
-		case w < 86:
-			o = op{kind: opGet, key: key}
 		case w < 89:
-			o = op{kind: opList, list: generateList(r)}
+			o = op{kind: opGet, key: key}
 		case w < 90:
-			o = op{kind: opCount}
+			// Rare: a Redis walk or Count SCANs the whole keyspace,
+			// however small the scope.
+			o = op{kind: opList, list: generateList(r)}
 		case w < 91:
-			o = op{kind: opSweep}
+			o = op{kind: []opKind{opCount, opSweep}[r.IntN(2)]}
 		default:
 			o = op{kind: opAdvance}
 		}
