@@ -6,7 +6,7 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// holder is the held state's methods (backends.Holder), asserted by their
+// holder is the held state's methods (part of backends.Store), asserted by their
 // signatures so that the model drives them whether a store implements
 // them as an optional interface or as part of backends.Store.
 type holder interface {
