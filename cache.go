@@ -183,15 +183,22 @@ func (lc *localCache) send(ctx context.Context, store backends.Store, p backends
 			expires: sent.Add(min(p.Lease, p.Retention)),
 		})
 	case res.Existing.State == backends.StateCompleted:
-		lc.records.put(k, res.Existing, lc.expiry(sent, p.Retention), lc.now())
+		lc.records.put(k, res.Existing, lc.expiry(sent, p.Retention, res.Existing.RetentionRemaining), lc.now())
 	}
 	return res, nil
 }
 
 // expiry is when an entry learnt at sent, for a record that lives
-// retention, leaves the cache.
-func (lc *localCache) expiry(sent time.Time, retention time.Duration) time.Time {
-	return sent.Add(min(lc.ttl, retention))
+// retention, leaves the cache: after min(TTL, retention) and, when the
+// store reported it (left > 0), the time the record had left as of the
+// read. The read came after sent, so sent + left is never later than the
+// record's end in the store.
+func (lc *localCache) expiry(sent time.Time, retention, left time.Duration) time.Time {
+	d := min(lc.ttl, retention)
+	if left > 0 {
+		d = min(d, left)
+	}
+	return sent.Add(d)
 }
 
 // own remembers a won claim, keeping owned bounded: when full it drops the
@@ -245,7 +252,7 @@ func (lc *localCache) complete(ctx context.Context, store backends.Store, p back
 	lc.mu.Unlock()
 	if applied && ok && oc.owner == p.Owner && oc.fpKnown {
 		rec := backends.Record{State: backends.StateCompleted, Fingerprint: oc.fp, Outcome: p.Outcome}
-		lc.records.put(k, rec, lc.expiry(sent, p.Retention), lc.now())
+		lc.records.put(k, rec, lc.expiry(sent, p.Retention, 0), lc.now())
 	}
 	return applied, nil
 }

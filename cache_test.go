@@ -455,3 +455,35 @@ func TestLocalCacheConcurrentMixedKeys(t *testing.T) {
 	require.LessOrEqual(t, bytes, 2048)
 	require.Less(t, cs.claims.Load(), int64(workers*calls), "some answers came from the cache or a shared claim")
 }
+
+// A record read from the store is cached no longer than the time it has
+// left there (backends.Record.RetentionRemaining), even when the reading
+// Keeper's TTL and retention are longer: after it expired in the store, fn
+// runs again.
+func TestLocalCacheEntryNeverOutlivesRemainingRetention(t *testing.T) {
+	ctx := context.Background()
+	clock := newFakeClock()
+	k, cs, mem := cachedKeeper(clock, once.LocalCache{MaxEntries: 8, TTL: time.Hour}, once.WithRetention(time.Hour))
+	other := once.New(mem, once.WithRetention(time.Minute)).Scope("s")
+	_, err := once.Do(ctx, other, "k", nil, func(context.Context) (int, error) { return 1, nil })
+	require.NoError(t, err)
+	clock.Advance(time.Minute - time.Second)
+	scope := k.Scope("s")
+	var runs atomic.Int64
+	for range 3 {
+		v, err := once.Do(ctx, scope, "k", nil, countRuns(&runs, 2))
+		require.NoError(t, err)
+		require.Equal(t, 1, v)
+	}
+	require.EqualValues(t, 1, cs.claims.Load(), "cached while the record lives")
+	clock.Advance(time.Second - time.Nanosecond)
+	v, err := once.Do(ctx, scope, "k", nil, countRuns(&runs, 2))
+	require.NoError(t, err)
+	require.Equal(t, 1, v)
+	require.EqualValues(t, 1, cs.claims.Load(), "still cached a nanosecond before the record's end")
+	clock.Advance(time.Nanosecond)
+	v, err = once.Do(ctx, scope, "k", nil, countRuns(&runs, 2))
+	require.NoError(t, err)
+	require.Equal(t, 2, v, "the record expired in the store, and so did the entry")
+	require.EqualValues(t, 1, runs.Load())
+}

@@ -43,16 +43,19 @@ type LocalCache struct {
 // How long. A record completed by this Keeper's Do is cached from the
 // moment its first completion attempt was sent (a retried completion
 // counts from the first) for min(TTL, retention), so it never outlives the
-// record in the store. A record read from the store
-// (completed by another process or before an eviction) is cached for
-// min(TTL, retention) from the read: the store does not report how long a
-// completed record has left, so such an entry may outlive the store's
-// record by up to that time.
+// record in the store. A record read from the store (completed by another
+// process or before an eviction) is cached for min(TTL, retention, the
+// time the record has left) from before the read, the last as the store
+// reports it by its clock (backends.Record.RetentionRemaining), so it never
+// outlives the record either. With a store that does not report the time
+// left (zero: a third-party store), such an entry is cached for
+// min(TTL, retention) from the read and may outlive the store's record by
+// up to that time.
 //
 // What it can serve stale, and for how long. The cache cannot see a
 // deletion: after an operator deletes a completed record (backends.Admin,
-// the once CLI), or the store expires a record that was read from it, this
-// process can keep answering from the old record for up to TTL: replaying
+// the once CLI), or a store that does not report the time left expires a
+// record that was read from it, this process can keep answering from the old record for up to TTL: replaying
 // its outcome, or ErrKeyReused to another fingerprint, where the store
 // would let fn run again. A Resolve, on this or another instance, never changes a
 // completed record, so it makes nothing stale. A caller that joins another

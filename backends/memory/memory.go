@@ -164,6 +164,8 @@ func view(e entry, now time.Time) backends.Record {
 		r.LeaseRemaining = e.leaseUntil.Sub(now)
 		r.Age = now.Sub(e.since)
 		r.Held = backends.HeldInfo{Remaining: e.holdUntil.Sub(now), Code: e.code, Message: e.message}
+	case backends.StateCompleted:
+		r.RetentionRemaining = e.expiresAt.Sub(now) // positive: e is live at now
 	}
 	return r
 }

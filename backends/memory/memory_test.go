@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"testing"
 	"time"
@@ -57,4 +58,34 @@ func TestAmortisedSweepBoundsGrowth(t *testing.T) {
 		now = now.Add(time.Millisecond) // each record expires 1000 claims later
 	}
 	assert.Less(t, s.Len(), 10_000, "expired records are swept by writes without a Sweep call")
+}
+
+// A Claim that finds a completed record reports the time the record has
+// left by the store's clock; a saturated retention reports a positive one.
+func TestClaimReportsRetentionRemaining(t *testing.T) {
+	ctx := context.Background()
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	s := memory.New(&memory.Config{Now: func() time.Time { return now }})
+	for _, c := range []struct {
+		key       string
+		retention time.Duration
+	}{{"minute", time.Minute}, {"forever", math.MaxInt64}} {
+		res, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: c.key, Owner: "o", Lease: time.Minute, Retention: c.retention})
+		require.NoError(t, err)
+		require.True(t, res.Claimed)
+		ok, err := s.Complete(ctx, backends.CompleteParams{Scope: "s", Key: c.key, Owner: "o", Outcome: []byte("v"), Retention: c.retention})
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	now = now.Add(20 * time.Second)
+	for key, want := range map[string]time.Duration{"minute": 40 * time.Second, "forever": 0} {
+		res, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: key, Owner: "p", Lease: time.Minute, Retention: time.Minute})
+		require.NoError(t, err)
+		require.Equal(t, backends.StateCompleted, res.Existing.State)
+		if want == 0 {
+			require.Greater(t, res.Existing.RetentionRemaining, 100*365*24*time.Hour, key)
+			continue
+		}
+		require.Equal(t, want, res.Existing.RetentionRemaining, key)
+	}
 }
