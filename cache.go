@@ -256,3 +256,39 @@ func (lc *localCache) complete(ctx context.Context, store backends.Store, p back
 	}
 	return applied, nil
 }
+
+// replayCached answers a call from the live record cached for (scope,
+// key), if any (ok false otherwise, and always when ctx has ended, so that
+// the call then reports its context's end as a store call would): the
+// fingerprint check, then one decode of the outcome into a value of the
+// caller's own. A hit sends nothing to the store, draws no owner token and
+// arms no timer.
+func replayCached[T any](ctx context.Context, s Scope, key string, fp Fingerprint) (out Outcome[T], ok bool, err error) {
+	cfg, lc := s.cfg, s.cfg.cache
+	if ctx.Err() != nil {
+		return Outcome[T]{}, false, nil
+	}
+	start := cfg.clock()
+	e := lc.records.lookup(cacheKey{s.name, key}, lc.now())
+	if e == nil {
+		return Outcome[T]{}, false, nil
+	}
+	if !backends.FingerprintMatches(e.rec.Fingerprint, fp) {
+		cfg.emit(ctx, Event{Kind: EventKeyReused, Scope: s.name, Key: key, Op: "claim", StoreTime: cfg.since(start)})
+		return Outcome[T]{}, true, ErrKeyReused
+	}
+	data := e.rec.Outcome
+	if _, copies := cfg.codec.(JSONCodec); !copies {
+		// A codec may decode without copying (the value aliases data):
+		// each caller decodes its own bytes, never the entry's.
+		// encoding/json copies what it keeps (an Unmarshaler must copy what
+		// it retains, by json's contract), so JSONCodec reads the entry's.
+		data = bytes.Clone(data)
+	}
+	out, finalErr, decodeErr := replay[T](cfg, data)
+	cfg.emit(ctx, Event{Kind: EventReplayed, Scope: s.name, Key: key, Op: "claim", StoreTime: cfg.since(start), FnErr: finalErr, Err: decodeErr})
+	if decodeErr != nil {
+		return out, true, decodeErr
+	}
+	return out, true, finalErr
+}

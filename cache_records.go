@@ -50,32 +50,43 @@ func entrySize(k cacheKey, rec backends.Record) int {
 	return cacheEntryOverhead + len(k.scope) + len(k.key) + len(rec.Fingerprint) + len(rec.Outcome)
 }
 
-// get returns a copy of the live record cached for k.
+// get returns a copy of the live record cached for k: the caller gets its
+// own outcome bytes, as from the store.
 func (c *recordCache) get(k cacheKey, now time.Time) (backends.Record, bool) {
-	c.mu.RLock()
-	e := c.entries[k]
+	e := c.lookup(k, now)
 	if e == nil {
-		c.mu.RUnlock()
 		return backends.Record{}, false
 	}
+	rec := e.rec
+	// Each caller gets its own bytes, as from the store: a codec may
+	// decode without copying, and the caller may modify its value.
+	rec.Outcome = bytes.Clone(rec.Outcome)
+	return rec, true
+}
+
+// lookup returns the live entry cached for k, or nil. The entry's record
+// is never modified once cached (put stores a new entry), so the caller
+// may read it without the lock, but must not modify its bytes or hand
+// them to code that may.
+func (c *recordCache) lookup(k cacheKey, now time.Time) *cacheEntry {
+	c.mu.RLock()
+	e := c.entries[k]
+	c.mu.RUnlock()
+	if e == nil {
+		return nil
+	}
 	if !now.Before(e.expires) {
-		c.mu.RUnlock()
 		c.mu.Lock()
 		if c.entries[k] == e {
 			c.removeLocked(e)
 		}
 		c.mu.Unlock()
-		return backends.Record{}, false
+		return nil
 	}
-	if !e.ref.Load() {
+	if !e.ref.Load() { // a hit writes the shared bit only when it was clear
 		e.ref.Store(true)
 	}
-	rec := e.rec
-	c.mu.RUnlock()
-	// Each caller gets its own bytes, as from the store: a codec may
-	// decode without copying, and the caller may modify its value.
-	rec.Outcome = bytes.Clone(rec.Outcome)
-	return rec, true
+	return e
 }
 
 // put caches a copy of the completed record rec for k until expires,

@@ -72,6 +72,11 @@ func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 		return Outcome[T]{}, &InvalidInputError{Field: "fn", Reason: "nil"}
 	}
 	cfg := scope.cfg
+	if cfg.cache != nil {
+		if out, ok, err := replayCached[T](ctx, scope, key, fp); ok {
+			return out, err
+		}
+	}
 	var waitUntil time.Time
 	var waiter *waiter
 	defer func() { waiter.close() }()
