@@ -40,6 +40,7 @@ func (c *claim) settle() {
 	if !c.settled {
 		c.release()
 	}
+	c.renewer.recycle()
 }
 
 // release deletes the claim. The store write comes before the event, so a
@@ -48,8 +49,8 @@ func (c *claim) release() {
 	c.settled = true
 	c.renewer.stop()
 	cfg := c.scope.cfg
-	wctx, done := context.WithTimeout(c.detached, writeTimeout)
-	defer done()
+	wctx := newWriteContext(c.detached, writeTimeout)
+	defer wctx.end()
 	start := cfg.clock()
 	_, err := c.scope.store.Release(wctx, backends.ReleaseParams{Scope: c.scope.name, Key: c.key, Owner: c.owner})
 	e := Event{Kind: EventReleased, Scope: c.scope.name, Key: c.key, Op: "release", StoreTime: cfg.since(start)}
@@ -173,8 +174,8 @@ func complete(c *claim, data []byte) (applied bool, err error) {
 		}
 		start := cfg.clock()
 		c.renewer.write(func(timeout time.Duration) bool {
-			wctx, done := context.WithTimeout(c.detached, timeout)
-			defer done()
+			wctx := newWriteContext(c.detached, timeout)
+			defer wctx.end()
 			applied, err = scope.completeStore(wctx, p)
 			return err == nil
 		})

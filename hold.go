@@ -1,7 +1,6 @@
 package once
 
 import (
-	"context"
 	"errors"
 	"time"
 	"unicode/utf8"
@@ -76,8 +75,8 @@ func cut(s string, n int) string {
 func (c *claim) storeHold(fnErr error) (op string, took time.Duration, err error) {
 	cfg := c.scope.cfg
 	code, message := heldCode(fnErr)
-	wctx, done := context.WithTimeout(c.detached, writeTimeout)
-	defer done()
+	wctx := newWriteContext(c.detached, writeTimeout)
+	defer wctx.end()
 	start := cfg.clock()
 	applied, err := c.scope.store.Hold(wctx, backends.HoldParams{
 		Scope: c.scope.name, Key: c.key, Owner: c.owner, For: cfg.holdPeriod(),

@@ -29,8 +29,6 @@ func init() {
 
 func now() time.Time { return clock.Load().now() }
 
-func afterFunc(d time.Duration, f func()) timer { return clock.Load().afterFunc(d, f) }
-
 // timer is the part of *time.Timer the renewer uses.
 type timer interface {
 	Stop() bool
@@ -69,6 +67,14 @@ type renewer struct {
 	mu      sync.Mutex
 	timer   timer
 	stopped bool
+	// armed reports a pending fire of timer: set by each (re)arm, cleared
+	// when a fire reaches renew or Stop cancels it. A renewer goes back to
+	// the pool only when stopped and not armed: no fire of its timer can
+	// then run for the next claim that gets it.
+	armed bool
+	// clk is the clock that made timer; a pooled renewer made on another
+	// clock (a test swapped it) is not reused.
+	clk *clockFuncs
 	// lastOK is when the last proof of the lease (the claim or a renewal)
 	// was sent: the lease runs at least until lastOK + Lease.
 	lastOK time.Time
@@ -76,16 +82,44 @@ type renewer struct {
 	abort context.CancelFunc
 }
 
+// renewers pools stopped renewers with their timer, so that a claim
+// costs no renewer, closure or timer allocation in the steady state.
+var renewers sync.Pool
+
 func startRenewer(ctx context.Context, store backends.Store, cfg *config, p backends.RenewParams, claimSent time.Time, lost context.CancelCauseFunc) *renewer {
-	r := &renewer{
-		ctx: ctx, store: store, cfg: cfg, params: p, lost: lost,
-		interval: max(p.Lease/3, time.Millisecond),
-		lastOK:   claimSent,
+	clk := clock.Load()
+	r, _ := renewers.Get().(*renewer)
+	if r == nil || r.clk != clk {
+		r = &renewer{clk: clk}
 	}
+	r.ctx, r.store, r.cfg, r.params, r.lost = ctx, store, cfg, p, lost
+	r.interval = max(p.Lease/3, time.Millisecond)
+	r.lastOK, r.stopped, r.abort = claimSent, false, nil
 	r.mu.Lock()
-	r.timer = afterFunc(r.interval, r.renew)
+	if r.timer == nil {
+		r.timer = clk.afterFunc(r.interval, r.renew)
+	} else {
+		r.timer.Reset(r.interval)
+	}
+	r.armed = true
 	r.mu.Unlock()
 	return r
+}
+
+// recycle returns a stopped renewer to the pool, once the claim is settled
+// and stop has returned. One whose timer may still fire is left to the
+// garbage collector: that fire finds it stopped and does nothing.
+func (r *renewer) recycle() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	reusable := r.stopped && !r.armed
+	r.ctx, r.store, r.cfg, r.lost, r.abort = nil, nil, nil, nil, nil
+	r.mu.Unlock()
+	if reusable {
+		renewers.Put(r)
+	}
 }
 
 // renew runs on the timer. It holds flight until its events are emitted,
@@ -95,6 +129,7 @@ func (r *renewer) renew() {
 	r.flight.Lock()
 	defer r.flight.Unlock()
 	r.mu.Lock()
+	r.armed = false
 	if r.stopped {
 		r.mu.Unlock()
 		return
@@ -127,6 +162,7 @@ func (r *renewer) renew() {
 		r.stopped = true
 	} else {
 		r.timer.Reset(r.interval)
+		r.armed = true
 	}
 	r.mu.Unlock()
 
@@ -185,7 +221,9 @@ func (r *renewer) halt() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stopped = true
-	r.timer.Stop()
+	if r.timer.Stop() {
+		r.armed = false
+	}
 	if r.abort != nil {
 		r.abort()
 	}

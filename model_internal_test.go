@@ -85,6 +85,8 @@ type fakeTimer struct {
 	due    time.Time
 	f      func()
 	active bool
+	// listed reports that ft.timers holds the timer.
+	listed bool
 }
 
 func (t *fakeTimer) Stop() bool {
@@ -100,6 +102,10 @@ func (t *fakeTimer) Reset(d time.Duration) bool {
 	defer t.ft.mu.Unlock()
 	was := t.active
 	t.active, t.due = true, t.ft.now.Add(d)
+	if !t.listed { // as a time.Timer, a stopped or fired timer re-arms
+		t.listed = true
+		t.ft.timers = append(t.ft.timers, t)
+	}
 	return was
 }
 
@@ -111,7 +117,7 @@ func installFakeTime(t *testing.T) *fakeTime {
 		afterFunc: func(d time.Duration, f func()) timer {
 			ft.mu.Lock()
 			defer ft.mu.Unlock()
-			tm := &fakeTimer{ft: ft, due: ft.now.Add(d), f: f, active: true}
+			tm := &fakeTimer{ft: ft, due: ft.now.Add(d), f: f, active: true, listed: true}
 			ft.timers = append(ft.timers, tm)
 			return tm
 		},
@@ -138,6 +144,7 @@ func (ft *fakeTime) advance(d time.Duration) {
 		live := ft.timers[:0]
 		for _, tm := range ft.timers {
 			if !tm.active {
+				tm.listed = false
 				continue
 			}
 			live = append(live, tm)
