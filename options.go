@@ -66,6 +66,13 @@ func WithLease(d time.Duration) Option {
 // the owner to finish and then return its outcome (or run fn, if the owner
 // released the claim), instead of returning ErrInProgress at once. The
 // default is 0: no waiting; d must not be negative.
+//
+// With a store that is a backends.Watcher (PostgreSQL, Redis, memory) a
+// waiting call claims again when the store signals a change of the record,
+// when the owner's lease as last seen ends, and otherwise every 2 s (a
+// lost notification): a constant number of claims per change, however
+// long the owner runs. With any other store it polls, claiming with
+// backoff from 10 ms doubling to 500 ms.
 func WithWait(d time.Duration) Option {
 	return func(c *config) { c.wait = d }
 }

@@ -7,22 +7,30 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// Backoff between claims while waiting for a concurrent duplicate. With a
-// store that implements backends.Watcher the waiter also wakes as soon as
-// the record changes; the backoff then only bounds a missed notification.
+// Pacing of the claims of a call waiting for a concurrent duplicate.
+// Without a watch (a store that is not a backends.Watcher, or a Watch that
+// failed) the waiter polls with backoff, from waitBackoffMin doubling to
+// waitBackoffMax. With a watch open it re-claims when the watch fires, and
+// otherwise only when the owner's lease, as last seen, ends (a dead owner
+// sends no notification) or after waitWatchPoll, which bounds the delay of
+// a lost notification (the watcher's connection dropped).
 const (
 	waitBackoffMin = 10 * time.Millisecond
 	waitBackoffMax = 500 * time.Millisecond
+	waitWatchPoll  = 2 * time.Second
 )
 
 // waiter paces the claims of a call that waits for the owner of a key. It
 // keeps one watch open until it fires, so a long wait costs one
-// subscription per change of the record, not one per backoff step.
+// subscription per change of the record, and a constant number of claims
+// per change, not one per backoff step.
 type waiter struct {
 	watcher backends.Watcher
 	backoff time.Duration
 	changed <-chan struct{}
 	stop    func()
+	// woke reports that the last wait ended because the watch fired.
+	woke bool
 }
 
 func newWaiter(store backends.Store) *waiter {
@@ -31,26 +39,46 @@ func newWaiter(store backends.Store) *waiter {
 	return w
 }
 
-// wait sleeps until the record may have changed, the backoff passes, or the
-// owner's lease ends or until passes, whichever is first. It returns the
-// context's error if the context ends first.
-func (w *waiter) wait(ctx context.Context, scope, key string, leaseRemaining time.Duration, until time.Time) error {
-	d := min(w.backoff, max(time.Until(until), 0))
-	if leaseRemaining > 0 && leaseRemaining < d {
-		d = leaseRemaining + time.Millisecond // below d, so it cannot overflow
-	}
-	w.backoff = min(w.backoff*2, waitBackoffMax)
-
+// wait returns when the record may have changed and the caller should
+// claim again, or with the context's error if the context ends first.
+// blocked is how long the key stays unclaimable, by the last claim; until
+// bounds the whole wait.
+//
+// The first watch it opens makes it return at once: a change made before
+// Watch returned is not signalled, so the caller re-checks the record once
+// with the watch open, and from then on waits for it. A watch opened after
+// one fired (the record was still unclaimable: a spurious wake-up, or
+// another waiter won) is re-checked after the backoff instead, so that a
+// store that wakes its watchers spuriously costs claims at the backoff's
+// pace, never a busy loop.
+func (w *waiter) wait(ctx context.Context, scope, key string, blocked time.Duration, until time.Time) error {
+	recheck := false
 	if w.watcher != nil && w.changed == nil {
 		if ch, stop, err := w.watcher.Watch(ctx, scope, key); err == nil {
 			w.changed, w.stop = ch, stop
+			if !w.woke {
+				return nil
+			}
+			recheck = true
 		}
+	}
+	w.woke = false
+	d := max(time.Until(until), 0)
+	if w.changed == nil || recheck {
+		d = min(d, w.backoff)
+		w.backoff = min(w.backoff*2, waitBackoffMax)
+	} else {
+		d = min(d, waitWatchPoll)
+	}
+	if blocked > 0 && blocked < d {
+		d = blocked + time.Millisecond // below d, so it cannot overflow
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
-	case <-w.changed:
+	case <-w.changed: // nil without a watch: never ready
 		w.close()
+		w.woke = true
 	case <-t.C:
 	case <-ctx.Done():
 		return ctx.Err()
