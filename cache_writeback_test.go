@@ -133,3 +133,23 @@ func TestLocalCacheJoinedDuplicatesDoNotShareBytes(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, "paid", string(again))
 }
+
+// Without a local cache too, a replay from the memory store decodes bytes
+// of its own: a caller that modifies its replayed value (a zero-copy
+// codec's value aliases what it decoded) changes neither the stored record
+// nor what later replays get.
+func TestMemoryReplayDoesNotShareBytesBetweenCallers(t *testing.T) {
+	ctx := context.Background()
+	scope := once.New(memory.New(nil), once.WithCodec(aliasingCodec{})).Scope("s")
+	fn := func(context.Context) ([]byte, error) { return []byte("paid"), nil }
+	_, err := once.Do(ctx, scope, "k", nil, fn)
+	require.NoError(t, err)
+	first, err := once.DoOutcome(ctx, scope, "k", nil, fn)
+	require.NoError(t, err)
+	require.True(t, first.Replayed)
+	copy(first.Value, "XXXX") // the caller's own value
+	second, err := once.DoOutcome(ctx, scope, "k", nil, fn)
+	require.NoError(t, err)
+	require.True(t, second.Replayed)
+	require.Equal(t, []byte("paid"), second.Value, "a replay is not changed by what another caller did to its value")
+}

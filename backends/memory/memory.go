@@ -154,8 +154,11 @@ func (sh *shard) sweep(now time.Time) int {
 	return removed
 }
 
+// view is the record e as a caller sees it at now. The caller gets its own
+// copy of the outcome, as from a server: a zero-copy codec's value aliases
+// the bytes it decoded, and its caller may modify it.
 func view(e entry, now time.Time) backends.Record {
-	r := backends.Record{State: e.state, Fingerprint: e.fingerprint, Outcome: e.outcome}
+	r := backends.Record{State: e.state, Fingerprint: e.fingerprint, Outcome: clone(e.outcome)}
 	switch e.state {
 	case backends.StatePending:
 		r.LeaseRemaining = e.leaseUntil.Sub(now)
