@@ -115,7 +115,7 @@ func (r *renewer) recycle() {
 	}
 	r.mu.Lock()
 	reusable := r.stopped && !r.armed
-	r.ctx, r.store, r.cfg, r.lost, r.abort = nil, nil, nil, nil, nil
+	r.ctx, r.store, r.cfg, r.lost, r.abort, r.params = nil, nil, nil, nil, nil, backends.RenewParams{}
 	r.mu.Unlock()
 	if reusable {
 		renewers.Put(r)
