@@ -160,7 +160,7 @@ func (p *pgStats) profileStatements(ctx context.Context) (map[string]*profile, e
 		if err := run("library first execution", lib.Claim, scope, key, fpA, owner, leaseUS, retentionUS, "5000ms"); err != nil {
 			return nil, err
 		}
-		if err := run("library first execution", lib.Complete, scope, key, owner, storedOutcome, retentionUS); err != nil {
+		if err := run("library first execution", lib.Complete, scope, key, owner, storedOutcome, retentionUS, pgsql.Slot(scope, key)); err != nil {
 			return nil, err
 		}
 		if err := run("library replay", lib.Claim, scope, key, fpA, token(), leaseUS, retentionUS, "5000ms"); err != nil {
@@ -245,7 +245,7 @@ func (p *pgStats) measureCPU(ctx context.Context, conn *pgxpool.Conn, get func(s
 				if err := exec(lib.Claim, scope, key, fpA, owner, leaseUS, retentionUS, "5000ms"); err != nil {
 					return err
 				}
-				return exec(lib.Complete, scope, key, owner, storedOutcome, retentionUS)
+				return exec(lib.Complete, scope, key, owner, storedOutcome, retentionUS, pgsql.Slot(scope, key))
 			}},
 			{"library replay", func(key string) error {
 				return exec(lib.Claim, scope, key, fpA, "replayer", leaseUS, retentionUS, "5000ms")

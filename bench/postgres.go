@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stagedoor/once/backends/postgres"
@@ -150,17 +151,18 @@ func rawPostgresTarget(ctx context.Context, pool *pgxpool.Pool, table, user stri
 	})
 }
 
-// pgClaimRow is the row of the library's claim statement (claim.sql).
+// pgClaimRow is the row of the library's claim statement (claim.sql):
+// state 0 when it inserted, else the stored row's state, fingerprint and
+// outcome, and whether its owner is the claim's; its timestamps are read
+// and discarded, as the library reads them.
 type pgClaimRow struct {
-	inserted bool
-	live     bool
-	state    int16
-	fp       []byte
-	outcome  []byte
-	leaseUS  int64
-	lapsed   bool
-	own      bool
+	state   int16
+	fp      []byte
+	outcome []byte
+	own     bool
 }
+
+func (r pgClaimRow) inserted() bool { return r.state == 0 }
 
 // sameStatementsTarget sends the library's own claim and complete
 // statements (internal/pgsql) with pgx on the same pool, one QueryRow each,
@@ -174,18 +176,22 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 	claim := func(ctx context.Context, key string, fp []byte, owner string, leaseUS int64) (pgClaimRow, error) {
 		t.trips.Add(1)
 		var r pgClaimRow
+		var leaseUntil, expiresAt, holdUntil, now pgtype.Timestamptz
 		err := pool.QueryRow(ctx, q.Claim, scope, key, fp, owner, leaseUS, retentionUS, "5000ms").
-			Scan(&r.inserted, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.lapsed, &r.own)
+			Scan(&r.state, &r.fp, &r.outcome, &r.own, &leaseUntil, &expiresAt, &holdUntil, &now)
+		if err == nil && !r.inserted() && !expiresAt.Time.After(now.Time) {
+			err = fmt.Errorf("same claim of %s: the row expired", key)
+		}
 		return r, err
 	}
 	first := func(ctx context.Context, key string) error {
 		owner := token()
-		if r, err := claim(ctx, key, fpA, owner, leaseUS); err != nil || !r.inserted {
+		if r, err := claim(ctx, key, fpA, owner, leaseUS); err != nil || !r.inserted() {
 			return fmt.Errorf("same claim: %v %+v", err, r)
 		}
 		t.trips.Add(1)
 		var ok bool
-		if err := pool.QueryRow(ctx, q.Complete, scope, key, owner, storedOutcome, retentionUS).Scan(&ok); err != nil || !ok {
+		if err := pool.QueryRow(ctx, q.Complete, scope, key, owner, storedOutcome, retentionUS, pgsql.Slot(scope, key)).Scan(&ok); err != nil || !ok {
 			return fmt.Errorf("same complete: %v %v", err, ok)
 		}
 		return nil
@@ -193,14 +199,14 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 	if err := first(ctx, hotKey); err != nil {
 		return nil, err
 	}
-	if r, err := claim(ctx, pendingKey, fpA, token(), holdUS); err != nil || !r.inserted {
+	if r, err := claim(ctx, pendingKey, fpA, token(), holdUS); err != nil || !r.inserted() {
 		return nil, fmt.Errorf("seed in-progress key: %v %+v", err, r)
 	}
 	var keys keySeq
 	t.ops[pathFirst] = func(ctx context.Context) error { return first(ctx, keys.next("")) }
 	find := func(ctx context.Context, key string, fp []byte, state int16) error {
 		r, err := claim(ctx, key, fp, token(), leaseUS)
-		if err != nil || r.inserted || !r.live || r.state != state ||
+		if err != nil || r.inserted() || r.state != state ||
 			bytes.Equal(r.fp, fp) != bytes.Equal(fp, fpA) {
 			return fmt.Errorf("same claim of %s: %v %+v", key, err, r)
 		}

@@ -42,8 +42,8 @@ func bulkLoad(ctx context.Context, r *pgRun, table string, first, last int64, ex
 	if expired {
 		expires = "clock_timestamp() - interval '1 hour'"
 	}
-	sql := `INSERT INTO ` + r.table(table) + ` (scope, key, fingerprint, state, owner, outcome, expires_at, sweep_after)
-SELECT $1::text, 'k' || g, $2::bytea, 2, 'bulk', $3::bytea, ` + expires + `, ` + expires + `
+	sql := `INSERT INTO ` + r.table(table) + ` (scope, key, fingerprint, state, owner, outcome, expires_at)
+SELECT $1::text, 'k' || g, $2::bytea, 2, 'bulk', $3::bytea, ` + expires + `
 FROM generate_series($4::bigint, $5::bigint) g`
 	start := time.Now()
 	for lo := first; lo <= last; lo += loadChunk {

@@ -29,7 +29,7 @@ func (s *Store) get(ctx context.Context, q querier, scope, key string) (backends
 	if !found || err != nil {
 		return backends.Record{}, 0, false, err
 	}
-	rec := existing(state, fp, outcome, leaseUS)
+	rec := existing(state, fp, outcome, fromMicros(leaseUS))
 	withDetails(&rec, ageUS, holdUS, code, message)
 	return rec, fromMicros(expireUS), true, nil
 }

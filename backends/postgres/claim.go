@@ -2,8 +2,11 @@ package postgres
 
 import (
 	"context"
+	"math"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/stagedoor/once/backends"
 )
@@ -15,46 +18,92 @@ import (
 const maxAttempts = 4
 
 // fastRow is the row claim.sql returns; it returns none when the key is
-// held by a row the statement cannot see yet.
+// held by a row the statement cannot see yet. Its timestamps are the
+// stored row's, with the server's clock (now), so that the decisions
+// below use the store's clock without numeric arithmetic on the server.
 type fastRow struct {
-	found    bool
-	inserted bool
-	live     bool // the existing row had not expired
-	state    int16
-	fp       []byte
-	outcome  []byte
-	leaseUS  int64
-	lapsed   bool // pending with a lapsed lease, or held with hold and lease ended
-	ownClaim bool // a live pending row of this very owner
+	found   bool
+	state   int16 // 0: the statement inserted the claim
+	fp      []byte
+	outcome []byte
+	own     bool // the row's owner is this claim's token
+	// lease, expires, hold and now in microseconds since the Unix epoch
+	// (±infinity saturated; a NULL lease or hold reads as 0, unused).
+	lease, expires, hold, now int64
 }
 
 func (r *fastRow) scan(row pgx.Row) error {
-	err := row.Scan(&r.inserted, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.lapsed, &r.ownClaim)
+	var lease, expires, hold, now pgtype.Timestamptz
+	err := row.Scan(&r.state, &r.fp, &r.outcome, &r.own, &lease, &expires, &hold, &now)
 	if err == pgx.ErrNoRows {
 		return nil
 	}
 	r.found = err == nil
+	r.lease, r.expires, r.hold, r.now = unixMicros(lease), unixMicros(expires), unixMicros(hold), unixMicros(now)
 	return err
 }
 
 // decide turns a fastRow into a result, or reports that the takeover
 // statement must decide (slow): the row had expired, or was pending with a
-// lapsed lease and a matching fingerprint, or was not visible.
+// lapsed lease (or held, its hold and reconciler lease ended) and a
+// matching fingerprint, or was not visible.
 func (r fastRow) decide(given []byte) (res backends.ClaimResult, slow bool) {
+	live := r.expires > r.now
 	switch {
-	case r.inserted:
+	case r.found && r.state == 0:
 		return backends.ClaimResult{Claimed: true}, false
-	case !r.found || !r.live:
+	case !r.found || !live:
 		return backends.ClaimResult{}, true
-	case r.ownClaim:
+	case r.state == int16(backends.StatePending) && r.own:
 		// The same claim again (its owner token is unique to one call): a
 		// re-send after a lost reply. It holds the claim.
 		return backends.ClaimResult{Claimed: true}, false
-	case r.lapsed && backends.FingerprintMatches(r.fp, given): // pending or held
-
+	case r.lapsed() && backends.FingerprintMatches(r.fp, given): // pending or held
 		return backends.ClaimResult{}, true
 	}
-	return backends.ClaimResult{Existing: existing(r.state, r.fp, r.outcome, r.leaseUS)}, false
+	rec := existing(r.state, r.fp, r.outcome, remaining(r.lease, r.now))
+	if rec.State == backends.StateCompleted {
+		rec.RetentionRemaining = remaining(r.expires, r.now)
+	}
+	return backends.ClaimResult{Existing: rec}, false
+}
+
+// lapsed reports a pending row whose lease ended, or a held row whose hold
+// and reconciler lease both ended.
+func (r fastRow) lapsed() bool {
+	switch backends.State(r.state) {
+	case backends.StatePending:
+		return r.lease <= r.now
+	case backends.StateHeld:
+		return r.lease <= r.now && r.hold <= r.now
+	}
+	return false
+}
+
+// unixMicros returns t in microseconds since the Unix epoch, saturating
+// ±infinity; 0 for NULL.
+func unixMicros(t pgtype.Timestamptz) int64 {
+	switch {
+	case !t.Valid:
+		return 0
+	case t.InfinityModifier == pgtype.Infinity:
+		return math.MaxInt64
+	case t.InfinityModifier == pgtype.NegativeInfinity:
+		return math.MinInt64
+	}
+	return t.Time.UnixMicro()
+}
+
+// remaining returns the time from now until until (both microseconds since
+// the Unix epoch, now finite), saturating at the range of time.Duration.
+func remaining(until, now int64) time.Duration {
+	switch {
+	case until == math.MaxInt64:
+		return math.MaxInt64
+	case until == math.MinInt64:
+		return math.MinInt64
+	}
+	return fromMicros(until - now)
 }
 
 // claimRow is the single row takeover.sql returns.
@@ -87,7 +136,7 @@ func (r claimRow) decide(given []byte) (res backends.ClaimResult, retry bool) {
 		// the key was written after our snapshot.
 		return backends.ClaimResult{}, true
 	}
-	rec := existing(r.state, r.fp, r.outcome, r.leaseUS)
+	rec := existing(r.state, r.fp, r.outcome, fromMicros(r.leaseUS))
 	if rec.State == backends.StatePending && rec.LeaseRemaining <= 0 && backends.FingerprintMatches(r.fp, given) {
 		// Eligible for takeover, yet upd did not apply: the row changed
 		// after our snapshot.
@@ -97,13 +146,13 @@ func (r claimRow) decide(given []byte) (res backends.ClaimResult, retry bool) {
 }
 
 // existing builds the backends.Record of a live row.
-func existing(state int16, fp, outcome []byte, leaseUS int64) backends.Record {
+func existing(state int16, fp, outcome []byte, lease time.Duration) backends.Record {
 	rec := backends.Record{State: backends.State(state), Fingerprint: fp}
 	if len(rec.Fingerprint) == 0 {
 		rec.Fingerprint = nil
 	}
 	if rec.State == backends.StatePending || rec.State == backends.StateHeld {
-		rec.LeaseRemaining = fromMicros(leaseUS)
+		rec.LeaseRemaining = lease
 	} else {
 		rec.Outcome = outcome
 		if rec.Outcome == nil {

@@ -23,11 +23,11 @@ func TestListHeldReadsThePartialIndex(t *testing.T) {
 	ctx := context.Background()
 	s := newTable(t, pool, Config{})
 	table := s.cfg.qualifiedTable()
-	_, err := pool.Exec(ctx, `INSERT INTO `+table+` (scope, key, fingerprint, state, owner, lease_until, outcome, expires_at, sweep_after, claimed_at)
+	_, err := pool.Exec(ctx, `INSERT INTO `+table+` (scope, key, fingerprint, state, owner, lease_until, outcome, expires_at, claimed_at)
 		SELECT 's', 'k' || i, '', CASE WHEN i % 2 = 0 THEN 2 ELSE 1 END, 'o',
 			CASE WHEN i % 2 = 0 THEN NULL ELSE clock_timestamp() + interval '1 hour' END,
 			CASE WHEN i % 2 = 0 THEN 'v'::bytea END,
-			clock_timestamp() + interval '1 hour', clock_timestamp() + interval '1 hour', clock_timestamp()
+			clock_timestamp() + interval '1 hour', clock_timestamp()
 		FROM generate_series(1, 20000) i`)
 	require.NoError(t, err)
 	for _, k := range []string{"h1", "h2", "h3"} {

@@ -59,7 +59,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 			_, err = interpretError(op, err)
 			return backends.ListPage{}, err
 		}
-		l.Record = existing(state, fp, nil, leaseUS)
+		l.Record = existing(state, fp, nil, fromMicros(leaseUS))
 		withDetails(&l.Record, ageUS, holdUS, code, message)
 		l.ExpiresIn = fromMicros(expireUS)
 		page.Records = append(page.Records, l)

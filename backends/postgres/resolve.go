@@ -28,7 +28,7 @@ func (r resolveRow) decide(given []byte) (res backends.ResolveResult, retry bool
 	case !r.found || !r.live:
 		return backends.ResolveResult{}, true
 	}
-	rec := existing(r.state, r.fp, r.outcome, r.leaseUS)
+	rec := existing(r.state, r.fp, r.outcome, fromMicros(r.leaseUS))
 	if backends.FingerprintMatches(r.fp, given) &&
 		(rec.State == backends.StatePending || rec.State == backends.StateHeld && rec.LeaseRemaining <= 0) {
 		return backends.ResolveResult{}, true

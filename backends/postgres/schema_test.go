@@ -57,15 +57,26 @@ func TestCompletionIsHOT(t *testing.T) {
 	require.Equal(t, upd, hot, "every renewal and completion is a HOT update")
 }
 
-// TestSweepMovesLateRecords: a record still live when its claim-time
-// sweep_after passes (renewed past its first lease, then completed) is not
-// deleted; its sweep_after moves to its expiry, so the next sweep does not
-// look at it again, and it is deleted once it expires.
-func TestSweepMovesLateRecords(t *testing.T) {
+// TestSweepWalksEveryChunk: on a table of many chunks of pages, a sweep
+// deletes every expired row, wherever it lies, and none of the live ones,
+// among them a record still live past its first lease (renewed); once that
+// one expires, the next sweep deletes it.
+func TestSweepWalksEveryChunk(t *testing.T) {
 	pool := newPool(t, nil)
 	s := newTable(t, pool, Config{})
 	ctx := context.Background()
 	table := s.cfg.qualifiedTable()
+	// 6000 rows of about 400 bytes: some 300 pages, three chunks; every
+	// third row expired.
+	_, err := pool.Exec(ctx, `INSERT INTO `+table+` (scope, key, state, outcome, expires_at)
+		SELECT 's', 'k' || i, 2, convert_to(repeat('x', 400), 'UTF8'),
+			CASE WHEN i % 3 = 0 THEN clock_timestamp() - interval '1 second' ELSE clock_timestamp() + interval '1 hour' END
+		FROM generate_series(1, 6000) i`)
+	require.NoError(t, err)
+	var pages int64
+	require.NoError(t, pool.QueryRow(ctx, `SELECT pg_relation_size($1::regclass) / 8192`, table).Scan(&pages))
+	require.Greater(t, pages, int64(2*sweepPages), "the table spans more than two chunks")
+
 	p := claimParams("s", "late")
 	p.Lease, p.Retention = 50*time.Millisecond, 50*time.Millisecond
 	r, err := s.Claim(ctx, p)
@@ -74,25 +85,57 @@ func TestSweepMovesLateRecords(t *testing.T) {
 	ok, err := s.Renew(ctx, backends.RenewParams{Scope: "s", Key: "late", Owner: p.Owner, Lease: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
-	time.Sleep(150 * time.Millisecond) // past sweep_after = claim + lease + retention
-	var due bool
-	require.NoError(t, pool.QueryRow(ctx, `SELECT sweep_after <= clock_timestamp() FROM `+table).Scan(&due))
-	require.True(t, due)
+	time.Sleep(150 * time.Millisecond) // past the claim's lease and retention
 
-	n, err := s.Sweep(ctx, 10)
+	n, err := s.Sweep(ctx, 300) // batches smaller than a chunk's expired rows
 	require.NoError(t, err)
-	require.Zero(t, n, "a live record is never swept")
-	require.NoError(t, pool.QueryRow(ctx, `SELECT sweep_after = expires_at AND sweep_after > clock_timestamp() FROM `+table).Scan(&due))
-	require.True(t, due, "its sweep_after moved to its expiry")
+	require.EqualValues(t, 2000, n)
+	var left, expired int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE expires_at <= clock_timestamp()) FROM `+table).Scan(&left, &expired))
+	require.Equal(t, 4001, left, "the live rows and the renewed record stay")
+	require.Zero(t, expired)
 	dup, err := s.Claim(ctx, claimParams("s", "late"))
 	require.NoError(t, err)
 	require.False(t, dup.Claimed)
 
-	_, err = pool.Exec(ctx, `UPDATE `+table+` SET expires_at = clock_timestamp() - interval '1 second', sweep_after = '-infinity'`)
+	_, err = pool.Exec(ctx, `UPDATE `+table+` SET expires_at = clock_timestamp() - interval '1 second' WHERE key = 'late'`)
 	require.NoError(t, err)
-	n, err = s.Sweep(ctx, 10)
+	n, err = s.Sweep(ctx, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
+}
+
+// TestSweepSkipsLockedRows: a sweep never waits for a row locked by an
+// open transaction (a DoTx that took an expired record over): it deletes
+// the other expired rows and returns at once, and leaves the locked row
+// to a later sweep. Meanwhile claims of other keys proceed.
+func TestSweepSkipsLockedRows(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newTable(t, pool, Config{})
+	ctx := context.Background()
+	table := s.cfg.qualifiedTable()
+	_, err := pool.Exec(ctx, `INSERT INTO `+table+` (scope, key, state, outcome, expires_at)
+		SELECT 's', 'k' || i, 2, '\x', clock_timestamp() - interval '1 second' FROM generate_series(1, 100) i`)
+	require.NoError(t, err)
+	tx, err := pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback(ctx) }()
+	_, err = tx.Exec(ctx, `SELECT 1 FROM `+table+` WHERE scope = 's' AND key = 'k7' FOR UPDATE`)
+	require.NoError(t, err)
+
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	n, err := s.Sweep(sctx, 10)
+	require.NoError(t, err, "the sweep did not wait for the locked row")
+	require.EqualValues(t, 99, n)
+	r, err := s.Claim(sctx, claimParams("s", "fresh"))
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+
+	require.NoError(t, tx.Rollback(ctx))
+	n, err = s.Sweep(ctx, 10)
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n, "the row unlocked is swept next time")
 }
 
 // TestMigrateFromSchema001 upgrades a table created by migration 001 alone,
@@ -107,7 +150,7 @@ func TestMigrateFromSchema001(t *testing.T) {
 	require.NoError(t, err)
 	ms, err := loadMigrations(r)
 	require.NoError(t, err)
-	require.Len(t, ms, 3)
+	require.Len(t, ms, 4)
 	tx, err := pool.Begin(ctx)
 	require.NoError(t, err)
 	require.NoError(t, migrateTx(ctx, tx, r, ms[:1]))
@@ -138,8 +181,8 @@ func TestMigrateFromSchema001(t *testing.T) {
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n, "only the expired record is swept")
 	var left int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE sweep_after > clock_timestamp()`).Scan(&left))
-	require.Equal(t, 2, left, "the live records' sweep_after moved to their expiry")
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE expires_at > clock_timestamp()`).Scan(&left))
+	require.Equal(t, 2, left, "the live records stay")
 
 	tx, err = pool.Begin(ctx)
 	require.NoError(t, err)

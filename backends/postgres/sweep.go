@@ -3,38 +3,53 @@ package postgres
 import (
 	"context"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// Sweep deletes expired records, batchSize rows per statement (the Config's
-// SweepBatchSize when batchSize <= 0), until a batch finds fewer than
-// batchSize candidates, and returns how many it deleted. Each batch is its
-// own short statement that locks its rows with SKIP LOCKED, so a sweep of
+// sweepPages is how many heap pages one sweep statement reads (1 MiB of
+// 8 KiB pages): with the batch size, it bounds each statement's work.
+const sweepPages = 128
+
+// Sweep deletes expired records and returns how many it deleted. It walks
+// the table's heap once, from its first page to its last, sweepPages pages
+// per statement, deleting at most batchSize rows per statement (the
+// Config's SweepBatchSize when batchSize <= 0; a statement that filled its
+// batch is followed by one that resumes after its last deleted row). Each
+// statement is short and locks its rows with SKIP LOCKED, so a sweep of
 // millions of rows never holds locks for long, never waits for a claim and
 // never blocks one. Expired records are already invisible to every
 // operation; sweeping only reclaims space.
 //
-// Candidates come from an index on sweep_after, which only the claim sets
-// (so that completions stay HOT updates): claim time + lease + retention,
-// when a record completed within its lease has expired. A record still live
-// at that time (its owner renewed past the first lease, or it was resolved
-// late) is not deleted; its sweep_after moves to its expiry and a later
-// sweep deletes it. So a record is deleted at the latest one lease after it
-// expired, or at the first sweep after that. Sweep stops early when ctx
-// ends, returning the count so far with the error.
+// No index serves the sweeper (migration 004), so that a claim writes only
+// the primary key: a pass reads the whole table, in the background, and a
+// record is deleted by the first pass that starts after it expired. Rows
+// added to the table's end during a pass are read too, up to the size the
+// table had at the pass's last statement. Sweep stops early when ctx ends,
+// returning the count so far with the error.
 func (s *Store) Sweep(ctx context.Context, batchSize int) (int64, error) {
 	if batchSize <= 0 {
 		batchSize = s.cfg.sweepBatchSize
 	}
 	var total int64
+	// after is exclusive: (0,0) is no row (offsets start at 1).
+	after := pgtype.TID{BlockNumber: 0, OffsetNumber: 0, Valid: true}
 	for {
-		var deleted, candidates int64
-		err := s.db.QueryRow(ctx, s.sql.Sweep, batchSize).Scan(&deleted, &candidates)
+		end := pgtype.TID{BlockNumber: after.BlockNumber + sweepPages, OffsetNumber: 0, Valid: true}
+		var deleted, pages int64
+		var last pgtype.TID
+		err := s.db.QueryRow(ctx, s.sql.Sweep, after, end, batchSize).Scan(&deleted, &last, &pages)
 		if _, err := interpretError("sweep", err); err != nil {
 			return total, err
 		}
 		total += deleted
-		if candidates < int64(batchSize) {
+		switch {
+		case deleted >= int64(batchSize):
+			after = last // the chunk may hold more: resume after the last deleted row
+		case int64(end.BlockNumber) >= pages:
 			return total, nil
+		default:
+			after = pgtype.TID{BlockNumber: end.BlockNumber, OffsetNumber: 0, Valid: true}
 		}
 	}
 }

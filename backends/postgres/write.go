@@ -29,7 +29,7 @@ func (q statements) complete(ctx context.Context, db querier, p backends.Complet
 	}
 	var ok bool
 	return interpretError("complete", db.QueryRow(ctx, q.Complete,
-		p.Scope, p.Key, p.Owner, nonNil(p.Outcome), micros(p.Retention)).Scan(&ok))
+		p.Scope, p.Key, p.Owner, nonNil(p.Outcome), micros(p.Retention), pgsql.Slot(p.Scope, p.Key)).Scan(&ok))
 }
 
 func (q statements) renew(ctx context.Context, db querier, p backends.RenewParams) (bool, error) {

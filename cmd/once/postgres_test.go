@@ -17,8 +17,8 @@ import (
 // migrated runs once migrate in p's schema and returns a Store on it.
 func migrated(t *testing.T, p pgEnv) *postgres.Store {
 	t.Helper()
-	assert.Contains(t, mustRun(t, p.flags("migrate")...), "migrated from version 0 to 3")
-	assert.Contains(t, mustRun(t, p.flags("migrate")...), "up to date at version 3")
+	assert.Contains(t, mustRun(t, p.flags("migrate")...), "migrated from version 0 to 4")
+	assert.Contains(t, mustRun(t, p.flags("migrate")...), "up to date at version 4")
 	s, err := postgres.New(p.pool, &postgres.Config{Schema: p.schema})
 	require.NoError(t, err)
 	return s
@@ -51,9 +51,9 @@ func TestPostgresCheck(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	assert.True(t, res.OK)
 	require.NotNil(t, res.Version)
-	assert.Equal(t, 3, *res.Version)
-	assert.Equal(t, 3, res.LatestVersion)
-	assert.Contains(t, mustRun(t, p.flags("check")...), "at migration version 3 (latest 3)")
+	assert.Equal(t, 4, *res.Version)
+	assert.Equal(t, 4, res.LatestVersion)
+	assert.Contains(t, mustRun(t, p.flags("check")...), "at migration version 4 (latest 4)")
 }
 
 func TestPostgresSweep(t *testing.T) {

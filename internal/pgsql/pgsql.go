@@ -7,7 +7,8 @@
 //
 // In every text, {table} stands for the quoted, schema-qualified records
 // table and {notify} for the pg_notify call that wakes the waiters of the
-// key $1, $2 (see Notify); Render substitutes both.
+// key $1, $2 (see Notify), or {notify:$N} for the same call given the
+// key's slot in parameter $N (see NotifySlot); Render substitutes them.
 package pgsql
 
 import (
@@ -15,6 +16,7 @@ import (
 	"embed"
 	"encoding/binary"
 	"encoding/hex"
+	"regexp"
 	"strconv"
 	"strings"
 )
@@ -57,25 +59,33 @@ type Statements struct {
 	Hold, LeaseHeld, List, ListHeld, Count                                 string
 }
 
+var slottedNotify = regexp.MustCompile(`\{notify:(\$[1-9][0-9]*)\}`)
+
 // Render returns the record statements for table, which must already be
 // quoted and schema-qualified (pgx.Identifier.Sanitize).
 func Render(table string) Statements {
 	r := strings.NewReplacer("{table}", table, "{notify}", Notify(table))
+	render := func(text string) string {
+		text = slottedNotify.ReplaceAllStringFunc(text, func(m string) string {
+			return NotifySlot(table, slottedNotify.FindStringSubmatch(m)[1])
+		})
+		return r.Replace(text)
+	}
 	return Statements{
-		Claim:     r.Replace(Claim),
-		Takeover:  r.Replace(Takeover),
-		Complete:  r.Replace(Complete),
-		Renew:     r.Replace(Renew),
-		Release:   r.Replace(Release),
-		Resolve:   r.Replace(Resolve),
-		Sweep:     r.Replace(Sweep),
-		Get:       r.Replace(Get),
-		Delete:    r.Replace(Delete),
-		Hold:      r.Replace(Hold),
-		LeaseHeld: r.Replace(LeaseHeld),
-		List:      r.Replace(List),
-		ListHeld:  r.Replace(ListHeld),
-		Count:     r.Replace(Count),
+		Claim:     render(Claim),
+		Takeover:  render(Takeover),
+		Complete:  render(Complete),
+		Renew:     render(Renew),
+		Release:   render(Release),
+		Resolve:   render(Resolve),
+		Sweep:     render(Sweep),
+		Get:       render(Get),
+		Delete:    render(Delete),
+		Hold:      render(Hold),
+		LeaseHeld: render(LeaseHeld),
+		List:      render(List),
+		ListHeld:  render(ListHeld),
+		Count:     render(Count),
 	}
 }
 
@@ -174,21 +184,47 @@ func Slot(scope, key string) int {
 	return int(keyHash(scope, key)[0] % Slots)
 }
 
-func keyHash(scope, key string) []byte {
-	h := sha256.New()
-	h.Write([]byte(scope))
-	h.Write([]byte{0})
-	h.Write([]byte(key))
-	return h.Sum(nil)
+// keyHash is SHA-256(scope || 0x00 || key). Scope and key of a record are
+// at most 255 bytes each, hashed from a stack buffer without allocating;
+// longer ones (never sent to the server) are hashed all the same.
+func keyHash(scope, key string) [sha256.Size]byte {
+	var buf [2*255 + 1]byte
+	if len(scope)+1+len(key) > len(buf) {
+		h := sha256.New()
+		h.Write([]byte(scope))
+		h.Write([]byte{0})
+		h.Write([]byte(key))
+		var sum [sha256.Size]byte
+		h.Sum(sum[:0])
+		return sum
+	}
+	n := copy(buf[:], scope)
+	buf[n] = 0
+	n++
+	n += copy(buf[n:], key)
+	return sha256.Sum256(buf[:n])
 }
 
 // Notify returns the expression of table's writing statements that
 // notifies the waiters of the key in their parameters $1 (scope) and $2
 // (key) when a session listens; it is always true.
 func Notify(table string) string {
-	const hash = "sha256(convert_to($1::text, 'UTF8') || decode('00', 'hex') || convert_to($2::text, 'UTF8'))"
-	return "(CASE WHEN pg_try_advisory_xact_lock(" + LockSpaceLiteral(table) + ", get_byte(" + hash + ", 0) % " + strconv.Itoa(Slots) + ")" +
-		" THEN true ELSE pg_notify('" + Channel(table) + "', left(encode(" + hash + ", 'hex'), 16)) IS NOT NULL END)"
+	return notify(table, "get_byte("+keyHashSQL+", 0) % "+strconv.Itoa(Slots))
+}
+
+// NotifySlot is Notify for a statement that receives the key's Slot in
+// parameter param ("$6"), computed by the client: the server then hashes
+// the key only when it notifies, and a statement nobody waits for costs
+// one advisory lock try. It is what the hot path (complete.sql) uses.
+func NotifySlot(table, param string) string {
+	return notify(table, param+"::int")
+}
+
+const keyHashSQL = "sha256(convert_to($1::text, 'UTF8') || decode('00', 'hex') || convert_to($2::text, 'UTF8'))"
+
+func notify(table, slot string) string {
+	return "(CASE WHEN pg_try_advisory_xact_lock(" + LockSpaceLiteral(table) + ", " + slot + ")" +
+		" THEN true ELSE pg_notify('" + Channel(table) + "', left(encode(" + keyHashSQL + ", 'hex'), 16)) IS NOT NULL END)"
 }
 
 // The statements of the Store's listening connection, with {channel}

@@ -1,6 +1,8 @@
 package pgsql
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"testing"
 
@@ -15,7 +17,7 @@ func TestRender(t *testing.T) {
 	} {
 		require.NotEmpty(t, text, name)
 		require.NotContains(t, text, "{table}", name)
-		require.NotContains(t, text, "{notify}", name)
+		require.NotContains(t, text, "{notify", name)
 		require.Contains(t, text, `"s"."t"`, name)
 		require.False(t, strings.Contains(text, "%["), "%s: no format verbs left", name)
 	}
@@ -29,6 +31,28 @@ func TestChannelIsAShortLowerCaseIdentifier(t *testing.T) {
 		require.Regexp(t, `^once_[0-9a-f]{16}$`, c)
 	}
 	require.NotEqual(t, Channel(`"a"."b"`), Channel(`"a"."c"`))
+}
+
+// TestKeyHashIsSHA256 checks the allocation-free hash against SHA-256 of
+// scope || 0x00 || key, for lengths on both sides of its stack buffer.
+func TestKeyHashIsSHA256(t *testing.T) {
+	for _, n := range []int{0, 1, 255, 256, 600} {
+		scope, key := strings.Repeat("s", n), strings.Repeat("k", 255)
+		want := sha256.Sum256([]byte(scope + "\x00" + key))
+		require.Equal(t, want, keyHash(scope, key), n)
+		require.Equal(t, int(want[0]%Slots), Slot(scope, key), n)
+		require.Equal(t, hex.EncodeToString(want[:8]), Payload(scope, key), n)
+	}
+	require.Zero(t, testing.AllocsPerRun(100, func() { _ = Slot("scope", "key") }), "Slot allocates nothing")
+}
+
+// TestCompletePassesTheSlot: the completion is notified through the slot
+// its client computed ($6), and hashes the key only for the payload.
+func TestCompletePassesTheSlot(t *testing.T) {
+	table := `"s"."t"`
+	s := Render(table)
+	require.Contains(t, s.Complete, "pg_try_advisory_xact_lock("+LockSpaceLiteral(table)+", $6::int)")
+	require.Contains(t, s.Release, "pg_try_advisory_xact_lock("+LockSpaceLiteral(table)+", get_byte(")
 }
 
 func TestPayloadSeparatesScopeFromKey(t *testing.T) {

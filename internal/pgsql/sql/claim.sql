@@ -7,15 +7,21 @@
 -- in progress and a mismatch that indexed read is all the statement does
 -- (ins is gated on NOT EXISTS (e), a one-time filter), and it writes
 -- nothing. When e found nothing, ins is the plain INSERT … ON CONFLICT DO
--- NOTHING of a hand-written idempotency table, and the statement returns
--- its one row.
+-- NOTHING of a hand-written idempotency table, into a table whose only
+-- index is the primary key (migration 004), and the statement returns its
+-- one row, with state 0.
+--
+-- Otherwise it returns e's row as stored, with owner = $4 and the server's
+-- clock: the caller decides from the timestamps whether the row is live,
+-- its lease lapsed and how long its lease and retention have left (in Go:
+-- no numeric arithmetic on the server, whose extract(epoch …) costs more
+-- than the statement's read).
 --
 -- It never takes a record over: when the row it returns had expired, or was
 -- pending with a lapsed lease (or held, its hold and reconciler lease
--- ended) and a matching fingerprint, or when it
--- returns no row at all (the insert conflicted with a row committed after
--- the statement's snapshot), the caller sends takeover.sql, which decides
--- those rare cases.
+-- ended) and a matching fingerprint, or when it returns no row at all (the
+-- insert conflicted with a row committed after the statement's snapshot),
+-- the caller sends takeover.sql, which decides those rare cases.
 --
 -- The one-row subquery c reads the clock once and sets lock_timeout local
 -- to the statement's transaction before the insert runs (a volatile output
@@ -24,39 +30,27 @@
 -- reverts when the statement, or the caller's transaction, ends.
 --
 -- A new record lives at least until its lease ends, whatever the retention
--- (expires_at). sweep_after, the sweeper's indexed column, is claim time +
--- lease + retention; no later write changes it unless the record is
--- re-created, so completions and renewals are HOT updates.
---
--- Measured from the serving backend's /proc/<pid>/schedstat (server CPU per
--- statement, commit included, 5 000 runs interleaved with the alternatives):
--- this shape costs the same as an insert-first one on a first execution
--- and about 20 % less on a replay.
+-- (expires_at). No later write changes an indexed column, so completions
+-- and renewals are HOT updates.
 WITH e AS (
 	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at, r.hold_until
 	FROM {table} r
 	WHERE r.scope = $1::text AND r.key = $2::text
 ), ins AS (
-	INSERT INTO {table} (scope, key, fingerprint, state, owner, lease_until, expires_at, sweep_after, claimed_at)
+	INSERT INTO {table} (scope, key, fingerprint, state, owner, lease_until, expires_at, claimed_at)
 	SELECT $1::text, $2::text, $3::bytea, 1, $4::text,
 		c.now + $5::bigint * interval '1 microsecond',
 		c.now + greatest($5::bigint, $6::bigint) * interval '1 microsecond',
-		c.now + ($5::bigint + $6::bigint) * interval '1 microsecond',
 		c.now
 	FROM (SELECT clock_timestamp() AS now, set_config('lock_timeout', $7::text, true) AS lock_timeout) c
 	WHERE NOT EXISTS (SELECT 1 FROM e)
 	ON CONFLICT (scope, key) DO NOTHING
 	RETURNING true
 )
-SELECT true, false, 0::smallint, NULL::bytea, NULL::bytea, 0::bigint, false, false FROM ins
+SELECT 0::smallint, NULL::bytea, NULL::bytea, false,
+	NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz
+FROM ins
 UNION ALL
-SELECT false,
-	e.expires_at > clock_timestamp(),
-	e.state,
-	e.fingerprint,
-	e.outcome,
-	coalesce((extract(epoch FROM e.lease_until - clock_timestamp()) * 1000000)::bigint, 0),
-	(e.state = 1 AND e.lease_until <= clock_timestamp())
-		OR (e.state = 3 AND e.lease_until <= clock_timestamp() AND e.hold_until <= clock_timestamp()),
-	e.state = 1 AND e.owner = $4::text AND e.expires_at > clock_timestamp()
+SELECT e.state, e.fingerprint, e.outcome, coalesce(e.owner = $4::text, false),
+	e.lease_until, e.expires_at, e.hold_until, clock_timestamp()
 FROM e

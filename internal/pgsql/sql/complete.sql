@@ -1,4 +1,5 @@
--- Complete: $1 scope, $2 key, $3 owner, $4 outcome, $5 retention µs.
+-- Complete: $1 scope, $2 key, $3 owner, $4 outcome, $5 retention µs,
+-- $6 the key's notification slot (pgsql.Slot, computed by the client).
 --
 -- Fenced by the owner token of a live row. It changes no indexed column,
 -- so it is a HOT update whenever the page has room (fillfactor 90). The
@@ -7,10 +8,13 @@
 -- keeping the first completion's expiry, instead of reading as a lost
 -- lease.
 --
--- {notify} (see pgsql.go) wakes the key's waiters when the row changed and
--- somebody listens, in the same statement; it is always true, so the
+-- {notify:$6} (see pgsql.go) wakes the key's waiters when the row changed
+-- and somebody listens, in the same statement; it is always true, so the
 -- statement returns true exactly when it applied. The notification is
--- delivered when the transaction commits.
+-- delivered when the transaction commits. With the slot given, the server
+-- hashes the key only when it notifies: hashing it on every completion
+-- (SHA-256 through OpenSSL) cost about 13 µs of the server's CPU per
+-- completion, a tenth of the statement.
 UPDATE {table} SET
 	state = 2,
 	lease_until = NULL,
@@ -20,4 +24,4 @@ UPDATE {table} SET
 WHERE scope = $1::text AND key = $2::text
 	AND owner = $3::text AND expires_at > clock_timestamp()
 	AND (state = 1 OR (state = 2 AND outcome = $4::bytea))
-RETURNING {notify}
+RETURNING {notify:$6}

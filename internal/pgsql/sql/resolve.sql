@@ -20,9 +20,8 @@ WITH c AS (
 	FROM {table} r
 	WHERE r.scope = $1::text AND r.key = $2::text
 ), ins AS (
-	INSERT INTO {table} (scope, key, fingerprint, state, owner, outcome, expires_at, sweep_after)
+	INSERT INTO {table} (scope, key, fingerprint, state, owner, outcome, expires_at)
 	SELECT $1::text, $2::text, $3::bytea, 2, nullif($6::text, ''), $4::bytea,
-		c.now + $5::bigint * interval '1 microsecond',
 		c.now + $5::bigint * interval '1 microsecond'
 	FROM c
 	WHERE NOT EXISTS (SELECT 1 FROM e)
@@ -43,8 +42,6 @@ WITH c AS (
 		lease_until = NULL,
 		outcome = $4::bytea,
 		expires_at = t.now + $5::bigint * interval '1 microsecond',
-		sweep_after = CASE WHEN t.expired THEN t.now + $5::bigint * interval '1 microsecond'
-			ELSE r.sweep_after END,
 		held_at = NULL,
 		hold_until = NULL,
 		held_code = NULL,

@@ -21,10 +21,9 @@
 -- statement then only reads, takes no row lock and writes nothing.
 --
 -- c sets lock_timeout local to the statement's transaction before either
--- write reads c (see claim.sql). A record re-created over an expired one
--- gets a fresh sweep_after; a takeover of a live pending record keeps it
--- (only unindexed columns change: a HOT update). A takeover without a
--- fingerprint keeps the stored one; either side empty matches.
+-- write reads c (see claim.sql). Only unindexed columns change: a HOT
+-- update. A takeover without a fingerprint keeps the stored one; either
+-- side empty matches.
 WITH c AS (
 	SELECT clock_timestamp() AS now, set_config('lock_timeout', $7::text, true) AS lock_timeout
 ), e AS (
@@ -32,11 +31,10 @@ WITH c AS (
 	FROM {table} r
 	WHERE r.scope = $1::text AND r.key = $2::text
 ), ins AS (
-	INSERT INTO {table} (scope, key, fingerprint, state, owner, lease_until, expires_at, sweep_after, claimed_at)
+	INSERT INTO {table} (scope, key, fingerprint, state, owner, lease_until, expires_at, claimed_at)
 	SELECT $1::text, $2::text, $3::bytea, 1, $4::text,
 		c.now + $5::bigint * interval '1 microsecond',
 		c.now + greatest($5::bigint, $6::bigint) * interval '1 microsecond',
-		c.now + ($5::bigint + $6::bigint) * interval '1 microsecond',
 		c.now
 	FROM c
 	WHERE NOT EXISTS (SELECT 1 FROM e)
@@ -58,8 +56,6 @@ WITH c AS (
 		lease_until = t.now + $5::bigint * interval '1 microsecond',
 		outcome = NULL,
 		expires_at = t.now + greatest($5::bigint, $6::bigint) * interval '1 microsecond',
-		sweep_after = CASE WHEN t.took_over THEN r.sweep_after
-			ELSE t.now + ($5::bigint + $6::bigint) * interval '1 microsecond' END,
 		claimed_at = t.now,
 		held_at = NULL,
 		hold_until = NULL,
