@@ -2,6 +2,9 @@ package postgres
 
 import (
 	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -33,14 +36,84 @@ type fastRow struct {
 }
 
 func (r *fastRow) scan(row pgx.Row) error {
-	var lease, expires, hold, now pgtype.Timestamptz
-	err := row.Scan(&r.state, &r.fp, &r.outcome, &r.own, &lease, &expires, &hold, &now)
+	err := row.Scan(r)
 	if err == pgx.ErrNoRows {
 		return nil
 	}
 	r.found = err == nil
-	r.lease, r.expires, r.hold, r.now = unixMicros(lease), unixMicros(expires), unixMicros(hold), unixMicros(now)
 	return err
+}
+
+// ScanRow implements pgx.RowScanner: it decodes the binary columns of the
+// extended protocol itself (the claim's hot path, with no scan plan and no
+// allocation but the copies of the stored fingerprint and outcome), and
+// lets pgx scan the text columns of the simple protocol.
+func (r *fastRow) ScanRow(rows pgx.Rows) error {
+	fields, values := rows.FieldDescriptions(), rows.RawValues()
+	if len(values) != 8 || len(fields) != 8 {
+		return fmt.Errorf("claim row has %d columns, want 8", len(values))
+	}
+	for _, f := range fields {
+		if f.Format != pgx.BinaryFormatCode {
+			return r.scanText(rows)
+		}
+	}
+	if len(values[0]) != 2 || len(values[3]) != 1 {
+		return errors.New("claim row: bad state or owner column")
+	}
+	r.state = int16(binary.BigEndian.Uint16(values[0]))
+	r.fp, r.outcome = cloneBytes(values[1]), cloneBytes(values[2])
+	r.own = values[3][0] != 0
+	for i, dst := range [...]*int64{&r.lease, &r.expires, &r.hold, &r.now} {
+		us, err := binaryTimestamptz(values[4+i])
+		if err != nil {
+			return err
+		}
+		*dst = us
+	}
+	return nil
+}
+
+func (r *fastRow) scanText(rows pgx.Rows) error {
+	var lease, expires, hold, now pgtype.Timestamptz
+	if err := rows.Scan(&r.state, &r.fp, &r.outcome, &r.own, &lease, &expires, &hold, &now); err != nil {
+		return err
+	}
+	r.lease, r.expires, r.hold, r.now = unixMicros(lease), unixMicros(expires), unixMicros(hold), unixMicros(now)
+	return nil
+}
+
+// cloneBytes copies a column's bytes, which pgx reuses for the next row;
+// nil (NULL) stays nil.
+func cloneBytes(b []byte) []byte {
+	if b == nil {
+		return nil
+	}
+	return append(make([]byte, 0, len(b)), b...)
+}
+
+// pgEpochMicros is 2000-01-01 00:00:00 UTC, PostgreSQL's epoch, in
+// microseconds since the Unix epoch.
+const pgEpochMicros = 946_684_800_000_000
+
+// binaryTimestamptz decodes a binary timestamptz (microseconds since
+// PostgreSQL's epoch; its maximum and minimum are ±infinity) to
+// microseconds since the Unix epoch, as unixMicros does; 0 for NULL.
+func binaryTimestamptz(b []byte) (int64, error) {
+	switch {
+	case b == nil:
+		return 0, nil
+	case len(b) != 8:
+		return 0, fmt.Errorf("claim row: timestamptz of %d bytes", len(b))
+	}
+	us := int64(binary.BigEndian.Uint64(b))
+	switch {
+	case us == math.MinInt64:
+		return us, nil
+	case us > math.MaxInt64-pgEpochMicros: // infinity, or past year 292 277
+		return math.MaxInt64, nil
+	}
+	return us + pgEpochMicros, nil
 }
 
 // decide turns a fastRow into a result, or reports that the takeover
@@ -162,6 +235,10 @@ func existing(state int16, fp, outcome []byte, lease time.Duration) backends.Rec
 	return rec
 }
 
+// claimArgs are a claim statement's parameters. The lock_timeout is
+// boxed once, in newStatements. (Pointers to one struct would box nothing,
+// but pgx dereferences pointer parameters through reflect, allocating a
+// copy of each: more allocations, not fewer.)
 func (q statements) claimArgs(p backends.ClaimParams) []any {
 	return []any{p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, micros(p.Lease), micros(p.Retention), q.lockTimeout}
 }

@@ -28,9 +28,9 @@ type Config struct {
 	Schema string
 
 	// Table is the name of the records table. Migrate also creates
-	// <Table>_migrations and the indexes <Table>_sweep_idx and
-	// <Table>_held_idx (held rows only, migration 003) in Schema (and
-	// <Table>_expires_at_idx, which migration 002 replaces).
+	// <Table>_migrations and the index <Table>_held_idx (held rows only,
+	// migration 003) in Schema (and <Table>_expires_at_idx and
+	// <Table>_sweep_idx, which migrations 002 and 004 drop again).
 	// Same rules as Schema, at most 48 bytes. Defaults to "once_records".
 	Table string
 
@@ -44,8 +44,9 @@ type Config struct {
 	// days. Defaults to 5 seconds.
 	LockTimeout time.Duration
 
-	// SweepBatchSize is the number of expired rows RunSweeper deletes per
-	// statement. Defaults to 1000.
+	// SweepBatchSize is the most expired rows RunSweeper deletes per
+	// statement (each statement also reads at most 128 heap pages).
+	// Defaults to 1000.
 	SweepBatchSize int
 
 	// SingleConnection makes the Store run one statement at a time, for a

@@ -10,10 +10,11 @@ import (
 
 // statements holds the SQL of every operation, rendered for one table
 // (internal/pgsql is their one home, documented there), and the
-// lock_timeout that Claim and Resolve set for themselves.
+// lock_timeout that Claim and Resolve set for themselves (a string, boxed
+// once here rather than on every claim).
 type statements struct {
 	pgsql.Statements
-	lockTimeout string
+	lockTimeout any
 }
 
 func newStatements(table string, lockTimeout time.Duration) statements {
