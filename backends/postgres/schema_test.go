@@ -199,3 +199,28 @@ func TestMigrateFromSchema001(t *testing.T) {
 	require.EqualValues(t, 1, upd-upd0)
 	require.EqualValues(t, 1, hot-hot0, "the completion on the upgraded table is a HOT update")
 }
+
+// TestClaimReportsRetentionRemaining: a claim that finds a completed
+// record reports the time it has left by the server's clock, and none for
+// a pending one.
+func TestClaimReportsRetentionRemaining(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newTable(t, pool, Config{})
+	ctx := context.Background()
+	p := claimParams("s", "k")
+	r, err := s.Claim(ctx, p)
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+	pending, err := s.Claim(ctx, claimParams("s", "k"))
+	require.NoError(t, err)
+	require.Equal(t, backends.StatePending, pending.Existing.State)
+	require.Zero(t, pending.Existing.RetentionRemaining)
+	ok, err := s.Complete(ctx, backends.CompleteParams{Scope: "s", Key: "k", Owner: p.Owner, Outcome: []byte("v"), Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+	done, err := s.Claim(ctx, claimParams("s", "k"))
+	require.NoError(t, err)
+	require.Equal(t, backends.StateCompleted, done.Existing.State)
+	require.LessOrEqual(t, done.Existing.RetentionRemaining, time.Hour)
+	require.Greater(t, done.Existing.RetentionRemaining, 50*time.Minute)
+}
