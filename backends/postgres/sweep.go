@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -36,6 +37,9 @@ func (s *Store) Sweep(ctx context.Context, batchSize int) (int64, error) {
 	after := pgtype.TID{BlockNumber: 0, OffsetNumber: 0, Valid: true}
 	for {
 		end := pgtype.TID{BlockNumber: after.BlockNumber + sweepPages, OffsetNumber: 0, Valid: true}
+		if end.BlockNumber < after.BlockNumber { // the last chunk of a 32 TiB table
+			end.BlockNumber = math.MaxUint32
+		}
 		var deleted, pages int64
 		var last pgtype.TID
 		err := s.db.QueryRow(ctx, s.sql.Sweep, after, end, batchSize).Scan(&deleted, &last, &pages)
