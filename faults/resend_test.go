@@ -41,14 +41,25 @@ func (h *liftOnRedial) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // (INFO commandstats), to count the executions a client never heard of.
 func scriptCalls(t *testing.T, c *redis.Client) int64 {
 	t.Helper()
+	return commandCalls(t, c, "evalsha", "eval")
+}
+
+// commandCalls is how many of the named commands the server has run (INFO
+// commandstats; a command a script calls counts too).
+func commandCalls(t *testing.T, c *redis.Client, names ...string) int64 {
+	t.Helper()
 	info, err := c.Info(context.Background(), "commandstats").Result()
 	if err != nil {
 		t.Fatalf("INFO commandstats: %v", err)
 	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want["cmdstat_"+n] = true
+	}
 	var n int64
 	for line := range strings.Lines(info) {
 		name, stats, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+		if !ok || !want[name] {
 			continue
 		}
 		for field := range strings.SplitSeq(stats, ",") {

@@ -19,9 +19,9 @@ var (
 	deleteScript = redis.NewScript(redislua.Delete)
 )
 
-// Get implements backends.Admin with one script that reads the record,
-// its PTTL and the server's TIME, and writes nothing. An expired record
-// has vanished from Redis and is reported absent.
+// Get implements backends.Admin with one script that reads the record
+// and its PTTL, and writes nothing. An expired record has vanished from
+// Redis and is reported absent.
 func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
 	const op = "get"
 	if err := ctx.Err(); err != nil {
@@ -34,21 +34,11 @@ func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, ti
 	if v == int64(0) {
 		return backends.Record{}, 0, false, nil
 	}
-	reply, ok := v.([]any)
-	if !ok || len(reply) != 3 {
-		return backends.Record{}, 0, false, corrupt(op, "reply shape")
-	}
-	raw, ok1 := reply[0].(string)
-	now, ok2 := reply[1].(int64)
-	ttl, ok3 := reply[2].(int64)
-	if !ok1 || !ok2 || !ok3 || ttl < 0 {
-		return backends.Record{}, 0, false, corrupt(op, "reply types")
-	}
-	r, err := decodeRecord(op, raw)
+	rec, ttl, err := existingTTL(op, v)
 	if err != nil {
 		return backends.Record{}, 0, false, err
 	}
-	return r.record(now), duration(ttl), true, nil
+	return rec, duration(ttl), true, nil
 }
 
 // Delete implements backends.Admin with one script that deletes the record

@@ -65,15 +65,28 @@ func countingClient(t *testing.T) (*redis.Client, *counter) {
 	return c, n
 }
 
+// claimCommands is one claim without a script: SET NX GET and PTTL, one
+// pipeline (one round trip).
+var claimCommands = []string{"set", "pttl"}
+
+// warmPipelines sends one claim, so that the connection go-redis dials for
+// its pipeline pool (with its HELLO and CLIENT SETINFO) is not counted.
+func warmPipelines(t *testing.T, s backends.Store, n *counter) {
+	t.Helper()
+	_, err := s.Claim(context.Background(), backends.ClaimParams{Scope: backendtest.Scope(t), Key: "warm", Owner: backendtest.Token(), Lease: time.Minute, Retention: time.Minute})
+	require.NoError(t, err)
+	n.take()
+}
+
 func TestCommandsPerOperation(t *testing.T) {
 	c, n := countingClient(t)
 	s := newStore(t, c, nil)
-	n.take() // New's eviction check and script loading
+	warmPipelines(t, s, n) // and New's eviction check and script loading
 	ctx := context.Background()
 	scope, owner := backendtest.Scope(t), backendtest.Token()
-	claim := func(fp string) backends.ClaimResult {
+	claim := func(key, fp string, lease time.Duration) backends.ClaimResult {
 		t.Helper()
-		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: "k", Fingerprint: []byte(fp), Owner: backendtest.Token(), Lease: time.Minute, Retention: time.Hour})
+		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Fingerprint: []byte(fp), Owner: backendtest.Token(), Lease: lease, Retention: time.Hour})
 		require.NoError(t, err)
 		return r
 	}
@@ -82,21 +95,29 @@ func TestCommandsPerOperation(t *testing.T) {
 	r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: "k", Fingerprint: []byte("fp"), Owner: owner, Lease: time.Minute, Retention: time.Hour})
 	require.NoError(t, err)
 	require.True(t, r.Claimed)
-	assert.Equal(t, one, n.take(), "claim of a new key")
+	assert.Equal(t, claimCommands, n.take(), "claim of a new key")
 
-	assert.Equal(t, backends.StatePending, claim("fp").Existing.State)
-	assert.Equal(t, one, n.take(), "claim while in progress")
+	assert.Equal(t, backends.StatePending, claim("k", "fp", time.Minute).Existing.State)
+	assert.Equal(t, claimCommands, n.take(), "claim while in progress")
 
 	ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "k", Owner: owner, Outcome: []byte("v"), Retention: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
 	assert.Equal(t, one, n.take(), "complete")
 
-	assert.Equal(t, []byte("v"), claim("fp").Existing.Outcome)
-	assert.Equal(t, one, n.take(), "replay")
+	assert.Equal(t, []byte("v"), claim("k", "fp", time.Minute).Existing.Outcome)
+	assert.Equal(t, claimCommands, n.take(), "replay")
 
-	assert.Equal(t, []byte("fp"), claim("other").Existing.Fingerprint)
-	assert.Equal(t, one, n.take(), "fingerprint mismatch")
+	assert.Equal(t, []byte("fp"), claim("k", "other", time.Minute).Existing.Fingerprint)
+	assert.Equal(t, claimCommands, n.take(), "fingerprint mismatch")
+
+	// A lapsed lease: the pipeline finds it, claim.lua takes it over.
+	require.True(t, claim("lapsed", "fp", time.Millisecond).Claimed)
+	n.take()
+	time.Sleep(5 * time.Millisecond)
+	r = claim("lapsed", "fp", time.Minute)
+	require.True(t, r.Claimed && r.TookOver, "%+v", r)
+	assert.Equal(t, append(append([]string{}, claimCommands...), "evalsha"), n.take(), "takeover")
 }
 
 // TestScriptCacheFlushed checks that operations survive a server that lost
@@ -111,10 +132,14 @@ func TestScriptCacheFlushed(t *testing.T) {
 		t.Skip("SCRIPT FLUSH affects every user of the server; runs only with ONCE_REQUIRE_SERVERS=1 or CI")
 	}
 	ctx := context.Background()
+	scope, owner := backendtest.Scope(t), backendtest.Token()
+	r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: "k", Owner: owner, Lease: time.Minute, Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
 	require.NoError(t, c.ScriptFlush(ctx).Err())
 	n.take()
-	r, err := s.Claim(ctx, backends.ClaimParams{Scope: backendtest.Scope(t), Key: "k", Owner: backendtest.Token(), Lease: time.Minute, Retention: time.Hour})
+	ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "k", Owner: owner, Outcome: []byte("v"), Retention: time.Hour})
 	require.NoError(t, err)
-	assert.True(t, r.Claimed)
+	assert.True(t, ok)
 	assert.Equal(t, []string{"evalsha", "eval"}, n.take())
 }

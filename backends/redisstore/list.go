@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/internal/redislua"
 )
 
 var _ backends.Lister = (*Store)(nil)
@@ -96,8 +97,8 @@ func cutQuoted(s string) (string, string, bool) {
 var errBadCursor = errors.New("invalid list cursor")
 
 // List implements backends.Lister with SCAN (never KEYS), visiting every
-// primary of a Cluster in turn, and GETs of the keys found, pipelined per
-// primary. A page is at most scanRoundsPerPage SCAN calls. A walk sees
+// primary of a Cluster in turn, and reads of the keys found (get.lua:
+// the record and its PTTL, atomically per key), pipelined per primary. A page is at most scanRoundsPerPage SCAN calls. A walk sees
 // every record present throughout it at least once, as SCAN does; a
 // primary that fails over during the walk may be cut short (the walk
 // continues with the next one).
@@ -199,59 +200,75 @@ func globEscape(s string) string {
 }
 
 // fetch reads the records of keys (all on client's primary) in one
-// pipeline, with the server's TIME, and returns those p selects, in the
-// order of keys. A key that vanished meanwhile is skipped.
+// pipeline and returns those p selects, in the order of keys. A key that
+// vanished meanwhile is skipped.
 func (s *Store) fetch(ctx context.Context, client redis.Cmdable, keys []string, p backends.ListParams) ([]found, error) {
 	const op = "list"
-	if len(keys) == 0 {
-		return nil, nil
-	}
-	pipe := client.Pipeline()
-	timeCmd := pipe.Time(ctx)
-	gets := make([]*redis.StringCmd, len(keys))
-	ttls := make([]*redis.DurationCmd, len(keys))
-	for i, k := range keys {
-		gets[i] = pipe.Get(ctx, k)
-		ttls[i] = pipe.PTTL(ctx, k)
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, translate(ctx, op, err)
-	}
-	now := timeCmd.Val().UnixMilli()
 	var out []found
-	for i, k := range keys {
-		raw, err := gets[i].Result()
-		if errors.Is(err, redis.Nil) {
-			continue
-		}
-		if err != nil {
-			return nil, translate(ctx, op, err)
-		}
+	err := readRecords(ctx, op, client, keys, func(k, raw string, ttl int64) error {
 		scope, key, ok := parseRecordKey(s.prefix, k)
 		if !ok {
-			continue // not a record key of this store
+			return nil // not a record key of this store
 		}
 		if p.Scope != "" && scope != p.Scope || !strings.HasPrefix(key, p.KeyPrefix) {
-			continue
+			return nil
 		}
-		if len(raw) == 0 || raw[0] == 'c' {
-			continue
+		if raw[0] == stateCompleted {
+			return nil
 		}
 		r, err := decodeRecord(op, raw)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		rec := r.record(now)
+		rec := r.record(ttl)
 		if p.State != 0 && rec.State != p.State || rec.Age < p.OlderThan {
-			continue
+			return nil
 		}
-		ttl := ttls[i].Val()
-		if ttl < 0 {
-			ttl = MaxDuration
-		}
-		out = append(out, found{redisKey: k, listed: backends.Listed{Scope: scope, Key: key, Record: rec, ExpiresIn: ttl}})
+		out = append(out, found{redisKey: k, listed: backends.Listed{Scope: scope, Key: key, Record: rec, ExpiresIn: duration(ttl)}})
+		return nil
+	})
+	return out, err
+}
+
+// readRecords reads the record and TTL of each of keys (all on client's
+// primary) with get.lua, atomically per key, in one pipeline that loads
+// the script first (a pipeline cannot fall back from EVALSHA to EVAL),
+// and calls each for every key that holds a record, in the order of keys.
+func readRecords(ctx context.Context, op string, client redis.Cmdable, keys []string, each func(key, raw string, ttl int64) error) error {
+	if len(keys) == 0 {
+		return nil
 	}
-	return out, nil
+	pipe := client.Pipeline()
+	pipe.ScriptLoad(ctx, redislua.Get)
+	cmds := make([]*redis.Cmd, len(keys))
+	for i, k := range keys {
+		cmds[i] = getScript.EvalSha(ctx, pipe, []string{k})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return translate(ctx, op, err)
+	}
+	for i, k := range keys {
+		v, err := cmds[i].Result()
+		if err != nil {
+			return translate(ctx, op, err)
+		}
+		if v == int64(0) {
+			continue // vanished since SCAN
+		}
+		reply, ok := v.([]any)
+		if !ok || len(reply) != 2 {
+			return corrupt(op, "reply shape")
+		}
+		raw, ok1 := reply[0].(string)
+		ttl, ok2 := reply[1].(int64)
+		if !ok1 || !ok2 || ttl < 0 || raw == "" {
+			return corrupt(op, "reply types")
+		}
+		if err := each(k, raw, ttl); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // parseRecordKey inverts recordKey: prefix "{" len(s) ":" s ":" k "}".
@@ -277,7 +294,8 @@ func parseRecordKey(prefix, raw string) (scope, key string, ok bool) {
 var unescapeKeyPart = strings.NewReplacer("%7D", "}", "%25", "%")
 
 // Count implements backends.Lister by walking every record of the store
-// with SCAN (on every primary of a Cluster): linear in the keyspace.
+// with SCAN (on every primary of a Cluster) and get.lua per key: linear
+// in the keyspace.
 // Expired is always zero (Redis drops expired keys itself); SizeBytes is
 // the bytes of keys and values.
 func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
@@ -308,42 +326,20 @@ func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
 
 func (s *Store) countKeys(ctx context.Context, client redis.Cmdable, keys []string, c *backends.Counts) error {
 	const op = "count"
-	if len(keys) == 0 {
-		return nil
-	}
-	pipe := client.Pipeline()
-	timeCmd := pipe.Time(ctx)
-	gets := make([]*redis.StringCmd, len(keys))
-	for i, k := range keys {
-		gets[i] = pipe.Get(ctx, k)
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return translate(ctx, op, err)
-	}
-	now := timeCmd.Val().UnixMilli()
-	for i, k := range keys {
-		raw, err := gets[i].Result()
-		if errors.Is(err, redis.Nil) {
-			continue
-		}
-		if err != nil {
-			return translate(ctx, op, err)
-		}
+	return readRecords(ctx, op, client, keys, func(k, raw string, ttl int64) error {
 		if _, _, ok := parseRecordKey(s.prefix, k); !ok {
-			continue
-		}
-		c.Stored++
-		c.SizeBytes += int64(len(k) + len(raw))
-		if len(raw) > 0 && raw[0] == 'c' {
-			c.Completed++
-			continue
+			return nil
 		}
 		r, err := decodeRecord(op, raw)
 		if err != nil {
 			return err
 		}
-		rec := r.record(now)
+		c.Stored++
+		c.SizeBytes += int64(len(k) + len(raw))
+		rec := r.record(ttl)
 		switch rec.State {
+		case backends.StateCompleted:
+			c.Completed++
 		case backends.StatePending:
 			c.Pending++
 			c.OldestPending = max(c.OldestPending, rec.Age)
@@ -351,6 +347,6 @@ func (s *Store) countKeys(ctx context.Context, client redis.Cmdable, keys []stri
 			c.Held++
 			c.OldestHeld = max(c.OldestHeld, rec.Age)
 		}
-	}
-	return nil
+		return nil
+	})
 }

@@ -20,22 +20,30 @@ import (
 	"github.com/stagedoor/once/internal/redislua"
 )
 
-// lossyDialer dials the real server and, once armed for a script, lets the
-// next EVALSHA of that script reach the server, waits for its reply, drops
-// the reply and breaks the connection: the server applied the command,
-// the client saw io.EOF, and go-redis re-sends the command on a new
-// connection, exactly as after a network failure between the two.
+// lossyDialer dials the real server and, once armed for a script (or for
+// bytes the next command carries), lets the next command that contains
+// them reach the server, waits for its reply, drops the reply and breaks
+// the connection: the server applied the command, the client saw io.EOF,
+// and go-redis re-sends the command on a new connection, exactly as after
+// a network failure between the two.
 type lossyDialer struct {
 	mu      sync.Mutex
-	sha     []byte // the script whose next reply is lost; nil when disarmed
+	sha     []byte // what the command whose reply is lost contains; nil when disarmed
 	dropped atomic.Int32
 	dials   atomic.Int32
 }
 
+// arm loses the reply of the next EVALSHA of script.
 func (d *lossyDialer) arm(script string) {
 	sum := sha1.Sum([]byte(script))
+	d.armBytes(hex.EncodeToString(sum[:]))
+}
+
+// armBytes loses the reply of the next command (or pipeline) that
+// contains b.
+func (d *lossyDialer) armBytes(b string) {
 	d.mu.Lock()
-	d.sha = []byte(hex.EncodeToString(sum[:]))
+	d.sha = []byte(b)
 	d.mu.Unlock()
 }
 
@@ -52,6 +60,7 @@ type lossyConn struct {
 	net.Conn
 	d         *lossyDialer
 	loseReply bool
+	broken    bool // the reply was lost: every later read fails, as on a broken connection
 }
 
 func (c *lossyConn) Write(p []byte) (int, error) {
@@ -64,10 +73,13 @@ func (c *lossyConn) Write(p []byte) (int, error) {
 }
 
 func (c *lossyConn) Read(p []byte) (int, error) {
+	if c.broken {
+		return 0, io.EOF
+	}
 	if !c.loseReply {
 		return c.Conn.Read(p)
 	}
-	c.loseReply = false
+	c.loseReply, c.broken = false, true
 	buf := make([]byte, 64<<10)
 	_, _ = c.Conn.Read(buf) // the server has applied the command and replied
 	_ = c.Conn.Close()
@@ -76,12 +88,14 @@ func (c *lossyConn) Read(p []byte) (int, error) {
 }
 
 // lossyStore returns a store whose client re-sends after a lost reply
-// (go-redis's default MaxRetries), and its dialer.
+// (go-redis's default MaxRetries), and its dialer. The client has one
+// connection: pipelines (the claim's) share it rather than
+// dialing their own pool, so that every dial after the first is a re-send.
 func lossyStore(t *testing.T) (backends.Store, *lossyDialer) {
 	t.Helper()
 	singleClient(t) // skip or fail when the server is down
 	d := &lossyDialer{}
-	c := redis.NewClient(&redis.Options{Addr: singleAddr(), Dialer: d.dial, PoolSize: 1})
+	c := redis.NewClient(&redis.Options{Addr: singleAddr(), Dialer: d.dial, PoolSize: 1, PipelinePoolSize: -1})
 	t.Cleanup(func() { _ = c.Close() })
 	return newStore(t, c, nil), d
 }
@@ -120,10 +134,31 @@ func TestReSentAfterLostReply(t *testing.T) {
 	})
 
 	t.Run("Claim", func(t *testing.T) {
+		// The claim's pipeline (SET NX GET, PTTL) applied; its re-send
+		// finds the record it wrote, with its own owner token.
 		s, d := lossyStore(t)
-		d.arm(redislua.Claim)
-		claim(s, backendtest.Scope(t), backendtest.Token())
+		owner := backendtest.Token()
+		d.armBytes(owner)
+		claim(s, backendtest.Scope(t), owner)
 		lost(t, d)
+	})
+
+	t.Run("ClaimTakeover", func(t *testing.T) {
+		// A takeover (claim.lua, after the pipeline found a lapsed
+		// lease) applied; its re-send reports Claimed, and the claim is
+		// the new owner's.
+		s, d := lossyStore(t)
+		scope, owner := backendtest.Scope(t), backendtest.Token()
+		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: "k", Fingerprint: []byte("fp"), Owner: backendtest.Token(), Lease: time.Millisecond, Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+		time.Sleep(5 * time.Millisecond)
+		d.arm(redislua.Claim)
+		claim(s, scope, owner)
+		lost(t, d)
+		ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "k", Owner: owner, Outcome: []byte("v"), Retention: retention})
+		require.NoError(t, err)
+		require.True(t, ok, "the re-sent takeover left the claim to its owner")
 	})
 
 	t.Run("Complete", func(t *testing.T) {

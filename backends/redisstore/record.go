@@ -1,8 +1,8 @@
 package redisstore
 
 import (
-	"bytes"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/stagedoor/once/backends"
@@ -51,95 +51,111 @@ func duration(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
+// The state bytes of the record layout (version 2). Version 1 wrote 'p',
+// 'c' and 'h'; decodeRecord and the scripts refuse those.
+const (
+	statePending   = 'P'
+	stateCompleted = 'C'
+	stateHeld      = 'H'
+)
+
 // stored is a record as Redis holds it (layout in
-// internal/redislua/record.lua).
+// internal/redislua/record.lua). Its times are offsets in ms back from
+// the key's expiry, so that the key's TTL, the server's clock, turns them
+// into durations (see record).
 type stored struct {
 	state       backends.State
-	fingerprint []byte // nil when empty
 	owner       string
-	leaseEnd    int64  // pending and held: ms on the server's clock
+	fingerprint []byte // nil when empty
 	outcome     []byte // completed; never nil
-	// since is when the record was claimed or held (ms); hasSince is false
-	// on a pending record written before the layout had it.
-	since    int64
-	hasSince bool
-	// holdEnd, code and message describe a held record.
-	holdEnd       int64
-	code, message string
+	// life is how long before the expiry the record was claimed (pending)
+	// or held (held); leaseTail and holdTail how long before it the lease
+	// and the hold end.
+	life, leaseTail, holdTail int64
+	code, message             string
 }
 
 // decodeRecord is the one Go function that parses a stored record:
 //
-//	pending:   'p' len(fp) fp len(owner) owner lease-end-ms [' ' since-ms]
-//	completed: 'c' len(fp) fp len(owner) owner outcome
-//	held:      'h' len(fp) fp len(owner) owner lease-end-ms ' ' since-ms
-//	           ' ' hold-end-ms ' ' len(code) ' ' code message
+//	pending:   'P' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
+//	completed: 'C' len(owner) owner len(fp) fp outcome
+//	held:      'H' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
+//	           ' ' hold-tail-ms ' ' len(code) ' ' code message
 //
-// where len(fp) and len(owner) are one byte and the other numbers are
-// canonical decimals (no sign, no leading zero). Anything else is
-// ErrCorrupt. It copies raw once; the fingerprint and the outcome share
-// that copy.
+// where len(owner) and len(fp) are one byte and the other numbers are
+// canonical decimals (no sign, no leading zero). A record of the version 1
+// layout (an earlier release wrote 'p', 'c' or 'h' first) and anything
+// else is ErrCorrupt. It copies raw once; the fingerprint and the outcome
+// share that copy.
 func decodeRecord(op, raw string) (stored, error) {
 	if len(raw) < 3 {
 		return stored{}, corrupt(op, "record header")
 	}
 	var r stored
 	switch raw[0] {
-	case 'p':
+	case statePending:
 		r.state = backends.StatePending
-	case 'c':
+	case stateCompleted:
 		r.state = backends.StateCompleted
-	case 'h':
+	case stateHeld:
 		r.state = backends.StateHeld
+	case 'p', 'c', 'h':
+		return stored{}, corrupt(op, "record in the version 1 layout of an earlier redisstore (delete it, or let it expire)")
 	default:
 		return stored{}, corrupt(op, "record state")
 	}
-	n := int(raw[1])
-	if len(raw) < 3+n {
-		return stored{}, corrupt(op, "record fingerprint")
-	}
-	m := int(raw[2+n])
-	start := 3 + n + m
-	if len(raw) < start {
+	m := int(raw[1])
+	if len(raw) < 3+m {
 		return stored{}, corrupt(op, "record owner")
 	}
-	b := []byte(raw)
-	if n > 0 {
-		r.fingerprint = b[2 : 2+n : 2+n]
+	n := int(raw[2+m])
+	start := 3 + m + n
+	if len(raw) < start {
+		return stored{}, corrupt(op, "record fingerprint")
 	}
-	r.owner = raw[3+n : start]
-	rest := b[start:len(b):len(b)]
+	r.owner = raw[2 : 2+m]
 	if r.state == backends.StateCompleted {
-		r.outcome = rest
+		b := []byte(raw[3+m:])
+		if n > 0 {
+			r.fingerprint = b[:n:n]
+		}
+		r.outcome = b[n:len(b):len(b)]
 		return r, nil
 	}
+	if n > 0 {
+		r.fingerprint = []byte(raw[3+m : start])
+	}
+	rest := raw[start:]
 	if r.state == backends.StateHeld {
 		return decodeHeld(op, r, rest)
 	}
-	lease, since, hasSince := rest, []byte(nil), false
-	if i := bytes.IndexByte(rest, ' '); i >= 0 {
-		lease, since, hasSince = rest[:i], rest[i+1:], true
+	sp := indexSpace(rest)
+	var ok1, ok2 bool
+	if sp >= 0 {
+		r.life, ok1 = parseMillis(rest[:sp])
+		r.leaseTail, ok2 = parseMillis(rest[sp+1:])
 	}
-	end, ok := parseMillis(lease)
-	if !ok {
-		return stored{}, corrupt(op, "record lease end")
-	}
-	r.leaseEnd = end
-	if hasSince {
-		if r.since, ok = parseMillis(since); !ok {
-			return stored{}, corrupt(op, "record claim time")
-		}
-		r.hasSince = true
+	if !ok1 || !ok2 {
+		return stored{}, corrupt(op, "pending record times")
 	}
 	return r, nil
 }
 
+func indexSpace(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ' ' {
+			return i
+		}
+	}
+	return -1
+}
+
 // decodeHeld parses the tail of a held record:
-// lease-end-ms ' ' since-ms ' ' hold-end-ms ' ' len(code) ' ' code message.
-func decodeHeld(op string, r stored, rest []byte) (stored, error) {
+// life-ms ' ' lease-tail-ms ' ' hold-tail-ms ' ' len(code) ' ' code message.
+func decodeHeld(op string, r stored, rest string) (stored, error) {
 	var nums [4]int64
 	for i := range nums {
-		sp := bytes.IndexByte(rest, ' ')
+		sp := indexSpace(rest)
 		if sp < 0 {
 			return stored{}, corrupt(op, "held record fields")
 		}
@@ -152,18 +168,19 @@ func decodeHeld(op string, r stored, rest []byte) (stored, error) {
 	if nums[3] > int64(len(rest)) {
 		return stored{}, corrupt(op, "held record code")
 	}
-	r.leaseEnd, r.since, r.hasSince, r.holdEnd = nums[0], nums[1], true, nums[2]
-	r.code, r.message = string(rest[:nums[3]]), string(rest[nums[3]:])
+	r.life, r.leaseTail, r.holdTail = nums[0], nums[1], nums[2]
+	r.code, r.message = rest[:nums[3]], rest[nums[3]:]
 	return r, nil
 }
 
 // parseMillis parses a canonical non-negative decimal int64.
-func parseMillis(b []byte) (int64, bool) {
+func parseMillis(b string) (int64, bool) {
 	if len(b) == 0 || len(b) > 19 || (b[0] == '0' && len(b) > 1) {
 		return 0, false
 	}
 	var v int64
-	for _, c := range b {
+	for i := 0; i < len(b); i++ {
+		c := b[i]
 		if c < '0' || c > '9' {
 			return 0, false
 		}
@@ -176,20 +193,22 @@ func parseMillis(b []byte) (int64, bool) {
 	return v, true
 }
 
-// record is r as the store reports it at server time nowMs.
-func (r stored) record(nowMs int64) backends.Record {
+// record is r as the store reports it when its key has ttl ms left (PTTL,
+// read with the value in one atomic step).
+func (r stored) record(ttl int64) backends.Record {
 	rec := backends.Record{State: r.state, Fingerprint: r.fingerprint}
 	if r.state == backends.StateCompleted {
 		rec.Outcome = r.outcome
+		// PTTL truncates: 0 means less than a millisecond left, which is
+		// not "not reported" (zero).
+		rec.RetentionRemaining = max(duration(ttl), time.Nanosecond)
 		return rec
 	}
-	rec.LeaseRemaining = duration(subSaturating(r.leaseEnd, nowMs))
-	if r.hasSince {
-		rec.Age = duration(subSaturating(nowMs, r.since))
-	}
+	rec.LeaseRemaining = duration(subSaturating(ttl, r.leaseTail))
+	rec.Age = duration(subSaturating(r.life, ttl))
 	if r.state == backends.StateHeld {
 		rec.Held = backends.HeldInfo{
-			Remaining: duration(subSaturating(r.holdEnd, nowMs)),
+			Remaining: duration(subSaturating(ttl, r.holdTail)),
 			Code:      r.code, Message: r.message,
 		}
 	}
@@ -208,35 +227,40 @@ func subSaturating(a, b int64) int64 {
 	return d
 }
 
-// existing decodes the reply a script gives for a record it did not
-// change: the whole record string when completed, {record, now ms} when
-// pending or held.
+// appendPending appends the pending record of a new claim, as Claim
+// writes it with SET NX: claimed now and living life ms, its lease ending
+// leaseTail ms before its expiry.
+func appendPending(b []byte, owner string, fp []byte, life, leaseTail int64) []byte {
+	b = append(b, statePending, byte(len(owner)))
+	b = append(b, owner...)
+	b = append(b, byte(len(fp)))
+	b = append(b, fp...)
+	b = strconv.AppendInt(b, life, 10)
+	b = append(b, ' ')
+	return strconv.AppendInt(b, leaseTail, 10)
+}
+
+// existing decodes the reply {record, ttl} a script gives for a record it
+// did not change.
 func existing(op string, v any) (backends.Record, error) {
-	var raw string
-	var now int64
-	pendingReply := false
-	switch v := v.(type) {
-	case string:
-		raw = v
-	case []any:
-		pendingReply = true
-		var ok1, ok2 bool
-		if len(v) == 2 {
-			raw, ok1 = v[0].(string)
-			now, ok2 = v[1].(int64)
-		}
-		if !ok1 || !ok2 {
-			return backends.Record{}, corrupt(op, "pending reply")
-		}
-	default:
-		return backends.Record{}, corrupt(op, "reply type")
+	rec, _, err := existingTTL(op, v)
+	return rec, err
+}
+
+// existingTTL is existing that also returns the key's TTL in ms.
+func existingTTL(op string, v any) (backends.Record, int64, error) {
+	reply, ok := v.([]any)
+	if !ok || len(reply) != 2 {
+		return backends.Record{}, 0, corrupt(op, "reply shape")
+	}
+	raw, ok1 := reply[0].(string)
+	ttl, ok2 := reply[1].(int64)
+	if !ok1 || !ok2 || ttl < 0 {
+		return backends.Record{}, 0, corrupt(op, "reply types")
 	}
 	r, err := decodeRecord(op, raw)
 	if err != nil {
-		return backends.Record{}, err
+		return backends.Record{}, 0, err
 	}
-	if (r.state != backends.StateCompleted) != pendingReply {
-		return backends.Record{}, corrupt(op, "reply does not match the record's state")
-	}
-	return r.record(now), nil
+	return r.record(ttl), ttl, nil
 }

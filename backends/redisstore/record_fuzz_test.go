@@ -12,41 +12,41 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// encodeRecord is the Go image of record.lua's encoders, for tests only:
-// the store never writes records from Go.
+// encodeRecord is the Go image of record.lua's encoders, for tests; a
+// pending record goes through appendPending, the encoder Claim uses.
 func encodeRecord(r stored) string {
-	head := string([]byte{'p'})
-	tail := strconv.FormatInt(r.leaseEnd, 10)
-	if r.hasSince {
-		tail += " " + strconv.FormatInt(r.since, 10)
+	if r.state == backends.StatePending {
+		return string(appendPending(nil, r.owner, r.fingerprint, r.life, r.leaseTail))
 	}
-	switch r.state {
-	case backends.StateCompleted:
-		head, tail = "c", string(r.outcome)
-	case backends.StateHeld:
-		head = "h"
-		tail = strconv.FormatInt(r.leaseEnd, 10) + " " + strconv.FormatInt(r.since, 10) + " " +
-			strconv.FormatInt(r.holdEnd, 10) + " " + strconv.Itoa(len(r.code)) + " " + r.code + r.message
+	head := "C"
+	if r.state == backends.StateHeld {
+		head = "H"
 	}
-	return head + string([]byte{byte(len(r.fingerprint))}) + string(r.fingerprint) +
-		string([]byte{byte(len(r.owner))}) + r.owner + tail
+	head += string([]byte{byte(len(r.owner))}) + r.owner + string([]byte{byte(len(r.fingerprint))}) + string(r.fingerprint)
+	if r.state == backends.StateCompleted {
+		return head + string(r.outcome)
+	}
+	return head + strconv.FormatInt(r.life, 10) + " " + strconv.FormatInt(r.leaseTail, 10) + " " +
+		strconv.FormatInt(r.holdTail, 10) + " " + strconv.Itoa(len(r.code)) + " " + r.code + r.message
 }
 
 // FuzzDecodeRecord checks the one parser of stored records on arbitrary
-// bytes: it never panics, rejects what it cannot read with ErrCorrupt, and
-// whatever it accepts re-encodes to the very same bytes (so it accepts
-// exactly the layout the scripts write), and converts to a Record without
-// overflow.
+// bytes: it never panics, rejects what it cannot read with ErrCorrupt
+// (every version 1 record among it), and whatever it accepts re-encodes
+// to the very same bytes (so it accepts exactly the layout the scripts
+// and Claim write), and converts to a Record at any TTL without overflow.
 func FuzzDecodeRecord(f *testing.F) {
 	for _, seed := range []string{
-		encodeRecord(stored{state: backends.StatePending, owner: "owner", leaseEnd: 1764547200000}),
-		encodeRecord(stored{state: backends.StatePending, fingerprint: []byte("fp"), owner: "o", leaseEnd: math.MaxInt64}),
+		encodeRecord(stored{state: backends.StatePending, owner: "owner", life: 3600000, leaseTail: 3540000}),
+		encodeRecord(stored{state: backends.StatePending, fingerprint: []byte("fp"), owner: "o", life: maxMillis, leaseTail: 0}),
 		encodeRecord(stored{state: backends.StateCompleted, fingerprint: make([]byte, 255), owner: "o", outcome: []byte("{}")}),
 		encodeRecord(stored{state: backends.StateCompleted, outcome: []byte{}}),
-		encodeRecord(stored{state: backends.StatePending, owner: "o", leaseEnd: 1764547200000, since: 1764547100000, hasSince: true}),
-		encodeRecord(stored{state: backends.StateHeld, owner: "o", leaseEnd: 1, since: 2, hasSince: true, holdEnd: math.MaxInt64, code: "timeout", message: "no answer in 10 s"}),
-		"h\x00\x001 2 3 9 ab", "h\x00\x001 2 3", "p\x00\x001 ",
-		"", "p", "c\x00", "p\x00\x00", "p\x00\x00007", "p\x00\x00-1", "p\xff", "x\x00\x00", "c\x05ab",
+		encodeRecord(stored{state: backends.StateHeld, owner: "o", life: 1, leaseTail: 2, holdTail: 0, code: "timeout", message: "no answer in 10 s"}),
+		encodeRecord(stored{state: backends.StateHeld, owner: "o", life: math.MaxInt64, leaseTail: math.MaxInt64, holdTail: math.MaxInt64}),
+		"H\x00\x001 2 3 9 ab", "H\x00\x001 2 3", "P\x00\x001 ", "P\x00\x001", "P\x00\x00 1",
+		"", "P", "C\x00", "P\x00\x00", "P\x00\x0007 1", "P\x00\x00-1 1", "P\xff", "x\x00\x00", "C\x05ab",
+		// Version 1 records: refused.
+		"p\x00\x001764547200000", "c\x00\x01o{}", "h\x00\x011 2 3 0 ",
 	} {
 		f.Add(seed)
 	}
@@ -56,20 +56,34 @@ func FuzzDecodeRecord(f *testing.F) {
 			require.True(t, errors.Is(err, ErrCorrupt), "a rejected record is ErrCorrupt: %v", err)
 			return
 		}
+		require.NotContains(t, "pch", raw[:1], "a version 1 record is never read")
 		require.Equal(t, raw, encodeRecord(r), "accepted bytes re-encode identically")
 		require.LessOrEqual(t, len(r.fingerprint), 255)
 		require.LessOrEqual(t, len(r.owner), 255)
-		for _, now := range []int64{0, 1764547200000, math.MaxInt64, math.MinInt64 + 1} {
-			rec := r.record(now)
+		for _, ttl := range []int64{0, 1, 3600000, maxMillis, math.MaxInt64} {
+			rec := r.record(ttl)
 			require.Equal(t, r.state, rec.State)
-			if r.state != backends.StateCompleted {
-				require.Equal(t, r.leaseEnd > now, rec.LeaseRemaining > 0, "no overflow flips the lease's sign")
+			if r.state == backends.StateCompleted {
+				require.Equal(t, max(duration(ttl), time.Nanosecond), rec.RetentionRemaining)
+				continue
 			}
+			require.Equal(t, ttl > r.leaseTail, rec.LeaseRemaining > 0, "no overflow flips the lease's sign")
+			require.Equal(t, r.life >= ttl, rec.Age >= 0, "no overflow flips the age's sign")
 			if r.state == backends.StateHeld {
-				require.Equal(t, r.holdEnd > now, rec.Held.Remaining > 0, "no overflow flips the hold's sign")
+				require.Equal(t, ttl > r.holdTail, rec.Held.Remaining > 0, "no overflow flips the hold's sign")
 			}
 		}
 	})
+}
+
+// TestVersion1RecordsRefused: a record an earlier release wrote is an
+// ErrCorrupt that says so, never read as a record of this layout.
+func TestVersion1RecordsRefused(t *testing.T) {
+	for _, raw := range []string{"p\x02fp\x05owner1764547200000 1764547100000", "c\x00\x05owner{}", "h\x00\x01o1 2 3 0 "} {
+		_, err := decodeRecord("get", raw)
+		require.ErrorIs(t, err, ErrCorrupt)
+		require.Contains(t, err.Error(), "version 1")
+	}
 }
 
 func TestMillis(t *testing.T) {

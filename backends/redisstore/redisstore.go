@@ -2,12 +2,18 @@
 // single node, a Sentinel failover client or a Redis Cluster, through
 // redis.UniversalClient.
 //
-// Each record is one Redis string key, written only by Lua scripts that
-// touch that key alone, so every operation is one round trip and
-// single-slot on a Cluster. Leases are measured with the server's TIME and
-// retention with PX TTLs: the application's clock is never used. Expired
-// records vanish by themselves; there is nothing to sweep. A pending
-// record's TTL is at least its lease, and each renewal extends it.
+// Each record is one Redis string key, created by Claim with SET NX GET
+// (no script: a claim, a replay, an in-progress duplicate and a mismatch
+// cost one SET and one PTTL, pipelined) and otherwise written by Lua
+// scripts that touch that key alone, so every operation is one round trip
+// (a takeover two) and single-slot on a Cluster. Time is the key's PX TTL
+// alone: a record stores its lease end, hold end and claim time as
+// offsets back from its expiry, which PTTL turns into time left by the
+// server's clock; the application's clock is never used. Expired records
+// vanish by themselves; there is nothing to sweep. A pending record's TTL
+// is at least its lease, and each renewal extends it.
+//
+// Redis 7.0 or later: SET with both NX and GET is 7.0's.
 //
 // # Durations
 //
@@ -18,11 +24,12 @@
 //
 // # Driver retries
 //
-// go-redis re-sends a command whose reply was lost (MaxRetries). Every
-// script recognises its own re-send: a Claim by the record's owner
-// reports Claimed, a Complete or a Resolve whose owner token and outcome
-// are already stored reports success, a Renew renews again. A re-sent
-// Release reports false, as the contract allows.
+// go-redis re-sends a command or a pipeline whose reply was lost
+// (MaxRetries). Every write recognises its own re-send: a Claim finding a
+// pending record with its own owner token reports Claimed, a Complete or
+// a Resolve whose owner token and outcome are already stored reports
+// success, a Renew renews again. A re-sent Release reports false, as the
+// contract allows.
 //
 // # Guarantees and their limits
 //
@@ -91,7 +98,8 @@ var (
 // New returns a Store that uses client, which it never closes. New talks to
 // Redis, within ctx: it checks maxmemory-policy as cfg.EvictionPolicyCheck
 // says and loads the scripts into the server's script cache (on every node
-// of a Cluster), so that operations cost one EVALSHA from the first call.
+// of a Cluster), so that scripted operations cost one EVALSHA from the
+// first call.
 // It fails if Redis cannot be reached.
 func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store, error) {
 	if cfg == nil {
@@ -140,29 +148,6 @@ func precheck(ctx context.Context, op, owner string, fp []byte) error {
 		return invalid(op, "fingerprint longer than 255 bytes")
 	}
 	return nil
-}
-
-// Claim implements backends.Store with one EVALSHA. A replay, an
-// in-progress duplicate and a fingerprint mismatch write nothing. A driver
-// retry of a claim that was applied (same owner token) reports Claimed.
-func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
-	const op = "claim"
-	if err := precheck(ctx, op, p.Owner, p.Fingerprint); err != nil {
-		return backends.ClaimResult{}, err
-	}
-	v, err := claimScript.Run(ctx, s.client, []string{s.key(p.Scope, p.Key)},
-		p.Fingerprint, p.Owner, millis(p.Lease), millis(p.Retention)).Result()
-	if err != nil {
-		return backends.ClaimResult{}, translate(ctx, op, err)
-	}
-	switch v {
-	case int64(replyClaimed):
-		return backends.ClaimResult{Claimed: true}, nil
-	case int64(replyTookOver):
-		return backends.ClaimResult{Claimed: true, TookOver: true}, nil
-	}
-	rec, err := existing(op, v)
-	return backends.ClaimResult{Existing: rec}, err
 }
 
 // Complete implements backends.Store with one EVALSHA. It also reports

@@ -6,8 +6,8 @@ import (
 	"github.com/stagedoor/once/internal/redislua"
 )
 
-// The Lua scripts, from internal/redislua (shared with the benchmark's
-// raw baseline).
+// The Lua scripts, from internal/redislua. claim.lua is the claim's slow
+// path only (takeovers; see Claim).
 var (
 	// redis.Script.Run sends EVALSHA and falls back to EVAL when the
 	// server's script cache lacks the script (NOSCRIPT: a restart, a

@@ -1,34 +1,37 @@
--- claim.lua: insert a pending claim, take over an expired lease, or report
--- the existing record. One key; server clock; no write on a replay.
+-- claim.lua: the claim's slow path. Store.Claim first claims with a plain
+-- SET NX GET (no script); it runs this script only when that found a
+-- record it cannot answer by itself (a lapsed lease, an ended hold), so
+-- that the takeover is decided again, atomically. The script decides
+-- every case, as if it were the first: insert a pending claim, take over
+-- a lapsed lease or an ended hold, or report the existing record.
 --
 -- KEYS[1] record key
--- ARGV[1] fingerprint ('' = none)  ARGV[2] owner
--- ARGV[3] lease ms                 ARGV[4] retention ms
+-- ARGV[1] owner  ARGV[2] fingerprint ('' = none)
+-- ARGV[3] lease ms  ARGV[4] retention ms
 --
 -- The record lives max(lease, retention): a pending claim never expires
--- while its lease is live. A held record is taken over like a lapsed
--- lease once its hold and any reconciler's lease have ended. Returns 1 (claimed, or already claimed by this
--- owner: a driver's re-send), 2 (claimed by taking over an expired lease),
--- or the existing record (see record.lua).
+-- while its lease is live. Returns 1 (claimed, or already claimed by this
+-- owner: a driver's re-send), 2 (claimed by taking over a lapsed lease or
+-- an ended hold), or {record, ttl} (see record.lua).
 local cur = redis.call('GET', KEYS[1])
-if cur and completed(cur) then
-	return cur -- a replay: no parsing, no clock, no write
-end
-local now = now_ms()
 local took = 1
-local fp = ARGV[1]
+local fp = ARGV[2]
 if cur then
 	local r = decode(cur)
-	if r.state == 'p' and r.owner == ARGV[2] then
+	local t = ttl(KEYS[1])
+	if r.state == 'C' then
+		return {cur, t}
+	end
+	if r.state == 'P' and r.owner == ARGV[1] then
 		return 1
 	end
-	if r.lease_end > now or (r.state == 'h' and r.hold_end > now) or not fp_matches(r.fp, fp) then
-		return existing(cur, r, now)
+	if t > r.lease_tail or (r.state == 'H' and t > r.hold_tail) or not fp_matches(r.fp, fp) then
+		return {cur, t}
 	end
 	fp = bound_fp(r.fp, fp)
 	took = 2
 end
 local lease = tonumber(ARGV[3])
-redis.call('SET', KEYS[1], encode_pending(fp, ARGV[2], now + lease, now),
-	'PX', math.max(lease, tonumber(ARGV[4])))
+local life = math.max(lease, tonumber(ARGV[4]))
+redis.call('SET', KEYS[1], encode_pending(ARGV[1], fp, life, life - lease), 'PX', life)
 return took

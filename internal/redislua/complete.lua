@@ -1,4 +1,7 @@
--- complete.lua: store the outcome of a pending record held by ARGV[1].
+-- complete.lua: store the outcome of a pending record owned by ARGV[1].
+-- It runs on every first execution, so it reads the record by fixed
+-- offsets (layout in record.lua: state, len(owner), owner, len(fp), fp)
+-- and decodes nothing else; it is not prefixed by record.lua.
 --
 -- KEYS[1] record key
 -- ARGV[1] owner  ARGV[2] outcome  ARGV[3] retention ms
@@ -10,16 +13,27 @@ local cur = redis.call('GET', KEYS[1])
 if not cur then
 	return 0
 end
-local r = decode(cur)
-if r.owner ~= ARGV[1] or r.state == 'h' then
-	return 0 -- another owner's, or held: a held owner never completes
-end
-if r.state == 'c' then
-	if outcome(cur, r) == ARGV[2] then
-		return 1
+local o = ARGV[1]
+local m = #o
+local st = string.byte(cur, 1)
+if string.byte(cur, 2) == m and string.sub(cur, 3, 2 + m) == o and (st == 80 or st == 67) then -- 'P', 'C'
+	local n = string.byte(cur, 3 + m)
+	if not n or #cur < 3 + m + n then
+		return redis.error_reply('ONCECORRUPT record layout')
 	end
-	return 0
+	if st == 67 then -- completed: a re-send if it holds this outcome
+		if string.sub(cur, 4 + m + n) == ARGV[2] then
+			return 1
+		end
+		return 0
+	end
+	redis.call('SET', KEYS[1], 'C' .. string.sub(cur, 2, 3 + m + n) .. ARGV[2], 'PX', ARGV[3])
+	if ARGV[4] ~= '' then
+		redis.call(ARGV[4], KEYS[1], 'c')
+	end
+	return 1
 end
-redis.call('SET', KEYS[1], encode_completed(r.fp, r.owner, ARGV[2]), 'PX', ARGV[3])
-notify(ARGV[4], KEYS[1], 'c')
-return 1
+if st ~= 80 and st ~= 67 and st ~= 72 then -- not 'P', 'C' or 'H': not a record of this layout
+	return redis.error_reply('ONCECORRUPT record layout')
+end
+return 0 -- another owner's, or held: a held owner never completes

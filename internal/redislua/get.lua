@@ -1,12 +1,12 @@
--- get.lua: read a record for operators. One key; server clock; no write.
+-- get.lua: read a record with its TTL, for operators and listings. One
+-- key; no write.
 --
 -- KEYS[1] record key
 --
--- Returns 0 when the key is absent, else {record, now ms, ttl ms} where
--- record is the whole string (layout in record.lua) and ttl is its PTTL.
+-- Returns 0 when the key is absent, else {record, ttl} (see record.lua).
 local cur = redis.call('GET', KEYS[1])
 if not cur then
 	return 0
 end
 decode(cur)
-return {cur, now_ms(), redis.call('PTTL', KEYS[1])}
+return {cur, ttl(KEYS[1])}

@@ -5,23 +5,24 @@
 -- ARGV[5] retention ms
 -- ARGV[6] notification command ('PUBLISH', 'SPUBLISH' or '')
 --
--- The held record lives max(hold, retention). Returns 1 when held (or
+-- The held record lives max(hold, retention) from now, held since now
+-- with no reconciler lease (its lease ends now). Returns 1 when held (or
 -- already held by this owner: a driver's re-send), 0 otherwise.
 local cur = redis.call('GET', KEYS[1])
 if not cur then
 	return 0
 end
 local r = decode(cur)
-if r.owner ~= ARGV[1] or r.state == 'c' then
+if r.owner ~= ARGV[1] or r.state == 'C' then
 	return 0
 end
-if r.state == 'h' then
+if r.state == 'H' then
 	return 1
 end
-local now = now_ms()
 local hold = tonumber(ARGV[2])
-r.lease_end, r.since, r.hold_end = now, now, now + hold
+local life = math.max(hold, tonumber(ARGV[5]))
+r.life, r.lease_tail, r.hold_tail = life, life, life - hold
 r.code, r.message = ARGV[3], ARGV[4]
-redis.call('SET', KEYS[1], encode_held(r), 'PX', math.max(hold, tonumber(ARGV[5])))
+redis.call('SET', KEYS[1], encode_held(r), 'PX', life)
 notify(ARGV[6], KEYS[1], 'h')
 return 1

@@ -5,24 +5,20 @@
 -- ARGV[1] reconciler token  ARGV[2] lease ms
 --
 -- The record lives at least until the lease ends. Returns 1 when leased,
--- 0 when the key is absent, else the existing record (see record.lua).
+-- 0 when the key is absent, else {record, ttl} (see record.lua).
 local cur = redis.call('GET', KEYS[1])
 if not cur then
 	return 0
 end
-if completed(cur) then
-	return cur
-end
 local r = decode(cur)
-local now = now_ms()
-if r.state ~= 'h' or (r.lease_end > now and r.owner ~= ARGV[1]) then
-	return existing(cur, r, now)
+local t = ttl(KEYS[1])
+if r.state ~= 'H' or (t > r.lease_tail and r.owner ~= ARGV[1]) then
+	return {cur, t}
 end
 local lease = tonumber(ARGV[2])
-r.owner, r.lease_end = ARGV[1], now + lease
-if redis.call('PTTL', KEYS[1]) < lease then
-	redis.call('SET', KEYS[1], encode_held(r), 'PX', ARGV[2])
-else
-	redis.call('SET', KEYS[1], encode_held(r), 'KEEPTTL')
-end
+local exp = math.max(t, lease)
+local moved = exp - t
+r.owner, r.lease_tail = ARGV[1], exp - lease
+r.life, r.hold_tail = r.life + moved, r.hold_tail + moved
+set(KEYS[1], encode_held(r), exp, moved == 0)
 return 1

@@ -1,70 +1,77 @@
--- record.lua: the record layout, prepended to every script (see
--- redislua.go), so that the server side reads and writes records in this
--- one place; the Go side decodes them in redisstore's decodeRecord alone.
+-- record.lua: the record layout (version 2), prepended to the scripts that
+-- decode records (see redislua.go), so that the server side reads and
+-- writes records in this one place; the Go side decodes them in
+-- redisstore's decodeRecord alone, and writes a new pending record from
+-- Claim (encodePending) without a script.
 --
--- A record is one string:
---   pending:   'p' len(fp) fp len(owner) owner lease-end-ms [' ' since-ms]
---   completed: 'c' len(fp) fp len(owner) owner outcome
---   held:      'h' len(fp) fp len(owner) owner lease-end-ms ' ' since-ms
---              ' ' hold-end-ms ' ' len(code) ' ' code message
--- where len(fp) and len(owner) are one byte, the -ms fields and
--- len(code) are canonical decimals, and -ms fields count milliseconds on
--- the server's clock (TIME). since-ms is when the record was claimed
--- (pending; absent from records written before it existed) or held. A
--- held record's lease-end-ms is a reconciler's lease (its owner is then
--- the reconciler's token). The key's PX TTL is the record's expiry: at
--- least the lease end while pending, at least the hold end and the
--- reconciler's lease end while held.
+-- A record is one string, owner first so that a fenced script finds it at
+-- a fixed offset:
+--   pending:   'P' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
+--   completed: 'C' len(owner) owner len(fp) fp outcome
+--   held:      'H' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
+--              ' ' hold-tail-ms ' ' len(code) ' ' code message
+-- where len(owner) and len(fp) are one byte, the other numbers canonical
+-- decimals. Times are not stored: they are offsets back from the key's
+-- expiry (its PX TTL, the server's clock), which the store reads with PTTL
+-- in the same atomic step as the value:
+--   life       = expiry - when the record was claimed (or held)
+--   lease-tail = expiry - the lease end (a held record's: a reconciler's)
+--   hold-tail  = expiry - the hold end
+-- so with ttl = PTTL, the lease has ttl - lease-tail ms left, the hold
+-- ttl - hold-tail, and the record's age is life - ttl. Every tail is >= 0:
+-- a record never expires before its lease or its hold ends. A write that
+-- moves the expiry by d adds d to every offset it keeps.
 --
--- Replies that report a record a script did not change: the whole record
--- string when it is completed, {record, now-ms} when it is pending or held.
+-- Version 1 records (state byte 'p', 'c' or 'h') are refused with an
+-- ONCECORRUPT error, never misread.
+--
+-- Replies that report a record a script did not change: {record, ttl}.
 
-local function now_ms()
-	local t = redis.call('TIME')
-	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+-- ttl is the key's PTTL, which every record has.
+local function ttl(key)
+	local t = redis.call('PTTL', key)
+	if t < 0 then
+		error({err = 'ONCECORRUPT record without expiry'})
+	end
+	return t
 end
 
--- completed reports, from its first byte alone, whether cur is a
--- completed record: the replay path returns it whole without parsing
--- (the Go side validates it).
-local function completed(cur)
-	return string.byte(cur, 1) == 99 -- 'c'
-end
-
--- decode returns {state = 'p', 'c' or 'h', fp, owner, lease_end and since
--- (pending and held; since may be nil on an old pending record), hold_end,
--- code and message (held), outcome_at (completed: where the outcome
--- starts, see outcome)}, or raises an ONCECORRUPT error reply for a value
--- this package did not write.
+-- decode returns {state = 'P', 'C' or 'H', owner, fp, life, lease_tail
+-- (pending and held), hold_tail, code and message (held), outcome_at
+-- (completed: where the outcome starts)}, or raises an ONCECORRUPT error
+-- reply for a value this package did not write.
 local function decode(cur)
 	local st = string.sub(cur, 1, 1)
-	local n = string.byte(cur, 2)
-	local m = n and string.byte(cur, 3 + n)
-	if (st ~= 'p' and st ~= 'c' and st ~= 'h') or not m or #cur < 3 + n + m then
+	if st == 'p' or st == 'c' or st == 'h' then
+		error({err = 'ONCECORRUPT record in the version 1 layout of an earlier redisstore'})
+	end
+	local m = string.byte(cur, 2)
+	local n = m and string.byte(cur, 3 + m)
+	if (st ~= 'P' and st ~= 'C' and st ~= 'H') or not n or #cur < 3 + m + n then
 		error({err = 'ONCECORRUPT record layout'})
 	end
-	local r = {state = st, fp = string.sub(cur, 3, 2 + n), owner = string.sub(cur, 4 + n, 3 + n + m)}
-	local rest = string.sub(cur, 4 + n + m)
-	if st == 'p' then
-		local lease, since = string.match(rest, '^(%d+) (%d+)$')
-		if not lease then
-			lease = string.match(rest, '^(%d+)$')
-		end
-		r.lease_end, r.since = tonumber(lease), tonumber(since)
-		if not r.lease_end then
-			error({err = 'ONCECORRUPT record lease'})
-		end
-	elseif st == 'h' then
-		local lease, since, hold, codelen, at = string.match(rest, '^(%d+) (%d+) (%d+) (%d+) ()')
-		if not at or #rest < at - 1 + tonumber(codelen) then
-			error({err = 'ONCECORRUPT held record'})
-		end
-		r.lease_end, r.since, r.hold_end = tonumber(lease), tonumber(since), tonumber(hold)
-		r.code = string.sub(rest, at, at + tonumber(codelen) - 1)
-		r.message = string.sub(rest, at + tonumber(codelen))
-	else
-		r.outcome_at = 4 + n + m
+	local r = {state = st, owner = string.sub(cur, 3, 2 + m), fp = string.sub(cur, 4 + m, 3 + m + n)}
+	local at = 4 + m + n
+	if st == 'C' then
+		r.outcome_at = at
+		return r
 	end
+	local rest = string.sub(cur, at)
+	if st == 'P' then
+		local life, lease = string.match(rest, '^(%d+) (%d+)$')
+		r.life, r.lease_tail = tonumber(life), tonumber(lease)
+		if not r.life then
+			error({err = 'ONCECORRUPT pending record'})
+		end
+		return r
+	end
+	local life, lease, hold, codelen, from = string.match(rest, '^(%d+) (%d+) (%d+) (%d+) ()')
+	if not from or #rest < from - 1 + tonumber(codelen) then
+		error({err = 'ONCECORRUPT held record'})
+	end
+	r.life, r.lease_tail, r.hold_tail = tonumber(life), tonumber(lease), tonumber(hold)
+	r.code = string.sub(rest, from, from + tonumber(codelen) - 1)
+	r.message = string.sub(rest, from + tonumber(codelen))
 	return r
 end
 
@@ -73,23 +80,31 @@ local function outcome(cur, r)
 	return string.sub(cur, r.outcome_at)
 end
 
--- encode_pending writes since when known (records claimed before it
--- existed keep lacking it).
-local function encode_pending(fp, owner, lease_end, since)
-	local v = 'p' .. string.char(#fp) .. fp .. string.char(#owner) .. owner .. string.format('%d', lease_end)
-	if since then
-		v = v .. ' ' .. string.format('%d', since)
-	end
-	return v
+local function head(st, owner, fp)
+	return st .. string.char(#owner) .. owner .. string.char(#fp) .. fp
+end
+
+local function encode_pending(owner, fp, life, lease_tail)
+	return head('P', owner, fp) .. string.format('%d %d', life, lease_tail)
 end
 
 local function encode_held(r)
-	return 'h' .. string.char(#r.fp) .. r.fp .. string.char(#r.owner) .. r.owner ..
-		string.format('%d %d %d %d ', r.lease_end, r.since, r.hold_end, #r.code) .. r.code .. r.message
+	return head('H', r.owner, r.fp) ..
+		string.format('%d %d %d %d ', r.life, r.lease_tail, r.hold_tail, #r.code) .. r.code .. r.message
 end
 
-local function encode_completed(fp, owner, outcome)
-	return 'c' .. string.char(#fp) .. fp .. string.char(#owner) .. owner .. outcome
+local function encode_completed(owner, fp, outcome)
+	return head('C', owner, fp) .. outcome
+end
+
+-- set writes v as the record of key, living exp ms from now; keep says the
+-- expiry is unchanged (KEEPTTL).
+local function set(key, v, exp, keep)
+	if keep then
+		redis.call('SET', key, v, 'KEEPTTL')
+	else
+		redis.call('SET', key, v, 'PX', exp)
+	end
 end
 
 -- The fingerprint rules of backends.FingerprintMatches and
@@ -104,16 +119,6 @@ local function bound_fp(stored, given)
 		return stored
 	end
 	return given
-end
-
--- existing is the reply for a record the script leaves unchanged; now is
--- the time the script decided by (nil: read it now), so that the lease
--- left it reports agrees with that decision.
-local function existing(cur, r, now)
-	if r.state == 'c' then
-		return cur
-	end
-	return {cur, now or now_ms()}
 end
 
 -- notify wakes the watchers of the key: cmd is 'PUBLISH', 'SPUBLISH' or ''.

@@ -1,14 +1,16 @@
-// Package redislua holds the Lua scripts of the Redis backend. They live
-// here, not in backends/redisstore, so that the benchmark's raw-driver
-// baseline (bench/) sends the very same scripts without the library.
+// Package redislua holds the Lua scripts of the Redis backend.
 //
 // Each script touches exactly one key (KEYS[1]) and, when it notifies,
 // publishes on a channel named like that key, so each is single-slot on a
-// Redis Cluster. They read the time with TIME, which Redis (5 and later,
-// effects replication) allows before a write.
+// Redis Cluster. None reads the clock: times are offsets from the key's
+// expiry, read with PTTL (see record.lua), and Redis freezes the time a
+// script sees for its whole run, so a PTTL and a later SET PX agree.
 //
-// Every script starts with the prelude record.lua, the one definition of
-// the record layout and of the fingerprint rules on the server side.
+// Every script but Complete starts with the prelude record.lua, the one
+// definition of the record layout and of the fingerprint rules on the
+// server side. Complete, which runs on every first execution, reads the
+// record by the fixed offsets record.lua documents and carries no
+// prelude (defining the prelude's functions costs every run).
 package redislua
 
 import _ "embed"
@@ -41,7 +43,7 @@ var (
 // body.
 var (
 	Claim    = prelude + claim
-	Complete = prelude + complete
+	Complete = complete
 	Renew    = prelude + renew
 	Release  = prelude + release
 	Resolve  = prelude + resolve

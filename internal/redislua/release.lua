@@ -1,4 +1,4 @@
--- release.lua: delete a pending record held by ARGV[1].
+-- release.lua: delete a pending record owned by ARGV[1].
 --
 -- KEYS[1] record key
 -- ARGV[1] owner  ARGV[2] notification command ('PUBLISH', 'SPUBLISH' or '')
@@ -9,7 +9,7 @@ if not cur then
 	return 0
 end
 local r = decode(cur)
-if r.state ~= 'p' or r.owner ~= ARGV[1] then
+if r.state ~= 'P' or r.owner ~= ARGV[1] then
 	return 0
 end
 redis.call('DEL', KEYS[1])

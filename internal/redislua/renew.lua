@@ -1,4 +1,4 @@
--- renew.lua: move the lease end of a pending record held by ARGV[1] to
+-- renew.lua: move the lease end of a pending record owned by ARGV[1] to
 -- now + ARGV[2] ms (server clock), and its expiry to at least that.
 --
 -- KEYS[1] record key
@@ -10,14 +10,11 @@ if not cur then
 	return 0
 end
 local r = decode(cur)
-if r.state ~= 'p' or r.owner ~= ARGV[1] then
+if r.state ~= 'P' or r.owner ~= ARGV[1] then
 	return 0
 end
+local t = ttl(KEYS[1])
 local lease = tonumber(ARGV[2])
-local v = encode_pending(r.fp, r.owner, now_ms() + lease, r.since)
-if redis.call('PTTL', KEYS[1]) < lease then
-	redis.call('SET', KEYS[1], v, 'PX', ARGV[2])
-else
-	redis.call('SET', KEYS[1], v, 'KEEPTTL')
-end
+local exp = math.max(t, lease)
+set(KEYS[1], encode_pending(r.owner, r.fp, r.life + exp - t, exp - lease), exp, exp == t)
 return 1

@@ -9,31 +9,26 @@
 -- ARGV[5] notification command ('PUBLISH', 'SPUBLISH' or '')
 --
 -- Returns 1 when stored, or when the record already holds this owner
--- token (non-empty) and this outcome (a driver's re-send); otherwise the
--- existing record (see record.lua).
+-- token (non-empty) and this outcome (a driver's re-send); otherwise
+-- {record, ttl} (see record.lua).
 local cur = redis.call('GET', KEYS[1])
 local fp = ARGV[1]
 if cur then
 	local r = decode(cur)
-	if r.state == 'c' then
-		if ARGV[2] ~= '' and r.owner == ARGV[2] and outcome(cur, r) == ARGV[3] then
-			return 1
-		end
-		return cur
+	if r.state == 'C' and ARGV[2] ~= '' and r.owner == ARGV[2] and outcome(cur, r) == ARGV[3] then
+		return 1
 	end
-	if not fp_matches(r.fp, fp) then
-		return existing(cur, r)
+	local t = ttl(KEYS[1])
+	if r.state == 'C' or not fp_matches(r.fp, fp) then
+		return {cur, t}
 	end
-	if r.state == 'h' then
-		-- A live reconciler lease of another token: that reconciler
-		-- resolves this key.
-		local now = now_ms()
-		if r.lease_end > now and r.owner ~= ARGV[2] then
-			return existing(cur, r, now)
-		end
+	-- A live reconciler lease of another token on a held record: that
+	-- reconciler resolves this key.
+	if r.state == 'H' and t > r.lease_tail and r.owner ~= ARGV[2] then
+		return {cur, t}
 	end
 	fp = bound_fp(r.fp, fp)
 end
-redis.call('SET', KEYS[1], encode_completed(fp, ARGV[2], ARGV[3]), 'PX', ARGV[4])
+redis.call('SET', KEYS[1], encode_completed(ARGV[2], fp, ARGV[3]), 'PX', ARGV[4])
 notify(ARGV[5], KEYS[1], 'c')
 return 1

@@ -1,0 +1,112 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/stagedoor/once/backends"
+)
+
+// Claim implements backends.Store. It claims without a script, in one
+// round trip that pipelines two commands:
+//
+//	SET key <pending record> NX GET PX max(lease, retention)
+//	PTTL key
+//
+// The SET alone decides: it creates the claim when the key is absent, or
+// returns the record, writing nothing. The record's state, owner,
+// fingerprint and outcome come from that atomic answer; the PTTL that
+// Redis runs right after it, the record's time left by the server's
+// clock, supplies the durations (lease left, age, RetentionRemaining; see
+// record.lua). So a first claim, a replay, an in-progress duplicate and a
+// fingerprint mismatch cost one SET and one PTTL. The rare records the
+// SET cannot answer for (a pending lease that lapsed, a held record whose
+// hold and reconciler lease ended: takeovers) go to claim.lua, a second
+// round trip, which decides again, atomically.
+//
+// The two commands are a pipeline, not a transaction: Redis runs a
+// connection's pipelined commands in order, and back to back when they
+// arrive together (one write of a few hundred bytes), but may serve
+// another connection between them if the pipeline is split. A write that
+// lands there changes only the durations reported (they then describe
+// the record's next version), never a decision: a lease that seems live
+// answers "in progress", which is true of the key at the PTTL; a record
+// gone by then (PTTL -2) reports a RetentionRemaining of 1 ns. (MULTI
+// would close that gap, but go-redis never re-sends a transaction whose
+// reply was lost, while it re-sends a pipeline.)
+//
+// A driver re-send of a claim that was applied finds the record it wrote,
+// with its own owner token: Claim reports Claimed, as claim.lua does.
+func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	const op = "claim"
+	if err := precheck(ctx, op, p.Owner, p.Fingerprint); err != nil {
+		return backends.ClaimResult{}, err
+	}
+	key := s.key(p.Scope, p.Key)
+	lease := millis(p.Lease)
+	life := max(lease, millis(p.Retention))
+	val := appendPending(make([]byte, 0, 24+len(p.Owner)+len(p.Fingerprint)), p.Owner, p.Fingerprint, life, life-lease)
+	pipe := s.client.Pipeline()
+	set := redis.NewStringCmd(ctx, "set", key, val, "nx", "get", "px", life)
+	ttl := redis.NewIntCmd(ctx, "pttl", key)
+	_ = pipe.Process(ctx, set)
+	_ = pipe.Process(ctx, ttl)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return backends.ClaimResult{}, translate(ctx, op, err)
+	}
+	raw, err := set.Result()
+	if errors.Is(err, redis.Nil) {
+		return backends.ClaimResult{Claimed: true}, nil
+	}
+	if err != nil {
+		return backends.ClaimResult{}, translate(ctx, op, err)
+	}
+	t, err := ttl.Result()
+	if err != nil {
+		return backends.ClaimResult{}, translate(ctx, op, err)
+	}
+	r, err := decodeRecord(op, raw)
+	if err != nil {
+		return backends.ClaimResult{}, err
+	}
+	if t == -1 {
+		return backends.ClaimResult{}, corrupt(op, "record without expiry")
+	}
+	t = max(t, 0) // -2: the record expired or was deleted right after the SET
+	switch r.state {
+	case backends.StateCompleted:
+		return backends.ClaimResult{Existing: r.record(t)}, nil
+	case backends.StatePending:
+		if r.owner == p.Owner {
+			return backends.ClaimResult{Claimed: true}, nil // our own claim: a re-send
+		}
+		if t > r.leaseTail {
+			return backends.ClaimResult{Existing: r.record(t)}, nil
+		}
+	case backends.StateHeld:
+		if t > r.leaseTail || t > r.holdTail {
+			return backends.ClaimResult{Existing: r.record(t)}, nil
+		}
+	}
+	return s.claimScripted(ctx, key, p, lease, life)
+}
+
+// claimScripted is the claim's slow path: claim.lua decides the takeover
+// of a lapsed lease or an ended hold atomically.
+func (s *Store) claimScripted(ctx context.Context, key string, p backends.ClaimParams, lease, retention int64) (backends.ClaimResult, error) {
+	const op = "claim"
+	v, err := claimScript.Run(ctx, s.client, []string{key}, p.Owner, p.Fingerprint, lease, retention).Result()
+	if err != nil {
+		return backends.ClaimResult{}, translate(ctx, op, err)
+	}
+	switch v {
+	case int64(replyClaimed):
+		return backends.ClaimResult{Claimed: true}, nil
+	case int64(replyTookOver):
+		return backends.ClaimResult{Claimed: true, TookOver: true}, nil
+	}
+	rec, err := existing(op, v)
+	return backends.ClaimResult{Existing: rec}, err
+}
