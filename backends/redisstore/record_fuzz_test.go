@@ -76,9 +76,9 @@ func FuzzDecodeRecord(f *testing.F) {
 	})
 }
 
-// TestVersion1RecordsRefused: a record an earlier release wrote is an
+// TestDecodeRefusesVersion1: a record an earlier release wrote is an
 // ErrCorrupt that says so, never read as a record of this layout.
-func TestVersion1RecordsRefused(t *testing.T) {
+func TestDecodeRefusesVersion1(t *testing.T) {
 	for _, raw := range []string{"p\x02fp\x05owner1764547200000 1764547100000", "c\x00\x05owner{}", "h\x00\x01o1 2 3 0 "} {
 		_, err := decodeRecord("get", raw)
 		require.ErrorIs(t, err, ErrCorrupt)

@@ -49,6 +49,7 @@ package redisstore
 import (
 	"context"
 	"log/slog"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -88,6 +89,7 @@ type Store struct {
 	logger  *slog.Logger
 	check   EvictionCheck
 	subs    subscribers // the shared Pub/Sub connections of Watch
+	pipes   sync.Pool   // redis.Pipeliner for Claim, reused (go-redis keeps none after Exec)
 }
 
 var (
@@ -117,6 +119,7 @@ func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store
 	if s.logger == nil {
 		s.logger = slog.Default()
 	}
+	s.pipes.New = func() any { return client.Pipeline() }
 	_, s.sharded = client.(*redis.ClusterClient)
 	s.notify = "PUBLISH"
 	if s.sharded {
