@@ -12,16 +12,16 @@ import (
 // Claim implements backends.Store. It claims without a script, in one
 // round trip that pipelines two commands:
 //
-//	SET key <pending record> NX GET PX max(lease, retention)
 //	PTTL key
+//	SET key <pending record> NX GET PX max(lease, retention)
 //
 // The SET alone decides: it creates the claim when the key is absent, or
 // returns the record, writing nothing. The record's state, owner,
 // fingerprint and outcome come from that atomic answer; the PTTL that
-// Redis runs right after it, the record's time left by the server's
+// Redis runs right before it, the record's time left by the server's
 // clock, supplies the durations (lease left, age, RetentionRemaining; see
 // record.lua). So a first claim, a replay, an in-progress duplicate and a
-// fingerprint mismatch cost one SET and one PTTL. The rare records the
+// fingerprint mismatch cost one PTTL and one SET. The rare records the
 // SET cannot answer for (a pending lease that lapsed, a held record whose
 // hold and reconciler lease ended: takeovers) go to claim.lua, a second
 // round trip, which decides again, atomically.
@@ -30,12 +30,16 @@ import (
 // connection's pipelined commands in order, and back to back when they
 // arrive together (one write of a few hundred bytes), but may serve
 // another connection between them if the pipeline is split. A write that
-// lands there changes only the durations reported (they then describe
-// the record's next version), never a decision: a lease that seems live
-// answers "in progress", which is true of the key at the PTTL; a record
-// gone by then (PTTL -2) reports a RetentionRemaining of 1 ns. (MULTI
-// would close that gap, but go-redis never re-sends a transaction whose
-// reply was lost, while it re-sends a pipeline.)
+// lands there can change only the durations reported, never a decision:
+// a lease then read from the record's previous version that seems live
+// answers "in progress" (no write: the caller retries), one that seems
+// lapsed goes to claim.lua; and a completed record reports at most the
+// retention it was written with, so its RetentionRemaining never exceeds
+// its real time left by more than the time between the two commands.
+// (MULTI would close the gap, but go-redis never re-sends a transaction
+// whose reply was lost, while it re-sends a pipeline; and the PTTL goes
+// first because go-redis inspects the first command's error, which would
+// be the SET's nil on every new claim, at a cost of 23 allocations.)
 //
 // A driver re-send of a claim that was applied finds the record it wrote,
 // with its own owner token: Claim reports Claimed, as claim.lua does.
@@ -48,10 +52,10 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	lease := millis(p.Lease)
 	life := max(lease, millis(p.Retention))
 	a := newClaimArgs(key, p.Owner, p.Fingerprint, life, life-lease)
-	set := redis.NewStringCmd(ctx, a.set[:]...)
 	ttl := redis.NewIntCmd(ctx, a.ttl[:]...)
+	set := redis.NewStringCmd(ctx, a.set[:]...)
 	pipe := s.pipes.Get().(redis.Pipeliner)
-	_ = pipe.BatchProcess(ctx, set, ttl)
+	_ = pipe.BatchProcess(ctx, ttl, set)
 	_, err := pipe.Exec(ctx)
 	s.pipes.Put(pipe)
 	if err != nil && !errors.Is(err, redis.Nil) {
@@ -72,17 +76,21 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	if err != nil {
 		return backends.ClaimResult{}, err
 	}
+	if r.state == backends.StatePending && r.owner == p.Owner {
+		return backends.ClaimResult{Claimed: true}, nil // our own claim: a re-send
+	}
 	if t == -1 {
 		return backends.ClaimResult{}, corrupt(op, "record without expiry")
 	}
-	t = max(t, 0) // -2: the record expired or was deleted right after the SET
+	if t < 0 && r.state != backends.StateCompleted {
+		// -2: the key was absent at the PTTL and the record came right
+		// after; claim.lua decides from its own reading.
+		return s.claimScripted(ctx, key, p, lease, life)
+	}
 	switch r.state {
 	case backends.StateCompleted:
 		return backends.ClaimResult{Existing: r.record(t)}, nil
 	case backends.StatePending:
-		if r.owner == p.Owner {
-			return backends.ClaimResult{Claimed: true}, nil // our own claim: a re-send
-		}
 		if t > r.leaseTail {
 			return backends.ClaimResult{Existing: r.record(t)}, nil
 		}

@@ -65,9 +65,9 @@ func countingClient(t *testing.T) (*redis.Client, *counter) {
 	return c, n
 }
 
-// claimCommands is one claim without a script: SET NX GET and PTTL, one
+// claimCommands is one claim without a script: PTTL and SET NX GET, one
 // pipeline (one round trip).
-var claimCommands = []string{"set", "pttl"}
+var claimCommands = []string{"pttl", "set"}
 
 // warmPipelines sends one claim, so that the connection go-redis dials for
 // its pipeline pool (with its HELLO and CLIENT SETINFO) is not counted.

@@ -134,7 +134,7 @@ func TestReSentAfterLostReply(t *testing.T) {
 	})
 
 	t.Run("Claim", func(t *testing.T) {
-		// The claim's pipeline (SET NX GET, PTTL) applied; its re-send
+		// The claim's pipeline (PTTL, SET NX GET) applied; its re-send
 		// finds the record it wrote, with its own owner token.
 		s, d := lossyStore(t)
 		owner := backendtest.Token()

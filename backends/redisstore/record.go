@@ -68,6 +68,9 @@ type stored struct {
 	owner       string
 	fingerprint []byte // nil when empty
 	outcome     []byte // completed; never nil
+	// retention is a completed record's retention (ms), its PX when
+	// written: an upper bound on its time left.
+	retention int64
 	// life is how long before the expiry the record was claimed (pending)
 	// or held (held); leaseTail and holdTail how long before it the lease
 	// and the hold end.
@@ -78,7 +81,7 @@ type stored struct {
 // decodeRecord is the one Go function that parses a stored record:
 //
 //	pending:   'P' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
-//	completed: 'C' len(owner) owner len(fp) fp outcome
+//	completed: 'C' len(owner) owner len(fp) fp retention-ms ' ' outcome
 //	held:      'H' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
 //	           ' ' hold-tail-ms ' ' len(code) ' ' code message
 //
@@ -115,11 +118,19 @@ func decodeRecord(op, raw string) (stored, error) {
 	}
 	r.owner = raw[2 : 2+m]
 	if r.state == backends.StateCompleted {
+		sp := indexSpace(raw[start:])
+		var ok bool
+		if sp >= 0 {
+			r.retention, ok = parseMillis(raw[start : start+sp])
+		}
+		if !ok {
+			return stored{}, corrupt(op, "completed record retention")
+		}
 		b := []byte(raw[3+m:])
 		if n > 0 {
 			r.fingerprint = b[:n:n]
 		}
-		r.outcome = b[n:len(b):len(b)]
+		r.outcome = b[n+sp+1 : len(b) : len(b)]
 		return r, nil
 	}
 	if n > 0 {
@@ -193,15 +204,20 @@ func parseMillis(b string) (int64, bool) {
 	return v, true
 }
 
-// record is r as the store reports it when its key has ttl ms left (PTTL,
-// read with the value in one atomic step).
+// record is r as the store reports it when its key has ttl ms left
+// (PTTL). A completed record reports at most its retention: ttl < 0 (not
+// read) reports the retention.
 func (r stored) record(ttl int64) backends.Record {
 	rec := backends.Record{State: r.state, Fingerprint: r.fingerprint}
 	if r.state == backends.StateCompleted {
 		rec.Outcome = r.outcome
+		left := r.retention
+		if ttl >= 0 {
+			left = min(ttl, left)
+		}
 		// PTTL truncates: 0 means less than a millisecond left, which is
 		// not "not reported" (zero).
-		rec.RetentionRemaining = max(duration(ttl), time.Nanosecond)
+		rec.RetentionRemaining = max(duration(left), time.Nanosecond)
 		return rec
 	}
 	rec.LeaseRemaining = duration(subSaturating(ttl, r.leaseTail))

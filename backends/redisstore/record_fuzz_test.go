@@ -24,7 +24,7 @@ func encodeRecord(r stored) string {
 	}
 	head += string([]byte{byte(len(r.owner))}) + r.owner + string([]byte{byte(len(r.fingerprint))}) + string(r.fingerprint)
 	if r.state == backends.StateCompleted {
-		return head + string(r.outcome)
+		return head + strconv.FormatInt(r.retention, 10) + " " + string(r.outcome)
 	}
 	return head + strconv.FormatInt(r.life, 10) + " " + strconv.FormatInt(r.leaseTail, 10) + " " +
 		strconv.FormatInt(r.holdTail, 10) + " " + strconv.Itoa(len(r.code)) + " " + r.code + r.message
@@ -39,8 +39,10 @@ func FuzzDecodeRecord(f *testing.F) {
 	for _, seed := range []string{
 		encodeRecord(stored{state: backends.StatePending, owner: "owner", life: 3600000, leaseTail: 3540000}),
 		encodeRecord(stored{state: backends.StatePending, fingerprint: []byte("fp"), owner: "o", life: maxMillis, leaseTail: 0}),
-		encodeRecord(stored{state: backends.StateCompleted, fingerprint: make([]byte, 255), owner: "o", outcome: []byte("{}")}),
-		encodeRecord(stored{state: backends.StateCompleted, outcome: []byte{}}),
+		encodeRecord(stored{state: backends.StateCompleted, fingerprint: make([]byte, 255), owner: "o", retention: 3600000, outcome: []byte("{}")}),
+		encodeRecord(stored{state: backends.StateCompleted, retention: maxMillis, outcome: []byte{}}),
+		encodeRecord(stored{state: backends.StateCompleted, fingerprint: []byte("a b"), owner: "o p", retention: 1, outcome: []byte(" x y ")}),
+		"C\x00\x00", "C\x00\x00 x", "C\x00\x0001 x", "C\x00\x001x",
 		encodeRecord(stored{state: backends.StateHeld, owner: "o", life: 1, leaseTail: 2, holdTail: 0, code: "timeout", message: "no answer in 10 s"}),
 		encodeRecord(stored{state: backends.StateHeld, owner: "o", life: math.MaxInt64, leaseTail: math.MaxInt64, holdTail: math.MaxInt64}),
 		"H\x00\x001 2 3 9 ab", "H\x00\x001 2 3", "P\x00\x001 ", "P\x00\x001", "P\x00\x00 1",
@@ -64,7 +66,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			rec := r.record(ttl)
 			require.Equal(t, r.state, rec.State)
 			if r.state == backends.StateCompleted {
-				require.Equal(t, max(duration(ttl), time.Nanosecond), rec.RetentionRemaining)
+				require.Equal(t, max(duration(min(ttl, r.retention)), time.Nanosecond), rec.RetentionRemaining, "at most the retention")
 				continue
 			}
 			require.Equal(t, ttl > r.leaseTail, rec.LeaseRemaining > 0, "no overflow flips the lease's sign")

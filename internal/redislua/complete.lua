@@ -4,7 +4,7 @@
 -- and decodes nothing else; it is not prefixed by record.lua.
 --
 -- KEYS[1] record key
--- ARGV[1] owner  ARGV[2] outcome  ARGV[3] retention ms
+-- ARGV[1] owner  ARGV[2] outcome  ARGV[3] retention ms (canonical decimal)
 -- ARGV[4] notification command ('PUBLISH', 'SPUBLISH' or '')
 --
 -- Returns 1 when stored (or already stored by this owner with this very
@@ -22,12 +22,13 @@ if string.byte(cur, 2) == m and string.sub(cur, 3, 2 + m) == o and (st == 80 or 
 		return redis.error_reply('ONCECORRUPT record layout')
 	end
 	if st == 67 then -- completed: a re-send if it holds this outcome
-		if string.sub(cur, 4 + m + n) == ARGV[2] then
+		local sp = string.find(cur, ' ', 4 + m + n, true)
+		if sp and string.sub(cur, sp + 1) == ARGV[2] then
 			return 1
 		end
 		return 0
 	end
-	redis.call('SET', KEYS[1], 'C' .. string.sub(cur, 2, 3 + m + n) .. ARGV[2], 'PX', ARGV[3])
+	redis.call('SET', KEYS[1], 'C' .. string.sub(cur, 2, 3 + m + n) .. ARGV[3] .. ' ' .. ARGV[2], 'PX', ARGV[3])
 	if ARGV[4] ~= '' then
 		redis.call(ARGV[4], KEYS[1], 'c')
 	end

@@ -7,7 +7,7 @@
 -- A record is one string, owner first so that a fenced script finds it at
 -- a fixed offset:
 --   pending:   'P' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
---   completed: 'C' len(owner) owner len(fp) fp outcome
+--   completed: 'C' len(owner) owner len(fp) fp retention-ms ' ' outcome
 --   held:      'H' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
 --              ' ' hold-tail-ms ' ' len(code) ' ' code message
 -- where len(owner) and len(fp) are one byte, the other numbers canonical
@@ -20,7 +20,9 @@
 -- so with ttl = PTTL, the lease has ttl - lease-tail ms left, the hold
 -- ttl - hold-tail, and the record's age is life - ttl. Every tail is >= 0:
 -- a record never expires before its lease or its hold ends. A write that
--- moves the expiry by d adds d to every offset it keeps.
+-- moves the expiry by d adds d to every offset it keeps. A completed
+-- record keeps the retention it was written with (its PX), an upper bound
+-- on its time left that Claim needs (see redisstore's Claim).
 --
 -- Version 1 records (state byte 'p', 'c' or 'h') are refused with an
 -- ONCECORRUPT error, never misread.
@@ -53,7 +55,11 @@ local function decode(cur)
 	local r = {state = st, owner = string.sub(cur, 3, 2 + m), fp = string.sub(cur, 4 + m, 3 + m + n)}
 	local at = 4 + m + n
 	if st == 'C' then
-		r.outcome_at = at
+		local ret, from = string.match(cur, '^(%d+) ()', at)
+		if not from then
+			error({err = 'ONCECORRUPT completed record'})
+		end
+		r.retention, r.outcome_at = tonumber(ret), from
 		return r
 	end
 	local rest = string.sub(cur, at)
@@ -93,8 +99,8 @@ local function encode_held(r)
 		string.format('%d %d %d %d ', r.life, r.lease_tail, r.hold_tail, #r.code) .. r.code .. r.message
 end
 
-local function encode_completed(owner, fp, outcome)
-	return head('C', owner, fp) .. outcome
+local function encode_completed(owner, fp, retention, outcome)
+	return head('C', owner, fp) .. retention .. ' ' .. outcome
 end
 
 -- set writes v as the record of key, living exp ms from now; keep says the

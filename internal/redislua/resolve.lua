@@ -5,7 +5,7 @@
 --
 -- KEYS[1] record key
 -- ARGV[1] fingerprint ('' = none: keep the stored one)  ARGV[2] owner token
--- ARGV[3] outcome  ARGV[4] retention ms
+-- ARGV[3] outcome  ARGV[4] retention ms (canonical decimal)
 -- ARGV[5] notification command ('PUBLISH', 'SPUBLISH' or '')
 --
 -- Returns 1 when stored, or when the record already holds this owner
@@ -29,6 +29,6 @@ if cur then
 	end
 	fp = bound_fp(r.fp, fp)
 end
-redis.call('SET', KEYS[1], encode_completed(ARGV[2], fp, ARGV[3]), 'PX', ARGV[4])
+redis.call('SET', KEYS[1], encode_completed(ARGV[2], fp, ARGV[4], ARGV[3]), 'PX', ARGV[4])
 notify(ARGV[5], KEYS[1], 'c')
 return 1
