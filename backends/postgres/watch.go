@@ -38,8 +38,9 @@ import (
 // The connection is pinged after listenPing without a notification; when
 // it fails (the server restarted, the backend was terminated) every waiter
 // is woken, re-checks its record, and the next Watch takes a fresh
-// connection. The core's backoff keeps polling meanwhile, which also
-// covers a notification lost any other way.
+// connection. A waiter also re-checks at its owner's lease end and on
+// the core's fallback poll (every 2 s), which covers a notification lost
+// any other way.
 
 // Timing of the listening connection.
 const (
