@@ -46,6 +46,18 @@
 // an empty fingerprint keeps the stored one, and a non-empty fingerprint
 // given to a record stored without one binds it.
 //
+// Bytes. Every byte slice in a Record a store returns (Fingerprint,
+// Outcome, from any method: Claim, Resolve, LeaseHeld, Admin.Get,
+// Lister.List) belongs to the caller: the store never reads or writes it
+// after returning, the caller may modify it or append to it, and doing so
+// changes neither the stored record nor any other slice returned (not the
+// other slice of the same Record either). Likewise a store keeps no slice
+// of its parameters (ClaimParams.Fingerprint, CompleteParams.Outcome, …)
+// after returning: it copies what it stores, and the caller may reuse its
+// buffers at once. A zero-copy codec's value aliases the outcome bytes it
+// decoded, so the core relies on this rule to hand each caller a value of
+// its own.
+//
 // Re-sent writes. A driver may re-send a command whose reply was lost
 // (go-redis retries on network errors). Every write reports on a re-send
 // what it reported on the first send, or a result that leads the caller
@@ -107,6 +119,10 @@ func (s State) String() string {
 }
 
 // Record is what a backend reports about an existing, unexpired record.
+//
+// Its byte slices (Fingerprint, Outcome) belong to the caller: the store
+// that returned the Record never reads or writes them afterwards, and the
+// caller may modify them (see "Bytes" in the package documentation).
 type Record struct {
 	// State is StatePending, StateCompleted or StateHeld.
 	State State
@@ -222,7 +238,10 @@ type ResolveResult struct {
 
 // Store is the storage contract every backend implements. All methods are
 // safe for concurrent use, take the context first and honour its
-// cancellation; none keeps the context after returning.
+// cancellation; none keeps the context, or a slice of its parameters,
+// after returning. Every byte slice in a Record a method returns is the
+// caller's own, to modify at will: a store returns copies, never its own
+// bytes.
 type Store interface {
 	// Claim atomically, in one store round trip, either creates a pending
 	// record owned by p.Owner (when the key is absent, its record expired,

@@ -116,9 +116,7 @@ func (s *Store) shardMatches(i int, p backends.ListParams, c cursor) []backends.
 	out := make([]backends.Listed, len(keys))
 	for j, k := range keys {
 		e := sh.records[k]
-		rec := view(e, now)
-		rec.Fingerprint = clone(rec.Fingerprint)
-		out[j] = backends.Listed{Scope: k.scope, Key: k.key, Record: rec, ExpiresIn: e.expiresAt.Sub(now)}
+		out[j] = backends.Listed{Scope: k.scope, Key: k.key, Record: view(e, now), ExpiresIn: e.expiresAt.Sub(now)}
 	}
 	return out
 }

@@ -155,10 +155,12 @@ func (sh *shard) sweep(now time.Time) int {
 }
 
 // view is the record e as a caller sees it at now. The caller gets its own
-// copy of the outcome, as from a server: a zero-copy codec's value aliases
-// the bytes it decoded, and its caller may modify it.
+// copy of the fingerprint and of the outcome, as from a server (see
+// backends.Record): a zero-copy codec's value aliases the bytes it decoded,
+// and its caller may modify it.
 func view(e entry, now time.Time) backends.Record {
-	r := backends.Record{State: e.state, Fingerprint: e.fingerprint, Outcome: clone(e.outcome)}
+	r := backends.Record{State: e.state}
+	r.Fingerprint, r.Outcome = clone2(e.fingerprint, e.outcome)
 	switch e.state {
 	case backends.StatePending:
 		r.LeaseRemaining = e.leaseUntil.Sub(now)
@@ -394,4 +396,17 @@ func clone(b []byte) []byte {
 		return nil
 	}
 	return append([]byte(nil), b...)
+}
+
+// clone2 returns copies of a and b in one allocation, each capped at its
+// length so that neither reaches into the other (an append to one
+// reallocates). A nil slice stays nil.
+func clone2(a, b []byte) ([]byte, []byte) {
+	if a == nil || b == nil {
+		return clone(a), clone(b)
+	}
+	buf := make([]byte, len(a)+len(b))
+	n := copy(buf, a)
+	copy(buf[n:], b)
+	return buf[:n:n], buf[n:]
 }
