@@ -3,7 +3,8 @@
 // A backend's tests call Run with a constructor; its benchmarks call
 // Benchmark. The suite is laid out like river's riverdrivertest: one file
 // per area of the contract (claim, complete, renew, release, resolve,
-// watch, admin, and a randomized model-based test), each area a subtest of
+// watch, admin, held, list, ownership of returned bytes, and a randomized
+// model-based test), each area a subtest of
 // Run and each behaviour a subtest of its area, so that a failure reads
 // as "Claim/TakeoverKeepsFingerprint".
 //
@@ -61,6 +62,7 @@ var areas = []struct {
 	{"Held", exerciseHeld},
 	{"HeldModel", exerciseHeldModel},
 	{"List", exerciseList},
+	{"Ownership", exerciseOwnership},
 	{"Model", exerciseModel},
 }
 
