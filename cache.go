@@ -145,7 +145,9 @@ func (lc *localCache) claim(ctx context.Context, store backends.Store, p backend
 // would have told it right after the leader's claim. A claim the leader
 // won is, for the duplicate, a pending record with the leader's lease. A
 // failed leader (its context ended, the store failed) gives nothing: the
-// duplicate then asks the store itself.
+// duplicate then asks the store itself. Every follower gets its own
+// outcome bytes; the fingerprint is shared, as in recordCache.get: the
+// core only compares it.
 func (f *flight) followerResult(now time.Time) (backends.ClaimResult, bool) {
 	if f.err != nil {
 		return backends.ClaimResult{}, false

@@ -51,7 +51,10 @@ func entrySize(k cacheKey, rec backends.Record) int {
 }
 
 // get returns a copy of the live record cached for k: the caller gets its
-// own outcome bytes, as from the store.
+// own outcome bytes, as from the store. The fingerprint is the entry's,
+// not copied: get's only caller is the core's claim path, which compares
+// it (backends.FingerprintMatches) and never hands it to user code or
+// modifies it.
 func (c *recordCache) get(k cacheKey, now time.Time) (backends.Record, bool) {
 	e := c.lookup(k, now)
 	if e == nil {

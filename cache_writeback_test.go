@@ -153,3 +153,32 @@ func TestMemoryReplayDoesNotShareBytesBetweenCallers(t *testing.T) {
 	require.True(t, second.Replayed)
 	require.Equal(t, []byte("paid"), second.Value, "a replay is not changed by what another caller did to its value")
 }
+
+// The first caller owns what Do returns and what it passed: with a
+// zero-copy codec its value aliases the encoded outcome that went to the
+// store and to the local cache, and its fingerprint buffer is free for
+// reuse once Do returns. Modifying either changes neither the cached
+// record nor the stored one.
+func TestLocalCacheFirstCallerOwnsItsBytes(t *testing.T) {
+	ctx := context.Background()
+	store := &countingStore{Store: memory.New(nil)}
+	scope := once.New(store, once.WithCodec(aliasingCodec{}), once.WithLocalCache(once.LocalCache{MaxEntries: 8})).Scope("s")
+	fp := once.Fingerprint("fingerprint")
+	first, err := once.DoOutcome(ctx, scope, "k", fp, func(context.Context) ([]byte, error) { return []byte("paid"), nil })
+	require.NoError(t, err)
+	require.False(t, first.Replayed)
+	copy(first.Value, "XXXX") // the caller's own value
+	copy(fp, "XXXXXXXXXXX")   // and its own fingerprint buffer
+
+	ran := func(context.Context) ([]byte, error) { return nil, errors.New("ran") }
+	cached, err := once.DoOutcome(ctx, scope, "k", once.Fingerprint("fingerprint"), ran)
+	require.NoError(t, err, "the cached record keeps the fingerprint it was claimed with")
+	require.True(t, cached.Replayed)
+	require.Equal(t, []byte("paid"), cached.Value)
+	require.Equal(t, int64(1), store.claims.Load(), "the replay came from the cache")
+
+	stored, err := once.DoOutcome(ctx, once.New(store.Store, once.WithCodec(aliasingCodec{})).Scope("s"), "k", once.Fingerprint("fingerprint"), ran)
+	require.NoError(t, err, "the stored record keeps the fingerprint it was claimed with")
+	require.True(t, stored.Replayed)
+	require.Equal(t, []byte("paid"), stored.Value)
+}
