@@ -51,9 +51,8 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	key := s.key(p.Scope, p.Key)
 	lease := millis(p.Lease)
 	life := max(lease, millis(p.Retention))
-	a := newClaimArgs(key, p.Owner, p.Fingerprint, life, life-lease)
-	ttl := redis.NewIntCmd(ctx, a.ttl[:]...)
-	set := redis.NewStringCmd(ctx, a.set[:]...)
+	a := newClaimArgs(ctx, key, p.Owner, p.Fingerprint, life, life-lease)
+	ttl, set := &a.ttlCmd, &a.setCmd
 	pipe := s.pipes.Get().(redis.Pipeliner)
 	_ = pipe.BatchProcess(ctx, ttl, set)
 	_, err := pipe.Exec(ctx)
@@ -118,22 +117,4 @@ func (s *Store) claimScripted(ctx context.Context, key string, p backends.ClaimP
 	}
 	rec, err := existing(op, v)
 	return backends.ClaimResult{Existing: rec}, err
-}
-
-// claimArgs are the arguments of a claim's two commands, in one
-// allocation: the key is boxed once for both, and the pending record is
-// written into buf (room for a 36-byte owner token, a 64-byte fingerprint
-// and two 13-digit offsets; longer ones allocate).
-type claimArgs struct {
-	set [7]any // set key value nx get px life
-	ttl [2]any // pttl key
-	buf [144]byte
-}
-
-func newClaimArgs(key, owner string, fp []byte, life, leaseTail int64) *claimArgs {
-	a := &claimArgs{}
-	k := any(key)
-	a.set = [7]any{"set", k, appendPending(a.buf[:0], owner, fp, life, leaseTail), "nx", "get", "px", life}
-	a.ttl = [2]any{"pttl", k}
-	return a
 }

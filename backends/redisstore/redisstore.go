@@ -86,10 +86,12 @@ type Store struct {
 	prefix  string
 	sharded bool   // a Cluster client: SPUBLISH / SSUBSCRIBE
 	notify  string // "PUBLISH", or "SPUBLISH" on a Cluster
-	logger  *slog.Logger
-	check   EvictionCheck
-	subs    subscribers // the shared Pub/Sub connections of Watch
-	pipes   sync.Pool   // redis.Pipeliner for Claim, reused (go-redis keeps none after Exec)
+	// notifyArg is notify boxed once, for the completion's arguments.
+	notifyArg any
+	logger    *slog.Logger
+	check     EvictionCheck
+	subs      subscribers // the shared Pub/Sub connections of Watch
+	pipes     sync.Pool   // redis.Pipeliner for Claim, reused (go-redis keeps none after Exec)
 }
 
 var (
@@ -125,6 +127,7 @@ func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store
 	if s.sharded {
 		s.notify = "SPUBLISH"
 	}
+	s.notifyArg = s.notify
 	if err := s.applyEvictionCheck(ctx); err != nil {
 		return nil, err
 	}
@@ -162,8 +165,17 @@ func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, 
 	if err := precheck(ctx, op, p.Owner, nil); err != nil {
 		return false, err
 	}
-	return s.runBool(ctx, op, completeScript, p.Scope, p.Key,
-		p.Owner, p.Outcome, millis(p.Retention), s.notify)
+	key := s.key(p.Scope, p.Key)
+	ms := millis(p.Retention)
+	a := newCompleteArgs(ctx, key, p.Owner, p.Outcome, ms, s.notifyArg)
+	_ = s.client.Process(ctx, &a.cmd)
+	cmd := &a.cmd
+	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// The server lost its script cache (a restart, a failover, SCRIPT
+		// FLUSH): EVAL sends the script and reloads it, as Script.Run does.
+		cmd = completeScript.Eval(ctx, s.client, []string{key}, p.Owner, p.Outcome, ms, s.notify)
+	}
+	return boolReply(ctx, op, cmd)
 }
 
 // Renew implements backends.Store with one EVALSHA. The record's TTL is
@@ -205,7 +217,12 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 }
 
 func (s *Store) runBool(ctx context.Context, op string, sc *redis.Script, scope, key string, args ...any) (bool, error) {
-	n, err := sc.Run(ctx, s.client, []string{s.key(scope, key)}, args...).Int64()
+	return boolReply(ctx, op, sc.Run(ctx, s.client, []string{s.key(scope, key)}, args...))
+}
+
+// boolReply reads the 0 or 1 of a fenced script's reply.
+func boolReply(ctx context.Context, op string, cmd *redis.Cmd) (bool, error) {
+	n, err := cmd.Int64()
 	if err != nil {
 		return false, translate(ctx, op, err)
 	}

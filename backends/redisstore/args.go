@@ -1,0 +1,74 @@
+package redisstore
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// rawArg is a command argument that go-redis writes as its bytes, through
+// encoding.BinaryMarshaler. Boxed as a pointer into the command's []any it
+// costs no allocation of its own, where a []byte, a string or an int64
+// above 255 each cost one: so the hot commands' arguments live in one
+// allocation with the command itself (claimArgs, completeArgs). Only
+// arguments after the key are rawArgs: go-redis reads the command name and
+// the key as strings (routing on a Cluster, hooks).
+type rawArg struct{ b []byte }
+
+func (a *rawArg) MarshalBinary() ([]byte, error) { return a.b, nil }
+
+// String is what hooks that format a command's arguments (tracing,
+// logging) print: the bytes, as go-redis prints a []byte argument.
+func (a *rawArg) String() string { return string(a.b) }
+
+// claimArgs are a claim's two commands and their arguments, in one
+// allocation besides the key's boxing:
+//
+//	PTTL key
+//	SET key <pending record> NX GET PX life
+//
+// The pending record is written into buf (room for a 36-byte owner token,
+// a 64-byte fingerprint and two 13-digit offsets; longer ones allocate).
+type claimArgs struct {
+	set         [7]any
+	ttl         [2]any
+	value, life rawArg
+	ttlCmd      redis.IntCmd
+	setCmd      redis.StringCmd
+	buf         [144]byte
+	digits      [20]byte
+}
+
+func newClaimArgs(ctx context.Context, key, owner string, fp []byte, life, leaseTail int64) *claimArgs {
+	a := &claimArgs{}
+	k := any(key)
+	a.value.b = appendPending(a.buf[:0], owner, fp, life, leaseTail)
+	a.life.b = strconv.AppendInt(a.digits[:0], life, 10)
+	a.set = [7]any{"set", k, &a.value, "nx", "get", "px", &a.life}
+	a.ttl = [2]any{"pttl", k}
+	a.ttlCmd = *redis.NewIntCmd(ctx, a.ttl[:]...)
+	a.setCmd = *redis.NewStringCmd(ctx, a.set[:]...)
+	return a
+}
+
+// completeArgs is complete.lua's EVALSHA and its arguments, in one
+// allocation besides the key's and the owner's boxing:
+//
+//	EVALSHA <sha> 1 key owner outcome retention-ms notify
+type completeArgs struct {
+	args               [8]any
+	outcome, retention rawArg
+	cmd                redis.Cmd
+	digits             [20]byte
+}
+
+func newCompleteArgs(ctx context.Context, key, owner string, outcome []byte, retention int64, notify any) *completeArgs {
+	a := &completeArgs{}
+	a.outcome.b = outcome
+	a.retention.b = strconv.AppendInt(a.digits[:0], retention, 10)
+	a.args = [8]any{"evalsha", completeScript.Hash(), 1, key, owner, &a.outcome, &a.retention, notify}
+	a.cmd = *redis.NewCmd(ctx, a.args[:]...)
+	a.cmd.SetFirstKeyPos(3)
+	return a
+}
