@@ -113,6 +113,7 @@ func execute(ctx context.Context, o options, out, log io.Writer) error {
 		var md strings.Builder
 		fmt.Fprintf(&md, "%s Load average at the end: %s.\n\n", header, loadAvg())
 		writeTable(&md, rows)
+		md.WriteString("\n" + cpuLegend + "\n")
 		for _, n := range res.notes {
 			md.WriteString("\n" + n)
 		}

@@ -14,17 +14,22 @@ type sample struct {
 	elapsed time.Duration
 	mallocs uint64
 	trips   int64
+	cpu     cpuSpent
 	lat     *hist
 }
 
 func (s *sample) add(o sample) {
-	if s.lat == nil {
+	if s.lat == nil { // the first sample added
 		s.lat = new(hist)
+		s.cpu.ok = true
 	}
 	s.ops += o.ops
 	s.elapsed += o.elapsed
 	s.mallocs += o.mallocs
 	s.trips += o.trips
+	s.cpu.here += o.cpu.here
+	s.cpu.other += o.cpu.other
+	s.cpu.ok = s.cpu.ok && o.cpu.ok
 	s.lat.merge(o.lat)
 }
 
@@ -84,14 +89,16 @@ func runCell(ctx context.Context, t *target, p path, g int, d time.Duration) (sa
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	trips0 := t.trips.Load()
+	cpu0 := readCPU()
 	t0 := time.Now()
 	close(start)
 	timer := time.AfterFunc(d, func() { stop.Store(true) })
 	done.Wait()
 	elapsed := time.Since(t0)
+	cpu1 := readCPU()
 	timer.Stop()
 	runtime.ReadMemStats(&after)
-	s := sample{elapsed: elapsed, mallocs: after.Mallocs - before.Mallocs, trips: t.trips.Load() - trips0, lat: new(hist)}
+	s := sample{elapsed: elapsed, mallocs: after.Mallocs - before.Mallocs, trips: t.trips.Load() - trips0, cpu: spentBetween(cpu0, cpu1), lat: new(hist)}
 	for w := range g {
 		s.ops += ops[w]
 		s.lat.merge(&hists[w])
