@@ -314,6 +314,9 @@ func (p *pgStats) notes(ctx context.Context) (string, error) {
 			float64(pr.walBytes)/n, float64(pr.walRec)/n, float64(pr.walFPI)/n, pr.execMS*1000/n, pr.planMS*1000/n, cpu)
 	}
 	b.WriteString("\nserver CPU/op: CPU time of the serving backend process (/proc/<pid>/schedstat, commit included, the WAL writer's fsync not) over the same operations run as prepared statements without EXPLAIN, in interleaved blocks of 50; EXPLAIN's per-node instrumentation inflates statements with many plan nodes, so this column is the fairer comparison. – where the server's processes are not visible.\n")
+	if err := p.split(ctx, &b); err != nil {
+		return b.String(), err
+	}
 	return b.String(), nil
 }
 
@@ -324,4 +327,19 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// split measures and prints where a first execution's server CPU goes.
+func (p *pgStats) split(ctx context.Context, b *strings.Builder) error {
+	conn, err := p.run.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	rows, per, err := p.measureSplit(ctx, conn)
+	if err != nil {
+		return err
+	}
+	writeSplit(b, rows, per)
+	return nil
 }
