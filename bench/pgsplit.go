@@ -44,21 +44,11 @@ type splitRow struct {
 // in interleaved blocks of 50 keys, and returns each row's server CPU per
 // first execution (the serving backend's, as measureCPU), in row order.
 func (p *pgStats) measureSplit(ctx context.Context, conn *pgxpool.Conn) ([]splitRow, []float64, error) {
-	var pid int32
-	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+	pid, visible, err := backendPID(ctx, conn)
+	if err != nil || !visible {
 		return nil, nil, err
 	}
-	if _, ok := schedNS(pid); !ok {
-		return nil, nil, nil
-	}
-	exec := func(sql string, args ...any) error {
-		rows, err := conn.Query(ctx, sql, args...)
-		if err != nil {
-			return err
-		}
-		rows.Close()
-		return rows.Err()
-	}
+	exec := execOn(ctx, conn)
 	table := p.tables["library"]
 	lib := pgsql.Render(table)
 	r := strings.NewReplacer("{table}", table)

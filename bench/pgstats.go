@@ -204,21 +204,20 @@ func schedNS(pid int32) (ns int64, ok bool) {
 	return ns, err == nil
 }
 
-// measureCPU runs the same operations as profileStatements without EXPLAIN,
-// as prepared statements on conn, in interleaved blocks, and charges each
-// block the CPU time the serving backend process spent (commit included,
-// the WAL writer's fsync not): the server's cost per operation without
-// EXPLAIN's instrumentation. It measures nothing when the backend's process
-// is not visible from here.
-func (p *pgStats) measureCPU(ctx context.Context, conn *pgxpool.Conn, get func(string) *profile, lib pgsql.Statements, seedInsert, seedComplete, seedFetch string) error {
-	var pid int32
+// backendPID returns the process id of conn's serving backend, and whether
+// its CPU time can be read here (schedNS).
+func backendPID(ctx context.Context, conn *pgxpool.Conn) (pid int32, visible bool, err error) {
 	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
-		return err
+		return 0, false, err
 	}
-	if _, ok := schedNS(pid); !ok {
-		return nil
-	}
-	exec := func(sql string, args ...any) error {
+	_, visible = schedNS(pid)
+	return pid, visible, nil
+}
+
+// execOn returns a function that runs one statement on conn, as a prepared
+// statement, and discards its rows.
+func execOn(ctx context.Context, conn *pgxpool.Conn) func(sql string, args ...any) error {
+	return func(sql string, args ...any) error {
 		rows, err := conn.Query(ctx, sql, args...)
 		if err != nil {
 			return err
@@ -226,6 +225,20 @@ func (p *pgStats) measureCPU(ctx context.Context, conn *pgxpool.Conn, get func(s
 		rows.Close()
 		return rows.Err()
 	}
+}
+
+// measureCPU runs the same operations as profileStatements without EXPLAIN,
+// as prepared statements on conn, in interleaved blocks, and charges each
+// block the CPU time the serving backend process spent (commit included,
+// the WAL writer's fsync not): the server's cost per operation without
+// EXPLAIN's instrumentation. It measures nothing when the backend's process
+// is not visible from here.
+func (p *pgStats) measureCPU(ctx context.Context, conn *pgxpool.Conn, get func(string) *profile, lib pgsql.Statements, seedInsert, seedComplete, seedFetch string) error {
+	pid, visible, err := backendPID(ctx, conn)
+	if err != nil || !visible {
+		return err
+	}
+	exec := execOn(ctx, conn)
 	leaseUS, retentionUS := lease.Microseconds(), retention.Microseconds()
 	scope := "cpu-" + runID()
 	var keys keySeq
