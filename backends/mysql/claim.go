@@ -97,7 +97,7 @@ func (r runner) resolve(ctx context.Context, p backends.ResolveParams) (backends
 	var row procRow
 	err := r.call(ctx, "resolve", r.s.sql.resolve,
 		append([]any{&row.done, &row.state, &row.fp, &row.outcome, &row.leaseUS}, row.details()...),
-		p.Scope, p.Key, nonNil(p.Fingerprint), nonNil(p.Outcome), p.Owner, micros(p.Retention), r.s.cfg.lockWaitS)
+		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, nonNil(p.Outcome), micros(p.Retention), r.s.cfg.lockWaitS)
 	if err != nil {
 		return backends.ResolveResult{}, err
 	}

@@ -3,8 +3,10 @@
 //
 // A Store keeps one row per (scope, key) in a table created by
 // Store.Migrate (or by the SQL of Migrations run with your own migration
-// tool), together with two stored procedures, <table>_claim and
-// <table>_resolve.
+// tool), together with the stored procedure <table>_call_v2, which Claim
+// (in one CALL) and Resolve call, and <table>_claim and <table>_resolve,
+// kept for the code before migration 002 during a rolling deploy (see
+// Store.Migrate).
 //
 // # Round trips and server cost
 //
@@ -25,7 +27,7 @@
 //     trip, no row lock, no write. A new key costs the INSERT IGNORE more,
 //     so a first execution is three round trips.
 //   - One CALL (Config.OneRoundTripClaims). The same read and write run
-//     inside the stored procedure <Table>_claim: every answer is one round
+//     inside the stored procedure <Table>_call_v2: every answer is one round
 //     trip, a first execution two. The price is server CPU: a CALL costs
 //     MariaDB several times a prepared SELECT, so on a busy server the
 //     procedure is slower, and much slower under concurrency (see the

@@ -26,8 +26,9 @@ var errClosed = backends.ErrClosed
 type Config struct {
 	// Table is the name of the records table, in the connection's current
 	// database. Migrate also creates <Table>_migrations, the index
-	// <Table>_state_idx and the procedures <Table>_claim and
-	// <Table>_resolve. ASCII letters, digits and underscores, not starting
+	// <Table>_state_idx and the procedures <Table>_call_v2 (which the
+	// Store calls), <Table>_claim and <Table>_resolve (which only the code
+	// before migration 002 calls). ASCII letters, digits and underscores, not starting
 	// with a digit, at most 49 bytes. Defaults to "once_records".
 	Table string
 
@@ -48,7 +49,7 @@ type Config struct {
 	LockTimeout time.Duration
 
 	// OneRoundTripClaims makes Claim call the stored procedure
-	// <Table>_claim, so that every claim answer is one round trip (a first
+	// <Table>_call_v2, so that every claim answer is one round trip (a first
 	// execution two, with Complete), each answer taking no lock but the
 	// write's. The price is server CPU: a CALL costs MariaDB several times a
 	// plain statement (see the README's measurements), so pick it only when

@@ -13,8 +13,14 @@ const maxDatetime = `'9999-12-31 23:59:59.999999'`
 // replaced by the configured one. Each fenced write bumps revision, so that
 // an UPDATE that matches its row always changes it.
 const (
-	claimSQL   = "CALL `once_records_claim`(?, ?, ?, ?, ?, ?, ?)"
-	resolveSQL = "CALL `once_records_resolve`(?, ?, ?, ?, ?, ?, ?)"
+	// claimSQL and resolveSQL: scope, key, fingerprint, owner, then lease
+	// µs (claim) or outcome (resolve), retention µs, lock wait s. They call
+	// migration 003's procedure, asking for 002's rows (the last argument).
+	// A migration never changes a procedure's parameters or row under its
+	// name (see 003): a change gets a new name, which the code calls from
+	// then on, and the old name keeps working for the code still running.
+	claimSQL   = "CALL `once_records_call_v2`(1, ?, ?, ?, ?, NULL, ?, ?, ?, 2)"
+	resolveSQL = "CALL `once_records_call_v2`(2, ?, ?, ?, ?, ?, 0, ?, ?, 2)"
 
 	// completeSQL: retention µs, outcome, scope, key, owner. Assignments
 	// read only parameters and the server's clock, never a column assigned

@@ -34,10 +34,10 @@ func TestNewValidatesIdentifiers(t *testing.T) {
 	s, err := New(nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, DefaultTable, s.cfg.table)
-	require.Contains(t, s.sql.claim, "CALL `once_records_claim`(")
+	require.Contains(t, s.sql.claim, "CALL `once_records_call_v2`(")
 	s, err = New(nil, &Config{Table: strings.Repeat("t", maxTableLen)})
 	require.NoError(t, err)
-	require.Contains(t, s.sql.claim, "CALL `"+strings.Repeat("t", maxTableLen)+"_claim`(")
+	require.Contains(t, s.sql.claim, "CALL `"+strings.Repeat("t", maxTableLen)+"_call_v2`(")
 	require.NotContains(t, s.sql.complete, "once_records")
 }
 
@@ -364,22 +364,23 @@ func TestMigrate(t *testing.T) {
 	require.NoError(t, s.Migrate(context.Background()), "again: a no-op")
 	var n int
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM "+quote(table+"_migrations")).Scan(&n))
-	require.Equal(t, 2, n)
+	require.Equal(t, 3, n)
 	r, err := s.Claim(context.Background(), claimParams("s", "k"))
 	require.NoError(t, err)
 	require.True(t, r.Claimed)
 
 	names, err := fs.Glob(Migrations(), "*.sql")
 	require.NoError(t, err)
-	require.Equal(t, []string{"001_create_records.down.sql", "001_create_records.up.sql", "002_held.down.sql", "002_held.up.sql"}, names)
+	require.Equal(t, []string{"001_create_records.down.sql", "001_create_records.up.sql", "002_held.down.sql", "002_held.up.sql", "003_versioned_procedures.down.sql", "003_versioned_procedures.up.sql"}, names)
 	up, err := fs.ReadFile(Migrations(), "001_create_records.up.sql")
 	require.NoError(t, err)
 	require.Contains(t, string(up), "CREATE PROCEDURE `once_records_claim`")
 	ms, err := loadMigrations(table)
 	require.NoError(t, err)
-	require.Len(t, ms, 2)
+	require.Len(t, ms, 3)
 	require.Len(t, ms[0].statements, 5, "table, and drop+create of two procedures")
 	require.Len(t, ms[1].statements, 6, "two ALTERs, and drop+create of two procedures")
+	require.Len(t, ms[2].statements, 6, "drop+create of the implementation and of two wrappers")
 	for _, m := range ms {
 		for _, stmt := range m.statements {
 			require.NotContains(t, stmt, "`once_records", "every name is renamed")
@@ -387,8 +388,12 @@ func TestMigrate(t *testing.T) {
 	}
 
 	// The down migrations remove everything.
+	runMigrationFile(t, db, table, "003_versioned_procedures.down.sql")
 	runMigrationFile(t, db, table, "002_held.down.sql")
 	runMigrationFile(t, db, table, "001_create_records.down.sql")
+	var procs int
+	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME LIKE ?", table+"%").Scan(&procs))
+	require.Zero(t, procs, "no procedure is left")
 	_, err = s.Claim(context.Background(), claimParams("s", "k"))
 	var e *Error
 	require.ErrorAs(t, err, &e)

@@ -16,6 +16,9 @@ ALTER TABLE `once_records`
     DROP COLUMN /*M! IF EXISTS */ held_message,
     ADD CONSTRAINT /*M! CONSTRAINT_1 */ /*!80016 `once_records_chk_1` */ CHECK (state IN (1, 2));
 -- once:statement
+-- 003's implementation, left by 003's down migration.
+DROP PROCEDURE IF EXISTS `once_records_call_v2`;
+-- once:statement
 DROP PROCEDURE IF EXISTS `once_records_claim`;
 -- once:statement
 -- once_records_claim: Claim in one CALL. It returns one row:
