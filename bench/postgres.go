@@ -176,9 +176,9 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 	claim := func(ctx context.Context, key string, fp []byte, owner string, leaseUS int64) (pgClaimRow, error) {
 		t.trips.Add(1)
 		var r pgClaimRow
-		var leaseUntil, expiresAt, holdUntil, now pgtype.Timestamptz
+		var leaseUntil, expiresAt, holdUntil, now, claimedAt pgtype.Timestamptz
 		err := pool.QueryRow(ctx, q.Claim, scope, key, fp, owner, leaseUS, retentionUS, "5000ms").
-			Scan(&r.state, &r.fp, &r.outcome, &r.own, &leaseUntil, &expiresAt, &holdUntil, &now)
+			Scan(&r.state, &r.fp, &r.outcome, &r.own, &leaseUntil, &expiresAt, &holdUntil, &now, &claimedAt)
 		if err == nil && !r.inserted() && !expiresAt.Time.After(now.Time) {
 			err = fmt.Errorf("same claim of %s: the row expired", key)
 		}

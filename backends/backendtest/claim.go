@@ -50,6 +50,49 @@ func exerciseClaim(t *testing.T, newStore NewStore) {
 		}
 	})
 
+	run(t, newStore, "AgeOnAnswer", func(e *env) {
+		// backends.Record: a store that implements Lister records Age, on
+		// every Record it returns, a Claim's answer included. Each case
+		// reads the age twice, elapse(shortLease) apart on the store's
+		// clock, so the second is at least shortLease more than the first:
+		// no bound depends on how long the test took.
+		e.lister()
+		run(e.t, newStore, "Pending", func(e *env) {
+			e.mustClaim("k", Token(), []byte("fp"), longLease, longRetention)
+			first := e.claim("k", Token(), []byte("fp"), longLease, longRetention)
+			e.requirePending(first, []byte("fp"), "a live claim")
+			require.GreaterOrEqual(e.t, first.Existing.Age, time.Duration(0))
+			e.elapse(shortLease)
+			r := e.claim("k", Token(), []byte("other"), longLease, longRetention)
+			e.requirePending(r, []byte("fp"), "a live claim, later")
+			require.GreaterOrEqual(e.t, r.Existing.Age, first.Existing.Age+shortLease, "the age grows with the store's clock")
+			require.LessOrEqual(e.t, r.Existing.Age, longLease, "a live claim is younger than its lease")
+		})
+		run(e.t, newStore, "CountsFromTheTakeover", func(e *env) {
+			e.mustClaim("old", Token(), nil, longLease, longRetention)
+			e.mustClaim("k", Token(), nil, shortLease, longRetention)
+			e.elapse(shortLease)
+			r := e.claim("k", Token(), nil, longLease, longRetention)
+			require.True(e.t, r.TookOver)
+			// k's age is read first: old was claimed at least shortLease
+			// before k was taken over, and is read later.
+			k, old := e.probe("k"), e.probe("old")
+			e.requirePending(k, nil, "taken over")
+			e.requirePending(old, nil, "never taken over")
+			require.GreaterOrEqual(e.t, old.Existing.Age, k.Existing.Age+shortLease, "a takeover restarts the age")
+		})
+		run(e.t, newStore, "Held", func(e *env) {
+			e.mustHold("k", Token(), []byte("fp"), longLease)
+			first := e.claim("k", Token(), []byte("fp"), longLease, longRetention)
+			e.requireHeld(first, []byte("fp"), "a live hold")
+			e.elapse(shortLease)
+			r := e.claim("k", Token(), []byte("fp"), longLease, longRetention)
+			e.requireHeld(r, []byte("fp"), "a live hold, later")
+			require.GreaterOrEqual(e.t, r.Existing.Age, first.Existing.Age+shortLease, "the age grows with the store's clock")
+			require.LessOrEqual(e.t, r.Existing.Age, longLease, "a live hold is younger than its hold")
+		})
+	})
+
 	run(t, newStore, "TakeoverAfterLeaseLapsed", func(e *env) {
 		stale, fresh := Token(), Token()
 		e.mustClaim("k", stale, []byte("fp"), shortLease, longRetention)

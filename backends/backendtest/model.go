@@ -410,20 +410,16 @@ type result struct {
 	// expires is Get's and List's expiry class (leaseClass of ExpiresIn).
 	expires int
 	// age is the Age the store reported; minAge the least the model
-	// allows (zero on a store that does not record ages). zeroAgeOK
-	// accepts an age of zero as well: a pending record reported by a
-	// write, whose age the PostgreSQL store does not read (see
-	// pendingAgeUnread).
+	// allows (zero on a store that does not record ages).
 	age, minAge time.Duration
-	zeroAgeOK   bool
 }
 
 // admits reports whether got is an answer the model's want allows.
 func (want result) admits(got result) bool {
-	if got.age < want.minAge && (got.age != 0 || !want.zeroAgeOK) {
+	if got.age < want.minAge {
 		return false
 	}
-	got.age, want.minAge, want.zeroAgeOK = 0, 0, false
+	got.age, want.minAge = 0, 0
 	return want == got
 }
 
@@ -504,22 +500,12 @@ func boundFP(stored, given string) string {
 
 func fpMatch(stored, given string) bool { return stored == "" || given == "" || stored == given }
 
-// pendingAgeUnread lets a pending record that Claim, Resolve or LeaseHeld
-// reports have a zero Age. backends.Record says a store that implements
-// Lister reports Age; the PostgreSQL store reads it in Get and List only
-// (and for held records), so its writes report pending records with Age
-// zero. The core never reads a pending record's Age; Get and List are
-// checked in full.
-const pendingAgeUnread = true
-
 // apply returns what the contract says o reports in world w, and the
-// record after it.
+// record after it. backends.Record says a store that implements Lister
+// reports Age on every Record it returns: the answers of Claim, Resolve
+// and LeaseHeld are checked as Get's and List's are.
 func apply(w world, o op, epoch int) (result, mrec) {
-	want, after := applyContract(w, o, epoch)
-	if pendingAgeUnread && want.state == backends.StatePending && o.kind != opGet {
-		want.zeroAgeOK = true
-	}
-	return want, after
+	return applyContract(w, o, epoch)
 }
 
 func applyContract(w world, o op, epoch int) (result, mrec) {

@@ -30,9 +30,11 @@ type fastRow struct {
 	fp      []byte
 	outcome []byte
 	own     bool // the row's owner is this claim's token
-	// lease, expires, hold and now in microseconds since the Unix epoch
-	// (±infinity saturated; a NULL lease or hold reads as 0, unused).
-	lease, expires, hold, now int64
+	// lease, expires, hold, now and claimed in microseconds since the
+	// Unix epoch (±infinity saturated; a NULL lease, hold or claimed reads
+	// as 0, unused). claimed is a pending row's claimed_at, NULL on a row
+	// claimed before migration 003.
+	lease, expires, hold, now, claimed int64
 }
 
 func (r *fastRow) scan(row pgx.Row) error {
@@ -50,8 +52,8 @@ func (r *fastRow) scan(row pgx.Row) error {
 // lets pgx scan the text columns of the simple protocol.
 func (r *fastRow) ScanRow(rows pgx.Rows) error {
 	fields, values := rows.FieldDescriptions(), rows.RawValues()
-	if len(values) != 8 || len(fields) != 8 {
-		return fmt.Errorf("claim row has %d columns, want 8", len(values))
+	if len(values) != 9 || len(fields) != 9 {
+		return fmt.Errorf("claim row has %d columns, want 9", len(values))
 	}
 	for _, f := range fields {
 		if f.Format != pgx.BinaryFormatCode {
@@ -64,7 +66,7 @@ func (r *fastRow) ScanRow(rows pgx.Rows) error {
 	r.state = int16(binary.BigEndian.Uint16(values[0]))
 	r.fp, r.outcome = cloneBytes(values[1]), cloneBytes(values[2])
 	r.own = values[3][0] != 0
-	for i, dst := range [...]*int64{&r.lease, &r.expires, &r.hold, &r.now} {
+	for i, dst := range [...]*int64{&r.lease, &r.expires, &r.hold, &r.now, &r.claimed} {
 		us, err := binaryTimestamptz(values[4+i])
 		if err != nil {
 			return err
@@ -75,11 +77,12 @@ func (r *fastRow) ScanRow(rows pgx.Rows) error {
 }
 
 func (r *fastRow) scanText(rows pgx.Rows) error {
-	var lease, expires, hold, now pgtype.Timestamptz
-	if err := rows.Scan(&r.state, &r.fp, &r.outcome, &r.own, &lease, &expires, &hold, &now); err != nil {
+	var lease, expires, hold, now, claimed pgtype.Timestamptz
+	if err := rows.Scan(&r.state, &r.fp, &r.outcome, &r.own, &lease, &expires, &hold, &now, &claimed); err != nil {
 		return err
 	}
 	r.lease, r.expires, r.hold, r.now = unixMicros(lease), unixMicros(expires), unixMicros(hold), unixMicros(now)
+	r.claimed = unixMicros(claimed)
 	return nil
 }
 
@@ -135,10 +138,25 @@ func (r fastRow) decide(given []byte) (res backends.ClaimResult, slow bool) {
 		return backends.ClaimResult{}, true
 	}
 	rec := existing(r.state, r.fp, r.outcome, remaining(r.lease, r.now))
-	if rec.State == backends.StateCompleted {
+	switch rec.State {
+	case backends.StateCompleted:
 		rec.RetentionRemaining = remaining(r.expires, r.now)
+	case backends.StatePending:
+		// A held row's age (since its hold) is read with its hold's
+		// details (heldDetails).
+		rec.Age = age(r.claimed, r.now)
 	}
 	return backends.ClaimResult{Existing: rec}, false
+}
+
+// age returns the time from claimed until now (both microseconds since the
+// Unix epoch, now finite), never negative; 0 when claimed is unknown (0, a
+// NULL claimed_at) or infinite.
+func age(claimed, now int64) time.Duration {
+	if claimed == 0 || claimed == math.MinInt64 || claimed == math.MaxInt64 {
+		return 0
+	}
+	return max(fromMicros(now-claimed), 0)
 }
 
 // lapsed reports a pending row whose lease ended, or a held row whose hold
@@ -189,7 +207,8 @@ type claimRow struct {
 	fp       []byte
 	outcome  []byte
 	leaseUS  int64
-	ownClaim bool // e saw a live pending row of this very owner
+	ownClaim bool  // e saw a live pending row of this very owner
+	ageUS    int64 // since claimed_at; 0 when NULL (before migration 003)
 }
 
 // decide turns a claimRow into a result, or reports that the statement
@@ -214,6 +233,9 @@ func (r claimRow) decide(given []byte) (res backends.ClaimResult, retry bool) {
 		// Eligible for takeover, yet upd did not apply: the row changed
 		// after our snapshot.
 		return backends.ClaimResult{}, true
+	}
+	if rec.State == backends.StatePending {
+		rec.Age = max(fromMicros(r.ageUS), 0)
 	}
 	return backends.ClaimResult{Existing: rec}, false
 }
@@ -244,7 +266,7 @@ func (q statements) claimArgs(p backends.ClaimParams) []any {
 }
 
 func (r *claimRow) scan(row pgx.Row) error {
-	return row.Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.ownClaim)
+	return row.Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.ownClaim, &r.ageUS)
 }
 
 // claimOnce runs takeover.sql once on db.
@@ -293,9 +315,10 @@ func claimLoop(ctx context.Context, p backends.ClaimParams, fast func(context.Co
 
 // heldByTx is the record reported for a key held by an uncommitted
 // transaction: pending, with lockTimeoutHint as its lease. Its fingerprint
-// is unknown (the row is not visible yet); the caller's own is reported, so
-// the core answers ErrInProgress, never ErrKeyReused, and the retry learns
-// the truth.
+// is unknown (the row is not visible yet); the caller's own is reported (a
+// copy: the Record is the caller's), so the core answers ErrInProgress,
+// never ErrKeyReused, and the retry learns the truth. Its Age is unknown
+// too, and 0.
 func heldByTx(fp []byte) backends.Record {
 	return backends.Record{State: backends.StatePending, Fingerprint: fp, LeaseRemaining: lockTimeoutHint}
 }

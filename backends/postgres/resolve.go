@@ -17,6 +17,7 @@ type resolveRow struct {
 	fp       []byte
 	outcome  []byte
 	leaseUS  int64
+	ageUS    int64 // since claimed_at; 0 when NULL (before migration 003)
 }
 
 // decide turns a resolveRow into a result, or reports that the statement
@@ -33,6 +34,9 @@ func (r resolveRow) decide(given []byte) (res backends.ResolveResult, retry bool
 		(rec.State == backends.StatePending || rec.State == backends.StateHeld && rec.LeaseRemaining <= 0) {
 		return backends.ResolveResult{}, true
 	}
+	if rec.State == backends.StatePending {
+		rec.Age = max(fromMicros(r.ageUS), 0)
+	}
 	return backends.ResolveResult{Existing: rec}, false
 }
 
@@ -41,7 +45,7 @@ func (q statements) resolveArgs(p backends.ResolveParams) []any {
 }
 
 func (r *resolveRow) scan(row pgx.Row) error {
-	return row.Scan(&r.resolved, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS)
+	return row.Scan(&r.resolved, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.ageUS)
 }
 
 func (q statements) resolveOnce(ctx context.Context, db querier, p backends.ResolveParams) (resolveRow, error) {

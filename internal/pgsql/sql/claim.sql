@@ -13,9 +13,10 @@
 --
 -- Otherwise it returns e's row as stored, with owner = $4 and the server's
 -- clock: the caller decides from the timestamps whether the row is live,
--- its lease lapsed and how long its lease and retention have left (in Go:
--- no numeric arithmetic on the server, whose extract(epoch …) costs more
--- than the statement's read).
+-- its lease lapsed, how long its lease and retention have left and how
+-- long ago a pending row was claimed (claimed_at, NULL on a row claimed
+-- before migration 003) (in Go: no numeric arithmetic on the server, whose
+-- extract(epoch …) costs more than the statement's read).
 --
 -- It never takes a record over: when the row it returns had expired, or was
 -- pending with a lapsed lease (or held, its hold and reconciler lease
@@ -33,7 +34,7 @@
 -- (expires_at). No later write changes an indexed column, so completions
 -- and renewals are HOT updates.
 WITH e AS (
-	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at, r.hold_until
+	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at, r.hold_until, r.claimed_at
 	FROM {table} r
 	WHERE r.scope = $1::text AND r.key = $2::text
 ), ins AS (
@@ -48,9 +49,9 @@ WITH e AS (
 	RETURNING true
 )
 SELECT 0::smallint, NULL::bytea, NULL::bytea, false,
-	NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz
+	NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz
 FROM ins
 UNION ALL
 SELECT e.state, e.fingerprint, e.outcome, coalesce(e.owner = $4::text, false),
-	e.lease_until, e.expires_at, e.hold_until, clock_timestamp()
+	e.lease_until, e.expires_at, e.hold_until, clock_timestamp(), e.claimed_at
 FROM e

@@ -12,11 +12,12 @@
 -- pending row resolved without a fingerprint keeps its own. Each write's
 -- RETURNING calls {notify}, as in complete.sql, so the key's waiters wake
 -- only when the statement wrote (a data-modifying CTE runs to completion
--- even where EXISTS reads only its first row).
+-- even where EXISTS reads only its first row). The last column is a
+-- pending row's age, as in takeover.sql (0 when claimed_at is NULL).
 WITH c AS (
 	SELECT clock_timestamp() AS now, set_config('lock_timeout', $7::text, true) AS lock_timeout
 ), e AS (
-	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at
+	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at, r.claimed_at
 	FROM {table} r
 	WHERE r.scope = $1::text AND r.key = $2::text
 ), ins AS (
@@ -64,5 +65,6 @@ SELECT
 	coalesce(e.state, 0),
 	e.fingerprint,
 	e.outcome,
-	coalesce((extract(epoch FROM e.lease_until - c.now) * 1000000)::bigint, 0)
+	coalesce((extract(epoch FROM e.lease_until - c.now) * 1000000)::bigint, 0),
+	coalesce((extract(epoch FROM c.now - e.claimed_at) * 1000000)::bigint, 0)
 FROM c LEFT JOIN e ON true

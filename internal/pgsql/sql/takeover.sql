@@ -20,6 +20,10 @@
 -- A live completed row, or a live lease, satisfies neither write: the
 -- statement then only reads, takes no row lock and writes nothing.
 --
+-- The answer's last column is a pending row's age (since claimed_at; 0
+-- when NULL, a row claimed before migration 003): this is the slow path,
+-- so the server computes it, as it computes the lease left.
+--
 -- c sets lock_timeout local to the statement's transaction before either
 -- write reads c (see claim.sql). Only unindexed columns change: a HOT
 -- update. A takeover without a fingerprint keeps the stored one; either
@@ -27,7 +31,7 @@
 WITH c AS (
 	SELECT clock_timestamp() AS now, set_config('lock_timeout', $7::text, true) AS lock_timeout
 ), e AS (
-	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at, r.hold_until
+	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at, r.hold_until, r.claimed_at
 	FROM {table} r
 	WHERE r.scope = $1::text AND r.key = $2::text
 ), ins AS (
@@ -79,5 +83,6 @@ SELECT
 	e.fingerprint,
 	e.outcome,
 	coalesce((extract(epoch FROM e.lease_until - c.now) * 1000000)::bigint, 0),
-	coalesce(e.owner = $4::text AND e.state = 1 AND e.expires_at > c.now, false)
+	coalesce(e.owner = $4::text AND e.state = 1 AND e.expires_at > c.now, false),
+	coalesce((extract(epoch FROM c.now - e.claimed_at) * 1000000)::bigint, 0)
 FROM c LEFT JOIN e ON true
