@@ -1,6 +1,7 @@
 package mysqlstore
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"time"
@@ -46,7 +47,8 @@ func (r procRow) lapsed() bool {
 // whose fingerprint it cannot see: given stands for it.
 func (r procRow) existing(given []byte) backends.Record {
 	if r.state == 0 {
-		return backends.Record{State: backends.StatePending, Fingerprint: given, LeaseRemaining: lockTimeoutHint}
+		// A copy: the Record is the caller's, given is the caller's too.
+		return backends.Record{State: backends.StatePending, Fingerprint: bytes.Clone(given), LeaseRemaining: lockTimeoutHint}
 	}
 	rec := backends.Record{State: backends.State(r.state), Fingerprint: r.fp}
 	if len(rec.Fingerprint) == 0 {

@@ -107,6 +107,8 @@ func TestInTxLockTimeout(t *testing.T) {
 			require.Equal(t, backends.StatePending, r.Existing.State)
 			require.Equal(t, lockTimeoutHint, r.Existing.LeaseRemaining)
 			require.Equal(t, p.Fingerprint, r.Existing.Fingerprint)
+			copy(p.Fingerprint, "zz")
+			require.Equal(t, []byte("fp"), r.Existing.Fingerprint, "the reported fingerprint is a copy, not the caller's buffer (backends, \"Bytes\")")
 
 			var wait int
 			require.NoError(t, second.QueryRowContext(ctx, "SELECT @@SESSION.innodb_lock_wait_timeout").Scan(&wait), "the transaction is still usable")

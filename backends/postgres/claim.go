@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -320,7 +321,7 @@ func claimLoop(ctx context.Context, p backends.ClaimParams, fast func(context.Co
 // never ErrKeyReused, and the retry learns the truth. Its Age is unknown
 // too, and 0.
 func heldByTx(fp []byte) backends.Record {
-	return backends.Record{State: backends.StatePending, Fingerprint: fp, LeaseRemaining: lockTimeoutHint}
+	return backends.Record{State: backends.StatePending, Fingerprint: bytes.Clone(fp), LeaseRemaining: lockTimeoutHint}
 }
 
 // raceLoop runs attempt until decide accepts its row, at most maxAttempts

@@ -71,6 +71,54 @@ func TestClaimBoundedByUncommittedTx(t *testing.T) {
 	require.Equal(t, "0", lt)
 }
 
+// TestLockTimeoutAnswerOwnsItsFingerprint: the answer of a Claim or
+// Resolve that gave up waiting for an uncommitted transaction reports the
+// caller's fingerprint, in a slice of its own (backends, "Bytes"): the
+// caller reusing its buffer changes nothing in the answer.
+func TestLockTimeoutAnswerOwnsItsFingerprint(t *testing.T) {
+	pool := newPool(t, nil)
+	s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 10 * time.Millisecond})
+	require.NoError(t, err)
+	scope := backendtest.Scope(t)
+	holdInTx(t, pool, s, scope, "held")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	requireOwn := func(t *testing.T, buf []byte, rec backends.Record) {
+		t.Helper()
+		require.Equal(t, backends.StatePending, rec.State)
+		require.Equal(t, lockTimeoutHint, rec.LeaseRemaining, "the lock-timeout answer")
+		require.Equal(t, []byte("fp"), rec.Fingerprint)
+		copy(buf, "zz")
+		require.Equal(t, []byte("fp"), rec.Fingerprint, "the reported fingerprint is not the caller's buffer")
+	}
+	t.Run("Claim", func(t *testing.T) {
+		p := claimParams(scope, "held")
+		r, err := s.Claim(ctx, p)
+		require.NoError(t, err)
+		require.False(t, r.Claimed)
+		requireOwn(t, p.Fingerprint, r.Existing)
+	})
+	t.Run("InTxClaim", func(t *testing.T) {
+		p := claimParams(scope, "held")
+		var r backends.ClaimResult
+		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			r, err = s.InTx(tx).Claim(ctx, p)
+			return err
+		}))
+		require.False(t, r.Claimed)
+		requireOwn(t, p.Fingerprint, r.Existing)
+	})
+	t.Run("Resolve", func(t *testing.T) {
+		fp := []byte("fp")
+		r, err := s.Resolve(ctx, backends.ResolveParams{Scope: scope, Key: "held", Fingerprint: fp, Outcome: []byte("v"), Retention: time.Hour, Owner: backendtest.Token()})
+		require.NoError(t, err)
+		require.False(t, r.Resolved)
+		requireOwn(t, fp, r.Existing)
+	})
+	require.NoError(t, ctx.Err(), "every wait was bounded by LockTimeout")
+}
+
 // TestSubMillisecondLockTimeout: a LockTimeout below one millisecond is
 // rounded up, never sent as "0ms", which PostgreSQL reads as no timeout.
 func TestSubMillisecondLockTimeout(t *testing.T) {
