@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -55,9 +54,9 @@ func (l *listCmd) Run(e *env) error {
 		return err
 	}
 	defer done()
-	lister, ok := c.store.(backends.Lister)
-	if !ok {
-		return errors.New("this store cannot list records (it does not implement backends.Lister)")
+	lister, err := c.lister("list")
+	if err != nil {
+		return err
 	}
 	p := backends.ListParams{OlderThan: l.OlderThan, Scope: l.Scope, KeyPrefix: l.KeyPrefix, Limit: l.Page}
 	switch l.State {

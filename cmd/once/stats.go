@@ -1,10 +1,7 @@
 package main
 
 import (
-	"errors"
 	"fmt"
-
-	"github.com/stagedoor/once/backends"
 )
 
 type statsCmd struct{}
@@ -33,9 +30,9 @@ func (s *statsCmd) Run(e *env) error {
 		return err
 	}
 	defer done()
-	lister, ok := c.store.(backends.Lister)
-	if !ok {
-		return errors.New("this store cannot count records (it does not implement backends.Lister)")
+	lister, err := c.lister("count")
+	if err != nil {
+		return err
 	}
 	n, err := lister.Count(ctx)
 	if err != nil {
