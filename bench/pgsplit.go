@@ -41,8 +41,10 @@ type splitRow struct {
 }
 
 // measureSplit runs each row's statements as prepared statements on conn,
-// in interleaved blocks of 50 keys, and returns each row's server CPU per
-// first execution (the serving backend's, as measureCPU), in row order.
+// in interleaved blocks of 50 keys (six times as many blocks as
+// measureCPU: the differences are a tenth of the whole), and returns each
+// row's server CPU per first execution (the serving backend's, as
+// measureCPU), the median over the blocks, in row order.
 func (p *pgStats) measureSplit(ctx context.Context, conn *pgxpool.Conn) ([]splitRow, []float64, error) {
 	pid, visible, err := backendPID(ctx, conn)
 	if err != nil || !visible {
@@ -86,11 +88,10 @@ func (p *pgStats) measureSplit(ctx context.Context, conn *pgxpool.Conn) ([]split
 			return exec(seedComplete, key, scope, 200, storedOutcome)
 		}},
 	}
-	cpu := make([]int64, len(rows))
-	n := make([]int, len(rows))
+	perBlock := make([][]float64, len(rows)) // µs per first execution, one per block
 	var keys keySeq
 	const block = 50
-	blocks := max(profileOps/block, 1) * 2
+	blocks := max(profileOps/block, 1) * 6
 	for b := range blocks {
 		for j := range rows {
 			i := (j + b) % len(rows) // rotate the order from block to block
@@ -108,13 +109,12 @@ func (p *pgStats) measureSplit(ctx context.Context, conn *pgxpool.Conn) ([]split
 				}
 			}
 			after, _ := schedNS(pid)
-			cpu[i] += after - before
-			n[i] += block
+			perBlock[i] = append(perBlock[i], float64(after-before)/block/1e3)
 		}
 	}
 	per := make([]float64, len(rows))
 	for i := range rows {
-		per[i] = float64(cpu[i]) / float64(n[i]) / 1e3
+		per[i] = median(perBlock[i])
 	}
 	return rows, per, nil
 }
@@ -124,7 +124,7 @@ func writeSplit(b *strings.Builder, rows []splitRow, per []float64) {
 	if len(rows) == 0 {
 		return
 	}
-	b.WriteString("\nWhere a first execution's server CPU goes: the library's statements beside variants on its own table that each drop one thing they do (references the library never sends), measured as the server CPU/op column above:\n\n")
+	fmt.Fprintf(b, "\nWhere a first execution's server CPU goes: the library's statements beside variants on its own table that each drop one thing they do (references the library never sends), the serving backend's CPU as in the server CPU/op column above, but with synchronous_commit off for this one session (each row commits twice, and the WAL flushes' cost would drown differences of a few microseconds), the median of %d blocks of 50 first executions each, interleaved:\n\n", max(profileOps/50, 1)*6)
 	b.WriteString("| statements | what they are | server CPU/op | less than the library |\n|---|---|--:|--:|\n")
 	for i, r := range rows {
 		fmt.Fprintf(b, "| %s | %s | %.1fµs | %.1fµs |\n", r.name, r.what, per[i], per[0]-per[i])
