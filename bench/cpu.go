@@ -68,7 +68,11 @@ type cpuSpent struct {
 	ok          bool
 }
 
+// other may be negative in one cell (the machine's busy time counts in
+// 10 ms steps, this process's in microseconds): cells are summed first, and
+// only the sum is clamped (cpuPerOp), so that the rounding does not bias
+// the total.
 func spentBetween(a, b cpuReading) cpuSpent {
 	here := b.self - a.self
-	return cpuSpent{here: here, other: max(b.machine-a.machine-here, 0), ok: a.ok && b.ok}
+	return cpuSpent{here: here, other: b.machine - a.machine - here, ok: a.ok && b.ok}
 }

@@ -137,7 +137,10 @@ func (p *pgStats) measureSplit(ctx context.Context, conn *pgxpool.Conn) ([]split
 			for k := range batch {
 				batch[k] = keys.next("")
 			}
-			before, _ := schedNS(pid)
+			before, ok := schedNS(pid)
+			if !ok {
+				return nil, nil, fmt.Errorf("split: the backend's CPU time (pid %d) could not be read", pid)
+			}
 			for _, key := range batch {
 				if err := rows[i].claim(key); err != nil {
 					return nil, nil, fmt.Errorf("split %s: %w", rows[i].name, err)
@@ -146,7 +149,10 @@ func (p *pgStats) measureSplit(ctx context.Context, conn *pgxpool.Conn) ([]split
 					return nil, nil, fmt.Errorf("split %s: %w", rows[i].name, err)
 				}
 			}
-			after, _ := schedNS(pid)
+			after, ok := schedNS(pid)
+			if !ok {
+				return nil, nil, fmt.Errorf("split: the backend's CPU time (pid %d) could not be read", pid)
+			}
 			perBlock[i] = append(perBlock[i], float64(after-before)/block/1e3)
 		}
 	}

@@ -39,7 +39,7 @@ func cpuPerOp(s sample) string {
 		return "–"
 	}
 	n := float64(s.ops)
-	return fmt.Sprintf("%.1f+%.1fµs", float64(s.cpu.here)/n/1e3, float64(s.cpu.other)/n/1e3)
+	return fmt.Sprintf("%.1f+%.1fµs", float64(s.cpu.here)/n/1e3, float64(max(s.cpu.other, 0))/n/1e3)
 }
 
 func rate(v float64) string {

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"encoding/json"
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
@@ -21,6 +22,10 @@ func (a *rawArg) MarshalBinary() ([]byte, error) { return a.b, nil }
 // String is what hooks that format a command's arguments (tracing,
 // logging) print: the bytes, as go-redis prints a []byte argument.
 func (a *rawArg) String() string { return string(a.b) }
+
+// MarshalJSON encodes the bytes as encoding/json encodes a []byte argument
+// (base64), for hooks that log a command's arguments as JSON.
+func (a *rawArg) MarshalJSON() ([]byte, error) { return json.Marshal(a.b) }
 
 // claimArgs are a claim's two commands and their arguments, in one
 // allocation besides the key's boxing:

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha1"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net"
 	"strings"
@@ -36,6 +38,10 @@ func (f *formatter) print(cmd redis.Cmder, before bool) {
 	s := fmt.Sprint(cmd.Args()...)
 	if before {
 		s += " | " + cmd.String()
+		// and as a logger that writes the arguments as JSON does
+		if j, err := json.Marshal(cmd.Args()); err == nil {
+			s += " | " + string(j)
+		}
 	}
 	f.mu.Lock()
 	f.printed = append(f.printed, s)
@@ -123,6 +129,8 @@ func TestFormattingHookSeesArgumentBytes(t *testing.T) {
 			require.True(t, f.contains(string(outcome)), "the outcome is printed as its bytes")
 			require.True(t, f.contains("evalsha"), "the completion is an EVALSHA")
 			require.False(t, f.contains("0x"), "no argument is printed as a pointer")
+			require.True(t, f.contains(base64.StdEncoding.EncodeToString(outcome)), "the outcome is JSON-encoded as a []byte is (base64)")
+			require.False(t, f.contains("{}"), "no argument is JSON-encoded as an empty object")
 		})
 	}
 }
