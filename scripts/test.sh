@@ -6,8 +6,10 @@
 # and with GOWORK=off, go vet, staticcheck, go test -race -shuffle=on, every
 # benchmark once; and the repository checks (gofmt, go.work, tidy, a lean
 # core module graph, a set-up that leaves a password-protected PostgreSQL
-# unchanged). It stops what it started, checks that no daemon of its own is
-# left running, and prints the time of each phase.
+# unchanged). It drops the empty once* schemas the tests made in the
+# PostgreSQL database and fails if one is left with objects in it; it stops
+# what it started, checks that no daemon of its own is left running, and
+# prints the time of each phase.
 #
 # A missing server fails the run (ONCE_REQUIRE_SERVERS=1); it is never
 # skipped. Servers given in the environment are used as they are:
@@ -55,6 +57,16 @@ phase_begin "servers"
 ensure_servers
 export ONCE_REQUIRE_SERVERS=1
 
+# The tests leave the PostgreSQL database as they found it: the schemas
+# named once* that exist now stay; those the run made are dropped at the end
+# when empty (an example's Migrate creates the shared schema once_examples
+# and its close drops only its own tables, as other examples may be using
+# the schema), and one that still holds objects fails the run.
+pg_once_schemas() {
+  psql -w -X -q -tA -c "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'once%'" "$ONCE_POSTGRES_URL" </dev/null | sort
+}
+PG_SCHEMAS_BEFORE=$(pg_once_schemas)
+
 phase_begin "check: gofmt, shellcheck; every module in go.work, tidy, with LICENSE"
 mapfile -t gofiles < <(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 unformatted=$(gofmt -l "${gofiles[@]}")
@@ -101,6 +113,14 @@ for m in "${MODULES[@]}"; do
   in_module "$m" go test -run '^$' -bench . -benchtime=1x -timeout 10m ./... >"$WORK/bench.log" 2>&1 ||
     { tail -n 60 "$WORK/bench.log" >&2; die "benchmarks of $m"; }
 done
+
+phase_begin "check: the tests left the PostgreSQL database as they found it"
+for schema in $(comm -13 <(printf '%s\n' "$PG_SCHEMAS_BEFORE") <(pg_once_schemas)); do
+  psql -w -X -q -tA -v ON_ERROR_STOP=1 -c "DROP SCHEMA \"$schema\"" "$ONCE_POSTGRES_URL" </dev/null ||
+    die "the tests left the schema $schema with objects in it (DROP SCHEMA without CASCADE refused)"
+  log "dropped the empty schema $schema the tests made"
+done
+[ "$(pg_once_schemas)" = "$PG_SCHEMAS_BEFORE" ] || die "the once* schemas differ from those found at the start"
 
 phase_begin "stop the servers this script started"
 run_cleanups
