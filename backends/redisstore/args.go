@@ -68,11 +68,15 @@ type completeArgs struct {
 	digits             [20]byte
 }
 
+// completeSHA is complete.lua's SHA-1, boxed once: boxing the string on
+// every completion would cost an allocation.
+var completeSHA any = completeScript.Hash()
+
 func newCompleteArgs(ctx context.Context, key, owner string, outcome []byte, retention int64, notify any) *completeArgs {
 	a := &completeArgs{}
 	a.outcome.b = outcome
 	a.retention.b = strconv.AppendInt(a.digits[:0], retention, 10)
-	a.args = [8]any{"evalsha", completeScript.Hash(), 1, key, owner, &a.outcome, &a.retention, notify}
+	a.args = [8]any{"evalsha", completeSHA, 1, key, owner, &a.outcome, &a.retention, notify}
 	a.cmd = *redis.NewCmd(ctx, a.args[:]...)
 	a.cmd.SetFirstKeyPos(3)
 	return a
