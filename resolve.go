@@ -15,7 +15,9 @@ import (
 // never overwrites a completed key: it returns ErrAlreadyCompleted then, and
 // ErrKeyReused when the key is bound to another fingerprint, and an
 // *InProgressError (Held) while a Reconciler holds a live lease on the held
-// key (it is asking the downstream service; retry after RetryAfter). The Keeper's
+// key (it is asking the downstream service; retry after RetryAfter), or an
+// *InProgressError (not Held) when the store could not reach the key in
+// time (a SQL store waiting for a transaction that holds it uncommitted). The Keeper's
 // observers see an EventResolved when the outcome is stored, and an
 // EventStoreError when the store fails.
 func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, value T, err error) error {
@@ -53,9 +55,15 @@ func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint
 	if !backends.FingerprintMatches(res.Existing.Fingerprint, fp) {
 		return ErrKeyReused
 	}
-	if res.Existing.State == backends.StateHeld {
+	switch res.Existing.State {
+	case backends.StateHeld:
 		// A Reconciler's live lease on the held key refused it: that
 		// Reconciler is asking and may resolve it itself.
+		return newInProgress(res.Existing)
+	case backends.StatePending:
+		// A claim the store could not take from: a SQL store that gave up
+		// waiting for a transaction holding the key uncommitted (its lock
+		// timeout). Nothing was completed; retry.
 		return newInProgress(res.Existing)
 	}
 	return ErrAlreadyCompleted

@@ -33,3 +33,24 @@ func TestResolveSendsAFreshOwnerPerCall(t *testing.T) {
 	assert.Len(t, spy.owners[0], 32, "a 128-bit token in hex")
 	assert.NotEqual(t, spy.owners[0], spy.owners[1])
 }
+
+// pendingResolver answers every Resolve with a pending record it did not
+// change, as a SQL store does when it gave up waiting for a transaction
+// that holds the key uncommitted (its lock timeout).
+type pendingResolver struct{ backends.Store }
+
+func (pendingResolver) Resolve(context.Context, backends.ResolveParams) (backends.ResolveResult, error) {
+	return backends.ResolveResult{Existing: backends.Record{State: backends.StatePending}}, nil
+}
+
+// A Resolve the store refused because the key is pending (held by a claim
+// not yet visible, or a transaction not yet committed) reports the key in
+// progress, never ErrAlreadyCompleted: nothing was completed.
+func TestResolveOfAPendingAnswerIsInProgress(t *testing.T) {
+	scope := once.New(pendingResolver{memory.New(nil)}).Scope("s")
+	err := once.Resolve(context.Background(), scope, "k", nil, 1, nil)
+	var inProgress *once.InProgressError
+	require.ErrorAs(t, err, &inProgress)
+	assert.False(t, inProgress.Held)
+	assert.NotErrorIs(t, err, once.ErrAlreadyCompleted)
+}
