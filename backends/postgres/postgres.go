@@ -177,19 +177,30 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 		}, func(ctx context.Context) (claimRow, error) {
 			return s.sql.claimOnce(ctx, s.db, p)
 		})
-		if err != nil || res.Existing.State != backends.StateHeld {
-			return res, err
-		}
-		held, err := s.heldDetails(ctx, s.db, p.Scope, p.Key, &res.Existing)
 		if err != nil {
 			return res, err
 		}
-		rec := res.Existing
-		claimable := rec.Held.Remaining <= 0 && rec.LeaseRemaining <= 0 && backends.FingerprintMatches(rec.Fingerprint, p.Fingerprint)
-		if held && !claimable || attempt == maxAttempts {
-			return res, nil
+		again, err := s.heldAgain(ctx, p.Scope, p.Key, &res.Existing, attempt, func(rec backends.Record) bool {
+			return rec.Held.Remaining <= 0 && rec.LeaseRemaining <= 0 && backends.FingerprintMatches(rec.Fingerprint, p.Fingerprint)
+		})
+		if !again {
+			return res, err
 		}
 	}
+}
+
+// heldAgain reads the hold's details into rec (heldDetails) when rec, the
+// record attempt number attempt of a Claim or Resolve reported, is held.
+// It reports that the caller must run again (attempt < maxAttempts) when
+// that read finds the record no longer held, or held but takeable by the
+// caller: the lease or hold that kept the caller from applying ended in
+// between.
+func (s *Store) heldAgain(ctx context.Context, scope, key string, rec *backends.Record, attempt int, takeable func(backends.Record) bool) (bool, error) {
+	if rec.State != backends.StateHeld {
+		return false, nil
+	}
+	held, err := s.heldDetails(ctx, s.db, scope, key, rec)
+	return err == nil && (!held || takeable(*rec)) && attempt < maxAttempts, err
 }
 
 // Complete implements backends.Store in one statement.
@@ -219,17 +230,14 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 		res, err := resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
 			return s.sql.resolveOnce(ctx, s.db, p)
 		})
-		if err != nil || res.Existing.State != backends.StateHeld {
-			return res, err
-		}
-		held, err := s.heldDetails(ctx, s.db, p.Scope, p.Key, &res.Existing)
 		if err != nil {
 			return res, err
 		}
-		rec := res.Existing
-		resolvable := rec.LeaseRemaining <= 0 && backends.FingerprintMatches(rec.Fingerprint, p.Fingerprint)
-		if held && !resolvable || attempt == maxAttempts {
-			return res, nil
+		again, err := s.heldAgain(ctx, p.Scope, p.Key, &res.Existing, attempt, func(rec backends.Record) bool {
+			return rec.LeaseRemaining <= 0 && backends.FingerprintMatches(rec.Fingerprint, p.Fingerprint)
+		})
+		if !again {
+			return res, err
 		}
 	}
 }
