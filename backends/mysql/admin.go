@@ -20,7 +20,7 @@ func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, ti
 func (r runner) get(ctx context.Context, op, scope, key string) (backends.Record, time.Duration, bool, error) {
 	var row procRow
 	found, err := r.queryRow(ctx, op, r.s.sql.get,
-		append([]any{&row.state, &row.fp, &row.outcome, &row.leaseUS}, row.details()...), scope, key)
+		row.withDetails(&row.state, &row.fp, &row.outcome, &row.leaseUS), scope, key)
 	if !found || err != nil {
 		return backends.Record{}, 0, false, err
 	}

@@ -29,9 +29,12 @@ type procRow struct {
 	code, message           []byte
 }
 
-// details returns the scan destinations of the detail columns, in order.
-func (r *procRow) details() []any {
-	return []any{&r.expireUS, &r.ageUS, &r.holdUS, &r.code, &r.message}
+// withDetails returns the scan destinations dest followed by those of the
+// detail columns, in order. Its slice has a constant capacity (room for
+// the longest row, peek's), so that inlined the compiler keeps it on
+// the stack instead of growing it on the heap on every claim.
+func (r *procRow) withDetails(dest ...any) []any {
+	return append(append(make([]any, 0, 12), dest...), &r.expireUS, &r.ageUS, &r.holdUS, &r.code, &r.message)
 }
 
 // lapsed reports whether a live row read by peek may be taken over by a
@@ -81,7 +84,7 @@ func (r runner) claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	}
 	var row procRow
 	err := r.call(ctx, "claim", r.s.sql.claim,
-		append([]any{&row.done, &row.tookOver, &row.state, &row.fp, &row.outcome, &row.leaseUS}, row.details()...),
+		row.withDetails(&row.done, &row.tookOver, &row.state, &row.fp, &row.outcome, &row.leaseUS),
 		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, micros(p.Lease), micros(p.Retention), r.s.cfg.lockWaitS)
 	if err != nil {
 		return backends.ClaimResult{}, err
@@ -98,7 +101,7 @@ func (r runner) resolve(ctx context.Context, p backends.ResolveParams) (backends
 	}
 	var row procRow
 	err := r.call(ctx, "resolve", r.s.sql.resolve,
-		append([]any{&row.done, &row.state, &row.fp, &row.outcome, &row.leaseUS}, row.details()...),
+		row.withDetails(&row.done, &row.state, &row.fp, &row.outcome, &row.leaseUS),
 		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, nonNil(p.Outcome), micros(p.Retention), r.s.cfg.lockWaitS)
 	if err != nil {
 		return backends.ResolveResult{}, err

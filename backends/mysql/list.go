@@ -104,7 +104,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 			l   backends.Listed
 			row procRow
 		)
-		if err := rows.Scan(append([]any{&l.Scope, &l.Key, &row.state, &row.fp, &row.leaseUS}, append(row.details(), &last.expiresUS)...)...); err != nil {
+		if err := rows.Scan(append(row.withDetails(&l.Scope, &l.Key, &row.state, &row.fp, &row.leaseUS), &last.expiresUS)...); err != nil {
 			_, err = interpretError(op, err)
 			return backends.ListPage{}, err
 		}

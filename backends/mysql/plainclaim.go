@@ -65,8 +65,7 @@ type peeked struct {
 func (r runner) peek(ctx context.Context, p backends.ClaimParams) (peeked, error) {
 	var pk peeked
 	found, err := r.queryRow(ctx, "claim", r.s.sql.peek,
-		append([]any{&pk.row.state, &pk.row.fp, &pk.owner, &pk.row.outcome, &pk.row.leaseUS, &pk.revision, &pk.live},
-			pk.row.details()...),
+		pk.row.withDetails(&pk.row.state, &pk.row.fp, &pk.owner, &pk.row.outcome, &pk.row.leaseUS, &pk.revision, &pk.live),
 		p.Scope, p.Key)
 	pk.found = found
 	return pk, err
