@@ -112,13 +112,9 @@ func (e *env) open(ctx context.Context, k kind) (*conn, error) {
 	return &conn{kind: k, store: rs, admin: rs, rdb: rdb, rs: rs}, nil
 }
 
-// errNotLister: the store cannot list or count records, because it does
-// not implement backends.Lister (once list and once stats need it); exit
-// status 1. The error is a *notListerError.
-var errNotLister = errors.New("the store does not implement backends.Lister")
-
 // notListerError reports that the store of a command that lists (once
-// list) or counts (once stats) records does not implement backends.Lister.
+// list) or counts (once stats) records does not implement backends.Lister
+// (exit status 1).
 type notListerError struct {
 	// Op is "list" or "count".
 	Op string
@@ -129,9 +125,6 @@ type notListerError struct {
 func (e *notListerError) Error() string {
 	return "this store cannot " + e.Op + " records (" + e.Store + " does not implement backends.Lister)"
 }
-
-// Is reports whether target is errNotLister.
-func (e *notListerError) Is(target error) bool { return target == errNotLister }
 
 // lister returns the store as a backends.Lister, or a *notListerError for
 // op ("list" or "count") when it is not one.
