@@ -210,6 +210,7 @@ type claimRow struct {
 	leaseUS  int64
 	ownClaim bool  // e saw a live pending row of this very owner
 	ageUS    int64 // since claimed_at; 0 when NULL (before migration 003)
+	expireUS int64 // until expires_at
 }
 
 // decide turns a claimRow into a result, or reports that the statement
@@ -235,8 +236,11 @@ func (r claimRow) decide(given []byte) (res backends.ClaimResult, retry bool) {
 		// after our snapshot.
 		return backends.ClaimResult{}, true
 	}
-	if rec.State == backends.StatePending {
+	switch rec.State {
+	case backends.StatePending:
 		rec.Age = max(fromMicros(r.ageUS), 0)
+	case backends.StateCompleted:
+		rec.RetentionRemaining = fromMicros(r.expireUS)
 	}
 	return backends.ClaimResult{Existing: rec}, false
 }
@@ -267,7 +271,7 @@ func (q statements) claimArgs(p backends.ClaimParams) []any {
 }
 
 func (r *claimRow) scan(row pgx.Row) error {
-	return row.Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.ownClaim, &r.ageUS)
+	return row.Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.ownClaim, &r.ageUS, &r.expireUS)
 }
 
 // claimOnce runs takeover.sql once on db.

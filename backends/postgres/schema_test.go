@@ -209,7 +209,9 @@ func TestMigrateFromSchema001(t *testing.T) {
 
 // TestClaimReportsRetentionRemaining: a claim that finds a completed
 // record reports the time it has left by the server's clock, and none for
-// a pending one.
+// a pending one — from its first statement and from the takeover
+// statement alike (which answers when the first saw the key expired or
+// absent and a concurrent session completed it in between).
 func TestClaimReportsRetentionRemaining(t *testing.T) {
 	pool := newPool(t, nil)
 	s := newTable(t, pool, Config{})
@@ -230,4 +232,12 @@ func TestClaimReportsRetentionRemaining(t *testing.T) {
 	require.Equal(t, backends.StateCompleted, done.Existing.State)
 	require.LessOrEqual(t, done.Existing.RetentionRemaining, time.Hour)
 	require.Greater(t, done.Existing.RetentionRemaining, 50*time.Minute)
+
+	row, err := s.sql.claimOnce(ctx, s.db, claimParams("s", "k"))
+	require.NoError(t, err)
+	slow, retry := row.decide([]byte("fp"))
+	require.False(t, retry)
+	require.Equal(t, backends.StateCompleted, slow.Existing.State)
+	require.LessOrEqual(t, slow.Existing.RetentionRemaining, time.Hour)
+	require.Greater(t, slow.Existing.RetentionRemaining, 50*time.Minute, "the takeover statement reports the time left too")
 }

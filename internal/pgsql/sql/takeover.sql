@@ -20,9 +20,10 @@
 -- A live completed row, or a live lease, satisfies neither write: the
 -- statement then only reads, takes no row lock and writes nothing.
 --
--- The answer's last column is a pending row's age (since claimed_at; 0
--- when NULL, a row claimed before migration 003): this is the slow path,
--- so the server computes it, as it computes the lease left.
+-- The answer's last columns are a pending row's age (since claimed_at; 0
+-- when NULL, a row claimed before migration 003) and the row's time left
+-- before it expires (a completed row's RetentionRemaining): this is the
+-- slow path, so the server computes them, as it computes the lease left.
 --
 -- c sets lock_timeout local to the statement's transaction before either
 -- write reads c (see claim.sql). Only unindexed columns change: a HOT
@@ -84,5 +85,6 @@ SELECT
 	e.outcome,
 	coalesce((extract(epoch FROM e.lease_until - c.now) * 1000000)::bigint, 0),
 	coalesce(e.owner = $4::text AND e.state = 1 AND e.expires_at > c.now, false),
-	coalesce((extract(epoch FROM c.now - e.claimed_at) * 1000000)::bigint, 0)
+	coalesce((extract(epoch FROM c.now - e.claimed_at) * 1000000)::bigint, 0),
+	coalesce((extract(epoch FROM e.expires_at - c.now) * 1000000)::bigint, 0)
 FROM c LEFT JOIN e ON true
