@@ -48,7 +48,10 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 }
 
 // LeaseHeld implements backends.Store in one UPDATE; a refusal costs one
-// more SELECT to report the record.
+// more SELECT to report the record. When that read finds a held record
+// with no live reconciler lease (the lease that refused the UPDATE ended
+// in between), LeaseHeld runs again, so that it never reports a record it
+// could have leased.
 func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
 	return s.pool().leaseHeld(ctx, p)
 }
@@ -90,10 +93,18 @@ func (r runner) leaseHeld(ctx context.Context, p backends.LeaseHeldParams) (back
 		return backends.LeaseHeldResult{}, err
 	}
 	lease := micros(p.Lease)
-	n, err := r.exec(ctx, op, r.s.sql.leaseHeld, p.Owner, lease, lease, p.Scope, p.Key, p.Owner)
-	if err != nil || n == 1 {
-		return backends.LeaseHeldResult{Leased: n == 1}, err
+	for attempt := 1; ; attempt++ {
+		n, err := r.exec(ctx, op, r.s.sql.leaseHeld, p.Owner, lease, lease, p.Scope, p.Key, p.Owner)
+		if err != nil || n == 1 {
+			return backends.LeaseHeldResult{Leased: n == 1}, err
+		}
+		rec, _, _, err := r.get(ctx, op, p.Scope, p.Key)
+		if err != nil || rec.State != backends.StateHeld || rec.LeaseRemaining > 0 || attempt == leaseHeldAttempts {
+			return backends.LeaseHeldResult{Existing: rec}, err
+		}
 	}
-	rec, _, _, err := r.get(ctx, op, p.Scope, p.Key)
-	return backends.LeaseHeldResult{Existing: rec}, err
 }
+
+// leaseHeldAttempts bounds the runs of a LeaseHeld whose report finds the
+// lease that refused it already ended.
+const leaseHeldAttempts = 4

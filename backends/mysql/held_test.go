@@ -248,3 +248,33 @@ func TestMigrateLongestTableName(t *testing.T) {
 	require.Error(t, err, "one byte longer is refused")
 	require.NoError(t, migrateTable(context.Background(), db, name))
 }
+
+// TestRefusedLeaseHeldReportsALiveLease: a LeaseHeld refused by another
+// reconciler's lease reports the held record with that lease live,
+// although it reads the record in a second statement: when the lease
+// ends between the two, it tries again instead of reporting a lapsed
+// lease it did not take. Leases of a few hundred microseconds end in that
+// window on some of the keys.
+func TestRefusedLeaseHeldReportsALiveLease(t *testing.T) {
+	s := newStore(t, newDB(t, nil), Config{})
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+	for i := range 100 {
+		short := time.Duration(50+i%20*50) * time.Microsecond
+		p := claimParams(scope, "k"+strings.Repeat("x", i))
+		r, err := s.Claim(ctx, p)
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+		ok, err := s.Hold(ctx, backends.HoldParams{Scope: scope, Key: p.Key, Owner: p.Owner, For: time.Hour, Code: "c", Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+		l, err := s.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: scope, Key: p.Key, Owner: backendtest.Token(), Lease: short})
+		require.NoError(t, err)
+		require.True(t, l.Leased)
+		l, err = s.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: scope, Key: p.Key, Owner: backendtest.Token(), Lease: time.Hour})
+		require.NoError(t, err)
+		rec := l.Existing
+		require.False(t, !l.Leased && rec.State == backends.StateHeld && rec.LeaseRemaining <= 0,
+			"key %d: a refused LeaseHeld reported a held record with no live lease: %+v", i, rec)
+	}
+}
