@@ -24,7 +24,9 @@ const sweepPages = 128
 //
 // No index serves the sweeper (migration 004), so that a claim writes only
 // the primary key: a pass reads the whole table, in the background, and a
-// record is deleted by the first pass that starts after it expired. Rows
+// record is deleted by the first pass that starts after it expired (a
+// row a transaction has locked when the pass reaches it is skipped, and
+// left to the next pass). Rows
 // added to the table's end during a pass are read too, up to the size the
 // table had at the pass's last statement. Sweep stops early when ctx ends,
 // returning the count so far with the error.
