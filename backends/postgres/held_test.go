@@ -86,10 +86,18 @@ func TestListHeldReadsThePartialIndex(t *testing.T) {
 // statement: when the hold, the reconciler's lease or the record itself
 // ends between the two, it decides again instead of reporting an ended
 // hold it did not take over, a lapsed lease it did not resolve or lease
-// past, or a held record without its hold. Holds, leases and retentions
-// of a few hundred microseconds end in that window on some of the keys.
+// past, or a held record without its hold; inside a transaction too.
+// Holds, leases and retentions of a few hundred microseconds end in that
+// window on some of the keys.
 func TestHeldReportAgreesWithTheDecision(t *testing.T) {
-	s := newStore(t, newPool(t, nil))
+	pool := newPool(t, nil)
+	ps := newStore(t, pool)
+	for name, s := range map[string]backends.Store{"Store": ps, "InTx": &autoTx{pool: pool, s: ps}} {
+		t.Run(name, func(t *testing.T) { testHeldReportAgreesWithTheDecision(t, s) })
+	}
+}
+
+func testHeldReportAgreesWithTheDecision(t *testing.T, s backends.Store) {
 	ctx := context.Background()
 	scope := backendtest.Scope(t)
 	for i := range 300 {

@@ -180,27 +180,40 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 		if err != nil {
 			return res, err
 		}
-		again, err := s.heldAgain(ctx, p.Scope, p.Key, &res.Existing, attempt, func(rec backends.Record) bool {
-			return rec.Held.Remaining <= 0 && rec.LeaseRemaining <= 0 && backends.FingerprintMatches(rec.Fingerprint, p.Fingerprint)
-		})
+		again, err := s.heldAgain(ctx, s.db, p.Scope, p.Key, p.Fingerprint, &res.Existing, attempt, claimable)
 		if !again {
 			return res, err
 		}
 	}
 }
 
-// heldAgain reads the hold's details into rec (heldDetails) when rec, the
-// record attempt number attempt of a Claim or Resolve reported, is held.
+// claimable reports, for heldAgain, a held record that a Claim with
+// fingerprint fp takes over: its hold and reconciler lease ended, its
+// fingerprint matches.
+func claimable(rec backends.Record, fp []byte) bool {
+	return rec.Held.Remaining <= 0 && rec.LeaseRemaining <= 0 && backends.FingerprintMatches(rec.Fingerprint, fp)
+}
+
+// resolvable reports, for heldAgain, a held record that a Resolve with
+// fingerprint fp resolves: no live reconciler lease, a matching
+// fingerprint.
+func resolvable(rec backends.Record, fp []byte) bool {
+	return rec.LeaseRemaining <= 0 && backends.FingerprintMatches(rec.Fingerprint, fp)
+}
+
+// heldAgain reads the hold's details into rec (heldDetails, on q) when
+// rec, the record attempt number attempt of a Claim or Resolve reported,
+// is held.
 // It reports that the caller must run again (attempt < maxAttempts) when
 // that read finds the record no longer held, or held but takeable by the
-// caller: the lease or hold that kept the caller from applying ended in
-// between.
-func (s *Store) heldAgain(ctx context.Context, scope, key string, rec *backends.Record, attempt int, takeable func(backends.Record) bool) (bool, error) {
+// caller (takeable(rec, fp), fp the caller's fingerprint): the lease or
+// hold that kept the caller from applying ended in between.
+func (s *Store) heldAgain(ctx context.Context, q querier, scope, key string, fp []byte, rec *backends.Record, attempt int, takeable func(backends.Record, []byte) bool) (bool, error) {
 	if rec.State != backends.StateHeld {
 		return false, nil
 	}
-	held, err := s.heldDetails(ctx, s.db, scope, key, rec)
-	return err == nil && (!held || takeable(*rec)) && attempt < maxAttempts, err
+	held, err := s.heldDetails(ctx, q, scope, key, rec)
+	return err == nil && (!held || takeable(*rec, fp)) && attempt < maxAttempts, err
 }
 
 // Complete implements backends.Store in one statement.
@@ -233,9 +246,7 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 		if err != nil {
 			return res, err
 		}
-		again, err := s.heldAgain(ctx, p.Scope, p.Key, &res.Existing, attempt, func(rec backends.Record) bool {
-			return rec.LeaseRemaining <= 0 && backends.FingerprintMatches(rec.Fingerprint, p.Fingerprint)
-		})
+		again, err := s.heldAgain(ctx, s.db, p.Scope, p.Key, p.Fingerprint, &res.Existing, attempt, resolvable)
 		if !again {
 			return res, err
 		}

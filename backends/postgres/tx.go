@@ -55,19 +55,25 @@ func (*txStore) Exclusive() {}
 
 // Claim implements backends.Store. Its statements go in one pipelined batch,
 // so it costs one round trip (two when the lock timeout fires; one more
-// for a key found held, to read the hold's details in tx).
+// for a key found held, to read the hold's details in tx, and the Claim
+// runs again as Store.Claim does when that read finds the hold ended).
 func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
-	res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
-		var r fastRow
-		err := t.guarded(ctx, "claim", t.s.sql.Claim, t.s.sql.claimArgs(p), r.scan)
-		return r, err
-	}, func(ctx context.Context) (claimRow, error) {
-		return t.claimOnce(ctx, p)
-	})
-	if err == nil && res.Existing.State == backends.StateHeld {
-		_, err = t.s.heldDetails(ctx, t.tx, p.Scope, p.Key, &res.Existing)
+	for attempt := 1; ; attempt++ {
+		res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
+			var r fastRow
+			err := t.guarded(ctx, "claim", t.s.sql.Claim, t.s.sql.claimArgs(p), r.scan)
+			return r, err
+		}, func(ctx context.Context) (claimRow, error) {
+			return t.claimOnce(ctx, p)
+		})
+		if err != nil {
+			return res, err
+		}
+		again, err := t.s.heldAgain(ctx, t.tx, p.Scope, p.Key, p.Fingerprint, &res.Existing, attempt, claimable)
+		if !again {
+			return res, err
+		}
 	}
-	return res, err
 }
 
 func (t *txStore) claimOnce(ctx context.Context, p backends.ClaimParams) (claimRow, error) {
@@ -114,17 +120,23 @@ func (t *txStore) Release(ctx context.Context, p backends.ReleaseParams) (bool, 
 	return t.s.sql.release(ctx, t.tx, p)
 }
 
-// Resolve implements backends.Store.
+// Resolve implements backends.Store; a key found held takes one more
+// statement, and Resolve runs again, as Store.Resolve does.
 func (t *txStore) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
-	res, err := resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
-		var r resolveRow
-		err := t.guarded(ctx, "resolve", t.s.sql.Resolve, t.s.sql.resolveArgs(p), r.scan)
-		return r, err
-	})
-	if err == nil && res.Existing.State == backends.StateHeld {
-		_, err = t.s.heldDetails(ctx, t.tx, p.Scope, p.Key, &res.Existing)
+	for attempt := 1; ; attempt++ {
+		res, err := resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
+			var r resolveRow
+			err := t.guarded(ctx, "resolve", t.s.sql.Resolve, t.s.sql.resolveArgs(p), r.scan)
+			return r, err
+		})
+		if err != nil {
+			return res, err
+		}
+		again, err := t.s.heldAgain(ctx, t.tx, p.Scope, p.Key, p.Fingerprint, &res.Existing, attempt, resolvable)
+		if !again {
+			return res, err
+		}
 	}
-	return res, err
 }
 
 // maxLockTimeoutMS is the largest lock_timeout PostgreSQL accepts.
