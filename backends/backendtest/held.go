@@ -11,12 +11,9 @@ import (
 
 // The behaviours of the held state (Store.Hold, Store.LeaseHeld).
 
-// holder returns the store, whose held state the cases exercise.
-func (e *env) holder() backends.Store { return e.store }
-
 func (e *env) hold(key, owner string, hold, retention time.Duration) bool {
 	e.t.Helper()
-	ok, err := e.holder().Hold(e.ctx, backends.HoldParams{
+	ok, err := e.store.Hold(e.ctx, backends.HoldParams{
 		Scope: e.scope, Key: key, Owner: owner, For: hold,
 		Code: "provider_timeout", Message: "the provider did not answer in 10s", Retention: retention,
 	})
@@ -26,7 +23,7 @@ func (e *env) hold(key, owner string, hold, retention time.Duration) bool {
 
 func (e *env) leaseHeld(key, owner string, lease time.Duration) backends.LeaseHeldResult {
 	e.t.Helper()
-	r, err := e.holder().LeaseHeld(e.ctx, backends.LeaseHeldParams{Scope: e.scope, Key: key, Owner: owner, Lease: lease})
+	r, err := e.store.LeaseHeld(e.ctx, backends.LeaseHeldParams{Scope: e.scope, Key: key, Owner: owner, Lease: lease})
 	require.NoError(e.t, err)
 	return r
 }
@@ -34,7 +31,6 @@ func (e *env) leaseHeld(key, owner string, lease time.Duration) backends.LeaseHe
 // mustHold claims key with fingerprint fp and holds it for hold.
 func (e *env) mustHold(key, owner string, fp []byte, hold time.Duration) {
 	e.t.Helper()
-	e.holder()
 	e.mustClaim(key, owner, fp, longLease, longRetention)
 	require.True(e.t, e.hold(key, owner, hold, longRetention), "the owner of a pending claim holds it")
 }
@@ -75,7 +71,6 @@ func exerciseHeld(t *testing.T, newStore NewStore) {
 	})
 
 	run(t, newStore, "OnlyThePendingOwnerHolds", func(e *env) {
-		e.holder()
 		require.False(e.t, e.hold("absent", Token(), longLease, longRetention), "absent")
 		owner := Token()
 		e.mustClaim("pending", owner, nil, longLease, longRetention)
@@ -89,7 +84,6 @@ func exerciseHeld(t *testing.T, newStore NewStore) {
 
 	run(t, newStore, "LapsedLeaseStillHolds", func(e *env) {
 		owner := Token()
-		e.holder()
 		e.mustClaim("k", owner, []byte("fp"), shortLease, longRetention)
 		e.elapse(shortLease)
 		require.True(e.t, e.hold("k", owner, longLease, longRetention), "nobody took it over")
@@ -111,7 +105,6 @@ func exerciseHeld(t *testing.T, newStore NewStore) {
 
 	run(t, newStore, "OutlivesRetention", func(e *env) {
 		owner := Token()
-		e.holder()
 		e.mustClaim("k", owner, nil, longLease, longRetention)
 		require.True(e.t, e.hold("k", owner, longLease, shortLease))
 		e.elapse(shortLease)
@@ -120,7 +113,6 @@ func exerciseHeld(t *testing.T, newStore NewStore) {
 
 	run(t, newStore, "RetentionCountsFromTheHold", func(e *env) {
 		owner := Token()
-		e.holder()
 		e.mustClaim("k", owner, nil, longLease, longRetention)
 		require.True(e.t, e.hold("k", owner, shortLease, shortLease))
 		e.elapse(shortLease)
@@ -184,7 +176,6 @@ func exerciseHeld(t *testing.T, newStore NewStore) {
 	})
 
 	run(t, newStore, "LeaseHeldOnlyOnHeld", func(e *env) {
-		e.holder()
 		r := e.leaseHeld("absent", Token(), longLease)
 		require.False(e.t, r.Leased)
 		require.Zero(e.t, r.Existing.State, "absent")

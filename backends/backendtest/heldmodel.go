@@ -105,7 +105,6 @@ func (e *env) doHeld(key string, o heldOp, owner string) (bool, backends.State) 
 
 func exerciseHeldModel(t *testing.T, newStore NewStore) {
 	run(t, newStore, "Fencing", func(e *env) {
-		e.holder()
 		kinds := []string{"claim", "hold", "lease", "resolve", "complete"}
 		for seed := range uint64(24) {
 			r := rand.New(rand.NewPCG(seed, 15))

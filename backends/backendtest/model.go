@@ -29,8 +29,8 @@ import (
 // consistent timing explains it. Ages are bounded the same way: a record
 // written before k advances is at least k×tinyEndsWithin old.
 //
-// The operations of an optional interface (Admin, Holder, Lister, a
-// Sweep method) are skipped on a store without it (see capabilities).
+// The operations of an optional interface (Admin, Lister, a Sweep
+// method) are skipped on a store without it (see capabilities).
 
 var longModel = flag.Bool("backendtest.long", false, "run the model-based store test with many more seeds and operations")
 
@@ -654,10 +654,10 @@ func do(e *env, c capabilities, o op) (result, error) {
 		}
 		return fromRecord(r.Existing), nil
 	case opHold:
-		ok, err := c.holder.Hold(ctx, backends.HoldParams{Scope: e.scope, Key: o.key, Owner: o.owner, For: o.lease, Code: o.code, Message: o.msg, Retention: o.retention})
+		ok, err := s.Hold(ctx, backends.HoldParams{Scope: e.scope, Key: o.key, Owner: o.owner, For: o.lease, Code: o.code, Message: o.msg, Retention: o.retention})
 		return result{ok: ok}, err
 	case opLeaseHeld:
-		r, err := c.holder.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: e.scope, Key: o.key, Owner: o.owner, Lease: o.lease})
+		r, err := s.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: e.scope, Key: o.key, Owner: o.owner, Lease: o.lease})
 		if err != nil || r.Leased || r.Existing.State == 0 {
 			return result{ok: r.Leased}, err
 		}

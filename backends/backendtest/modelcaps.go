@@ -6,14 +6,6 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// holder is the held state's methods (part of backends.Store), asserted by their
-// signatures so that the model drives them whether a store implements
-// them as an optional interface or as part of backends.Store.
-type holder interface {
-	Hold(ctx context.Context, p backends.HoldParams) (bool, error)
-	LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error)
-}
-
 // The sweep methods of the stores that keep expired records: the SQL
 // stores' Sweep(ctx, batchSize) and the memory store's Sweep().
 type (
@@ -28,7 +20,6 @@ type (
 // operation whose interface the store lacks is skipped (see runs).
 type capabilities struct {
 	admin  backends.Admin  // Delete, Get
-	holder holder          // Hold, LeaseHeld
 	lister backends.Lister // List, Count
 	sweep  func(ctx context.Context) (int64, error)
 	// ages reports that the store records Record.Age (a Lister does).
@@ -38,7 +29,6 @@ type capabilities struct {
 func capabilitiesOf(s backends.Store) capabilities {
 	var c capabilities
 	c.admin, _ = s.(backends.Admin)
-	c.holder, _ = s.(holder)
 	c.lister, _ = s.(backends.Lister)
 	c.ages = c.lister != nil
 	switch sw := s.(type) {
@@ -55,8 +45,6 @@ func (c capabilities) runs(kind opKind) bool {
 	switch kind {
 	case opDelete, opGet:
 		return c.admin != nil
-	case opHold, opLeaseHeld:
-		return c.holder != nil
 	case opList, opCount:
 		return c.lister != nil
 	case opSweep:
