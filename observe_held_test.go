@@ -106,11 +106,6 @@ func TestObserverSeesResolveAndReconcile(t *testing.T) {
 	}
 }
 
-// leaseHolder is a store that leases held records, as a Reconciler does.
-type leaseHolder interface {
-	LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error)
-}
-
 // TestResolveWhileAReconcilerAsks checks that a Resolve refused by a
 // Reconciler's live lease on a held key says so — in progress, held, for
 // the lease left — instead of claiming the key was completed.
@@ -123,7 +118,7 @@ func TestResolveWhileAReconcilerAsks(t *testing.T) {
 			scope := once.New(store, once.WithHoldFor(once.HoldUntilResolved)).Scope("s")
 			_, err := once.Do(ctx, scope, "k", once.Fingerprint("f"), func(context.Context) (int, error) { return 0, once.Hold(errors.New("timeout")) })
 			require.Error(t, err)
-			leased, err := store.(leaseHolder).LeaseHeld(ctx, backends.LeaseHeldParams{Scope: "s", Key: "k", Owner: "reconciler-1", Lease: time.Minute})
+			leased, err := store.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: "s", Key: "k", Owner: "reconciler-1", Lease: time.Minute})
 			require.NoError(t, err)
 			require.True(t, leased.Leased)
 

@@ -29,8 +29,8 @@
 // every restart) saves the order. With -store postgres, redis, sqlite or
 // mysql a restarted shop is a new Keeper over the same durable store: it
 // keeps the key and replays the charge without calling the provider again.
-// The held payments need a store that keeps the held state
-// (backends.Holder and backends.Lister: memory, PostgreSQL, Redis, SQLite).
+// The held payments run on every store: each keeps the held state and
+// lists it for the Reconciler (backends.Lister).
 package main
 
 import (
