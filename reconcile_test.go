@@ -66,14 +66,13 @@ type heldOwner struct{ scope, key, owner string }
 func holdKeys(t *testing.T, store backends.Store, n int) []heldOwner {
 	t.Helper()
 	ctx := context.Background()
-	h := store
 	out := make([]heldOwner, n)
 	for i := range n {
 		k := heldOwner{scope: fmt.Sprintf("shop-%d", i%3), key: fmt.Sprintf("order-%04d", i), owner: fmt.Sprintf("owner-%04d", i)}
 		r, err := store.Claim(ctx, backends.ClaimParams{Scope: k.scope, Key: k.key, Fingerprint: []byte("fp"), Owner: k.owner, Lease: time.Minute, Retention: time.Hour})
 		require.NoError(t, err)
 		require.True(t, r.Claimed)
-		ok, err := h.Hold(ctx, backends.HoldParams{Scope: k.scope, Key: k.key, Owner: k.owner, For: backends.HoldUntilResolved, Code: "timeout", Message: "provider timeout", Retention: time.Hour})
+		ok, err := store.Hold(ctx, backends.HoldParams{Scope: k.scope, Key: k.key, Owner: k.owner, For: backends.HoldUntilResolved, Code: "timeout", Message: "provider timeout", Retention: time.Hour})
 		require.NoError(t, err)
 		require.True(t, ok)
 		out[i] = k
@@ -208,4 +207,29 @@ func TestReconcilerSurvivesAPanickingCheck(t *testing.T) {
 	require.Equal(t, 2, rep.Resolved)
 	require.Equal(t, 1, rep.Failed)
 	require.ErrorContains(t, rep.Errors[0], "panicked: boom")
+}
+
+// TestReconcilerEncodesWithItsCodec: a settled verdict's value is stored
+// with ReconcilerConfig.Codec, not the Keeper's codec, so callers that
+// decode with that codec replay it.
+func TestReconcilerEncodesWithItsCodec(t *testing.T) {
+	store := memory.New(nil)
+	keys := holdKeys(t, store, 1)
+	keeper := once.New(store) // JSONCodec
+	rc, err := once.NewReconciler(keeper, func(context.Context, once.HeldKey) (once.Verdict[string], error) {
+		return once.Verdict[string]{Settled: true, Value: "charged"}, nil
+	}, once.ReconcilerConfig{Codec: gobCodec{}})
+	require.NoError(t, err)
+	rep, err := rc.Pass(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Resolved)
+
+	k := keys[0]
+	ran := func(context.Context) (string, error) { t.Error("fn ran on a resolved key"); return "", nil }
+	out, err := once.DoOutcome(t.Context(), keeper.Scope(k.scope).With(once.WithCodec(gobCodec{})), k.key, once.Fingerprint("fp"), ran)
+	require.NoError(t, err)
+	require.True(t, out.Replayed)
+	require.Equal(t, "charged", out.Value)
+	_, err = once.Do(t.Context(), keeper.Scope(k.scope), k.key, once.Fingerprint("fp"), ran)
+	require.Error(t, err, "the value is in gob, which the Keeper's JSONCodec does not read")
 }
