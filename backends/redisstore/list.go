@@ -255,14 +255,9 @@ func readRecords(ctx context.Context, op string, client redis.Cmdable, keys []st
 		if v == int64(0) {
 			continue // vanished since SCAN
 		}
-		reply, ok := v.([]any)
-		if !ok || len(reply) != 2 {
-			return corrupt(op, "reply shape")
-		}
-		raw, ok1 := reply[0].(string)
-		ttl, ok2 := reply[1].(int64)
-		if !ok1 || !ok2 || ttl < 0 || raw == "" {
-			return corrupt(op, "reply types")
+		raw, ttl, err := recordReply(op, v)
+		if err != nil {
+			return err
 		}
 		if err := each(k, raw, ttl); err != nil {
 			return err

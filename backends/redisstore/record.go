@@ -265,18 +265,28 @@ func existing(op string, v any) (backends.Record, error) {
 
 // existingTTL is existing that also returns the key's TTL in ms.
 func existingTTL(op string, v any) (backends.Record, int64, error) {
-	reply, ok := v.([]any)
-	if !ok || len(reply) != 2 {
-		return backends.Record{}, 0, corrupt(op, "reply shape")
-	}
-	raw, ok1 := reply[0].(string)
-	ttl, ok2 := reply[1].(int64)
-	if !ok1 || !ok2 || ttl < 0 {
-		return backends.Record{}, 0, corrupt(op, "reply types")
+	raw, ttl, err := recordReply(op, v)
+	if err != nil {
+		return backends.Record{}, 0, err
 	}
 	r, err := decodeRecord(op, raw)
 	if err != nil {
 		return backends.Record{}, 0, err
 	}
 	return r.record(ttl), ttl, nil
+}
+
+// recordReply splits a script's reply {record, ttl} (see record.lua) into
+// the record, never empty, and the key's TTL in ms, never negative.
+func recordReply(op string, v any) (raw string, ttl int64, err error) {
+	reply, ok := v.([]any)
+	if !ok || len(reply) != 2 {
+		return "", 0, corrupt(op, "reply shape")
+	}
+	raw, ok1 := reply[0].(string)
+	ttl, ok2 := reply[1].(int64)
+	if !ok1 || !ok2 || ttl < 0 || raw == "" {
+		return "", 0, corrupt(op, "reply types")
+	}
+	return raw, ttl, nil
 }
