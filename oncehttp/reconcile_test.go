@@ -17,7 +17,7 @@ import (
 // (the default Hold policy with HoldUntilResolved); retries get 409 and
 // never reach the handler; a Reconciler made by NewReconciler resolves the
 // key with a response, and every later retry is that response, replayed,
-// with only the allow-listed headers. A verdict with an error, or with a
+// with only the allow-listed headers, whatever cfg.Codec. A verdict with an error, or with a
 // bad status, is not stored: the key stays held and the pass counts it as
 // failed.
 func TestReconcilerResolvesAMiddlewareKey(t *testing.T) {
@@ -39,7 +39,7 @@ func TestReconcilerResolvesAMiddlewareKey(t *testing.T) {
 			}
 			asked.Add(1)
 			return verdict.Load().(func() (once.Verdict[StoredResponse], error))()
-		}, once.ReconcilerConfig{Scope: "buyer"})
+		}, once.ReconcilerConfig{Scope: "buyer", Codec: once.JSONCodec{}}) // ignored: the middleware's codec is the only one its keys replay
 		require.NoError(t, err)
 		// pass runs passes until one asks about the key: a pass right after
 		// one that left it held may find it still leased (the unlease is
