@@ -88,10 +88,11 @@ func (w *waiter) wait(ctx context.Context, scope, key string, blocked time.Durat
 
 // close ends the open watch, if any.
 func (w *waiter) close() {
-	if w != nil && w.stop != nil {
+	if w == nil {
+		return
+	}
+	if w.stop != nil {
 		w.stop()
 	}
-	if w != nil {
-		w.changed, w.stop = nil, nil
-	}
+	w.changed, w.stop = nil, nil
 }
