@@ -41,7 +41,7 @@ func TestObserverSeesResolveAndReconcile(t *testing.T) {
 				case "paid":
 					return once.Verdict[int]{Settled: true, Value: 42}, nil
 				case "declined":
-					return once.Verdict[int]{Settled: true, Err: declined}, nil
+					return once.Verdict[int]{Settled: true, Err: once.Final(declined)}, nil
 				case "lookup-fails":
 					return once.Verdict[int]{}, lookupErr
 				default:
@@ -72,7 +72,7 @@ func TestObserverSeesResolveAndReconcile(t *testing.T) {
 				assert.Equal(t, "s", e.Scope, key)
 			}
 			assert.NoError(t, byKey["paid"].FnErr)
-			assert.ErrorIs(t, byKey["declined"].FnErr, declined)
+			assert.Same(t, declined, byKey["declined"].FnErr, "the stored final error, without its class marker, as for Resolve")
 			assert.Equal(t, once.EventReconciled, byKey["unknown"].Kind)
 			assert.NoError(t, byKey["unknown"].Err)
 			assert.Equal(t, once.EventReconciled, byKey["lookup-fails"].Kind)

@@ -176,8 +176,13 @@ func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *Reco
 		return r.unlease(ctx, l, token)
 	}
 	var data []byte
+	var stored error // the final error stored, without its class marker
 	if err == nil {
-		data, err = encodeVerdict(cfg, r.cfg.Codec, v)
+		codec := r.cfg.Codec
+		if codec == nil {
+			codec = cfg.codec
+		}
+		data, stored, err = encodeResolution(cfg, codec, v.Value, v.Err)
 	}
 	if err != nil {
 		rep.LeftHeld++
@@ -198,7 +203,7 @@ func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *Reco
 	}
 	if res.Resolved {
 		rep.Resolved++
-		cfg.emit(ctx, Event{Kind: EventResolved, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: cfg.since(start), FnErr: v.Err})
+		cfg.emit(ctx, Event{Kind: EventResolved, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: cfg.since(start), FnErr: stored})
 	} else {
 		rep.Busy++ // our lease lapsed and someone else settled or leased it
 	}
@@ -227,27 +232,20 @@ func (r *Reconciler[T]) ask(ctx context.Context, k HeldKey) (v Verdict[T], err e
 	return r.check(ctx, k)
 }
 
-// encodeVerdict encodes a settled verdict as Resolve does, its value with
-// codec (the Keeper's when nil).
-func encodeVerdict[T any](cfg *config, codec Codec, v Verdict[T]) ([]byte, error) {
-	if codec == nil {
-		codec = cfg.codec
-	}
-	var data []byte
-	if v.Err != nil {
-		_, inner := classify(v.Err, nil)
+// encodeResolution encodes the outcome Resolve and a Reconciler store:
+// the final error err (inner is err without its class marker, as stored)
+// or, when err is nil, value with codec, within cfg's size limit.
+func encodeResolution[T any](cfg *config, codec Codec, value T, err error) (data []byte, inner, encErr error) {
+	if err != nil {
+		_, inner = classify(err, nil)
 		data = encodeError(cfg, inner)
-	} else {
-		enc, err := encodeValue(codec, v.Value)
-		if err != nil {
-			return nil, err
-		}
-		data = enc
+	} else if data, encErr = encodeValue(codec, value); encErr != nil {
+		return nil, nil, encErr
 	}
 	if len(data) > cfg.maxOutcome {
-		return nil, &OutcomeTooLargeError{Size: len(data), Limit: cfg.maxOutcome}
+		return nil, nil, &OutcomeTooLargeError{Size: len(data), Limit: cfg.maxOutcome}
 	}
-	return data, nil
+	return data, inner, nil
 }
 
 // Run calls Pass every interval until ctx ends, and returns ctx's error

@@ -25,20 +25,9 @@ func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint
 		return vErr
 	}
 	cfg := scope.cfg
-	var data []byte
-	var inner error // the final error stored, without its class marker
-	if err != nil {
-		_, inner = classify(err, nil)
-		data = encodeError(cfg, inner)
-	} else {
-		enc, encErr := encodeValue(cfg.codec, value)
-		if encErr != nil {
-			return encErr
-		}
-		data = enc
-	}
-	if len(data) > cfg.maxOutcome {
-		return &OutcomeTooLargeError{Size: len(data), Limit: cfg.maxOutcome}
+	data, inner, encErr := encodeResolution(cfg, cfg.codec, value, err)
+	if encErr != nil {
+		return encErr
 	}
 	start := cfg.clock()
 	res, sErr := scope.store.Resolve(ctx, backends.ResolveParams{
