@@ -98,8 +98,9 @@ type Reconciler[T any] struct {
 // NewReconciler returns a Reconciler of k's held keys; outcomes are
 // encoded with cfg.Codec (k's codec by default) and stored with k's
 // retention. k's store must
-// implement backends.Lister; NewReconciler returns an *InvalidInputError
-// otherwise.
+// implement backends.Lister, and k's options be valid (as Do requires:
+// a positive retention, for one); NewReconciler returns an
+// *InvalidInputError otherwise.
 func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfig) (*Reconciler[T], error) {
 	if k == nil {
 		return nil, &InvalidInputError{Field: "keeper", Reason: "nil"}
@@ -110,6 +111,9 @@ func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfi
 	lister, ok := k.store.(backends.Lister)
 	if !ok {
 		return nil, &InvalidInputError{Field: "store", Reason: "does not implement backends.Lister"}
+	}
+	if err := k.cfg.validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Lease <= 0 {
 		cfg.Lease = DefaultReconcileLease

@@ -233,3 +233,17 @@ func TestReconcilerEncodesWithItsCodec(t *testing.T) {
 	_, err = once.Do(t.Context(), keeper.Scope(k.scope), k.key, once.Fingerprint("fp"), ran)
 	require.Error(t, err, "the value is in gob, which the Keeper's JSONCodec does not read")
 }
+
+// TestNewReconcilerRejectsAnInvalidKeeper: a Keeper whose options Do would
+// refuse (here a negative retention) makes no Reconciler, so no verdict is
+// stored with that retention (on Redis, 1 ms: the key would soon be
+// claimable again and fn run twice).
+func TestNewReconcilerRejectsAnInvalidKeeper(t *testing.T) {
+	_, err := once.NewReconciler(once.New(memory.New(nil), once.WithRetention(-time.Hour)), func(context.Context, once.HeldKey) (once.Verdict[int], error) {
+		return once.Verdict[int]{}, nil
+	}, once.ReconcilerConfig{})
+	var invalid *once.InvalidInputError
+	require.ErrorAs(t, err, &invalid)
+	require.Equal(t, "retention", invalid.Field)
+}
+
