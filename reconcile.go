@@ -170,7 +170,7 @@ func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *Reco
 	}
 	// The check ends well before the lease, so that the Resolve below is
 	// made while the lease is still ours.
-	checkCtx, cancel := context.WithTimeout(ctx, r.cfg.Lease*3/4)
+	checkCtx, cancel := context.WithTimeout(ctx, r.cfg.Lease-r.cfg.Lease/4) // 3/4 of it, without overflow
 	v, err := r.ask(checkCtx, HeldKey{Scope: l.Scope, Key: l.Key, Age: l.Record.Age, Code: l.Record.Held.Code, Message: l.Record.Held.Message})
 	cancel()
 	cfg := &r.keeper.cfg

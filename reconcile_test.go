@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -247,3 +248,21 @@ func TestNewReconcilerRejectsAnInvalidKeeper(t *testing.T) {
 	require.Equal(t, "retention", invalid.Field)
 }
 
+// TestReconcilerWithAnExtremeLease: the check's deadline, three quarters
+// of the lease, does not overflow with an extreme lease: the check runs
+// with a live context and its verdict is stored.
+func TestReconcilerWithAnExtremeLease(t *testing.T) {
+	store := memory.New(nil)
+	holdKeys(t, store, 1)
+	rc, err := once.NewReconciler(once.New(store), func(ctx context.Context, _ once.HeldKey) (once.Verdict[int], error) {
+		if err := ctx.Err(); err != nil {
+			return once.Verdict[int]{}, err
+		}
+		return once.Verdict[int]{Settled: true, Value: 1}, nil
+	}, once.ReconcilerConfig{Lease: time.Duration(math.MaxInt64 / 2)}) // Lease*3 wraps negative
+	require.NoError(t, err)
+	rep, err := rc.Pass(t.Context())
+	require.NoError(t, err)
+	require.Empty(t, rep.Errors)
+	require.Equal(t, 1, rep.Resolved)
+}
