@@ -66,8 +66,8 @@ func (c *claim) release() {
 func (c *claim) hold(fnErr error) {
 	c.settled = true
 	c.renewer.stop()
-	op, took, err := c.storeHold(fnErr)
-	c.scope.cfg.emit(c.callCtx, Event{Kind: EventHeld, Scope: c.scope.name, Key: c.key, Class: ClassHold, FnErr: fnErr, Op: op, StoreTime: took, Err: err})
+	took, err := c.storeHold(fnErr)
+	c.scope.cfg.emit(c.callCtx, Event{Kind: EventHeld, Scope: c.scope.name, Key: c.key, Class: ClassHold, FnErr: fnErr, Op: "hold", StoreTime: took, Err: err})
 }
 
 // execute reports the claim (event claimed), runs fn under it (owned by

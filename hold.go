@@ -70,9 +70,10 @@ func cut(s string, n int) string {
 }
 
 // storeHold turns the claim into a held record, on the detached context.
-// It reports the store operation's outcome for the event: ErrLeaseLost
-// means the claim had been lost (taken over) before it could be held.
-func (c *claim) storeHold(fnErr error) (op string, took time.Duration, err error) {
+// It reports the store operation's duration and outcome for the event:
+// ErrLeaseLost means the claim had been lost (taken over) before it could
+// be held.
+func (c *claim) storeHold(fnErr error) (took time.Duration, err error) {
 	cfg := c.scope.cfg
 	code, message := heldCode(fnErr)
 	wctx := newWriteContext(c.detached, writeTimeout)
@@ -85,5 +86,5 @@ func (c *claim) storeHold(fnErr error) (op string, took time.Duration, err error
 	if err == nil && !applied {
 		err = ErrLeaseLost
 	}
-	return "hold", cfg.since(start), err
+	return cfg.since(start), err
 }
