@@ -17,9 +17,9 @@
 // the server, and it stays correct on a slow machine.
 //
 // The model-based test ("Model") runs random sequences of every operation
-// (the held state's, List walks, Count and Sweep included, on a store that
-// implements them) and of the passage of time against a reference model
-// of the contract.
+// (the held state's included, and List walks, Count and Sweep on a store
+// that implements them) and of the passage of time against a reference
+// model of the contract.
 // It runs a fixed seed corpus by default; set -backendtest.long (or
 // ONCE_MODEL_OPS=<operations per seed>, ONCE_MODEL_SEEDS=<seeds>) for a
 // longer run, and ONCE_MODEL_SEED=<seed> to replay one seed.
