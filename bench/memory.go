@@ -16,8 +16,10 @@ import (
 // look up, check expiry, insert a pending record with fingerprint, owner
 // and lease; complete: check the owner and swap in the completed record;
 // replay / in progress / mismatch: one lookup and a fingerprint compare).
-// It encodes and decodes nothing and runs no fn, no context and no lease
-// timer: the ratio shows the library's whole overhead over a bare map.
+// Like once.Do it runs charge and encodes the payment it stores, and
+// decodes a replayed one (rawResult, rawReplay); it runs no context and no
+// lease timer: the ratio shows the library's whole overhead over a bare
+// map.
 func setupMemory(ctx context.Context, id string) (*suite, error) {
 	lib, err := libraryTarget(ctx, memory.New(nil), "lib-"+id)
 	if err != nil {
@@ -97,21 +99,29 @@ func rawMemoryTarget() (*target, error) {
 	var r rawMap
 	const scope = "raw\x00"
 	hot, pending := scope+hotKey, scope+pendingKey
-	if _, ok := r.claim(hot, fpA, "seed"); !ok || !r.complete(hot, "seed", storedOutcome) {
+	body, err := rawResult(context.Background())
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := r.claim(hot, fpA, "seed"); !ok || !r.complete(hot, "seed", body) {
 		return nil, fmt.Errorf("seed replay key: %w", errRaw)
 	}
 	if _, ok := r.claim(pending, fpA, token()); !ok {
 		return nil, fmt.Errorf("seed in-progress key: %w", errRaw)
 	}
 	var keys keySeq
-	t.ops[pathFirst] = func(context.Context) error {
+	t.ops[pathFirst] = func(ctx context.Context) error {
 		k, owner := keys.next(scope), token()
 		t.trips.Add(1)
 		if _, ok := r.claim(k, fpA, owner); !ok {
 			return errRaw
 		}
+		body, err := rawResult(ctx)
+		if err != nil {
+			return err
+		}
 		t.trips.Add(1)
-		if !r.complete(k, owner, storedOutcome) {
+		if !r.complete(k, owner, body) {
 			return errRaw
 		}
 		return nil
@@ -122,6 +132,9 @@ func rawMemoryTarget() (*target, error) {
 		rec, ok := r.lookup(k)
 		if !ok || rec.completed != wantCompleted || bytes.Equal(rec.fingerprint, fp) != wantMatch {
 			return errRaw
+		}
+		if wantCompleted && wantMatch {
+			return rawReplay(rec.outcome)
 		}
 		return nil
 	}

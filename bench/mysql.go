@@ -143,14 +143,14 @@ func rawMySQLTarget(ctx context.Context, db *sql.DB, table, user string, stmts *
 			n, err := res.RowsAffected()
 			return n == 1, err
 		},
-		complete: func(ctx context.Context, key string) error {
-			return oneRow(completeSt.ExecContext(ctx, 200, storedOutcome, user, key))
+		complete: func(ctx context.Context, key string, body []byte) error {
+			return oneRow(completeSt.ExecContext(ctx, 200, body, user, key))
 		},
-		fetch: func(ctx context.Context, key string) ([]byte, bool, error) {
+		fetch: func(ctx context.Context, key string) ([]byte, []byte, bool, error) {
 			var h, body []byte
 			var status sql.NullInt32
 			err := fetchSt.QueryRowContext(ctx, user, key).Scan(&h, &status, &body)
-			return h, status.Valid, err
+			return h, body, status.Valid, err
 		},
 	})
 }

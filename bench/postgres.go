@@ -138,15 +138,15 @@ func rawPostgresTarget(ctx context.Context, pool *pgxpool.Pool, table, user stri
 			}
 			return err == nil, err
 		},
-		complete: func(ctx context.Context, key string) error {
-			_, err := pool.Exec(ctx, completeSQL, key, user, 200, storedOutcome)
+		complete: func(ctx context.Context, key string, body []byte) error {
+			_, err := pool.Exec(ctx, completeSQL, key, user, 200, body)
 			return err
 		},
-		fetch: func(ctx context.Context, key string) ([]byte, bool, error) {
+		fetch: func(ctx context.Context, key string) ([]byte, []byte, bool, error) {
 			var h, body []byte
 			var status *int32
 			err := pool.QueryRow(ctx, fetchSQL, key, user).Scan(&h, &status, &body)
-			return h, status != nil, err
+			return h, body, status != nil, err
 		},
 	})
 }
@@ -166,7 +166,8 @@ func (r pgClaimRow) inserted() bool { return r.state == 0 }
 
 // sameStatementsTarget sends the library's own claim and complete
 // statements (internal/pgsql) with pgx on the same pool, one QueryRow each,
-// without the library: the gap between it and the raw baseline is the
+// without the library, encoding and decoding the payment as the raw
+// baseline does (rawResult, rawReplay): the gap between it and the raw baseline is the
 // schema's and the statements' cost, the gap between it and the library is
 // the library's Go-side cost.
 func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope string) (*target, error) {
@@ -189,9 +190,13 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 		if r, err := claim(ctx, key, fpA, owner, leaseUS); err != nil || !r.inserted() {
 			return fmt.Errorf("same claim: %v %+v", err, r)
 		}
+		body, err := rawResult(ctx)
+		if err != nil {
+			return err
+		}
 		t.trips.Add(1)
 		var ok bool
-		if err := pool.QueryRow(ctx, q.Complete, scope, key, owner, storedOutcome, retentionUS, pgsql.Slot(scope, key)).Scan(&ok); err != nil || !ok {
+		if err := pool.QueryRow(ctx, q.Complete, scope, key, owner, append([]byte{1, 1}, body...), retentionUS, pgsql.Slot(scope, key)).Scan(&ok); err != nil || !ok {
 			return fmt.Errorf("same complete: %v %v", err, ok)
 		}
 		return nil
@@ -209,6 +214,12 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 		if err != nil || r.inserted() || r.state != state ||
 			bytes.Equal(r.fp, fp) != bytes.Equal(fp, fpA) {
 			return fmt.Errorf("same claim of %s: %v %+v", key, err, r)
+		}
+		if state == 2 && bytes.Equal(fp, fpA) {
+			if len(r.outcome) < 2 {
+				return fmt.Errorf("same claim of %s: outcome %q", key, r.outcome)
+			}
+			return rawReplay(r.outcome[2:]) // after the envelope's two bytes
 		}
 		return nil
 	}

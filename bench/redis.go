@@ -85,14 +85,15 @@ func setupRedis(ctx context.Context, id string) (_ *suite, err error) {
 // completion SET key completed PX retention (unfenced, like the seed's
 // UPDATE). A replay, an in progress and a mismatch are the claim alone:
 // its GET returns the record, whose first byte tells pending from
-// completed and whose fingerprint decides the mismatch. No Lua, no owner
-// check, no notification.
+// completed and whose fingerprint decides the mismatch; a replay decodes
+// the stored payment, and a first execution runs charge and encodes it
+// (rawResult, rawReplay), as once.Do does. No Lua, no owner check, no
+// notification.
 func rawRedisTarget(ctx context.Context, c *redis.Client, prefix string) (*target, error) {
 	t := &target{}
 	record := func(state byte, fp, outcome []byte) string {
 		return string(append(append([]byte{state, byte(len(fp))}, fp...), outcome...))
 	}
-	completed := record('c', fpA, storedOutcome)
 	claim := func(ctx context.Context, key string, fp []byte, leaseD time.Duration) (old string, won bool, err error) {
 		t.trips.Add(1)
 		old, err = c.SetArgs(ctx, key, record('p', fp, nil), redis.SetArgs{Mode: "NX", Get: true, TTL: leaseD}).Result()
@@ -105,8 +106,12 @@ func rawRedisTarget(ctx context.Context, c *redis.Client, prefix string) (*targe
 		if _, won, err := claim(ctx, key, fpA, lease); err != nil || !won {
 			return fmt.Errorf("raw claim: %v %v", err, won)
 		}
+		body, err := rawResult(ctx)
+		if err != nil {
+			return err
+		}
 		t.trips.Add(1)
-		if err := c.Set(ctx, key, completed, retention).Err(); err != nil {
+		if err := c.Set(ctx, key, record('c', fpA, body), retention).Err(); err != nil {
 			return fmt.Errorf("raw complete: %w", err)
 		}
 		return nil
@@ -123,8 +128,12 @@ func rawRedisTarget(ctx context.Context, c *redis.Client, prefix string) (*targe
 		if err != nil || won || len(old) < 2 || old[0] != state || len(old) < 2+int(old[1]) {
 			return fmt.Errorf("raw claim of %s: %v %v %q", key, err, won, old)
 		}
-		if match := old[2:2+int(old[1])] == string(fp); match != bytes.Equal(fp, fpA) {
+		match := old[2:2+int(old[1])] == string(fp)
+		if match != bytes.Equal(fp, fpA) {
 			return fmt.Errorf("raw claim of %s: fingerprint match %v", key, match)
+		}
+		if match && state == 'c' {
+			return rawReplay([]byte(old[2+int(old[1]):]))
 		}
 		return nil
 	}

@@ -14,17 +14,19 @@ type seedStatements struct {
 	// insert claims key for hash, reporting whether it inserted (INSERT …
 	// ON CONFLICT DO NOTHING RETURNING, or INSERT IGNORE).
 	insert func(ctx context.Context, key string, hash []byte) (won bool, err error)
-	// complete stores the response of key (UPDATE).
-	complete func(ctx context.Context, key string) error
-	// fetch reads key's row (SELECT): its hash and whether a response is
-	// stored.
-	fetch func(ctx context.Context, key string) (hash []byte, hasResponse bool, err error)
+	// complete stores the response body of key (UPDATE).
+	complete func(ctx context.Context, key string, body []byte) error
+	// fetch reads key's row (SELECT): its hash, its response body and
+	// whether a response is stored.
+	fetch func(ctx context.Context, key string) (hash, body []byte, hasResponse bool, err error)
 }
 
 // seedTarget is the seed's mechanism over s: a first execution is the
 // insert, then the completion; every other path is the same insert, which
 // loses, then a fetch of the row, whose hash and response decide replay,
-// in progress or mismatch. It counts a round trip per statement, and
+// in progress or mismatch. Like once.Do, it runs charge and encodes its
+// payment before the completion, and decodes the replayed payment (see
+// rawResult, rawReplay). It counts a round trip per statement, and
 // stores the hot key's response and the pending key's claim first.
 func seedTarget(ctx context.Context, s seedStatements) (*target, error) {
 	t := &target{}
@@ -36,8 +38,12 @@ func seedTarget(ctx context.Context, s seedStatements) (*target, error) {
 		if won, err := insert(ctx, key, fpA); err != nil || !won {
 			return fmt.Errorf("raw insert: %v %v", err, won)
 		}
+		body, err := rawResult(ctx)
+		if err != nil {
+			return err
+		}
 		t.trips.Add(1)
-		if err := s.complete(ctx, key); err != nil {
+		if err := s.complete(ctx, key, body); err != nil {
 			return fmt.Errorf("raw complete: %w", err)
 		}
 		return nil
@@ -55,12 +61,15 @@ func seedTarget(ctx context.Context, s seedStatements) (*target, error) {
 			return fmt.Errorf("raw insert of %s: %v %v", key, err, won)
 		}
 		t.trips.Add(1)
-		h, has, err := s.fetch(ctx, key)
+		h, body, has, err := s.fetch(ctx, key)
 		if err != nil {
 			return fmt.Errorf("raw fetch of %s: %w", key, err)
 		}
 		if bytes.Equal(h, hash) != wantMatch || (wantMatch && has != wantResponse) {
 			return fmt.Errorf("raw fetch of %s: hash %q response %v", key, h, has)
+		}
+		if wantMatch && wantResponse {
+			return rawReplay(body)
 		}
 		return nil
 	}

@@ -99,14 +99,14 @@ VALUES (?, ?, ?, unixepoch('subsec') * 1000000) ON CONFLICT (user_id, key) DO NO
 			}
 			return err == nil, err
 		},
-		complete: func(ctx context.Context, key string) error {
-			return oneRow(db.ExecContext(ctx, completeSQL, 200, storedOutcome, user, key))
+		complete: func(ctx context.Context, key string, body []byte) error {
+			return oneRow(db.ExecContext(ctx, completeSQL, 200, body, user, key))
 		},
-		fetch: func(ctx context.Context, key string) ([]byte, bool, error) {
+		fetch: func(ctx context.Context, key string) ([]byte, []byte, bool, error) {
 			var h, body []byte
 			var status sql.NullInt32
 			err := db.QueryRowContext(ctx, fetchSQL, user, key).Scan(&h, &status, &body)
-			return h, status.Valid, err
+			return h, body, status.Valid, err
 		},
 	})
 }
