@@ -108,6 +108,9 @@ for m in "${MODULES[@]}"; do
   in_module "$m" go test -race -shuffle=on -count=1 -timeout 15m ./...
 done
 
+phase_begin "allocation budgets of the hot paths (without -race, which allocates on its own)"
+go test -run 'TestAllocationBudgets' -count=1 .
+
 phase_begin "benchmarks: every module, once each (-benchtime=1x)"
 for m in "${MODULES[@]}"; do
   in_module "$m" go test -run '^$' -bench . -benchtime=1x -timeout 10m ./... >"$WORK/bench.log" 2>&1 ||

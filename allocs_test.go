@@ -1,0 +1,106 @@
+package once_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/memory"
+)
+
+// The allocation budgets of Do's four paths on the memory store, the core's
+// own cost (the figures bench/README.md's profiling section explains).
+// A change that adds an allocation to a hot path fails here and must
+// either be reworked or raise the budget with its reason. Allocation
+// counts are exact and repeatable, unlike timings; the race detector adds
+// its own, so the budgets are checked without it.
+const (
+	allocsFirstExecution = 17 // the key's string is made before the measurement
+	allocsReplay         = 9  // token 1, the store's copy of fingerprint and outcome 1, the JSON decode 7
+	allocsInProgress     = 3  // token 1, the store's copy of the fingerprint 1, the *InProgressError 1
+	allocsMismatch       = 2  // token 1, the store's copy of fingerprint and outcome 1
+)
+
+func TestAllocationBudgets(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates on its own")
+	}
+	ctx := context.Background()
+	store := memory.New(nil)
+	scope := once.New(store).Scope("allocs")
+	if _, err := once.Do(ctx, scope, "hot", benchFP, chargeFn); err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.Claim(ctx, backends.ClaimParams{Scope: "allocs", Key: "pending", Fingerprint: benchFP, Owner: "someone", Lease: time.Hour, Retention: time.Hour})
+	if err != nil || !r.Claimed {
+		t.Fatalf("claim the pending key: %v %+v", err, r)
+	}
+	keys := make([]string, 0, 1000)
+	for i := range cap(keys) {
+		keys = append(keys, "k"+strconv.Itoa(i))
+	}
+	var next int
+	other := once.Fingerprint("another payload's fingerprint...")
+	var ip *once.InProgressError
+	cases := []struct {
+		name   string
+		budget int
+		run    func() error
+	}{
+		{"first execution", allocsFirstExecution, func() error {
+			out, err := once.DoOutcome(ctx, scope, keys[next], benchFP, chargeFn)
+			next++
+			if err == nil && (out.Replayed || !out.Recorded) {
+				err = errors.New("not a first execution")
+			}
+			return err
+		}},
+		{"replay", allocsReplay, func() error {
+			out, err := once.DoOutcome(ctx, scope, "hot", benchFP, chargeFn)
+			if err == nil && !out.Replayed {
+				err = errors.New("not a replay")
+			}
+			return err
+		}},
+		{"in progress", allocsInProgress, func() error {
+			_, err := once.Do(ctx, scope, "pending", benchFP, chargeFn)
+			if !errors.As(err, &ip) {
+				return errors.New("not in progress: " + errString(err))
+			}
+			return nil
+		}},
+		{"mismatch", allocsMismatch, func() error {
+			_, err := once.Do(ctx, scope, "hot", other, chargeFn)
+			if !errors.Is(err, once.ErrKeyReused) {
+				return errors.New("not a mismatch: " + errString(err))
+			}
+			return nil
+		}},
+	}
+	for _, c := range cases {
+		var failed error
+		got := testing.AllocsPerRun(200, func() {
+			if err := c.run(); err != nil && failed == nil {
+				failed = err
+			}
+		})
+		if failed != nil {
+			t.Fatalf("%s: %v", c.name, failed)
+		}
+		t.Logf("%s: %.1f allocations (budget %d)", c.name, got, c.budget)
+		if got > float64(c.budget) {
+			t.Errorf("%s allocates %.1f times per Do, over its budget of %d", c.name, got, c.budget)
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "nil"
+	}
+	return err.Error()
+}
