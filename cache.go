@@ -79,10 +79,12 @@ func newLocalCache(c LocalCache) *localCache {
 }
 
 // claimStore is the store Claim of a call, through the local cache when the
-// scope has one.
-func (s Scope) claimStore(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+// scope has one. looked says that the caller has just missed the cache's
+// completed records for this key (replayCached), so the cache does not
+// look again.
+func (s Scope) claimStore(ctx context.Context, p backends.ClaimParams, looked bool) (backends.ClaimResult, error) {
 	if lc := s.cfg.cache; lc != nil {
-		return lc.claim(ctx, s.store, p)
+		return lc.claim(ctx, s.store, p, looked)
 	}
 	return s.store.Claim(ctx, p)
 }
@@ -96,12 +98,13 @@ func (s Scope) completeStore(ctx context.Context, p backends.CompleteParams) (bo
 	return s.store.Complete(ctx, p)
 }
 
-// claim answers from a cached completed record, or joins a claim in
-// flight for the same key and fingerprint, or sends the Claim and shares
-// its result with the duplicates that joined it.
-func (lc *localCache) claim(ctx context.Context, store backends.Store, p backends.ClaimParams) (backends.ClaimResult, error) {
+// claim answers from a cached completed record (unless looked: the caller
+// just missed it), or joins a claim in flight for the same key and
+// fingerprint, or sends the Claim and shares its result with the
+// duplicates that joined it.
+func (lc *localCache) claim(ctx context.Context, store backends.Store, p backends.ClaimParams, looked bool) (backends.ClaimResult, error) {
 	k := cacheKey{p.Scope, p.Key}
-	if ctx.Err() == nil {
+	if !looked && ctx.Err() == nil {
 		if rec, ok := lc.records.get(k, lc.now()); ok {
 			return backends.ClaimResult{Existing: rec}, nil
 		}

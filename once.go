@@ -77,6 +77,9 @@ func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 			return out, err
 		}
 	}
+	// looked: replayCached missed just now; the claim's own look at the
+	// cache is for the rounds after a wait.
+	looked := cfg.cache != nil
 	var waitUntil time.Time
 	var waiter *waiter
 	defer func() { waiter.close() }()
@@ -87,7 +90,8 @@ func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 		res, err := scope.claimStore(ctx, backends.ClaimParams{
 			Scope: scope.name, Key: key, Fingerprint: fp, Owner: owner,
 			Lease: cfg.lease, Retention: cfg.retention,
-		})
+		}, looked)
+		looked = false
 		if err != nil {
 			cfg.emit(ctx, Event{Kind: EventStoreError, Scope: scope.name, Key: key, Op: "claim", StoreTime: cfg.since(start), Err: err})
 			return Outcome[T]{}, &StoreError{Op: "claim", Err: err}
