@@ -121,6 +121,12 @@ func explain(ctx context.Context, conn *pgxpool.Conn, sql string, args ...any) (
 	return out[0], nil
 }
 
+// readAlone is the reference row of the statement profile: a replay's
+// answer read by a plain SELECT on the primary key of the library's table
+// (splitRead: the claim's answer columns, nothing written, no claim), so
+// that the replay's claim is compared with the indexed read it reduces to.
+const readAlone = "reference: the replay's row, read alone"
+
 // profileOps is how many first executions and replays each target's
 // statements are profiled over.
 var profileOps = 300
@@ -137,6 +143,7 @@ func (p *pgStats) profileStatements(ctx context.Context) (map[string]*profile, e
 	lib := pgsql.Render(p.tables["library"])
 	seed := strings.NewReplacer("{seed}", p.tables["raw"])
 	seedInsert, seedComplete, seedFetch := seed.Replace(pgsql.SeedInsert), seed.Replace(pgsql.SeedComplete), seed.Replace(pgsql.SeedFetch)
+	read := strings.NewReplacer("{table}", p.tables["library"]).Replace(splitRead)
 	out := map[string]*profile{}
 	get := func(k string) *profile {
 		if out[k] == nil {
@@ -166,6 +173,9 @@ func (p *pgStats) profileStatements(ctx context.Context) (map[string]*profile, e
 		if err := run("library replay", lib.Claim, scope, key, fpA, token(), leaseUS, retentionUS, "5000ms"); err != nil {
 			return nil, err
 		}
+		if err := run(readAlone, read, scope, key, "replayer"); err != nil {
+			return nil, err
+		}
 		if err := run("raw first execution", seedInsert, key, scope, fpA); err != nil {
 			return nil, err
 		}
@@ -178,11 +188,11 @@ func (p *pgStats) profileStatements(ctx context.Context) (map[string]*profile, e
 		if err := run("raw replay", seedFetch, key, scope); err != nil {
 			return nil, err
 		}
-		for _, k := range []string{"library first execution", "library replay", "raw first execution", "raw replay"} {
+		for _, k := range []string{"library first execution", "library replay", readAlone, "raw first execution", "raw replay"} {
 			get(k).ops++
 		}
 	}
-	if err := p.measureCPU(ctx, conn, get, lib, seedInsert, seedComplete, seedFetch); err != nil {
+	if err := p.measureCPU(ctx, conn, get, lib, read, seedInsert, seedComplete, seedFetch); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -233,7 +243,7 @@ func execOn(ctx context.Context, conn *pgxpool.Conn) func(sql string, args ...an
 // the WAL writer's fsync not): the server's cost per operation without
 // EXPLAIN's instrumentation. It measures nothing when the backend's process
 // is not visible from here.
-func (p *pgStats) measureCPU(ctx context.Context, conn *pgxpool.Conn, get func(string) *profile, lib pgsql.Statements, seedInsert, seedComplete, seedFetch string) error {
+func (p *pgStats) measureCPU(ctx context.Context, conn *pgxpool.Conn, get func(string) *profile, lib pgsql.Statements, read, seedInsert, seedComplete, seedFetch string) error {
 	pid, visible, err := backendPID(ctx, conn)
 	if err != nil || !visible {
 		return err
@@ -262,6 +272,9 @@ func (p *pgStats) measureCPU(ctx context.Context, conn *pgxpool.Conn, get func(s
 			}},
 			{"library replay", func(key string) error {
 				return exec(lib.Claim, scope, key, fpA, "replayer", leaseUS, retentionUS, "5000ms")
+			}},
+			{readAlone, func(key string) error {
+				return exec(read, scope, key, "replayer")
 			}},
 			{"raw first execution", func(key string) error {
 				if err := exec(seedInsert, key, scope, fpA); err != nil {
@@ -326,7 +339,7 @@ func (p *pgStats) notes(ctx context.Context) (string, error) {
 		fmt.Fprintf(&b, "| %s | %.0f | %.0f | %.2f | %.3f | %.1fµs | %.1fµs | %s |\n", label, float64(pr.statements)/n,
 			float64(pr.walBytes)/n, float64(pr.walRec)/n, float64(pr.walFPI)/n, pr.execMS*1000/n, pr.planMS*1000/n, cpu)
 	}
-	b.WriteString("\nserver CPU/op: CPU time of the serving backend process (/proc/<pid>/schedstat, commit included, the WAL writer's fsync not) over the same operations run as prepared statements without EXPLAIN, in interleaved blocks of 50; EXPLAIN's per-node instrumentation inflates statements with many plan nodes, so this column is the fairer comparison. – where the server's processes are not visible.\n")
+	b.WriteString("\nserver CPU/op: CPU time of the serving backend process (/proc/<pid>/schedstat, commit included, the WAL writer's fsync not) over the same operations run as prepared statements without EXPLAIN, in interleaved blocks of 50; EXPLAIN's per-node instrumentation inflates statements with many plan nodes, so this column is the fairer comparison. – where the server's processes are not visible. The reference row is a plain SELECT of the replay's answer columns by primary key on the library's table, which the library never sends alone: the library replay's difference from it is what answering in the claim statement costs a replay.\n")
 	if err := p.split(ctx, &b); err != nil {
 		return b.String(), err
 	}
