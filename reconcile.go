@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/stagedoor/once/backends"
@@ -38,7 +39,8 @@ type Verdict[T any] struct {
 // ReconcileFunc asks the downstream service what happened to a held key
 // — with the same DerivedKey fn sent, so the service can tell — and
 // returns the verdict. Its context ends before the Reconciler's lease on
-// the key does. An error leaves the key held and is counted in the report.
+// the key does. An error leaves the key held and is counted in the report;
+// so does a panic, which the Reconciler recovers.
 type ReconcileFunc[T any] func(ctx context.Context, k HeldKey) (Verdict[T], error)
 
 // ReconcilerConfig configures a Reconciler. The zero value means defaults.
@@ -57,7 +59,8 @@ type ReconcilerConfig struct {
 	Batch int
 	// Codec encodes a settled verdict's Value; nil means the Keeper's
 	// codec (WithCodec). It must be the codec the keys' callers decode
-	// with: oncehttp.NewReconciler sets the middleware's.
+	// with: oncehttp.NewReconciler sets the middleware's. A panic in it is
+	// recovered, as one in the ReconcileFunc is: the key stays held.
 	Codec Codec
 }
 
@@ -67,13 +70,27 @@ type ReconcileReport struct {
 	Examined int
 	// Resolved is the keys this pass resolved.
 	Resolved int
-	// LeftHeld is the keys whose verdict was not settled, or whose
-	// ReconcileFunc failed (Failed of them).
+	// LeftHeld is the keys whose verdict was not settled, or that could
+	// not be resolved (Failed of them): their ReconcileFunc returned an
+	// error or panicked, or the verdict did not encode (the codec failed
+	// or panicked, or the value or final error's methods panicked, or the
+	// outcome is too large).
 	LeftHeld, Failed int
 	// Busy is the keys another Reconciler had leased, or that were
 	// settled by someone else meanwhile.
 	Busy int
-	// Errors holds the first few ReconcileFunc errors.
+	// Panicked is the keys for which user code the Reconciler ran
+	// panicked: the ReconcileFunc, the encoding of the verdict (see
+	// Failed) or an observer. Each panic is recovered and reported in
+	// Errors as a *ReconcilePanicError. A key whose ReconcileFunc or
+	// encoding panicked is left held (and counted in Failed); an observer
+	// panics after the store write its event reports, so the key is
+	// counted by what was done (Resolved, LeftHeld) and that event is
+	// dropped.
+	Panicked int
+	// Errors holds the first few errors of keys, each prefixed with its
+	// scope and key: the ReconcileFunc's errors, encoding failures and
+	// recovered panics.
 	Errors []error
 	// Done reports that the pass reached the end of the held keys; the
 	// next Pass starts over.
@@ -87,6 +104,13 @@ type ReconcileReport struct {
 // lease can resolve it, so a key is resolved once, and never over a
 // completion. A Reconciler is not safe for concurrent Pass calls; run one
 // per goroutine.
+//
+// A panic in the user code a Reconciler runs for a key (the
+// ReconcileFunc, the codec, a verdict's value or final error's methods,
+// an observer) never escapes Pass or Run: it is recovered, the key is
+// left held (or resolved, when only an observer of the resolution
+// panicked), and the pass goes on with the next key.
+// A panic in the store is not recovered.
 type Reconciler[T any] struct {
 	keeper *Keeper
 	lister backends.Lister
@@ -157,7 +181,9 @@ func (r *Reconciler[T]) Pass(ctx context.Context) (ReconcileReport, error) {
 	return rep, nil
 }
 
-// settle leases one held key, asks, and resolves it.
+// settle leases one held key, asks, and resolves it. A panic in the user
+// code it runs is recovered and reported in rep (see ReconcileReport's
+// Panicked); it returns an error only when the store fails.
 func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *ReconcileReport) error {
 	token := newToken()
 	leased, err := r.keeper.store.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: l.Scope, Key: l.Key, Owner: token, Lease: r.cfg.Lease})
@@ -168,6 +194,7 @@ func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *Reco
 		rep.Busy++
 		return nil
 	}
+	kr := keyReport{rep: rep, l: l}
 	// The check ends well before the lease, so that the Resolve below is
 	// made while the lease is still ours.
 	checkCtx, cancel := context.WithTimeout(ctx, r.cfg.Lease-r.cfg.Lease/4) // 3/4 of it, without overflow
@@ -176,8 +203,9 @@ func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *Reco
 	cfg := &r.keeper.cfg
 	if err == nil && !v.Settled {
 		rep.LeftHeld++
-		cfg.emit(ctx, Event{Kind: EventReconciled, Scope: l.Scope, Key: l.Key})
-		return r.unlease(ctx, l, token)
+		uErr := r.unlease(ctx, l, token) // before the event: a panicking observer cannot keep the key leased
+		kr.emit(ctx, cfg, Event{Kind: EventReconciled, Scope: l.Scope, Key: l.Key})
+		return uErr
 	}
 	var data []byte
 	var stored error // the final error stored, without its class marker
@@ -186,32 +214,95 @@ func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *Reco
 		if codec == nil {
 			codec = cfg.codec
 		}
-		data, stored, err = encodeResolution(cfg, codec, v.Value, v.Err)
+		data, stored, err = encodeVerdict(cfg, codec, v)
 	}
 	if err != nil {
 		rep.LeftHeld++
 		rep.Failed++
-		if len(rep.Errors) < maxReportedErrors {
-			rep.Errors = append(rep.Errors, fmt.Errorf("%s/%s: %w", l.Scope, l.Key, err))
-		}
-		cfg.emit(ctx, Event{Kind: EventReconciled, Scope: l.Scope, Key: l.Key, Err: err})
-		return r.unlease(ctx, l, token)
+		kr.fail(err)
+		uErr := r.unlease(ctx, l, token)
+		kr.emit(ctx, cfg, Event{Kind: EventReconciled, Scope: l.Scope, Key: l.Key, Err: err})
+		return uErr
 	}
 	start := cfg.clock()
 	res, err := r.keeper.store.Resolve(ctx, backends.ResolveParams{
 		Scope: l.Scope, Key: l.Key, Owner: token, Outcome: data, Retention: cfg.retention,
 	})
 	if err != nil {
-		cfg.emit(ctx, Event{Kind: EventStoreError, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: cfg.since(start), Err: err})
+		kr.emit(ctx, cfg, Event{Kind: EventStoreError, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: cfg.since(start), Err: err})
 		return &StoreError{Op: "resolve", Err: err}
 	}
 	if res.Resolved {
 		rep.Resolved++
-		cfg.emit(ctx, Event{Kind: EventResolved, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: cfg.since(start), FnErr: stored})
+		kr.emit(ctx, cfg, Event{Kind: EventResolved, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: cfg.since(start), FnErr: stored})
 	} else {
 		rep.Busy++ // our lease lapsed and someone else settled or leased it
 	}
 	return nil
+}
+
+// keyReport reports what happened to one key in its pass's report.
+type keyReport struct {
+	rep      *ReconcileReport
+	l        backends.Listed
+	panicked bool
+}
+
+// fail reports err, a failure of the key, counting the key once in
+// Panicked when err is a recovered panic.
+func (kr *keyReport) fail(err error) {
+	var p *ReconcilePanicError
+	if errors.As(err, &p) && !kr.panicked {
+		kr.panicked = true
+		kr.rep.Panicked++
+	}
+	if len(kr.rep.Errors) < maxReportedErrors {
+		kr.rep.Errors = append(kr.rep.Errors, fmt.Errorf("%s/%s: %w", kr.l.Scope, kr.l.Key, err))
+	}
+}
+
+// emit reports e to cfg's observers, after the store write it reports. A
+// panic in one is recovered and reported; the event is dropped.
+func (kr *keyReport) emit(ctx context.Context, cfg *config, e Event) {
+	defer func() {
+		if p := recover(); p != nil {
+			kr.fail(newReconcilePanic("observer", p))
+		}
+	}()
+	cfg.emit(ctx, e)
+}
+
+// ReconcilePanicError reports a panic, recovered by a Reconciler, in the
+// user code it ran for a key (see ReconcileReport.Panicked): the value it
+// panicked with and the stack at the panic.
+type ReconcilePanicError struct {
+	// Hook is what panicked: "check" (the ReconcileFunc), "encode" (the
+	// codec, or the settled value's or final error's methods, while the
+	// verdict was encoded) or "observer".
+	Hook  string
+	Value any
+	Stack []byte
+}
+
+func newReconcilePanic(hook string, p any) *ReconcilePanicError {
+	return &ReconcilePanicError{Hook: hook, Value: p, Stack: debug.Stack()}
+}
+
+func (e *ReconcilePanicError) Error() string {
+	what := e.Hook
+	switch e.Hook {
+	case "check":
+		what = "the ReconcileFunc"
+	case "encode":
+		what = "encoding the verdict"
+	}
+	return fmt.Sprintf("once: reconciler: %s panicked: %v", what, e.Value)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (e *ReconcilePanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
 }
 
 // unlease ends our lease on a key left held at once (a lease of the
@@ -225,15 +316,27 @@ func (r *Reconciler[T]) unlease(ctx context.Context, l backends.Listed, token st
 	return nil
 }
 
-// ask calls the ReconcileFunc, turning a panic into an error: one bad key
-// never stops a pass.
+// ask calls the ReconcileFunc, turning a panic into a
+// *ReconcilePanicError: one bad key never stops a pass.
 func (r *Reconciler[T]) ask(ctx context.Context, k HeldKey) (v Verdict[T], err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("once: the ReconcileFunc panicked: %v", p)
+			v, err = Verdict[T]{}, newReconcilePanic("check", p)
 		}
 	}()
 	return r.check(ctx, k)
+}
+
+// encodeVerdict encodes a settled verdict as encodeResolution does,
+// turning a panic (in codec, or in the value's or the error's methods)
+// into a *ReconcilePanicError: nothing is stored then.
+func encodeVerdict[T any](cfg *config, codec Codec, v Verdict[T]) (data []byte, inner, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			data, inner, err = nil, nil, newReconcilePanic("encode", p)
+		}
+	}()
+	return encodeResolution(cfg, codec, v.Value, v.Err)
 }
 
 // encodeResolution encodes the outcome Resolve and a Reconciler store:

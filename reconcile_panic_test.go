@@ -1,0 +1,267 @@
+package once_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/memory"
+)
+
+// The key of holdKeys(t, store, 3) whose user code panics in the tests
+// below; the two others are resolved normally.
+const victimScope, victimKey = "shop-1", "order-0001"
+
+var errHookBoom = errors.New("hook boom")
+
+// panicCodec panics when it encodes the victim's value, and is JSON
+// otherwise.
+type panicCodec struct{}
+
+func (panicCodec) Marshal(v any) ([]byte, error) {
+	if v == "charge-"+victimKey {
+		panic(errHookBoom)
+	}
+	return once.JSONCodec{}.Marshal(v)
+}
+
+func (panicCodec) Unmarshal(data []byte, v any) error { return once.JSONCodec{}.Unmarshal(data, v) }
+
+// panicErrorText is a final error whose Error method panics.
+type panicErrorText struct{}
+
+func (panicErrorText) Error() string { panic(errHookBoom) }
+
+// panicObserver panics on the victim's event of kind.
+func panicObserver(kind once.EventKind) once.Option {
+	return once.WithObserver(func(_ context.Context, e once.Event) {
+		if e.Key == victimKey && e.Kind == kind {
+			panic(errHookBoom)
+		}
+	})
+}
+
+// settledCheck answers every key settled with "charge-<key>".
+func settledCheck(_ context.Context, k once.HeldKey) (once.Verdict[string], error) {
+	return once.Verdict[string]{Settled: true, Value: "charge-" + k.Key}, nil
+}
+
+// victimCheck answers the victim with victim and the other keys as
+// settledCheck does.
+func victimCheck(victim func() (once.Verdict[string], error)) once.ReconcileFunc[string] {
+	return func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+		if k.Key == victimKey {
+			return victim()
+		}
+		return settledCheck(ctx, k)
+	}
+}
+
+// TestReconcilerRecoversPanicsPerKey: a panic in the user code a
+// Reconciler runs for one key (the ReconcileFunc, ReconcilerConfig.Codec,
+// the Keeper's codec, a final error's methods, an observer) does not
+// escape Pass, never loses the held record and never resolves it wrongly:
+// the key stays held with its hold, unleased (a well-behaved Reconciler
+// resolves it next), the report counts it and carries a
+// *ReconcilePanicError naming the hook; the other keys are resolved.
+func TestReconcilerRecoversPanicsPerKey(t *testing.T) {
+	cases := []struct {
+		name   string
+		opts   []once.Option
+		cfg    once.ReconcilerConfig
+		check  once.ReconcileFunc[string]
+		hook   string
+		failed int // 1 when the key is left held because of the panic
+		errs   int
+	}{
+		{
+			name:  "ReconcileFunc",
+			check: victimCheck(func() (once.Verdict[string], error) { panic(errHookBoom) }),
+			hook:  "check", failed: 1, errs: 1,
+		},
+		{
+			name:  "ReconcilerConfig.Codec",
+			cfg:   once.ReconcilerConfig{Codec: panicCodec{}},
+			check: settledCheck,
+			hook:  "encode", failed: 1, errs: 1,
+		},
+		{
+			name:  "Keeper codec",
+			opts:  []once.Option{once.WithCodec(panicCodec{})},
+			check: settledCheck,
+			hook:  "encode", failed: 1, errs: 1,
+		},
+		{
+			name: "final error's Error method",
+			check: victimCheck(func() (once.Verdict[string], error) {
+				return once.Verdict[string]{Settled: true, Err: once.Final(panicErrorText{})}, nil
+			}),
+			hook: "encode", failed: 1, errs: 1,
+		},
+		{
+			name:  "observer of an unsettled verdict",
+			opts:  []once.Option{panicObserver(once.EventReconciled)},
+			check: victimCheck(func() (once.Verdict[string], error) { return once.Verdict[string]{}, nil }),
+			hook:  "observer", failed: 0, errs: 1,
+		},
+		{
+			name:  "observer of a failed check",
+			opts:  []once.Option{panicObserver(once.EventReconciled)},
+			check: victimCheck(func() (once.Verdict[string], error) { return once.Verdict[string]{}, errors.New("provider down") }),
+			hook:  "observer", failed: 1, errs: 2, // the check's error, then the observer's panic
+		},
+	}
+	for storeName, newStore := range reconcilableStores() {
+		t.Run(storeName, func(t *testing.T) {
+			for _, tc := range cases {
+				t.Run(tc.name, func(t *testing.T) {
+					store := newStore(t)
+					holdKeys(t, store, 3)
+					ctx := t.Context()
+					rc, err := once.NewReconciler(once.New(store, tc.opts...), tc.check, tc.cfg)
+					require.NoError(t, err)
+
+					rep, err := rc.Pass(ctx)
+					require.NoError(t, err, "a panic in user code is no store failure")
+					require.Equal(t, 3, rep.Examined)
+					require.Equal(t, 2, rep.Resolved, "the other keys are resolved")
+					require.Equal(t, 1, rep.LeftHeld)
+					require.Equal(t, tc.failed, rep.Failed)
+					require.Equal(t, 1, rep.Panicked)
+					require.Len(t, rep.Errors, tc.errs)
+					last := rep.Errors[len(rep.Errors)-1]
+					var p *once.ReconcilePanicError
+					require.ErrorAs(t, last, &p)
+					require.Equal(t, tc.hook, p.Hook)
+					require.ErrorIs(t, last, errHookBoom, "the panic value, an error, is unwrapped")
+					require.NotEmpty(t, p.Stack)
+					require.ErrorContains(t, last, victimScope+"/"+victimKey+": ")
+					require.ErrorContains(t, last, "panicked")
+
+					rec, _, found, err := store.(backends.Admin).Get(ctx, victimScope, victimKey)
+					require.NoError(t, err)
+					require.True(t, found, "the held record is not lost")
+					require.Equal(t, backends.StateHeld, rec.State, "nor resolved")
+					require.Equal(t, "timeout", rec.Held.Code)
+					require.Nil(t, rec.Outcome)
+
+					// The key was unleased: a well-behaved Reconciler
+					// resolves it at once (Redis rounds the unlease up to
+					// 1 ms).
+					good, err := once.NewReconciler(once.New(store), settledCheck, once.ReconcilerConfig{})
+					require.NoError(t, err)
+					require.Eventually(t, func() bool {
+						rep, err := good.Pass(ctx)
+						require.NoError(t, err)
+						require.Empty(t, rep.Errors)
+						return rep.Resolved == 1
+					}, 5*time.Second, 5*time.Millisecond)
+					v, err := once.Do(ctx, once.New(store).Scope(victimScope), victimKey, once.Fingerprint("fp"), func(context.Context) (string, error) {
+						t.Error("fn ran on a resolved key")
+						return "", nil
+					})
+					require.NoError(t, err)
+					require.Equal(t, "charge-"+victimKey, v)
+				})
+			}
+		})
+	}
+}
+
+// TestReconcilerObserverPanicAfterResolve: an observer that panics on the
+// EventResolved of a key does not escape Pass and does not undo the
+// resolution: the key is counted resolved and replays its verdict.
+func TestReconcilerObserverPanicAfterResolve(t *testing.T) {
+	for storeName, newStore := range reconcilableStores() {
+		t.Run(storeName, func(t *testing.T) {
+			store := newStore(t)
+			holdKeys(t, store, 3)
+			ctx := t.Context()
+			keeper := once.New(store, panicObserver(once.EventResolved))
+			rc, err := once.NewReconciler(keeper, settledCheck, once.ReconcilerConfig{})
+			require.NoError(t, err)
+			rep, err := rc.Pass(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 3, rep.Resolved)
+			require.Zero(t, rep.LeftHeld)
+			require.Zero(t, rep.Failed)
+			require.Equal(t, 1, rep.Panicked)
+			require.Len(t, rep.Errors, 1)
+			var p *once.ReconcilePanicError
+			require.ErrorAs(t, rep.Errors[0], &p)
+			require.Equal(t, "observer", p.Hook)
+
+			rec, _, found, err := store.(backends.Admin).Get(ctx, victimScope, victimKey)
+			require.NoError(t, err)
+			require.True(t, found)
+			require.Equal(t, backends.StateCompleted, rec.State)
+			v, err := once.Do(ctx, once.New(store).Scope(victimScope), victimKey, once.Fingerprint("fp"), func(context.Context) (string, error) {
+				t.Error("fn ran on a resolved key")
+				return "", nil
+			})
+			require.NoError(t, err)
+			require.Equal(t, "charge-"+victimKey, v)
+		})
+	}
+}
+
+// failingResolve is a memory store whose Resolve fails; unlike
+// failingResolveStore it keeps the store's Lister.
+type failingResolve struct{ *memory.Store }
+
+func (failingResolve) Resolve(context.Context, backends.ResolveParams) (backends.ResolveResult, error) {
+	return backends.ResolveResult{}, errResolveDown
+}
+
+// TestReconcilerObserverPanicOnAStoreError: an observer that panics on
+// the EventStoreError of a failed Resolve does not hide the failure: Pass
+// returns the *StoreError, reports the panic, and the key stays held.
+func TestReconcilerObserverPanicOnAStoreError(t *testing.T) {
+	mem := memory.New(nil)
+	holdKeys(t, mem, 3)
+	rc, err := once.NewReconciler(once.New(failingResolve{mem}, panicObserver(once.EventStoreError)), settledCheck, once.ReconcilerConfig{})
+	require.NoError(t, err)
+	var rep once.ReconcileReport
+	for rep.Panicked == 0 { // the first key listed that fails ends each pass
+		rep, err = rc.Pass(t.Context())
+		require.ErrorIs(t, err, errResolveDown)
+		var se *once.StoreError
+		require.ErrorAs(t, err, &se)
+		require.Equal(t, "resolve", se.Op)
+		require.Less(t, rep.Examined, 4)
+	}
+	var p *once.ReconcilePanicError
+	require.ErrorAs(t, rep.Errors[0], &p)
+	require.Equal(t, "observer", p.Hook)
+	rec, _, found, err := mem.Get(t.Context(), victimScope, victimKey)
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, backends.StateHeld, rec.State)
+}
+
+// TestReconcilerRunSurvivesAPanickingCheck: Run, which calls Pass, does
+// not crash on a ReconcileFunc that panics on every call; it returns the
+// context's error and the key is still held.
+func TestReconcilerRunSurvivesAPanickingCheck(t *testing.T) {
+	store := memory.New(nil)
+	holdKeys(t, store, 1)
+	var calls int
+	rc, err := once.NewReconciler(once.New(store), func(context.Context, once.HeldKey) (once.Verdict[int], error) {
+		calls++
+		panic("boom")
+	}, once.ReconcilerConfig{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	require.ErrorIs(t, rc.Run(ctx, time.Millisecond), context.DeadlineExceeded)
+	require.Greater(t, calls, 1, "the key was asked again on later passes")
+	rec, _, found, err := store.Get(t.Context(), "shop-0", "order-0000")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, backends.StateHeld, rec.State)
+}
