@@ -92,7 +92,9 @@ func (e *InProgressError) Is(target error) bool { return target == ErrInProgress
 // never contains the input itself.
 type InvalidInputError struct {
 	// Field is "ctx", "scope", "key", "fingerprint" or "fn", or the option
-	// "lease", "retention", "wait" or "max_outcome_size".
+	// "lease", "retention", "wait" or "max_outcome_size"; NewReconciler's
+	// are "keeper", "check", "store" and "reconciler_lease"
+	// (ReconcilerConfig.Lease).
 	Field string
 	// Reason says what is wrong, e.g. "longer than 255 bytes".
 	Reason string

@@ -14,6 +14,12 @@ import (
 const (
 	DefaultReconcileLease = 30 * time.Second
 	DefaultReconcileBatch = 100
+	// MinReconcileLease is the shortest ReconcilerConfig.Lease: the lease
+	// must cover a call to the downstream service and then the store's
+	// Resolve, and be a duration every store represents (Redis counts in
+	// milliseconds). Below it every check would time out, or every
+	// verdict reach the store after the lease, and no key be resolved.
+	MinReconcileLease = time.Second
 )
 
 // HeldKey is a held key as a Reconciler shows it to its ReconcileFunc.
@@ -50,9 +56,12 @@ type ReconcilerConfig struct {
 	// Scope, when not empty, reconciles that scope alone.
 	Scope string
 	// Lease is how long a Reconciler has a key to itself while it asks;
-	// default DefaultReconcileLease. A ReconcileFunc that runs longer is
-	// cancelled; another instance may then take the key, and the slow
-	// one's Resolve is refused.
+	// 0 means DefaultReconcileLease. The ReconcileFunc's context ends
+	// after three quarters of it; another instance may take the key once
+	// it ends, and the slow one's Resolve is then refused. A Lease below
+	// MinReconcileLease, negative included, is refused by NewReconciler;
+	// any longer one, up to math.MaxInt64, means that long (a store whose
+	// range is smaller saturates at its maximum).
 	Lease time.Duration
 	// Batch bounds the keys one Pass examines; default
 	// DefaultReconcileBatch.
@@ -122,9 +131,10 @@ type Reconciler[T any] struct {
 // NewReconciler returns a Reconciler of k's held keys; outcomes are
 // encoded with cfg.Codec (k's codec by default) and stored with k's
 // retention. k's store must
-// implement backends.Lister, and k's options be valid (as Do requires:
-// a positive retention, for one); NewReconciler returns an
-// *InvalidInputError otherwise.
+// implement backends.Lister, k's options be valid (as Do requires:
+// a positive retention, for one), and cfg.Lease be 0 or at least
+// MinReconcileLease; NewReconciler returns an *InvalidInputError
+// otherwise.
 func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfig) (*Reconciler[T], error) {
 	if k == nil {
 		return nil, &InvalidInputError{Field: "keeper", Reason: "nil"}
@@ -139,7 +149,10 @@ func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfi
 	if err := k.cfg.validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Lease <= 0 {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Lease == 0 {
 		cfg.Lease = DefaultReconcileLease
 	}
 	if cfg.Batch <= 0 {

@@ -266,3 +266,75 @@ func TestReconcilerWithAnExtremeLease(t *testing.T) {
 	require.Empty(t, rep.Errors)
 	require.Equal(t, 1, rep.Resolved)
 }
+
+// TestNewReconcilerRejectsALeaseBelowTheMinimum: a ReconcilerConfig.Lease
+// that is negative or shorter than MinReconcileLease (with which every
+// check would time out at once, or every Resolve land after the lease) is
+// refused with an *InvalidInputError; 0 means the default.
+func TestNewReconcilerRejectsALeaseBelowTheMinimum(t *testing.T) {
+	check := func(context.Context, once.HeldKey) (once.Verdict[int], error) { return once.Verdict[int]{}, nil }
+	for _, lease := range []time.Duration{math.MinInt64, -time.Hour, -1, 1, time.Microsecond, time.Millisecond, once.MinReconcileLease - 1} {
+		_, err := once.NewReconciler(once.New(memory.New(nil)), check, once.ReconcilerConfig{Lease: lease})
+		var invalid *once.InvalidInputError
+		require.ErrorAs(t, err, &invalid, "lease %v", lease)
+		require.ErrorIs(t, err, once.ErrInvalidInput)
+		require.Equal(t, "reconciler_lease", invalid.Field)
+		if lease < 0 {
+			require.Equal(t, "negative", invalid.Reason)
+		} else {
+			require.Equal(t, "shorter than 1s", invalid.Reason)
+		}
+	}
+}
+
+// TestReconcilerLeaseExtremes: with the default lease (0), the minimum and
+// math.MaxInt64, on every store, the check runs with a live context whose
+// deadline is three quarters of the lease away (never overflowed), a key
+// left held is unleased (the next pass asks again), and the verdict is
+// stored.
+func TestReconcilerLeaseExtremes(t *testing.T) {
+	for name, newStore := range reconcilableStores() {
+		t.Run(name, func(t *testing.T) {
+			for _, lease := range []time.Duration{0, once.MinReconcileLease, math.MaxInt64} {
+				t.Run(fmt.Sprint(lease), func(t *testing.T) {
+					store := newStore(t)
+					keys := holdKeys(t, store, 1)
+					want := lease
+					if want == 0 {
+						want = once.DefaultReconcileLease
+					}
+					var calls int
+					rc, err := once.NewReconciler(once.New(store), func(ctx context.Context, _ once.HeldKey) (once.Verdict[int], error) {
+						if err := ctx.Err(); err != nil {
+							return once.Verdict[int]{}, err
+						}
+						deadline, ok := ctx.Deadline()
+						require.True(t, ok)
+						left := time.Until(deadline)
+						require.LessOrEqual(t, left, want-want/4)
+						require.Greater(t, left, want/2, "three quarters of the lease, less the time taken so far")
+						calls++
+						return once.Verdict[int]{Settled: calls > 1, Value: 7}, nil // unsure at first
+					}, once.ReconcilerConfig{Lease: lease})
+					require.NoError(t, err)
+					rep, err := rc.Pass(t.Context())
+					require.NoError(t, err)
+					require.Empty(t, rep.Errors)
+					require.Equal(t, 1, rep.LeftHeld)
+					require.Eventually(t, func() bool { // Redis rounds the unlease up to 1 ms
+						rep, err := rc.Pass(t.Context())
+						require.NoError(t, err)
+						require.Empty(t, rep.Errors)
+						return rep.Resolved == 1
+					}, 5*time.Second, 5*time.Millisecond)
+					v, err := once.Do(t.Context(), once.New(store).Scope(keys[0].scope), keys[0].key, once.Fingerprint("fp"), func(context.Context) (int, error) {
+						t.Error("fn ran on a resolved key")
+						return 0, nil
+					})
+					require.NoError(t, err)
+					require.Equal(t, 7, v)
+				})
+			}
+		})
+	}
+}

@@ -70,3 +70,16 @@ func (s Scope) validate(ctx context.Context, key string, fp Fingerprint) error {
 	}
 	return s.cfg.validate()
 }
+
+// validate reports a ReconcilerConfig field set to a value NewReconciler
+// does not accept: a Lease that is negative or below MinReconcileLease (0
+// means the default).
+func (c *ReconcilerConfig) validate() error {
+	switch {
+	case c.Lease < 0:
+		return &InvalidInputError{Field: "reconciler_lease", Reason: "negative"}
+	case c.Lease > 0 && c.Lease < MinReconcileLease:
+		return &InvalidInputError{Field: "reconciler_lease", Reason: "shorter than " + MinReconcileLease.String()}
+	}
+	return nil
+}
