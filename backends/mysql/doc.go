@@ -37,7 +37,11 @@
 // conditioned on the row version read.
 //
 // Complete, Renew and Release are single statements; Resolve is one CALL;
-// Hold and LeaseHeld are one fenced UPDATE each. List (backends.Lister)
+// Hold and LeaseHeld are one fenced UPDATE each. A claim, Resolve or
+// LeaseHeld that races with a concurrent session on the same key runs
+// again a bounded number of times (four attempts, five for a deadlocked
+// CALL: see Store.Claim and Store.LeaseHeld) and then returns an *Error,
+// or for LeaseHeld the record last read. List (backends.Lister)
 // reads pending or held rows along the index on (state, expires_at),
 // never the completed rows (see the README's "Held keys and listing").
 // Every statement that may wait for a row lock waits at most

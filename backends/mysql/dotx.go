@@ -35,8 +35,10 @@ type TxBeginner interface {
 // the store's LockTimeout), then replays its outcome, or receives
 // ErrInProgress past that time. When InnoDB breaks a deadlock between such
 // waiters by rolling one back before its fn ran, DoTx begins that call
-// again (a few times at most). scope's store is replaced by s bound to the
-// transaction; scope's name and policy are kept.
+// again, at most five times in all; after the fifth deadlock it returns
+// that error (Code CodeDeadlock), fn having never run. scope's store is
+// replaced by s bound to the transaction; scope's name and policy are
+// kept.
 func DoTx[T any](ctx context.Context, db TxBeginner, s *Store, scope once.Scope, key string, fp once.Fingerprint, fn func(ctx context.Context, tx *sql.Tx) (T, error)) (T, error) {
 	for attempt := 1; ; attempt++ {
 		v, ran, err := doTxOnce(ctx, db, s, scope, key, fp, fn)

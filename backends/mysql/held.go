@@ -50,8 +50,11 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 // LeaseHeld implements backends.Store in one UPDATE; a refusal costs one
 // more SELECT to report the record. When that read finds a held record
 // with no live reconciler lease (the lease that refused the UPDATE ended
-// in between), LeaseHeld runs again, so that it never reports a record it
-// could have leased.
+// in between), LeaseHeld runs again, so that it does not report a record
+// it could have leased: at most four times in all (leaseHeldAttempts). If
+// the fourth run is refused too, it reports the record that run read, even
+// a held one with no live lease, having leased nothing (a Reconciler
+// counts the key Busy and asks it on a later pass).
 func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
 	return s.pool().leaseHeld(ctx, p)
 }

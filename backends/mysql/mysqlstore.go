@@ -267,7 +267,15 @@ func (s *Store) pool() runner { return runner{s: s} }
 // Claim implements backends.Store with plain statements (inserting first:
 // one round trip for a new claim, two for a replay, a duplicate or a
 // mismatch; reading first the other way round), or in one CALL with
-// Config.OneRoundTripClaims (see the package doc).
+// Config.OneRoundTripClaims (see the package doc). Races with a concurrent
+// session on the same key cost more, boundedly: the plain statements run
+// again at most four attempts in all (see claimPlain), the procedure
+// retries inside the CALL at most four times, and a CALL on the pool that
+// InnoDB picks as a deadlock victim is sent again, at most five times in
+// all (deadlockAttempts; inside a caller's transaction the deadlock is
+// returned at once). When the bound is exhausted Claim returns an *Error
+// (the procedure's CodeSignal, "key changed concurrently on every
+// attempt", or CodeDeadlock) having claimed nothing.
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	return s.pool().claim(ctx, p)
 }
@@ -289,7 +297,11 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 	return s.pool().release(ctx, p)
 }
 
-// Resolve implements backends.Store in one CALL.
+// Resolve implements backends.Store in one CALL, bounded as Claim's: the
+// procedure retries a race with a concurrent session at most four times
+// inside the CALL, and a CALL on the pool picked as a deadlock victim is
+// sent again at most five times in all; then Resolve returns an *Error having stored
+// nothing.
 func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	return s.pool().resolve(ctx, p)
 }

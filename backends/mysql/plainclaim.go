@@ -85,8 +85,12 @@ func (r runner) peek(ctx context.Context, p backends.ClaimParams) (peeked, error
 //
 // Either way an expired record or a lapsed lease costs a conditional
 // UPDATE after the read. When a write finds the key changed by a concurrent
-// session, it reads again (a fresh snapshot: each statement of the pool
-// store commits on its own), at most four times in all.
+// session, or InnoDB picked it as a deadlock victim (only that autocommit
+// statement was rolled back), it reads again (a fresh snapshot: each
+// statement of the pool store commits on its own), at most four attempts in
+// all. When all four lost, it returns an *Error ("key changed concurrently
+// on every attempt; retry"), having claimed nothing: the core's Do fails
+// closed with it (fn does not run).
 func (r runner) claimPlain(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	lease, retention := micros(p.Lease), micros(p.Retention)
 	insert := func() (int64, error) {

@@ -15,10 +15,15 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// maxAttempts bounds the re-runs of Claim and Resolve when a concurrent
-// session commits the same key between the statement's snapshot and its
-// insert. Each re-run takes a fresh snapshot, so the second attempt sees
-// the row unless yet another change lands in between.
+// maxAttempts bounds the runs (the first included) of Claim's and
+// Resolve's statement when a concurrent session commits the same key
+// between the statement's snapshot and its insert; each re-run takes a
+// fresh snapshot, so the second attempt sees the row unless yet another
+// change lands in between. When every run lost, raceLoop returns
+// errContention. It also bounds the runs of a Claim, Resolve or
+// LeaseHeld that decides again because the held record it met changed
+// before its report was read (heldAgain, leaseHeld): the last run's
+// report is returned then.
 const maxAttempts = 4
 
 // fastRow is the row claim.sql returns; it returns none when the key is
@@ -295,8 +300,8 @@ func (q statements) fastClaim(ctx context.Context, db querier, p backends.ClaimP
 // claimLoop runs claim.sql (fast), which decides every claim in one
 // statement except a takeover, the re-use of an expired record and a race
 // with a concurrent commit of the key; for those it runs takeover.sql
-// (attempt), again (boundedly) when it lost a race with a concurrent
-// commit. A claim that gave up waiting for a concurrent uncommitted
+// (attempt), again when it lost a race with a concurrent commit, at most
+// maxAttempts times in all (raceLoop: errContention then). A claim that gave up waiting for a concurrent uncommitted
 // transaction reports the key pending, with lockTimeoutHint as its lease.
 func claimLoop(ctx context.Context, p backends.ClaimParams, fast func(context.Context) (fastRow, error), attempt func(context.Context) (claimRow, error)) (backends.ClaimResult, error) {
 	if err := checkInput("claim", p.Scope, p.Key, p.Fingerprint, p.Owner); err != nil {
@@ -330,7 +335,8 @@ func heldByTx(fp []byte) backends.Record {
 
 // raceLoop runs attempt until decide accepts its row, at most maxAttempts
 // times: each re-run takes a fresh snapshot after losing a race with a
-// concurrent commit of the same key.
+// concurrent commit of the same key. When decide refused every row, it
+// returns errContention(op).
 func raceLoop[Row, Result any](ctx context.Context, op string, attempt func(context.Context) (Row, error), decide func(Row) (Result, bool)) (Result, error) {
 	var zero Result
 	for range maxAttempts {

@@ -4,8 +4,12 @@
 // by the SQL of Migrations run with your own migration tool). Every
 // operation is one SQL statement, so one round trip: a first execution
 // costs two (Claim, Complete), a replay, a duplicate in progress and a
-// fingerprint mismatch one each; only a takeover of a lapsed lease or of an
-// expired record takes a second statement. All lease and retention
+// fingerprint mismatch one each; a takeover of a lapsed lease or of an
+// expired record takes a second statement. Races with a concurrent commit
+// of the same key, and a held key whose hold or reconciler lease changes
+// while it is read, cost more: Claim, Resolve and LeaseHeld then run
+// again, at most four times in all (see Store.Claim), and report an
+// *Error, or the last record read, when every run lost. All lease and retention
 // arithmetic uses the server's clock_timestamp(); the application's clock
 // is never consulted. Every statement is in internal/pgsql.
 //

@@ -34,8 +34,11 @@ func (s *Store) hold(ctx context.Context, q querier, p backends.HoldParams) (boo
 // LeaseHeld implements backends.Store in one statement, and one more
 // (Get) to report the record when it did not apply. When that read finds
 // a held record with no live reconciler lease (the lease that refused
-// the statement ended in between), LeaseHeld runs again, so that it never
-// reports a record it could have leased.
+// the statement ended in between), LeaseHeld runs again, so that it does
+// not report a record it could have leased: at most four times in all
+// (maxAttempts). If the fourth run is refused too, it reports the record
+// that run read, even a held one with no live lease, having leased
+// nothing (a Reconciler counts the key Busy and asks it on a later pass).
 func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
 	return s.leaseHeld(ctx, s.db, p)
 }

@@ -159,7 +159,12 @@ type querier interface {
 // round trip, and a replay locks and writes nothing. Three rare cases take a second
 // statement: taking over a pending record whose lease lapsed, re-using a
 // record that expired but was not swept yet, and a key whose row a
-// concurrent session committed after the first statement's snapshot.
+// concurrent session committed after the first statement's snapshot. That
+// second statement runs again, on a fresh snapshot, when it too loses a
+// race with a concurrent commit of the key: at most four times in all
+// (maxAttempts); when every attempt lost, Claim returns an *Error ("key
+// changed concurrently on every attempt; retry"), having claimed nothing,
+// and the core's Do fails closed with it (fn does not run).
 //
 // A Claim that waited LockTimeout for a concurrent uncommitted transaction
 // holding the key reports it pending (see Config.LockTimeout).
@@ -167,9 +172,13 @@ type querier interface {
 // A key found held takes one more statement, which reads the hold's
 // details (see backends.Store.Hold). When that read finds the hold and the
 // reconciler's lease ended, or the record no longer held (it changed
-// between the two statements), the Claim runs again, so that it never
-// reports a held record it could have taken over, or one without its
-// details.
+// between the two statements), the Claim runs again, at most four times in
+// all (maxAttempts). After the fourth run Claim reports what it found
+// even then: the held record as read, possibly one whose hold and lease
+// ended (one it could have taken over), or, when the read found it no
+// longer held, the held record the Claim's statement reported, without
+// its hold's details (Held zero). It claims nothing then; the core answers
+// an *InProgressError (Held), which the caller retries.
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
@@ -231,13 +240,17 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 	return s.sql.release(ctx, s.db, p)
 }
 
-// Resolve implements backends.Store in one statement (two when it races
-// with a concurrent insert of the same key, as Claim). Like Claim, it waits
-// at most LockTimeout for an uncommitted transaction holding the key.
+// Resolve implements backends.Store in one statement. Like Claim, it runs
+// it again on a fresh snapshot when it races with a concurrent commit of
+// the same key, at most four times in all, and then returns an *Error
+// ("key changed concurrently on every attempt; retry") having stored
+// nothing; and it waits at most LockTimeout for an uncommitted transaction
+// holding the key.
 //
 // A key found held takes one more statement, as in Claim, and Resolve
 // runs again when that read finds no live reconciler lease, or no held
-// record.
+// record: at most four times in all, as Claim, after which it reports the
+// held record found, without resolving it.
 func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {

@@ -56,8 +56,9 @@ func (q statements) resolveOnce(ctx context.Context, db querier, p backends.Reso
 	return r, nil
 }
 
-// resolveLoop runs one resolve attempt, and again (boundedly) when it lost
-// a race with a concurrent commit of the same key.
+// resolveLoop runs one resolve attempt, and again when it lost a race
+// with a concurrent commit of the same key, at most maxAttempts times in
+// all (raceLoop: errContention then).
 // A resolve that gave up waiting for a concurrent uncommitted transaction
 // reports the key pending, as Claim does.
 func resolveLoop(ctx context.Context, p backends.ResolveParams, attempt func(context.Context) (resolveRow, error)) (backends.ResolveResult, error) {

@@ -56,7 +56,8 @@ func (*txStore) Exclusive() {}
 // Claim implements backends.Store. Its statements go in one pipelined batch,
 // so it costs one round trip (two when the lock timeout fires; one more
 // for a key found held, to read the hold's details in tx, and the Claim
-// runs again as Store.Claim does when that read finds the hold ended).
+// runs again as Store.Claim does when that read finds the hold ended, at
+// most four times in all, with the same report when they are exhausted).
 func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
@@ -121,7 +122,8 @@ func (t *txStore) Release(ctx context.Context, p backends.ReleaseParams) (bool, 
 }
 
 // Resolve implements backends.Store; a key found held takes one more
-// statement, and Resolve runs again, as Store.Resolve does.
+// statement, and Resolve runs again, as Store.Resolve does (at most four
+// times in all, with the same report when they are exhausted).
 func (t *txStore) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := resolveLoop(ctx, p, func(ctx context.Context) (resolveRow, error) {
