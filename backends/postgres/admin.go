@@ -35,12 +35,17 @@ func (s *Store) get(ctx context.Context, q querier, scope, key string) (backends
 }
 
 // withDetails sets the age of a pending or held record and a held
-// record's hold.
+// record's hold. The age is never negative: get.sql, list.sql and
+// list_held.sql report the server's clock_timestamp() minus claimed_at (or
+// held_at), which is negative for a row stamped by a server whose clock
+// was ahead (a step back of the clock, or another server writing the
+// row), and such a record is as young as can be, 0. Clamping here costs
+// the hot statements nothing.
 func withDetails(rec *backends.Record, ageUS, holdUS int64, code, message string) {
 	if rec.State == backends.StateCompleted {
 		return
 	}
-	rec.Age = fromMicros(ageUS)
+	rec.Age = max(fromMicros(ageUS), 0)
 	if rec.State == backends.StateHeld {
 		rec.Held = backends.HeldInfo{Remaining: fromMicros(holdUS), Code: code, Message: message}
 	}

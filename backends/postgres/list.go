@@ -89,7 +89,8 @@ func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
 	if _, err := interpretError("count", err); err != nil {
 		return backends.Counts{}, err
 	}
-	c.OldestPending, c.OldestHeld = fromMicros(oldestP), fromMicros(oldestH)
+	// Never negative, as Record.Age (see withDetails).
+	c.OldestPending, c.OldestHeld = max(fromMicros(oldestP), 0), max(fromMicros(oldestH), 0)
 	return c, nil
 }
 

@@ -2,7 +2,9 @@
 -- retention left on the server's clock, in microseconds, its age (since
 -- the claim, or the hold; 0 when unknown or completed), and a held row's
 -- hold left, code and message. A plain SELECT:
--- no row lock, no write.
+-- no row lock, no write. The age is negative for a row stamped by a clock
+-- ahead of this one (a clock stepped back, another server's row): the Go
+-- side clamps it at 0, so this hot statement computes nothing more.
 SELECT r.state, r.fingerprint, r.outcome,
 	coalesce((extract(epoch FROM r.lease_until - c.now) * 1000000)::bigint, 0),
 	(extract(epoch FROM r.expires_at - c.now) * 1000000)::bigint,

@@ -12,7 +12,7 @@ SELECT r.scope, r.key, r.state, r.fingerprint,
 	coalesce(r.held_code, ''), coalesce(r.held_message, '')
 FROM {table} r, (SELECT clock_timestamp() AS now) c
 WHERE r.held_at IS NOT NULL
-	AND r.held_at <= c.now - $2::bigint * interval '1 microsecond'
+	AND ($2::bigint <= 0 OR r.held_at <= c.now - $2::bigint * interval '1 microsecond')
 	AND $1::smallint = 3
 	AND r.state = 3 AND r.expires_at > c.now
 	AND ($3::text = '' OR r.scope = $3::text)
