@@ -37,7 +37,7 @@ type Error struct {
 	Constraint string
 
 	kind  string // what went wrong, in words free of data
-	cause error  // a context error, or nil
+	cause error  // a context error, backends.ErrClosed, or nil
 }
 
 // Error implements error.
@@ -53,7 +53,8 @@ func (e *Error) Error() string {
 }
 
 // Unwrap returns context.Canceled or context.DeadlineExceeded when the
-// operation ended with its context, and nil otherwise.
+// operation ended with its context, backends.ErrClosed when it was a Watch
+// after (or interrupted by) Store.Close, and nil otherwise.
 func (e *Error) Unwrap() error { return e.cause }
 
 // errContention reports that a statement lost the race with concurrent

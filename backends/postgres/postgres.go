@@ -147,6 +147,24 @@ func New(db DB, cfg *Config) (*Store, error) {
 	}, nil
 }
 
+// Close stops waiting without polling: it ends the connection Watch
+// listens on (see Watch), if any, and returns once the goroutines that
+// serve it have returned, so that nothing of the Store outlives it (a
+// goroutine leak check, such as go.uber.org/goleak's, passes right after
+// Close; without Close the connection and its goroutine stay up to 5 s
+// after the last waiter left). Waiters are woken, as by a lost connection;
+// a Watch in progress and every later Watch return an *Error that wraps
+// backends.ErrClosed, and the core then waits by polling. Close does not
+// close the DB, which the caller owns, and every other method keeps
+// working on it. Close is safe to call more than once and concurrently
+// with Watch; it returns nil.
+func (s *Store) Close() error {
+	if s.listen != nil {
+		s.listen.close()
+	}
+	return nil
+}
+
 // querier is what the statements run on: a pool or a transaction.
 type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row

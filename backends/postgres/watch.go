@@ -41,6 +41,8 @@ import (
 // connection. A waiter also re-checks at its owner's lease end and on
 // the core's fallback poll (every 2 s), which covers a notification lost
 // any other way.
+//
+// Close retires the session and waits for its goroutine (see Store.Close).
 
 // Timing of the listening connection.
 const (
@@ -83,6 +85,8 @@ type acquirer interface {
 // waiter re-checks and watches again on a fresh connection). Call stop to
 // stop waiting; stop is idempotent. Without a connection to lend (see
 // ErrWatchUnsupported) Watch returns that error at once, without I/O.
+// After Close, and in a Watch that Close interrupts, it returns an *Error
+// that wraps backends.ErrClosed.
 func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, func(), error) {
 	const op = "watch"
 	if s.listen == nil {
@@ -120,6 +124,9 @@ func translateWatch(op string, err error) error {
 	if errors.Is(err, errSlotBusy) {
 		return &Error{Op: op, kind: errSlotBusy.Error()}
 	}
+	if errors.Is(err, backends.ErrClosed) {
+		return &Error{Op: op, kind: "store closed", cause: backends.ErrClosed}
+	}
 	_, e := interpretError(op, err)
 	return e
 }
@@ -131,7 +138,9 @@ type listener struct {
 	lock, unlock string // the statements taking and releasing slot locks
 	idle, ping   time.Duration
 	mu           sync.Mutex
-	current      *session // nil, or the live (or connecting) session
+	current      *session       // nil, or the live (or connecting) session
+	closed       bool           // Close was called: no new session starts
+	running      sync.WaitGroup // the sessions' goroutines (run)
 }
 
 func newListener(db DB, single bool, table string) *listener {
@@ -185,6 +194,10 @@ type waiter struct {
 func (l *listener) watch(ctx context.Context, payload string, slotOf int) (<-chan struct{}, func(), error) {
 	w := &waiter{ch: make(chan struct{}), slot: slotOf}
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil, nil, backends.ErrClosed
+	}
 	s := l.current
 	if s == nil {
 		s = l.start()
@@ -212,6 +225,10 @@ func (l *listener) watch(ctx context.Context, payload string, slotOf int) (<-cha
 	l.mu.Lock()
 	err := s.err
 	l.mu.Unlock()
+	if errors.Is(err, backends.ErrClosed) {
+		stop()
+		return nil, nil, err
+	}
 	if err != nil {
 		stop()
 		return nil, nil, &lostConnection{err}
@@ -227,17 +244,38 @@ func (l *listener) start() *session {
 		waiters: map[string]map[*waiter]struct{}{}, slots: map[int]*slot{}, held: map[int]bool{},
 	}
 	l.current = s
-	go s.run(ctx)
+	l.running.Add(1)
+	go func() {
+		defer l.running.Done()
+		s.run(ctx)
+	}()
 	return s
+}
+
+// close retires the current session, so that its waiters wake and a
+// Watch waiting for it returns backends.ErrClosed, makes every later
+// Watch return that error, and waits until the goroutine of every session
+// (the current one, and retired ones still closing their connection)
+// has returned. It is safe to call more than once and concurrently.
+func (l *listener) close() {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		if s := l.current; s != nil {
+			s.err = backends.ErrClosed
+			s.retireLocked()
+			s.readyLocked()
+			s.cancel()
+		}
+	}
+	l.mu.Unlock()
+	l.running.Wait()
 }
 
 // add registers w and returns a channel closed once its slot is locked;
 // l.mu is held.
 func (s *session) add(payload string, w *waiter) <-chan struct{} {
-	if s.idle != nil {
-		s.idle.Stop()
-		s.idle = nil
-	}
+	s.stopIdleLocked()
 	ws := s.waiters[payload]
 	if ws == nil {
 		ws = map[*waiter]struct{}{}
@@ -295,7 +333,11 @@ func (s *session) idleLocked() {
 	if s.count > 0 || s.dead || s.idle != nil {
 		return
 	}
+	// Close waits for the timer's function too, as for a session's
+	// goroutine: it counts in running until it ran or was stopped.
+	s.l.running.Add(1)
 	s.idle = time.AfterFunc(s.l.idle, func() {
+		defer s.l.running.Done()
 		s.l.mu.Lock()
 		defer s.l.mu.Unlock()
 		if s.count == 0 && !s.dead {
@@ -323,10 +365,15 @@ func (s *session) retireLocked() {
 		}
 	}
 	s.waiters, s.slots, s.count = nil, nil, 0
-	if s.idle != nil {
-		s.idle.Stop()
-		s.idle = nil
+	s.stopIdleLocked()
+}
+
+// stopIdleLocked stops the idle timer, if any; l.mu is held.
+func (s *session) stopIdleLocked() {
+	if s.idle != nil && s.idle.Stop() {
+		s.l.running.Done() // the timer's function will not run
 	}
+	s.idle = nil
 }
 
 // notified wakes the waiters of payload.
@@ -355,6 +402,11 @@ func (s *session) fail(err error) {
 	}
 	s.err = err
 	s.retireLocked()
+	s.readyLocked()
+}
+
+// readyLocked closes s.ready unless it is closed already; l.mu is held.
+func (s *session) readyLocked() {
 	select {
 	case <-s.ready:
 	default:
@@ -373,7 +425,7 @@ func (s *session) run(ctx context.Context) {
 		return
 	}
 	s.l.mu.Lock()
-	close(s.ready)
+	s.readyLocked() // unless Close retired the session meanwhile
 	s.l.mu.Unlock()
 	if err := s.loop(ctx, conn); err != nil {
 		s.fail(err)
