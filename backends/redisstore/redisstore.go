@@ -13,7 +13,11 @@
 // vanish by themselves; there is nothing to sweep. A pending record's TTL
 // is at least its lease, and each renewal extends it.
 //
-// Redis 7.0 or later: SET with both NX and GET is 7.0's.
+// Redis 7.0 or later (or a server compatible with it, such as Valkey):
+// SET with both NX and GET is 7.0's, and so are SPUBLISH and SSUBSCRIBE.
+// New checks the version that INFO server reports and returns a
+// *ServerVersionError for an older server; a server that hides INFO is
+// not checked (see New).
 //
 // # Durations
 //
@@ -100,11 +104,21 @@ var (
 )
 
 // New returns a Store that uses client, which it never closes. New talks to
-// Redis, within ctx: it checks maxmemory-policy as cfg.EvictionPolicyCheck
+// Redis, within ctx: it checks the server's version (INFO server, on every
+// primary of a Cluster), checks maxmemory-policy as cfg.EvictionPolicyCheck
 // says and loads the scripts into the server's script cache (on every node
 // of a Cluster), so that scripted operations cost one EVALSHA from the
-// first call.
-// It fails if Redis cannot be reached.
+// first call. No other operation repeats these checks.
+//
+// It fails if Redis cannot be reached, with a *ServerVersionError when a
+// server reports a version older than 7.0 (redis_version; valkey_version
+// when there is no redis_version), and with an *Error of kind ErrCorrupt
+// when that version cannot be read. A server that answers INFO with an
+// error reply (a managed service that disables or renames it, an ACL user
+// without it) or reports no version is not checked: on an older server
+// the first Claim then fails with ErrServer. Such a server also needs
+// EvictionPolicyCheck: EvictionIgnore, as the eviction check reads INFO
+// too.
 func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store, error) {
 	if cfg == nil {
 		cfg = &Config{}
@@ -128,6 +142,9 @@ func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store
 		s.notify = "SPUBLISH"
 	}
 	s.notifyArg = s.notify
+	if err := s.checkServerVersion(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.applyEvictionCheck(ctx); err != nil {
 		return nil, err
 	}

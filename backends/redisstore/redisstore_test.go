@@ -86,3 +86,43 @@ func TestNewDoesNotCloseClient(t *testing.T) {
 	newStore(t, c, nil)
 	require.NoError(t, c.Ping(context.Background()).Err())
 }
+
+// TestNewChecksTheServerVersion: New accepts the test servers (Redis 7),
+// whose INFO server reports a version of 7.0 or later, on a single node
+// and on every primary of a Cluster.
+func TestNewChecksTheServerVersion(t *testing.T) {
+	for name, c := range map[string]func(testing.TB) redis.UniversalClient{
+		"single":  func(tb testing.TB) redis.UniversalClient { return singleClient(tb) },
+		"cluster": func(tb testing.TB) redis.UniversalClient { return clusterClient(tb) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			client := c(t)
+			ctx := context.Background()
+			info, err := client.Info(ctx, "server").Result()
+			require.NoError(t, err)
+			require.Regexp(t, `(?m)^redis_version:([7-9]|[1-9][0-9]+)\.`, info, "the test server is Redis 7 or later")
+			_, err = redisstore.New(ctx, client, nil)
+			require.NoError(t, err)
+		})
+	}
+}
+
+// TestVersionCheckIsNewsAlone: New sends INFO server (one round trip of
+// its own), and the operations after it send no INFO.
+func TestVersionCheckIsNewsAlone(t *testing.T) {
+	client, n := countingClient(t)
+	ctx := context.Background()
+	s, err := redisstore.New(ctx, client, &redisstore.Config{EvictionPolicyCheck: redisstore.EvictionIgnore, KeyPrefix: "once-version:"})
+	require.NoError(t, err)
+	sent := n.take()
+	require.NotEmpty(t, sent)
+	assert.Equal(t, "info", sent[0], "New checks the version first")
+	p := backends.ClaimParams{Scope: "s", Key: "version-" + time.Now().Format(time.RFC3339Nano), Owner: "o", Lease: time.Second, Retention: time.Second}
+	r, err := s.Claim(ctx, p)
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+	ok, err := s.Complete(ctx, backends.CompleteParams{Scope: p.Scope, Key: p.Key, Owner: p.Owner, Outcome: []byte("v"), Retention: time.Second})
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.NotContains(t, n.take(), "info", "no operation repeats the check")
+}

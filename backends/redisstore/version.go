@@ -1,0 +1,138 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The oldest server the store works with: Claim sends SET with both NX and
+// GET (7.0; GET alone is 6.2's), and a Cluster's notifications use
+// SPUBLISH and SSUBSCRIBE (7.0). The scripts need nothing newer (KEEPTTL
+// is 6.0's).
+const (
+	minMajor = 7
+	minMinor = 0
+)
+
+// ServerVersionError reports a server older than Redis 7.0, which New
+// refuses: the store's commands would fail on it (SET with NX and GET
+// together is an error reply before 7.0).
+type ServerVersionError struct {
+	// Addr is the server's address, when known.
+	Addr string
+	// Server is what the server calls itself (INFO server's server_name,
+	// for example "valkey"), or "redis".
+	Server string
+	// Version is the version it reports (redis_version, or valkey_version
+	// when it reports no redis_version).
+	Version string
+}
+
+// Error implements error.
+func (e *ServerVersionError) Error() string {
+	return fmt.Sprintf("once/redisstore: %s %s reports version %s; the store needs Redis %d.%d or later (SET with NX and GET, SPUBLISH)",
+		e.Server, e.Addr, e.Version, minMajor, minMinor)
+}
+
+// checkServerVersion asks the server, or every primary of a Cluster, for
+// INFO server and refuses one older than Redis 7.0 (see versionCheck).
+// It is New's alone: no other operation pays for it.
+func (s *Store) checkServerVersion(ctx context.Context) error {
+	const op = "version check"
+	check := func(ctx context.Context, c redis.UniversalClient, addr string) error {
+		info, err := c.Info(ctx, "server").Result()
+		return versionCheck(ctx, addr, info, err)
+	}
+	if cc, ok := s.client.(*redis.ClusterClient); ok {
+		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
+			return check(ctx, c, c.Options().Addr)
+		})
+		var ours *ServerVersionError
+		var e *Error
+		if err != nil && !errors.As(err, &ours) && !errors.As(err, &e) {
+			err = translate(ctx, op, err)
+		}
+		return err
+	}
+	addr := ""
+	if c, ok := s.client.(*redis.Client); ok {
+		addr = c.Options().Addr
+	}
+	return check(ctx, s.client, addr)
+}
+
+// versionCheck decides on the reply to INFO server (info, or the error
+// err): nil for Redis 7.0 or later, or for a server that does not say
+// (INFO answered with an error reply, as on a managed service that
+// disables or renames it or an ACL user without it, or an INFO without a
+// version field): the store then finds out at its first Claim, whose SET
+// fails with ErrServer. Otherwise a *ServerVersionError for an older
+// server, an *Error of kind ErrCorrupt for a version it cannot read, and
+// the translated error when the server could not be reached.
+//
+// redis_version decides; a server that reports none but valkey_version
+// (every Valkey release has Redis 7.2's commands) is judged by that.
+func versionCheck(ctx context.Context, addr, info string, err error) error {
+	const op = "version check"
+	var reply redis.Error
+	if errors.As(err, &reply) && !errors.Is(err, redis.Nil) {
+		return nil // INFO hidden: nothing to check
+	}
+	if err != nil {
+		return translate(ctx, op, err)
+	}
+	field := "redis_version"
+	v, ok := infoField(info, field)
+	if !ok {
+		field = "valkey_version"
+		if v, ok = infoField(info, field); !ok {
+			return nil // the server does not say
+		}
+	}
+	major, minor, _, ok := parseVersion(v)
+	if !ok {
+		return corrupt(op, fmt.Sprintf("INFO server %s %q is not a version", field, v))
+	}
+	if major > minMajor || major == minMajor && minor >= minMinor {
+		return nil
+	}
+	server, ok := infoField(info, "server_name")
+	if !ok || server == "" {
+		server = "redis"
+	}
+	return &ServerVersionError{Addr: addr, Server: server, Version: v}
+}
+
+// parseVersion reads "major[.minor[.patch]]", optionally followed by a
+// suffix that starts with neither a digit nor a dot ("7.2.4-rc1",
+// "7.0.0 (build)"). Each number is at most 9 digits.
+func parseVersion(v string) (major, minor, patch int, ok bool) {
+	var nums [3]int
+	n := 0
+	rest := v
+	for n < len(nums) {
+		i := 0
+		for i < len(rest) && i < 10 && rest[i] >= '0' && rest[i] <= '9' {
+			i++
+		}
+		if i == 0 || i > 9 {
+			return 0, 0, 0, false
+		}
+		nums[n], _ = strconv.Atoi(rest[:i]) // at most 9 digits: cannot fail
+		n++
+		rest = rest[i:]
+		if !strings.HasPrefix(rest, ".") || n == len(nums) {
+			break
+		}
+		rest = rest[1:]
+	}
+	if rest != "" && (rest[0] == '.' || rest[0] >= '0' && rest[0] <= '9') {
+		return 0, 0, 0, false
+	}
+	return nums[0], nums[1], nums[2], true
+}

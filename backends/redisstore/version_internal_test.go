@@ -1,0 +1,143 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseVersion(t *testing.T) {
+	for _, tc := range []struct {
+		in                  string
+		major, minor, patch int
+		ok                  bool
+	}{
+		{"7.0.0", 7, 0, 0, true},
+		{"7.0.15", 7, 0, 15, true},
+		{"7.2.4", 7, 2, 4, true},
+		{"6.2.14", 6, 2, 14, true},
+		{"8.0.2", 8, 0, 2, true},
+		{"255.255.255", 255, 255, 255, true}, // an unstable build
+		{"7.2", 7, 2, 0, true},
+		{"7", 7, 0, 0, true},
+		{"7.0.0-rc1", 7, 0, 0, true},
+		{"7.2.4-valkey", 7, 2, 4, true},
+		{"6.0-rc3", 6, 0, 0, true},
+		{"7.0.0 (00000000)", 7, 0, 0, true},
+		{"007.001.002", 7, 1, 2, true},
+		{"999999999.0.0", 999999999, 0, 0, true},
+		// Garbage.
+		{"", 0, 0, 0, false},
+		{" ", 0, 0, 0, false},
+		{"abc", 0, 0, 0, false},
+		{"v7.2.4", 0, 0, 0, false},
+		{"-7.0.0", 0, 0, 0, false},
+		{"+7", 0, 0, 0, false},
+		{".7", 0, 0, 0, false},
+		{"7.", 0, 0, 0, false},
+		{"7..2", 0, 0, 0, false},
+		{"7.x", 0, 0, 0, false},
+		{"7.2.", 0, 0, 0, false},
+		{"7.2.4.5", 0, 0, 0, false},
+		{"7.2.4.", 0, 0, 0, false},
+		{"1234567890.0.0", 0, 0, 0, false},
+		{"7.99999999999999999999", 0, 0, 0, false},
+		{"\x00", 0, 0, 0, false},
+		{"٧.٠.٠", 0, 0, 0, false}, // Arabic-Indic digits
+	} {
+		major, minor, patch, ok := parseVersion(tc.in)
+		assert.Equal(t, tc.ok, ok, "%q", tc.in)
+		if tc.ok {
+			assert.Equal(t, [3]int{tc.major, tc.minor, tc.patch}, [3]int{major, minor, patch}, "%q", tc.in)
+		}
+	}
+}
+
+// info builds an INFO server reply with CRLF line ends, as Redis sends.
+func info(lines ...string) string {
+	return "# Server\r\n" + strings.Join(lines, "\r\n") + "\r\n"
+}
+
+func TestVersionCheck(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		info    string
+		err     error
+		old     *ServerVersionError // want this error
+		corrupt bool                // want an ErrCorrupt *Error
+	}{
+		{name: "redis 7.0", info: info("redis_version:7.0.15", "redis_git_sha1:00000000", "redis_mode:standalone")},
+		{name: "redis 7.2", info: info("redis_version:7.2.4")},
+		{name: "redis 8", info: info("redis_version:8.0.2")},
+		{name: "LF line ends and spaces", info: "# Server\nredis_version: 7.0.0 \n"},
+		{name: "valkey 8", info: info("redis_version:7.2.4", "server_name:valkey", "valkey_version:8.0.1")},
+		{name: "valkey without redis_version", info: info("server_name:valkey", "valkey_version:8.1.0")},
+		{name: "no version field", info: info("redis_mode:standalone")},
+		{name: "empty reply", info: ""},
+		{name: "INFO hidden", err: redisError("ERR unknown command 'INFO', with args beginning with: 'server'")},
+		{name: "INFO not allowed", err: redisError("NOPERM User u has no permissions to run the 'info' command")},
+		{name: "redis 6.2", info: info("redis_version:6.2.14"),
+			old: &ServerVersionError{Addr: "a:1", Server: "redis", Version: "6.2.14"}},
+		{name: "redis 5", info: info("redis_version:5.0.7"),
+			old: &ServerVersionError{Addr: "a:1", Server: "redis", Version: "5.0.7"}},
+		{name: "a release candidate of 6.2", info: info("redis_version:6.2.0-rc2"),
+			old: &ServerVersionError{Addr: "a:1", Server: "redis", Version: "6.2.0-rc2"}},
+		{name: "keydb", info: info("redis_version:6.3.4", "server_name:keydb"),
+			old: &ServerVersionError{Addr: "a:1", Server: "keydb", Version: "6.3.4"}},
+		{name: "redis_version decides over valkey_version", info: info("redis_version:6.2.0", "valkey_version:8.0.0"),
+			old: &ServerVersionError{Addr: "a:1", Server: "redis", Version: "6.2.0"}},
+		{name: "garbage version", info: info("redis_version:banana"), corrupt: true},
+		{name: "empty version", info: info("redis_version:"), corrupt: true},
+		{name: "garbage valkey_version", info: info("valkey_version:8.x"), corrupt: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := versionCheck(ctx, "a:1", tc.info, tc.err)
+			switch {
+			case tc.old != nil:
+				var e *ServerVersionError
+				require.ErrorAs(t, err, &e)
+				assert.Equal(t, tc.old, e)
+				assert.Contains(t, err.Error(), tc.old.Version, "the message names the version found")
+				assert.Contains(t, err.Error(), "7.0 or later")
+			case tc.corrupt:
+				require.ErrorIs(t, err, ErrCorrupt)
+				var e *Error
+				require.ErrorAs(t, err, &e)
+				assert.Equal(t, "version check", e.Op)
+			default:
+				assert.NoError(t, err)
+			}
+		})
+	}
+}
+
+// TestVersionCheckUnreachable: a failure to reach the server is New's
+// failure, not a server that hides INFO.
+func TestVersionCheckUnreachable(t *testing.T) {
+	ctx := context.Background()
+	err := versionCheck(ctx, "a:1", "", errors.New("dial tcp: connection refused"))
+	require.ErrorIs(t, err, ErrUnavailable)
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	err = versionCheck(cancelled, "a:1", "", context.Canceled)
+	require.ErrorIs(t, err, context.Canceled)
+	err = versionCheck(ctx, "a:1", "", redis.ErrClosed)
+	require.Error(t, err, "a closed client is not a hidden INFO")
+}
+
+// replyError is an error reply of the server, as go-redis reports one
+// (a value implementing redis.Error).
+type replyError string
+
+func (e replyError) Error() string { return string(e) }
+func (replyError) RedisError()     {}
+
+var _ redis.Error = replyError("")
+
+func redisError(msg string) error { return replyError(msg) }
