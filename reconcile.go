@@ -211,7 +211,7 @@ func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *Reco
 	// The check ends well before the lease, so that the Resolve below is
 	// made while the lease is still ours.
 	checkCtx, cancel := context.WithTimeout(ctx, r.cfg.Lease-r.cfg.Lease/4) // 3/4 of it, without overflow
-	v, err := r.ask(checkCtx, HeldKey{Scope: l.Scope, Key: l.Key, Age: l.Record.Age, Code: l.Record.Held.Code, Message: l.Record.Held.Message})
+	v, panicked, err := r.ask(checkCtx, HeldKey{Scope: l.Scope, Key: l.Key, Age: l.Record.Age, Code: l.Record.Held.Code, Message: l.Record.Held.Message})
 	cancel()
 	cfg := &r.keeper.cfg
 	if err == nil && !v.Settled {
@@ -227,13 +227,13 @@ func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *Reco
 		if codec == nil {
 			codec = cfg.codec
 		}
-		data, stored, err = encodeVerdict(cfg, codec, v)
+		data, stored, panicked, err = encodeVerdict(cfg, codec, v)
 	}
 	if err != nil {
 		rep.LeftHeld++
 		rep.Failed++
-		kr.fail(err)
-		uErr := r.unlease(ctx, l, token)
+		uErr := r.unlease(ctx, l, token) // before fail and the event, as above
+		kr.fail(err, panicked)
 		kr.emit(ctx, cfg, Event{Kind: EventReconciled, Scope: l.Scope, Key: l.Key, Err: err})
 		return uErr
 	}
@@ -262,10 +262,12 @@ type keyReport struct {
 }
 
 // fail reports err, a failure of the key, counting the key once in
-// Panicked when err is a recovered panic.
-func (kr *keyReport) fail(err error) {
-	var p *ReconcilePanicError
-	if errors.As(err, &p) && !kr.panicked {
+// Panicked when err is a panic this Reconciler recovered (panicked). It
+// runs none of err's methods but Error, which fmt recovers: err may be
+// the ReconcileFunc's or the codec's, user code that runs outside the
+// recovery of ask and encodeVerdict.
+func (kr *keyReport) fail(err error, panicked bool) {
+	if panicked && !kr.panicked {
 		kr.panicked = true
 		kr.rep.Panicked++
 	}
@@ -279,7 +281,7 @@ func (kr *keyReport) fail(err error) {
 func (kr *keyReport) emit(ctx context.Context, cfg *config, e Event) {
 	defer func() {
 		if p := recover(); p != nil {
-			kr.fail(newReconcilePanic("observer", p))
+			kr.fail(newReconcilePanic("observer", p), true)
 		}
 	}()
 	cfg.emit(ctx, e)
@@ -330,26 +332,28 @@ func (r *Reconciler[T]) unlease(ctx context.Context, l backends.Listed, token st
 }
 
 // ask calls the ReconcileFunc, turning a panic into a
-// *ReconcilePanicError: one bad key never stops a pass.
-func (r *Reconciler[T]) ask(ctx context.Context, k HeldKey) (v Verdict[T], err error) {
+// *ReconcilePanicError (and panicked): one bad key never stops a pass.
+func (r *Reconciler[T]) ask(ctx context.Context, k HeldKey) (v Verdict[T], panicked bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			v, err = Verdict[T]{}, newReconcilePanic("check", p)
+			v, panicked, err = Verdict[T]{}, true, newReconcilePanic("check", p)
 		}
 	}()
-	return r.check(ctx, k)
+	v, err = r.check(ctx, k)
+	return v, false, err
 }
 
 // encodeVerdict encodes a settled verdict as encodeResolution does,
 // turning a panic (in codec, or in the value's or the error's methods)
-// into a *ReconcilePanicError: nothing is stored then.
-func encodeVerdict[T any](cfg *config, codec Codec, v Verdict[T]) (data []byte, inner, err error) {
+// into a *ReconcilePanicError (and panicked): nothing is stored then.
+func encodeVerdict[T any](cfg *config, codec Codec, v Verdict[T]) (data []byte, inner error, panicked bool, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			data, inner, err = nil, nil, newReconcilePanic("encode", p)
+			data, inner, panicked, err = nil, nil, true, newReconcilePanic("encode", p)
 		}
 	}()
-	return encodeResolution(cfg, codec, v.Value, v.Err)
+	data, inner, err = encodeResolution(cfg, codec, v.Value, v.Err)
+	return data, inner, false, err
 }
 
 // encodeResolution encodes the outcome Resolve and a Reconciler store:

@@ -3,6 +3,7 @@ package once_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -264,4 +265,50 @@ func TestReconcilerRunSurvivesAPanickingCheck(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, found)
 	require.Equal(t, backends.StateHeld, rec.State)
+}
+
+// unwrapPanicError is an error, returned by a ReconcileFunc, whose Unwrap
+// method panics.
+type unwrapPanicError struct{}
+
+func (unwrapPanicError) Error() string { return "provider down" }
+func (unwrapPanicError) Unwrap() error { panic(errHookBoom) }
+
+// TestReconcilerDoesNotInspectTheCheckError: the Reconciler reports the
+// error a ReconcileFunc returns without calling its methods beyond Error
+// (user code it would run outside its recovery): an error whose Unwrap
+// panics does not escape Pass, and the key is unleased at once; and an
+// error that merely wraps a *ReconcilePanicError (of another Reconciler,
+// say) is a failure, not a panic of this one.
+func TestReconcilerDoesNotInspectTheCheckError(t *testing.T) {
+	for name, checkErr := range map[string]error{
+		"Unwrap panics":               unwrapPanicError{},
+		"wraps a ReconcilePanicError": fmt.Errorf("nested: %w", &once.ReconcilePanicError{Hook: "check", Value: "elsewhere"}),
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := memory.New(nil)
+			holdKeys(t, store, 3)
+			ctx := t.Context()
+			rc, err := once.NewReconciler(once.New(store), victimCheck(func() (once.Verdict[string], error) {
+				return once.Verdict[string]{}, checkErr
+			}), once.ReconcilerConfig{})
+			require.NoError(t, err)
+			var rep once.ReconcileReport
+			require.NotPanics(t, func() { rep, err = rc.Pass(ctx) })
+			require.NoError(t, err)
+			require.Equal(t, 3, rep.Examined)
+			require.Equal(t, 2, rep.Resolved)
+			require.Equal(t, 1, rep.LeftHeld)
+			require.Equal(t, 1, rep.Failed)
+			require.Zero(t, rep.Panicked, "no user code panicked in this Reconciler")
+			require.Len(t, rep.Errors, 1)
+			require.ErrorContains(t, rep.Errors[0], victimScope+"/"+victimKey+": ")
+
+			good, err := once.NewReconciler(once.New(store), settledCheck, once.ReconcilerConfig{})
+			require.NoError(t, err)
+			rep, err = good.Pass(ctx)
+			require.NoError(t, err)
+			require.Equal(t, 1, rep.Resolved, "the key was unleased")
+		})
+	}
 }
