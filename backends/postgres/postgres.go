@@ -149,10 +149,11 @@ func New(db DB, cfg *Config) (*Store, error) {
 
 // Close stops waiting without polling: it ends the connection Watch
 // listens on (see Watch), if any, and returns once the goroutines that
-// serve it have returned, so that nothing of the Store outlives it (a
-// goroutine leak check, such as go.uber.org/goleak's, passes right after
-// Close; without Close the connection and its goroutine stay up to 5 s
-// after the last waiter left). Waiters are woken, as by a lost connection;
+// serve it have done their last work; each then exits at once, so a
+// goroutine leak check that retries briefly, as go.uber.org/goleak's
+// does, passes right after Close (a stack dump taken at the instant Close
+// returns may still show one returning). Without Close the connection and
+// its goroutine stay up to 5 s after the last waiter left. Waiters are woken, as by a lost connection;
 // a Watch in progress and every later Watch return an *Error that wraps
 // backends.ErrClosed, and the core then waits by polling. Close does not
 // close the DB, which the caller owns, and every other method keeps
