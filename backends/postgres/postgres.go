@@ -181,7 +181,9 @@ type querier interface {
 // concurrent session committed after the first statement's snapshot. That
 // second statement runs again, on a fresh snapshot, when it too loses a
 // race with a concurrent commit of the key: at most four times in all
-// (maxAttempts); when every attempt lost, Claim returns an *Error ("key
+// (maxAttempts) in each run of the Claim (a held key can make the Claim
+// run again, as below: at most 4 runs of at most 4); when every attempt
+// lost, Claim returns an *Error ("key
 // changed concurrently on every attempt; retry"), having claimed nothing,
 // and the core's Do fails closed with it (fn does not run).
 //
