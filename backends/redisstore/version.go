@@ -35,8 +35,12 @@ type ServerVersionError struct {
 
 // Error implements error.
 func (e *ServerVersionError) Error() string {
-	return fmt.Sprintf("once/redisstore: %s %s reports version %s; the store needs Redis %d.%d or later (SET with NX and GET, SPUBLISH)",
-		e.Server, e.Addr, e.Version, minMajor, minMinor)
+	server := e.Server
+	if e.Addr != "" {
+		server += " at " + e.Addr
+	}
+	return fmt.Sprintf("once/redisstore: %s reports version %s; the store needs Redis %d.%d or later (SET with NX and GET, SPUBLISH)",
+		server, e.Version, minMajor, minMinor)
 }
 
 // checkServerVersion asks the server, or every primary of a Cluster, for

@@ -141,3 +141,13 @@ func (replyError) RedisError()     {}
 var _ redis.Error = replyError("")
 
 func redisError(msg string) error { return replyError(msg) }
+
+// TestServerVersionErrorText: the message names the server and its
+// address when known, and reads without a gap when the address is not
+// (a client that is not a *redis.Client or *redis.ClusterClient).
+func TestServerVersionErrorText(t *testing.T) {
+	e := &ServerVersionError{Addr: "a:1", Server: "redis", Version: "6.2.14"}
+	assert.Equal(t, "once/redisstore: redis at a:1 reports version 6.2.14; the store needs Redis 7.0 or later (SET with NX and GET, SPUBLISH)", e.Error())
+	e.Addr = ""
+	assert.Equal(t, "once/redisstore: redis reports version 6.2.14; the store needs Redis 7.0 or later (SET with NX and GET, SPUBLISH)", e.Error())
+}
