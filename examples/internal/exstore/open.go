@@ -62,6 +62,9 @@ func openPostgres(ctx context.Context, c Config) (backends.Store, func(), error)
 		return nil, nil, err
 	}
 	return store, func() {
+		// The listening connection Watch lends from the pool is the
+		// store's (the pool does not count it): Close ends it first.
+		_ = store.Close()
 		if c.Drop {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
