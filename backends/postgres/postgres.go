@@ -155,7 +155,9 @@ func New(db DB, cfg *Config) (*Store, error) {
 // returns may still show one returning). Without Close the connection and
 // its goroutine stay up to 5 s after the last waiter left. Waiters are woken, as by a lost connection;
 // a Watch in progress and every later Watch return an *Error that wraps
-// backends.ErrClosed, and the core then waits by polling. Close does not
+// backends.ErrClosed, and the core then waits by polling (a Store whose DB
+// lends no connection keeps returning ErrWatchUnsupported: it has no
+// listener to close). Close does not
 // close the DB, which the caller owns, and every other method keeps
 // working on it. Close is safe to call more than once and concurrently
 // with Watch; it returns nil.
