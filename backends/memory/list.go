@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/hex"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,44 +13,63 @@ import (
 
 var _ backends.Lister = (*Store)(nil)
 
-// ErrBadCursor is returned by List for a cursor this store did not return.
-var ErrBadCursor = errors.New("memory: invalid list cursor")
-
 // cursor is a position in the walk: the records of shards before shard
 // are done, and so are those of shard up to (scope, key) in sort order.
+// binding is the ListParams.CursorBinding of the walk.
 type cursor struct {
+	binding    string
 	shard      int
 	scope, key string
 	started    bool // scope and key are set
 }
 
 func (c cursor) String() string {
+	s := c.binding + "." + strconv.Itoa(c.shard)
 	if !c.started {
-		return strconv.Itoa(c.shard)
+		return s
 	}
-	return strconv.Itoa(c.shard) + "." + hex.EncodeToString([]byte(c.scope)) + "." + hex.EncodeToString([]byte(c.key))
+	return s + "." + hex.EncodeToString([]byte(c.scope)) + "." + hex.EncodeToString([]byte(c.key))
 }
 
-func parseCursor(s string) (cursor, error) {
+// parseCursor parses a cursor of String for p ("" is the start of a
+// walk). It refuses, with a *backends.ListParamsError, anything String
+// does not return (a non-canonical spelling included) and a cursor
+// returned for other parameters.
+func parseCursor(s string, p backends.ListParams) (cursor, error) {
 	if s == "" {
 		return cursor{}, nil
 	}
-	parts := strings.Split(s, ".")
-	n, err := strconv.Atoi(parts[0])
-	if err != nil || n < 0 || n >= shardCount || (len(parts) != 1 && len(parts) != 3) {
-		return cursor{}, ErrBadCursor
+	if len(s) > maxCursorLen {
+		return cursor{}, backends.BadCursor()
 	}
-	c := cursor{shard: n}
-	if len(parts) == 3 {
-		scope, err1 := hex.DecodeString(parts[1])
-		key, err2 := hex.DecodeString(parts[2])
-		if err1 != nil || err2 != nil {
-			return cursor{}, ErrBadCursor
+	parts := strings.Split(s, ".")
+	if len(parts) != 2 && len(parts) != 4 {
+		return cursor{}, backends.BadCursor()
+	}
+	n, err := strconv.Atoi(parts[1])
+	if err != nil || n < 0 || n >= shardCount {
+		return cursor{}, backends.BadCursor()
+	}
+	c := cursor{binding: parts[0], shard: n}
+	if len(parts) == 4 {
+		scope, err1 := hex.DecodeString(parts[2])
+		key, err2 := hex.DecodeString(parts[3])
+		if err1 != nil || err2 != nil || len(scope) > backends.MaxScopeLen || len(key) > backends.MaxKeyLen {
+			return cursor{}, backends.BadCursor()
 		}
 		c.scope, c.key, c.started = string(scope), string(key), true
 	}
+	if c.String() != s {
+		return cursor{}, backends.BadCursor()
+	}
+	if err := p.CheckCursorBinding(c.binding); err != nil {
+		return cursor{}, err
+	}
 	return c, nil
 }
+
+// maxCursorLen bounds the cursors String returns.
+const maxCursorLen = 17 + 1 + 3 + 1 + 2*backends.MaxScopeLen + 1 + 2*backends.MaxKeyLen
 
 func compareKeys(a, b recordKey) int {
 	return cmp.Or(strings.Compare(a.scope, b.scope), strings.Compare(a.key, b.key))
@@ -65,10 +83,14 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if err := ctx.Err(); err != nil {
 		return backends.ListPage{}, err
 	}
-	c, err := parseCursor(p.Cursor)
+	if err := p.Validate(); err != nil {
+		return backends.ListPage{}, err
+	}
+	c, err := parseCursor(p.Cursor, p)
 	if err != nil {
 		return backends.ListPage{}, err
 	}
+	binding := p.CursorBinding()
 	limit := p.Limit
 	if limit <= 0 {
 		limit = backends.DefaultListLimit
@@ -80,13 +102,13 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 		if room := limit - len(page.Records); len(matches) > room {
 			page.Records = append(page.Records, matches[:room]...)
 			last := page.Records[len(page.Records)-1]
-			page.Next = cursor{shard: i, scope: last.Scope, key: last.Key, started: true}.String()
+			page.Next = cursor{binding: binding, shard: i, scope: last.Scope, key: last.Key, started: true}.String()
 			return page, nil
 		}
 		page.Records = append(page.Records, matches...)
-		c = cursor{}
+		c = cursor{binding: binding}
 		if len(page.Records) == limit && i+1 < shardCount {
-			page.Next = cursor{shard: i + 1}.String()
+			page.Next = cursor{binding: binding, shard: i + 1}.String()
 			return page, nil
 		}
 	}
