@@ -21,9 +21,12 @@ var _ backends.Lister = (*Store)(nil)
 // the table once. Listing both runs the pending walk, then the held one.
 func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListPage, error) {
 	const op = "list"
-	c, ok := parsePGCursor(p.Cursor)
-	if !ok {
-		return backends.ListPage{}, &Error{Op: op, kind: "invalid input: list cursor"}
+	if err := p.Validate(); err != nil {
+		return backends.ListPage{}, err
+	}
+	c, err := parsePGCursor(p.Cursor, p)
+	if err != nil {
+		return backends.ListPage{}, err
 	}
 	limit := p.Limit
 	if limit <= 0 {
@@ -71,9 +74,9 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	switch {
 	case len(page.Records) == limit:
 		last := page.Records[len(page.Records)-1]
-		page.Next = pgCursor{state: c.state, scope: last.Scope, key: last.Key}.String()
+		page.Next = pgCursor{binding: c.binding, state: c.state, scope: last.Scope, key: last.Key}.String()
 	case c.state == backends.StatePending && p.State == 0:
-		page.Next = pgCursor{state: backends.StateHeld}.String()
+		page.Next = pgCursor{binding: c.binding, state: backends.StateHeld}.String()
 	}
 	return page, nil
 }
@@ -95,30 +98,53 @@ func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
 }
 
 // pgCursor is a position in a List walk: the state being walked, and the
-// last (scope, key) returned in it.
+// last (scope, key) returned in it; binding is the walk's
+// ListParams.CursorBinding.
 type pgCursor struct {
+	binding    string
 	state      backends.State
 	scope, key string
 }
 
 func (c pgCursor) String() string {
-	return string(rune('0'+c.state)) + "." + hex.EncodeToString([]byte(c.scope)) + "." + hex.EncodeToString([]byte(c.key))
+	return c.binding + "." + string(rune('0'+c.state)) + "." + hex.EncodeToString([]byte(c.scope)) + "." + hex.EncodeToString([]byte(c.key))
 }
 
-func parsePGCursor(s string) (pgCursor, bool) {
+// maxPGCursorLen bounds the cursors pgCursor.String returns.
+const maxPGCursorLen = 17 + 3 + 3 + 2*backends.MaxScopeLen + 2*backends.MaxKeyLen
+
+// parsePGCursor parses a cursor of pgCursor.String for p; "" is the
+// start of a walk (binding set, state zero). It refuses, with a
+// *backends.ListParamsError, anything String does not return (a
+// non-canonical spelling included), a cursor returned for other
+// parameters, and one walking a state p does not select.
+func parsePGCursor(s string, p backends.ListParams) (pgCursor, error) {
 	if s == "" {
-		return pgCursor{}, true
+		return pgCursor{binding: p.CursorBinding()}, nil
+	}
+	if len(s) > maxPGCursorLen {
+		return pgCursor{}, backends.BadCursor()
 	}
 	parts := strings.Split(s, ".")
-	if len(parts) != 3 || (parts[0] != "1" && parts[0] != "3") {
-		return pgCursor{}, false
+	if len(parts) != 4 || (parts[1] != "1" && parts[1] != "3") {
+		return pgCursor{}, backends.BadCursor()
 	}
-	scope, err1 := hex.DecodeString(parts[1])
-	key, err2 := hex.DecodeString(parts[2])
-	if err1 != nil || err2 != nil {
-		return pgCursor{}, false
+	scope, err1 := hex.DecodeString(parts[2])
+	key, err2 := hex.DecodeString(parts[3])
+	if err1 != nil || err2 != nil || len(scope) > backends.MaxScopeLen || len(key) > backends.MaxKeyLen {
+		return pgCursor{}, backends.BadCursor()
 	}
-	return pgCursor{state: backends.State(parts[0][0] - '0'), scope: string(scope), key: string(key)}, true
+	c := pgCursor{binding: parts[0], state: backends.State(parts[1][0] - '0'), scope: string(scope), key: string(key)}
+	if c.String() != s {
+		return pgCursor{}, backends.BadCursor()
+	}
+	if err := p.CheckCursorBinding(c.binding); err != nil {
+		return pgCursor{}, err
+	}
+	if p.State != 0 && c.state != p.State {
+		return pgCursor{}, backends.BadCursor()
+	}
+	return c, nil
 }
 
 // query runs a statement that returns rows; done closes them (and frees a
