@@ -54,9 +54,12 @@ func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (back
 // partial index.
 func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListPage, error) {
 	const op = "list"
-	held, scope, key, ok := parseCursor(p.Cursor)
-	if !ok {
-		return backends.ListPage{}, &Error{Op: op, kind: "invalid list cursor"}
+	if err := p.Validate(); err != nil {
+		return backends.ListPage{}, err
+	}
+	held, scope, key, err := parseCursor(p.Cursor, p)
+	if err != nil {
+		return backends.ListPage{}, err
 	}
 	if p.Cursor == "" {
 		held = p.State == backends.StateHeld
@@ -94,32 +97,55 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	switch {
 	case len(page.Records) == limit:
 		last := page.Records[len(page.Records)-1]
-		page.Next = cursor(held, last.Scope, last.Key)
+		page.Next = cursor(p, held, last.Scope, last.Key)
 	case !held && p.State == 0:
-		page.Next = cursor(true, "", "")
+		page.Next = cursor(p, true, "", "")
 	}
 	return page, nil
 }
 
-func cursor(held bool, scope, key string) string {
+// cursor is the List cursor of p after (scope, key) in the pending or
+// held walk: p's ListParams.CursorBinding, "p" or "h", and the position.
+func cursor(p backends.ListParams, held bool, scope, key string) string {
 	h := "p"
 	if held {
 		h = "h"
 	}
-	return h + "." + hex.EncodeToString([]byte(scope)) + "." + hex.EncodeToString([]byte(key))
+	return p.CursorBinding() + "." + h + "." + hex.EncodeToString([]byte(scope)) + "." + hex.EncodeToString([]byte(key))
 }
 
-func parseCursor(c string) (held bool, scope, key string, ok bool) {
+// maxCursorLen bounds the cursors cursor returns.
+const maxCursorLen = 17 + 3 + 3 + 2*backends.MaxScopeLen + 2*backends.MaxKeyLen
+
+// parseCursor parses a cursor of cursor for p; "" is the start of a
+// walk. It refuses, with a *backends.ListParamsError, anything cursor
+// does not return (a non-canonical spelling included), a cursor returned
+// for other parameters, and one walking a state p does not select.
+func parseCursor(c string, p backends.ListParams) (held bool, scope, key string, err error) {
 	if c == "" {
-		return false, "", "", true
+		return false, "", "", nil
+	}
+	if len(c) > maxCursorLen {
+		return false, "", "", backends.BadCursor()
 	}
 	parts := strings.Split(c, ".")
-	if len(parts) != 3 || (parts[0] != "p" && parts[0] != "h") {
-		return false, "", "", false
+	if len(parts) != 4 || (parts[1] != "p" && parts[1] != "h") {
+		return false, "", "", backends.BadCursor()
 	}
-	s, err1 := hex.DecodeString(parts[1])
-	k, err2 := hex.DecodeString(parts[2])
-	return parts[0] == "h", string(s), string(k), err1 == nil && err2 == nil
+	s, err1 := hex.DecodeString(parts[2])
+	k, err2 := hex.DecodeString(parts[3])
+	if err1 != nil || err2 != nil || len(s) > backends.MaxScopeLen || len(k) > backends.MaxKeyLen ||
+		parts[1]+"."+hex.EncodeToString(s)+"."+hex.EncodeToString(k) != c[len(parts[0])+1:] {
+		return false, "", "", backends.BadCursor()
+	}
+	if err := p.CheckCursorBinding(parts[0]); err != nil {
+		return false, "", "", err
+	}
+	held = parts[1] == "h"
+	if p.State == backends.StatePending && held || p.State == backends.StateHeld && !held {
+		return false, "", "", backends.BadCursor()
+	}
+	return held, string(s), string(k), nil
 }
 
 // Count implements backends.Lister in one statement that reads the whole
