@@ -98,8 +98,9 @@ func TestHoldRejectsLongDetails(t *testing.T) {
 		require.ErrorAs(t, err, &ie)
 	}
 	_, err := s.List(context.Background(), backends.ListParams{State: backends.StateCompleted})
-	var ie *InputError
-	require.ErrorAs(t, err, &ie, "completed records are never listed")
+	var le *backends.ListParamsError
+	require.ErrorAs(t, err, &le, "completed records are never listed")
+	require.Equal(t, "State", le.Field)
 }
 
 // TestListAndSweepUseTheStateIndex: the server plans a List page and a

@@ -67,12 +67,12 @@ var _ backends.Lister = (*Store)(nil)
 // allows.
 func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListPage, error) {
 	const op = "list"
-	if p.State != 0 && p.State != backends.StatePending && p.State != backends.StateHeld {
-		return backends.ListPage{}, &InputError{Op: op, Field: "State", Reason: "neither pending nor held (nor zero, for both)"}
+	if err := p.Validate(); err != nil {
+		return backends.ListPage{}, err
 	}
-	c, ok := parseListCursor(p.Cursor)
-	if !ok {
-		return backends.ListPage{}, &InputError{Op: op, Field: "Cursor", Reason: "not a cursor this store returned"}
+	c, err := parseListCursor(p.Cursor, p)
+	if err != nil {
+		return backends.ListPage{}, err
 	}
 	if c.state == 0 {
 		c.state = backends.StatePending
@@ -118,10 +118,10 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	}
 	switch {
 	case len(page.Records) == limit:
-		last.state = c.state
+		last.binding, last.state = c.binding, c.state
 		page.Next = last.String()
 	case c.state == backends.StatePending && p.State == 0:
-		page.Next = listCursor{state: backends.StateHeld, expiresUS: minCursorUS}.String()
+		page.Next = listCursor{binding: c.binding, state: backends.StateHeld, expiresUS: minCursorUS}.String()
 	}
 	return page, nil
 }
@@ -145,38 +145,65 @@ func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
 
 // minCursorUS is 1000-01-01 00:00:00 UTC, DATETIME's start, in µs since
 // 1970: a cursor expiry before any row's, so that a walk's first page
-// starts at its range's start.
-const minCursorUS = -30_610_224_000_000_000
+// starts at its range's start. maxCursorUS is DATETIME(6)'s end,
+// 9999-12-31 23:59:59.999999 UTC: no row expires later.
+const (
+	minCursorUS = -30_610_224_000_000_000
+	maxCursorUS = 253_402_300_799_999_999
+)
 
 // listCursor is a position in a List walk: the state whose range is
 // walked, and the index position (expiry, scope, key) of the last record
-// returned in it.
+// returned in it; binding is the walk's ListParams.CursorBinding.
 type listCursor struct {
+	binding    string
 	state      backends.State
 	expiresUS  int64
 	scope, key string
 }
 
 func (c listCursor) String() string {
-	return fmt.Sprintf("%d.%d.%s.%s", c.state, c.expiresUS, hex.EncodeToString([]byte(c.scope)), hex.EncodeToString([]byte(c.key)))
+	return fmt.Sprintf("%s.%d.%d.%s.%s", c.binding, c.state, c.expiresUS, hex.EncodeToString([]byte(c.scope)), hex.EncodeToString([]byte(c.key)))
 }
 
-// parseListCursor parses a cursor of String; "" is the start of a walk.
-func parseListCursor(s string) (listCursor, bool) {
+// maxListCursorLen bounds the cursors listCursor.String returns.
+const maxListCursorLen = 17 + 3 + 21 + 2 + 2*backends.MaxScopeLen + 2*backends.MaxKeyLen
+
+// parseListCursor parses a cursor of String for p; "" is the start of a
+// walk (binding set, state zero). It refuses, with a
+// *backends.ListParamsError, anything String does not return (a
+// non-canonical spelling included, and an expiry outside DATETIME's
+// range), a cursor returned for other parameters, and one walking a
+// state p does not select.
+func parseListCursor(s string, p backends.ListParams) (listCursor, error) {
 	if s == "" {
-		return listCursor{expiresUS: minCursorUS}, true
+		return listCursor{binding: p.CursorBinding(), expiresUS: minCursorUS}, nil
+	}
+	if len(s) > maxListCursorLen {
+		return listCursor{}, backends.BadCursor()
 	}
 	parts := strings.Split(s, ".")
-	if len(parts) != 4 || (parts[0] != "1" && parts[0] != "3") {
-		return listCursor{}, false
+	if len(parts) != 5 || (parts[1] != "1" && parts[1] != "3") {
+		return listCursor{}, backends.BadCursor()
 	}
-	us, err := strconv.ParseInt(parts[1], 10, 64)
-	scope, err1 := hex.DecodeString(parts[2])
-	key, err2 := hex.DecodeString(parts[3])
-	if err != nil || err1 != nil || err2 != nil || len(scope) > backends.MaxScopeLen || len(key) > backends.MaxKeyLen {
-		return listCursor{}, false
+	us, err := strconv.ParseInt(parts[2], 10, 64)
+	scope, err1 := hex.DecodeString(parts[3])
+	key, err2 := hex.DecodeString(parts[4])
+	if err != nil || err1 != nil || err2 != nil || us < minCursorUS || us > maxCursorUS ||
+		len(scope) > backends.MaxScopeLen || len(key) > backends.MaxKeyLen {
+		return listCursor{}, backends.BadCursor()
 	}
-	return listCursor{state: backends.State(parts[0][0] - '0'), expiresUS: us, scope: string(scope), key: string(key)}, true
+	c := listCursor{binding: parts[0], state: backends.State(parts[1][0] - '0'), expiresUS: us, scope: string(scope), key: string(key)}
+	if c.String() != s {
+		return listCursor{}, backends.BadCursor()
+	}
+	if err := p.CheckCursorBinding(c.binding); err != nil {
+		return listCursor{}, err
+	}
+	if p.State != 0 && c.state != p.State {
+		return listCursor{}, backends.BadCursor()
+	}
+	return c, nil
 }
 
 // ageMicros converts ListParams.OlderThan to whole microseconds, rounding
