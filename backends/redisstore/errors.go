@@ -28,7 +28,9 @@ var (
 	ErrInvalid = errors.New("once/redisstore: invalid argument")
 )
 
-// Error is the only error type the Store returns for a failed operation. No
+// Error is the only error type the Store returns for a failed operation,
+// but for List's refusal of its parameters, which is a
+// *backends.ListParamsError as on every store. No
 // go-redis error escapes: Error keeps the driver's message as text and
 // unwraps to its Kind only.
 type Error struct {

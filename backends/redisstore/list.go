@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"strings"
@@ -52,35 +51,65 @@ func (s *Store) nodes(ctx context.Context) ([]node, error) {
 
 // listCursor is a position in the walk: the primaries before addr are
 // done; on addr, SCAN resumes at scan, skipping the keys of that batch up
-// to after (in byte order) that an earlier page returned.
+// to after (in byte order) that an earlier page returned. count is the
+// COUNT of that batch when after is set (zero otherwise): the batch is
+// read again with it, since a larger COUNT would read more buckets,
+// whose keys up to after would be skipped and never listed. binding is
+// the walk's ListParams.CursorBinding.
 type listCursor struct {
-	addr  string
-	scan  uint64
-	after string
+	binding string
+	addr    string
+	scan    uint64
+	count   int64
+	after   string
 }
 
 func (c listCursor) String() string {
-	return strconv.Quote(c.addr) + " " + strconv.FormatUint(c.scan, 10) + " " + strconv.Quote(c.after)
+	return c.binding + " " + strconv.Quote(c.addr) + " " + strconv.FormatUint(c.scan, 10) + " " +
+		strconv.FormatInt(c.count, 10) + " " + strconv.Quote(c.after)
 }
 
+// minScanCount is the smallest SCAN COUNT of List.
+const minScanCount = 100
+
+// maxListCursorLen bounds the cursors List accepts: far more than an
+// address and a record key quoted take.
+const maxListCursorLen = 64 << 10
+
+// parseListCursor parses a cursor of String; "" is the start of a walk.
+// It reports false for anything String does not return, a non-canonical
+// spelling included; the caller checks the binding and the key.
 func parseListCursor(s string) (listCursor, bool) {
 	if s == "" {
 		return listCursor{}, true
 	}
-	addr, rest, ok := cutQuoted(s)
-	if !ok || !strings.HasPrefix(rest, " ") {
+	if len(s) > maxListCursorLen {
 		return listCursor{}, false
 	}
-	num, rest, ok := strings.Cut(rest[1:], " ")
+	binding, rest, ok := strings.Cut(s, " ")
 	if !ok {
 		return listCursor{}, false
 	}
-	scan, err := strconv.ParseUint(num, 10, 64)
-	after, tail, ok2 := cutQuoted(rest)
-	if err != nil || !ok2 || tail != "" {
+	addr, rest, ok := cutQuoted(rest)
+	if !ok || !strings.HasPrefix(rest, " ") {
 		return listCursor{}, false
 	}
-	return listCursor{addr: addr, scan: scan, after: after}, true
+	num, rest, ok1 := strings.Cut(rest[1:], " ")
+	cnt, rest, ok2 := strings.Cut(rest, " ")
+	if !ok1 || !ok2 {
+		return listCursor{}, false
+	}
+	scan, err1 := strconv.ParseUint(num, 10, 64)
+	count, err2 := strconv.ParseInt(cnt, 10, 64)
+	after, tail, ok := cutQuoted(rest)
+	if err1 != nil || err2 != nil || !ok || tail != "" {
+		return listCursor{}, false
+	}
+	if after == "" && count != 0 || after != "" && (count < minScanCount || count > backends.MaxListLimit) {
+		return listCursor{}, false
+	}
+	c := listCursor{binding: binding, addr: addr, scan: scan, count: count, after: after}
+	return c, c.String() == s
 }
 
 func cutQuoted(s string) (string, string, bool) {
@@ -91,10 +120,6 @@ func cutQuoted(s string) (string, string, bool) {
 	v, err := strconv.Unquote(q)
 	return v, s[len(q):], err == nil
 }
-
-// errBadCursor says why List rejects a cursor this store did not return
-// (an *Error of kind ErrInvalid).
-var errBadCursor = errors.New("invalid list cursor")
 
 // List implements backends.Lister with SCAN (never KEYS), visiting every
 // primary of a Cluster in turn, and reads of the keys found (get.lua:
@@ -107,9 +132,22 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if err := ctx.Err(); err != nil {
 		return backends.ListPage{}, translate(ctx, op, err)
 	}
+	if err := p.Validate(); err != nil {
+		return backends.ListPage{}, err
+	}
+	binding := p.CursorBinding()
 	c, ok := parseListCursor(p.Cursor)
+	if p.Cursor == "" {
+		c.binding = binding
+	}
 	if !ok {
-		return backends.ListPage{}, invalid(op, errBadCursor.Error())
+		return backends.ListPage{}, backends.BadCursor()
+	}
+	if err := p.CheckCursorBinding(c.binding); err != nil {
+		return backends.ListPage{}, err
+	}
+	if _, _, ok := parseRecordKey(s.prefix, c.after); c.after != "" && !ok {
+		return backends.ListPage{}, backends.BadCursor()
 	}
 	limit := p.Limit
 	if limit <= 0 {
@@ -122,9 +160,10 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	}
 	i, _ := slices.BinarySearchFunc(nodes, c.addr, func(n node, addr string) int { return strings.Compare(n.addr, addr) })
 	if i < len(nodes) && nodes[i].addr != c.addr {
-		c = listCursor{addr: nodes[i].addr} // that primary is gone: start the next one
+		c = listCursor{binding: binding, addr: nodes[i].addr} // that primary is gone: start the next one
 	}
 	pattern := s.listPattern(p)
+	count := int64(max(limit, minScanCount))
 	var page backends.ListPage
 	for round := 0; i < len(nodes); round++ {
 		if round == scanRoundsPerPage {
@@ -132,7 +171,11 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 			return page, nil
 		}
 		n := nodes[i]
-		keys, next, err := n.client.Scan(ctx, c.scan, pattern, int64(max(limit, 100))).Result()
+		batch := count
+		if c.after != "" {
+			batch = c.count // the batch the cursor's after is in
+		}
+		keys, next, err := n.client.Scan(ctx, c.scan, pattern, batch).Result()
 		if err != nil {
 			return backends.ListPage{}, translate(ctx, op, err)
 		}
@@ -151,14 +194,14 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 			page.Records = append(page.Records, f.listed)
 		}
 		if len(found) > room {
-			page.Next = listCursor{addr: n.addr, scan: c.scan, after: found[room-1].redisKey}.String()
+			page.Next = listCursor{binding: binding, addr: n.addr, scan: c.scan, count: batch, after: found[room-1].redisKey}.String()
 			return page, nil
 		}
-		c = listCursor{addr: n.addr, scan: next}
+		c = listCursor{binding: binding, addr: n.addr, scan: next}
 		if next == 0 {
 			i++
 			if i < len(nodes) {
-				c = listCursor{addr: nodes[i].addr}
+				c = listCursor{binding: binding, addr: nodes[i].addr}
 			}
 		}
 		if i < len(nodes) && len(page.Records) == limit {

@@ -1,11 +1,18 @@
 package redisstore
 
 import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
+	"github.com/stagedoor/once/internal/testservers/serverenv"
 )
 
 func TestParseRecordKeyInvertsRecordKey(t *testing.T) {
@@ -24,14 +31,107 @@ func TestParseRecordKeyInvertsRecordKey(t *testing.T) {
 }
 
 func TestListCursorRoundTrip(t *testing.T) {
-	for _, c := range []listCursor{{}, {addr: "127.0.0.1:7001", scan: 1 << 63, after: "once:{1:a:\" b}"}} {
+	b := backends.ListParams{State: backends.StateHeld, Scope: "s"}.CursorBinding()
+	for _, c := range []listCursor{
+		{binding: b},
+		{binding: b, addr: "127.0.0.1:7001", scan: 1<<64 - 1, count: backends.MaxListLimit, after: "once:{1:a:\" b}"},
+		{binding: b, scan: 7, count: minScanCount, after: "\x00\xff"},
+	} {
 		got, ok := parseListCursor(c.String())
-		require.True(t, ok)
+		require.True(t, ok, "%q", c.String())
 		require.Equal(t, c, got)
 	}
-	for _, s := range []string{"x", `"a" 1`, `"a" x ""`, `"a" 1 "" tail`} {
+	good := listCursor{binding: b, addr: "a", scan: 5, count: 100, after: "k"}.String()
+	for _, s := range []string{
+		"x", `"a" 1`, `"a" x ""`, `"a" 1 "" tail`, // the format before bindings
+		b, b + " ", b + ` "a"`, b + ` "a" 1`, b + ` "a" 1 0`, b + ` "a" 1 0 ""x`, b + ` "a" 1 0 "" `,
+		b + ` "a" -1 0 ""`, b + ` "a" 18446744073709551616 0 ""`, b + ` "a" 01 0 ""`, b + ` "a" +1 0 ""`,
+		b + ` "a" 1 100 ""`, b + ` "a" 1 0 "k"`, b + ` "a" 1 99 "k"`, b + ` "a" 1 10001 "k"`, b + ` "a" 1 -100 "k"`,
+		b + ` "a" 1 9223372036854775808 "k"`, b + ` "\x61" 1 0 ""`, b + ` "a 1 0 ""`, b + " `a` 1 0 \"\"",
+		good[:len(good)-1], good + " ", " " + good, strings.Repeat(`"`, 100_000), b + " " + strings.Repeat("\"\\", 50_000),
+	} {
 		_, ok := parseListCursor(s)
-		require.False(t, ok, "%q", s)
+		require.False(t, ok, "%.80q", s)
+	}
+}
+
+// FuzzParseListCursor: the parser never panics, and accepts exactly what
+// String returns: a cursor it accepts spells out again the same.
+func FuzzParseListCursor(f *testing.F) {
+	b := backends.ListParams{}.CursorBinding()
+	f.Add(listCursor{binding: b}.String())
+	f.Add(listCursor{binding: b, addr: "127.0.0.1:7001", scan: 42, count: 100, after: "p:{1:s:k}"}.String())
+	f.Add(`"a" 1 ""`)
+	f.Add("")
+	f.Fuzz(func(t *testing.T, s string) {
+		c, ok := parseListCursor(s)
+		if ok && s != "" {
+			require.Equal(t, s, c.String())
+		}
+	})
+}
+
+// TestListResumesABatchWithItsCount: a page that stopped inside a SCAN
+// batch reads that batch again with the COUNT it was read with, whatever
+// the next page's Limit; a larger COUNT would read more buckets, whose
+// keys up to the cursor's would be skipped for good.
+func TestListResumesABatchWithItsCount(t *testing.T) {
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: serverenv.RedisAddr()})
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Ping(ctx).Err(); err != nil {
+		if serverenv.Required() {
+			t.Fatalf("redis at %s: %v", serverenv.RedisAddr(), err)
+		}
+		t.Skipf("redis at %s: %v", serverenv.RedisAddr(), err)
+	}
+	counts := &scanCounts{}
+	c.AddHook(counts)
+	s, err := New(ctx, c, &Config{KeyPrefix: "oncetest-listcount:", EvictionPolicyCheck: EvictionIgnore})
+	require.NoError(t, err)
+	scope := backendtest.Scope(t)
+	p := backends.ListParams{Scope: scope, Limit: 5000}
+	cur := listCursor{binding: p.CursorBinding(), scan: 0, count: 123, after: s.key(scope, "k")}
+	p.Cursor = cur.String()
+	_, err = s.List(ctx, p)
+	require.NoError(t, err)
+	require.NotEmpty(t, counts.got)
+	require.Equal(t, int64(123), counts.got[0], "the batch is read again with its own COUNT")
+	for _, n := range counts.got[1:] {
+		require.Equal(t, int64(5000), n, "the next batches with the page's")
+	}
+
+	p.Cursor = listCursor{binding: p.CursorBinding(), after: "not a key of this store"}.String()
+	_, err = s.List(ctx, p)
+	var le *backends.ListParamsError
+	require.ErrorAs(t, err, &le, "a cursor's key is one of this store's")
+}
+
+// scanCounts records the COUNT of every SCAN a client sends.
+type scanCounts struct {
+	mu  sync.Mutex
+	got []int64
+}
+
+func (h *scanCounts) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *scanCounts) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+func (h *scanCounts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 0 && strings.EqualFold(fmt.Sprint(args[0]), "scan") {
+			for i := 1; i+1 < len(args); i++ {
+				if strings.EqualFold(fmt.Sprint(args[i]), "count") {
+					n, _ := args[i+1].(int64)
+					h.mu.Lock()
+					h.got = append(h.got, n)
+					h.mu.Unlock()
+				}
+			}
+		}
+		return next(ctx, cmd)
 	}
 }
 
