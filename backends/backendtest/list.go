@@ -2,6 +2,7 @@ package backendtest
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -188,8 +189,105 @@ func exerciseList(t *testing.T, newStore NewStore) {
 		l := e.lister()
 		seen, _ := e.walk(backends.ListParams{Scope: e.scope})
 		require.Empty(e.t, seen)
-		_, err := l.List(e.ctx, backends.ListParams{Cursor: "not a cursor \x00"})
-		require.Error(e.t, err, "a cursor the store did not return is an error, not a restart")
+		for _, c := range []string{
+			"not a cursor \x00", ".", "..", "...", "....", " ", "\"", "0", "-1", "1.", "3.", "h.", "p.",
+			strings.Repeat("9", 400), "1.-9223372036854775808..", "3.99999999999999999999999.00.00",
+			strings.Repeat(".", 10_000), strings.Repeat("ff", 100_000),
+		} {
+			_, err := l.List(e.ctx, backends.ListParams{Cursor: c})
+			requireListParamsError(e.t, err, "Cursor", fmt.Sprintf("a cursor the store did not return is an error, not a restart: %.40q", c))
+		}
+	})
+
+	run(t, newStore, "RejectsAStateOutOfRange", func(e *env) {
+		l := e.lister()
+		for _, st := range []backends.State{backends.StateCompleted, 4, 9, 10, 11, 13, 255} {
+			_, err := l.List(e.ctx, backends.ListParams{State: st})
+			requireListParamsError(e.t, err, "State", fmt.Sprintf("State %d", st))
+			_, err = l.List(e.ctx, backends.ListParams{State: st, Scope: e.scope, Cursor: "garbage"})
+			requireListParamsError(e.t, err, "State", fmt.Sprintf("the State is checked first: %d", st))
+		}
+	})
+
+	run(t, newStore, "CursorIsBoundToItsFilters", func(e *env) {
+		l := e.lister()
+		e.populate("k-", 3)
+		other := Scope(e.t)
+		for _, base := range []backends.ListParams{
+			{Scope: e.scope, KeyPrefix: "k-"},
+			{Scope: e.scope, KeyPrefix: "k-", State: backends.StatePending},
+			{Scope: e.scope, KeyPrefix: "k-", State: backends.StateHeld},
+		} {
+			// Every cursor of a walk (one record a page) is refused with
+			// other filters, and accepted with the same ones, whatever
+			// OlderThan and Limit.
+			p := base
+			p.Limit = 1
+			cursors := 0
+			for {
+				page, err := l.List(e.ctx, p)
+				require.NoError(e.t, err)
+				if page.Next == "" {
+					break
+				}
+				cursors++
+				require.LessOrEqual(e.t, cursors, 10_000, "a walk ends")
+				for _, st := range []backends.State{0, backends.StatePending, backends.StateHeld} {
+					if st == base.State {
+						continue
+					}
+					q := base
+					q.State, q.Cursor = st, page.Next
+					_, err := l.List(e.ctx, q)
+					requireListParamsError(e.t, err, "Cursor", fmt.Sprintf("a cursor of State %v reused with State %v", base.State, st))
+				}
+				for _, q := range []backends.ListParams{
+					{Scope: other, KeyPrefix: base.KeyPrefix},
+					{Scope: "", KeyPrefix: base.KeyPrefix},
+					{Scope: e.scope, KeyPrefix: "k-p"},
+					{Scope: e.scope, KeyPrefix: ""},
+				} {
+					q.State, q.Cursor = base.State, page.Next
+					_, err := l.List(e.ctx, q)
+					requireListParamsError(e.t, err, "Cursor", fmt.Sprintf("a cursor reused with scope %q, prefix %q", q.Scope, q.KeyPrefix))
+				}
+				for _, c := range []string{page.Next + ".", " " + page.Next, "x" + page.Next} {
+					q := base
+					q.Cursor = c
+					_, err := l.List(e.ctx, q)
+					requireListParamsError(e.t, err, "Cursor", fmt.Sprintf("an altered cursor %q", c))
+				}
+				q := base
+				q.Cursor, q.OlderThan, q.Limit = page.Next, time.Nanosecond, 5
+				_, err = l.List(e.ctx, q)
+				require.NoError(e.t, err, "OlderThan and Limit may change during a walk")
+				p.Cursor = page.Next
+			}
+			require.Positive(e.t, cursors, "the walk had more than one page")
+		}
+	})
+
+	run(t, newStore, "AWalkMayChangeItsLimit", func(e *env) {
+		l := e.lister()
+		pending, held := e.populate("k-", 12)
+		seen := map[string]bool{}
+		p := backends.ListParams{Scope: e.scope, KeyPrefix: "k-"}
+		for i := 0; ; i++ {
+			require.Less(e.t, i, 10_000, "a walk ends")
+			p.Limit = []int{1, 5, 2, 200, 3}[i%5]
+			page, err := l.List(e.ctx, p)
+			require.NoError(e.t, err)
+			for _, r := range page.Records {
+				seen[r.Key] = true
+			}
+			if page.Next == "" {
+				break
+			}
+			p.Cursor = page.Next
+		}
+		for _, k := range append(pending, held...) {
+			require.True(e.t, seen[k], "every record is listed at least once: %s", k)
+		}
 	})
 
 	run(t, newStore, "Count", func(e *env) {
@@ -205,4 +303,14 @@ func exerciseList(t *testing.T, newStore NewStore) {
 		require.GreaterOrEqual(e.t, c.OldestHeld, shortLease)
 		require.GreaterOrEqual(e.t, c.Stored, c.Pending+c.Held+c.Completed)
 	})
+}
+
+// requireListParamsError fails unless err is a *backends.ListParamsError
+// about field (and errors.Is backends.ErrInvalidListParams).
+func requireListParamsError(t *testing.T, err error, field, what string) {
+	t.Helper()
+	var le *backends.ListParamsError
+	require.ErrorAs(t, err, &le, what)
+	require.Equal(t, field, le.Field, what)
+	require.ErrorIs(t, err, backends.ErrInvalidListParams, what)
 }
