@@ -72,6 +72,9 @@ func translate(ctx context.Context, op string, err error) error {
 	case ctx.Err() != nil:
 		// The driver may report an expired deadline as a network timeout.
 		e.Kind = ctx.Err()
+	case errors.Is(err, backends.ErrClosed):
+		// Store.Close: the error says it all.
+		e.Kind, e.Detail = backends.ErrClosed, ""
 	case errors.Is(err, redis.ErrClosed):
 		e.Kind = backends.ErrClosed
 	case errors.Is(err, redis.Nil):

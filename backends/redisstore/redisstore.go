@@ -156,6 +156,24 @@ func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store
 	return s, nil
 }
 
+// Close stops waiting without polling: it closes the Pub/Sub
+// connections Watch shares (one per primary on a Cluster; see Watch), if
+// any, and returns once every goroutine and timer function that serves
+// them has returned, so that nothing of the Store outlives it (a goroutine
+// leak check, such as go.uber.org/goleak's, passes right after Close;
+// without Close a connection and its goroutine stay up to 5 s after its
+// last waiter left). This holds too for a connection that is failing or
+// going idle at the time: Close waits for it. Waiters are woken, as by a
+// lost connection; a Watch in progress and every later Watch return an
+// *Error of kind backends.ErrClosed, and the core then waits by polling.
+// Close does not close the client, which the caller owns, and every other
+// method keeps working on it. Close is safe to call more than once and
+// concurrently with Watch; it returns nil.
+func (s *Store) Close() error {
+	s.subs.close()
+	return nil
+}
+
 func (s *Store) key(scope, key string) string { return recordKey(s.prefix, scope, key) }
 
 // precheck fails fast on an ended context and rejects what the record's

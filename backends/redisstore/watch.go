@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/stagedoor/once/backends"
 )
 
 // Watching: Complete, Release, Resolve and Delete publish on a channel
@@ -24,6 +26,9 @@ import (
 // Pub/Sub connections is therefore bounded by the number of primaries,
 // whatever the number of waiters. A connection with nothing to watch is
 // closed after subscriberIdle.
+//
+// Store.Close retires every connection and waits for every goroutine and
+// timer function the subscribers started (subscribers.running).
 
 // healthEvery is how often an idle subscriber connection is pinged; a ping
 // left unanswered for as long again fails it (as go-redis's own health
@@ -39,7 +44,9 @@ const (
 // is missed. The channel is also closed, as a spurious wake-up, when the
 // shared connection fails (the waiter re-checks and watches again on a
 // fresh connection) or the server drops the subscription (a Cluster slot
-// moved). Call stop to stop waiting; stop is idempotent.
+// moved). Call stop to stop waiting; stop is idempotent. After Close, and
+// in a Watch that Close interrupts, it returns an *Error of kind
+// backends.ErrClosed.
 func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, func(), error) {
 	const op = "watch"
 	if err := ctx.Err(); err != nil {
@@ -48,6 +55,11 @@ func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, 
 	channel := s.key(scope, key)
 	for attempt := 0; ; attempt++ {
 		changed, stop, err := s.watchOnce(ctx, channel)
+		if err != nil && ctx.Err() == nil && s.subs.isClosed() {
+			// Whatever failed the attempt (the connection Close retired,
+			// or one that failed meanwhile), the store is closed now.
+			err = backends.ErrClosed
+		}
 		if errors.Is(err, errSubscriberClosed) && attempt == 0 {
 			continue // the shared connection went idle or failed just now
 		}
@@ -85,8 +97,52 @@ func (s *Store) watchOnce(ctx context.Context, channel string) (<-chan struct{},
 // subscribers holds a Store's shared Pub/Sub connections by primary
 // address ("" for a single node or a Sentinel client).
 type subscribers struct {
-	mu    sync.Mutex
-	conns map[string]*subscriber
+	mu     sync.Mutex
+	conns  map[string]*subscriber
+	closed bool // Close was called: no connection opens any more
+	// running counts what the subscribers started and Close waits for:
+	// each loop goroutine, each idle timer until its function returned or
+	// it was stopped, each goroutine failing a connection, and a Close's
+	// own retiring. Every Add but Close's happens while the subscriber's
+	// loop is counted (it observed the subscriber live under its mu, and
+	// a loop returns only after its subscriber was retired), so the
+	// counter is never 0 then, as sync.WaitGroup requires of an Add
+	// concurrent with Wait.
+	running sync.WaitGroup
+}
+
+func (h *subscribers) isClosed() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closed
+}
+
+// close retires every connection (waking its waiters; a Watch waiting for
+// a confirmation returns backends.ErrClosed), makes every later Watch
+// return backends.ErrClosed, and returns once every goroutine and timer
+// function of every subscriber, including those of connections that
+// failed or went idle before, has returned. It is safe to call more than
+// once and concurrently.
+func (h *subscribers) close() {
+	h.mu.Lock()
+	var conns []*subscriber
+	first := !h.closed
+	if first {
+		h.closed = true
+		for _, sc := range h.conns {
+			conns = append(conns, sc)
+		}
+		h.conns = nil
+		h.running.Add(1) // a concurrent Close waits for this one's retiring
+	}
+	h.mu.Unlock()
+	if first {
+		for _, sc := range conns {
+			sc.fail(backends.ErrClosed)
+		}
+		h.running.Done()
+	}
+	h.running.Wait()
 }
 
 func (s *Store) subscriberFor(ctx context.Context, channel string) (*subscriber, error) {
@@ -102,6 +158,9 @@ func (s *Store) subscriberFor(ctx context.Context, channel string) (*subscriber,
 	h := &s.subs
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if h.closed {
+		return nil, backends.ErrClosed
+	}
 	if sc := h.conns[addr]; sc != nil && !sc.dead.Load() {
 		return sc, nil
 	}
@@ -123,7 +182,11 @@ func (s *Store) subscriberFor(ctx context.Context, channel string) (*subscriber,
 		h.conns = map[string]*subscriber{}
 	}
 	h.conns[addr] = sc
-	go sc.loop()
+	h.running.Add(1)
+	go func() {
+		defer h.running.Done()
+		sc.loop()
+	}()
 	return sc, nil
 }
 
@@ -178,10 +241,7 @@ func (sc *subscriber) add(ctx context.Context, channel string, w *waiter) (<-cha
 	if sc.dead.Load() {
 		return nil, errSubscriberClosed
 	}
-	if sc.idle != nil {
-		sc.idle.Stop()
-		sc.idle = nil
-	}
+	sc.stopIdleLocked()
 	st := sc.channels[channel]
 	if st == nil {
 		st = &watched{ready: make(chan struct{}), waiters: map[*waiter]struct{}{}}
@@ -241,19 +301,28 @@ func (sc *subscriber) dropLocked(channel string, st *watched) {
 	}
 	sc.pendingUnsub[channel]++
 	if err := sc.unsubscribe(context.Background(), channel); err != nil {
-		go sc.fail(err)
+		// Not under sc.mu, which fail takes.
+		sc.owner.running.Add(1)
+		go func() {
+			defer sc.owner.running.Done()
+			sc.fail(err)
+		}()
 		return
 	}
 	sc.idleLocked()
 }
 
 // idleLocked closes the connection after subscriberIdle with nothing to
-// watch.
+// watch; sc.mu is held.
 func (sc *subscriber) idleLocked() {
-	if len(sc.channels) > 0 || sc.idle != nil {
+	if len(sc.channels) > 0 || sc.idle != nil || sc.dead.Load() {
 		return
 	}
+	// Close waits for the timer's function too: it counts in running until
+	// it returned or was stopped (stopIdleLocked).
+	sc.owner.running.Add(1)
 	sc.idle = time.AfterFunc(subscriberIdle, func() {
+		defer sc.owner.running.Done()
 		sc.mu.Lock()
 		empty := len(sc.channels) == 0
 		sc.mu.Unlock()
@@ -261,6 +330,14 @@ func (sc *subscriber) idleLocked() {
 			sc.fail(errSubscriberClosed)
 		}
 	})
+}
+
+// stopIdleLocked stops the idle timer, if any; sc.mu is held.
+func (sc *subscriber) stopIdleLocked() {
+	if sc.idle != nil && sc.idle.Stop() {
+		sc.owner.running.Done() // its function will not run
+	}
+	sc.idle = nil
 }
 
 // loop reads the connection and dispatches notifications and
@@ -374,9 +451,7 @@ func (sc *subscriber) fail(err error) {
 		}
 	}
 	sc.channels = map[string]*watched{}
-	if sc.idle != nil {
-		sc.idle.Stop()
-	}
+	sc.stopIdleLocked()
 	sc.mu.Unlock()
 	_ = sc.ps.Close()
 }
