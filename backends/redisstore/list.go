@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"math/bits"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,26 +51,31 @@ func (s *Store) nodes(ctx context.Context) ([]node, error) {
 }
 
 // listCursor is a position in the walk: the primaries before addr are
-// done; on addr, SCAN resumes at scan, skipping the keys of that batch up
-// to after (in byte order) that an earlier page returned. count is the
-// COUNT of that batch when after is set (zero otherwise): the batch is
-// read again with it, since a larger COUNT would read more buckets,
-// whose keys up to after would be skipped and never listed. binding is
-// the walk's ListParams.CursorBinding.
+// done; on addr, SCAN resumes at scan. When after is set, a page stopped
+// inside the SCAN batch that started at scan, read with COUNT count and
+// ending at SCAN cursor end: that batch's keys up to after (in byte
+// order) were returned, and a key of that batch's buckets is listed again
+// only when it sorts after it. The batch is read again with its count, but
+// that reads other buckets when keys of the batch were added or deleted
+// meanwhile (SCAN's COUNT counts keys, not buckets): the keys up to after
+// are then skipped only from a read that did not pass end (see covered),
+// since the buckets past end were not read before. binding is the walk's
+// ListParams.CursorBinding.
 type listCursor struct {
 	binding string
 	addr    string
 	scan    uint64
 	count   int64
+	end     uint64
 	after   string
 }
 
 func (c listCursor) String() string {
 	return c.binding + " " + strconv.Quote(c.addr) + " " + strconv.FormatUint(c.scan, 10) + " " +
-		strconv.FormatInt(c.count, 10) + " " + strconv.Quote(c.after)
+		strconv.FormatInt(c.count, 10) + " " + strconv.FormatUint(c.end, 10) + " " + strconv.Quote(c.after)
 }
 
-// minScanCount is the smallest SCAN COUNT of List.
+// minScanCount is the smallest SCAN COUNT of a batch List starts.
 const minScanCount = 100
 
 // maxListCursorLen bounds the cursors List accepts: far more than an
@@ -96,20 +102,39 @@ func parseListCursor(s string) (listCursor, bool) {
 	}
 	num, rest, ok1 := strings.Cut(rest[1:], " ")
 	cnt, rest, ok2 := strings.Cut(rest, " ")
-	if !ok1 || !ok2 {
+	last, rest, ok3 := strings.Cut(rest, " ")
+	if !ok1 || !ok2 || !ok3 {
 		return listCursor{}, false
 	}
 	scan, err1 := strconv.ParseUint(num, 10, 64)
 	count, err2 := strconv.ParseInt(cnt, 10, 64)
+	end, err3 := strconv.ParseUint(last, 10, 64)
 	after, tail, ok := cutQuoted(rest)
-	if err1 != nil || err2 != nil || !ok || tail != "" {
+	if err1 != nil || err2 != nil || err3 != nil || !ok || tail != "" {
 		return listCursor{}, false
 	}
-	if after == "" && count != 0 || after != "" && (count < minScanCount || count > backends.MaxListLimit) {
+	if after == "" && (count != 0 || end != 0) || after != "" && (count < 1 || count > backends.MaxListLimit) {
 		return listCursor{}, false
 	}
-	c := listCursor{binding: binding, addr: addr, scan: scan, count: count, after: after}
+	c := listCursor{binding: binding, addr: addr, scan: scan, count: count, end: end, after: after}
 	return c, c.String() == s
+}
+
+// covered reports whether a SCAN that returned cursor next read no bucket
+// past end, the cursor that ended a batch read before (0 for both: the
+// end of the primary's keyspace). SCAN visits the buckets in the order of
+// their reversed index bits, across resizes too, so its cursors compare
+// as bit-reversed numbers; ordered is false when that order is not known
+// (a Cluster primary: from Redis 7.4 its cursors carry a slot number in
+// their low bits), and then only next == end is known to be covered.
+func covered(next, end uint64, ordered bool) bool {
+	switch {
+	case end == 0 || next == end:
+		return true
+	case next == 0 || !ordered:
+		return false
+	}
+	return bits.Reverse64(next) < bits.Reverse64(end)
 }
 
 func cutQuoted(s string) (string, string, bool) {
@@ -123,8 +148,12 @@ func cutQuoted(s string) (string, string, bool) {
 
 // List implements backends.Lister with SCAN (never KEYS), visiting every
 // primary of a Cluster in turn, and reads of the keys found (get.lua:
-// the record and its PTTL, atomically per key), pipelined per primary. A page is at most scanRoundsPerPage SCAN calls. A walk sees
-// every record present throughout it at least once, as SCAN does; a
+// the record and its PTTL, atomically per key), pipelined per primary. A
+// page is at most scanRoundsPerPage SCAN batches (reading again a batch
+// that changed since a page stopped inside it may halve its COUNT up to
+// 14 times, a SCAN call each). A
+// walk sees every record present throughout it at least once, as SCAN
+// does, also when keys are added or deleted between pages; a
 // primary that fails over during the walk may be cut short (the walk
 // continues with the next one).
 func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListPage, error) {
@@ -164,6 +193,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	}
 	pattern := s.listPattern(p)
 	count := int64(max(limit, minScanCount))
+	_, cluster := s.client.(*redis.ClusterClient)
 	var page backends.ListPage
 	for round := 0; i < len(nodes); round++ {
 		if round == scanRoundsPerPage {
@@ -175,13 +205,24 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 		if c.after != "" {
 			batch = c.count // the batch the cursor's after is in
 		}
-		keys, next, err := n.client.Scan(ctx, c.scan, pattern, batch).Result()
-		if err != nil {
-			return backends.ListPage{}, translate(ctx, op, err)
+		var keys []string
+		var next uint64
+		for {
+			keys, next, err = n.client.Scan(ctx, c.scan, pattern, batch).Result()
+			if err != nil {
+				return backends.ListPage{}, translate(ctx, op, err)
+			}
+			if c.after == "" || cluster || batch == 1 || covered(next, c.end, true) {
+				break
+			}
+			// The batch grew past its end (keys of it were deleted): read
+			// fewer buckets, whose keys up to after were returned.
+			batch = max(1, batch/2)
 		}
+		skip := c.after != "" && covered(next, c.end, !cluster)
 		slices.Sort(keys)
 		keys = slices.Compact(keys)
-		if c.after != "" {
+		if skip {
 			from, _ := slices.BinarySearch(keys, c.after+"\x00")
 			keys = keys[from:]
 		}
@@ -194,10 +235,15 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 			page.Records = append(page.Records, f.listed)
 		}
 		if len(found) > room {
-			page.Next = listCursor{binding: binding, addr: n.addr, scan: c.scan, count: batch, after: found[room-1].redisKey}.String()
+			page.Next = listCursor{binding: binding, addr: n.addr, scan: c.scan, count: batch, end: next, after: found[room-1].redisKey}.String()
 			return page, nil
 		}
-		c = listCursor{binding: binding, addr: n.addr, scan: next}
+		if skip && next != c.end {
+			// Short of the batch's end: its keys up to after are still done.
+			c = listCursor{binding: binding, addr: n.addr, scan: next, count: c.count, end: c.end, after: c.after}
+		} else {
+			c = listCursor{binding: binding, addr: n.addr, scan: next}
+		}
 		if next == 0 {
 			i++
 			if i < len(nodes) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -34,20 +35,22 @@ func TestListCursorRoundTrip(t *testing.T) {
 	b := backends.ListParams{State: backends.StateHeld, Scope: "s"}.CursorBinding()
 	for _, c := range []listCursor{
 		{binding: b},
-		{binding: b, addr: "127.0.0.1:7001", scan: 1<<64 - 1, count: backends.MaxListLimit, after: "once:{1:a:\" b}"},
-		{binding: b, scan: 7, count: minScanCount, after: "\x00\xff"},
+		{binding: b, addr: "127.0.0.1:7001", scan: 1<<64 - 1, count: backends.MaxListLimit, end: 1<<64 - 1, after: "once:{1:a:\" b}"},
+		{binding: b, scan: 7, count: 1, after: "\x00\xff"},
 	} {
 		got, ok := parseListCursor(c.String())
 		require.True(t, ok, "%q", c.String())
 		require.Equal(t, c, got)
 	}
-	good := listCursor{binding: b, addr: "a", scan: 5, count: 100, after: "k"}.String()
+	good := listCursor{binding: b, addr: "a", scan: 5, count: 100, end: 9, after: "k"}.String()
 	for _, s := range []string{
 		"x", `"a" 1`, `"a" x ""`, `"a" 1 "" tail`, // the format before bindings
-		b, b + " ", b + ` "a"`, b + ` "a" 1`, b + ` "a" 1 0`, b + ` "a" 1 0 ""x`, b + ` "a" 1 0 "" `,
-		b + ` "a" -1 0 ""`, b + ` "a" 18446744073709551616 0 ""`, b + ` "a" 01 0 ""`, b + ` "a" +1 0 ""`,
-		b + ` "a" 1 100 ""`, b + ` "a" 1 0 "k"`, b + ` "a" 1 99 "k"`, b + ` "a" 1 10001 "k"`, b + ` "a" 1 -100 "k"`,
-		b + ` "a" 1 9223372036854775808 "k"`, b + ` "\x61" 1 0 ""`, b + ` "a 1 0 ""`, b + " `a` 1 0 \"\"",
+		b + ` "a" 1 0 ""`, b + ` "a" 1 100 "k"`, // the format before a batch's end
+		b, b + " ", b + ` "a"`, b + ` "a" 1`, b + ` "a" 1 0`, b + ` "a" 1 0 0`, b + ` "a" 1 0 0 ""x`, b + ` "a" 1 0 0 "" `,
+		b + ` "a" -1 0 0 ""`, b + ` "a" 18446744073709551616 0 0 ""`, b + ` "a" 01 0 0 ""`, b + ` "a" +1 0 0 ""`,
+		b + ` "a" 1 100 0 ""`, b + ` "a" 1 0 5 ""`, b + ` "a" 1 0 0 "k"`, b + ` "a" 1 10001 0 "k"`, b + ` "a" 1 -100 0 "k"`,
+		b + ` "a" 1 100 -1 "k"`, b + ` "a" 1 100 18446744073709551616 "k"`, b + ` "a" 1 100 07 "k"`,
+		b + ` "a" 1 9223372036854775808 0 "k"`, b + ` "\x61" 1 0 0 ""`, b + ` "a 1 0 0 ""`, b + " `a` 1 0 0 \"\"",
 		good[:len(good)-1], good + " ", " " + good, strings.Repeat(`"`, 100_000), b + " " + strings.Repeat("\"\\", 50_000),
 	} {
 		_, ok := parseListCursor(s)
@@ -55,13 +58,34 @@ func TestListCursorRoundTrip(t *testing.T) {
 	}
 }
 
+// TestCoveredComparesReversedBits: SCAN cursors advance in the order of
+// their reversed bits; 0 is the end of the keyspace.
+func TestCoveredComparesReversedBits(t *testing.T) {
+	// With 8 buckets SCAN visits 0 4 2 6 1 5 3 7.
+	order := []uint64{4, 2, 6, 1, 5, 3, 7}
+	for i, a := range order {
+		for j, b := range order {
+			require.Equal(t, i <= j, covered(a, b, true), "%d before %d", a, b)
+		}
+		require.True(t, covered(a, 0, true), "everything is before the end")
+		require.False(t, covered(0, a, true), "the end is past every cursor")
+		require.Equal(t, a == 2, covered(a, 2, false), "unordered: only equal cursors")
+	}
+	require.True(t, covered(0, 0, false))
+	require.True(t, covered(6, 6, false))
+	// A cursor of a larger table sorts between those of a smaller one.
+	require.True(t, covered(2, 2+8, true))
+	require.True(t, covered(2+8, 6, true))
+}
+
 // FuzzParseListCursor: the parser never panics, and accepts exactly what
 // String returns: a cursor it accepts spells out again the same.
 func FuzzParseListCursor(f *testing.F) {
 	b := backends.ListParams{}.CursorBinding()
 	f.Add(listCursor{binding: b}.String())
-	f.Add(listCursor{binding: b, addr: "127.0.0.1:7001", scan: 42, count: 100, after: "p:{1:s:k}"}.String())
+	f.Add(listCursor{binding: b, addr: "127.0.0.1:7001", scan: 42, count: 100, end: 7, after: "p:{1:s:k}"}.String())
 	f.Add(`"a" 1 ""`)
+	f.Add(b + ` "a" 1 100 "k"`)
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) {
 		c, ok := parseListCursor(s)
@@ -145,4 +169,85 @@ func listParams(scope string) backends.ListParams { return backends.ListParams{S
 
 func listParamsKey(scope, prefix string) backends.ListParams {
 	return backends.ListParams{Scope: scope, KeyPrefix: prefix}
+}
+
+// TestListBatchThatChangedBetweenPages: records of a SCAN batch that a
+// page stopped inside are deleted before the next page, so that reading
+// the batch again with its COUNT reaches into further buckets. The keys
+// of those buckets that sort before the cursor's must still be listed:
+// every record present throughout the walk is listed.
+func TestListBatchThatChangedBetweenPages(t *testing.T) {
+	ctx := context.Background()
+	c := redis.NewClient(&redis.Options{Addr: serverenv.RedisAddr()})
+	t.Cleanup(func() { _ = c.Close() })
+	if err := c.Ping(ctx).Err(); err != nil {
+		if serverenv.Required() {
+			t.Fatalf("redis at %s: %v", serverenv.RedisAddr(), err)
+		}
+		t.Skipf("redis at %s: %v", serverenv.RedisAddr(), err)
+	}
+	s, err := New(ctx, c, &Config{KeyPrefix: "oncetest-listbatch:", EvictionPolicyCheck: EvictionIgnore})
+	require.NoError(t, err)
+	scope := backendtest.Scope(t)
+	const n = 1000
+	keep := map[string]bool{}
+	for i := range n {
+		k := fmt.Sprintf("k%04d", i)
+		_, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: k, Owner: backendtest.Token(), Lease: time.Hour, Retention: time.Hour})
+		require.NoError(t, err)
+		keep[k] = true
+	}
+	t.Cleanup(func() {
+		for k := range keep {
+			_, _ = s.Delete(context.Background(), scope, k)
+		}
+	})
+	p := backends.ListParams{Scope: scope, Limit: 40}
+	listed := map[string]bool{}
+	var twice []string
+	deleted := 0
+	for pages := 0; ; pages++ {
+		require.Less(t, pages, 10*n, "the walk ends")
+		page, err := s.List(ctx, p)
+		require.NoError(t, err)
+		for _, r := range page.Records {
+			if listed[r.Key] {
+				twice = append(twice, r.Key)
+			}
+			listed[r.Key] = true
+		}
+		if page.Next == "" {
+			break
+		}
+		cur, ok := parseListCursor(page.Next)
+		require.True(t, ok)
+		if cur.after != "" && deleted < n/4 {
+			// Delete the batch's records after the cursor's: the batch,
+			// read again with its COUNT, then reaches further buckets.
+			keys, _, err := c.Scan(ctx, cur.scan, s.listPattern(p), cur.count).Result()
+			require.NoError(t, err)
+			for _, rk := range keys {
+				if rk > cur.after {
+					_, k, ok := parseRecordKey(s.prefix, rk)
+					require.True(t, ok)
+					_, err := s.Delete(ctx, scope, k)
+					require.NoError(t, err)
+					delete(keep, k)
+					deleted++
+				}
+			}
+		}
+		p.Cursor = page.Next
+	}
+	require.Positive(t, deleted, "the walk stopped inside a batch")
+	var missed []string
+	for k := range keep {
+		if !listed[k] {
+			missed = append(missed, k)
+		}
+	}
+	require.Empty(t, missed, "records present throughout the walk but never listed (%d deleted)", deleted)
+	// The keyspace did not resize: the batch is read again in parts that
+	// stay within it, and nothing is listed twice.
+	require.Empty(t, twice, "records listed twice")
 }
