@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -33,16 +34,19 @@ func (s *Store) nodes(ctx context.Context) ([]node, error) {
 	if !ok {
 		return []node{{addr: "", client: s.client}}, nil
 	}
-	var list []node
-	ch := make(chan node, 64)
+	// ForEachMaster runs the callbacks concurrently and returns once all
+	// have: they collect under a mutex (a channel would have to be read
+	// meanwhile).
+	var (
+		mu   sync.Mutex
+		list []node
+	)
 	err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-		ch <- node{addr: c.Options().Addr, client: c}
+		mu.Lock()
+		defer mu.Unlock()
+		list = append(list, node{addr: c.Options().Addr, client: c})
 		return nil
 	})
-	close(ch)
-	for n := range ch {
-		list = append(list, n)
-	}
 	if err != nil {
 		return nil, err
 	}

@@ -251,3 +251,47 @@ func TestListBatchThatChangedBetweenPages(t *testing.T) {
 	// stay within it, and nothing is listed twice.
 	require.Empty(t, twice, "records listed twice")
 }
+
+// TestNodesOfALargeCluster: nodes returns every primary of a Cluster of
+// more primaries than a buffer would hold (it read them only after
+// ForEachMaster returned, which waits for every callback: a Cluster of
+// more than 64 primaries hung List and Count). The Cluster's layout is
+// given by ClusterSlots; nodes opens no connection.
+func TestNodesOfALargeCluster(t *testing.T) {
+	const primaries = 200
+	cc := redis.NewClusterClient(&redis.ClusterOptions{
+		ClusterSlots: func(context.Context) ([]redis.ClusterSlot, error) {
+			slots := make([]redis.ClusterSlot, primaries)
+			per := 16384 / primaries
+			for i := range slots {
+				end := (i+1)*per - 1
+				if i == primaries-1 {
+					end = 16383
+				}
+				slots[i] = redis.ClusterSlot{Start: i * per, End: end, Nodes: []redis.ClusterNode{{Addr: fmt.Sprintf("127.0.0.1:%d", 20000+i)}}}
+			}
+			return slots, nil
+		},
+	})
+	t.Cleanup(func() { _ = cc.Close() })
+	s := &Store{client: cc}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	done := make(chan []node, 1)
+	go func() {
+		nodes, err := s.nodes(ctx)
+		if err != nil {
+			t.Errorf("nodes: %v", err)
+		}
+		done <- nodes
+	}()
+	select {
+	case nodes := <-done:
+		require.Len(t, nodes, primaries)
+		for i := 1; i < len(nodes); i++ {
+			require.Less(t, nodes[i-1].addr, nodes[i].addr, "in address order, each once")
+		}
+	case <-ctx.Done():
+		t.Fatal("nodes did not return for a Cluster of 200 primaries")
+	}
+}
