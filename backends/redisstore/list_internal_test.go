@@ -177,6 +177,14 @@ func listParamsKey(scope, prefix string) backends.ListParams {
 // of those buckets that sort before the cursor's must still be listed:
 // every record present throughout the walk is listed.
 func TestListBatchThatChangedBetweenPages(t *testing.T) {
+	t.Run("deleted", func(t *testing.T) { testListBatchChanged(t, false) })
+	// Records added instead: the batch read again ends short of its end,
+	// and the rest of it is still read with the cursor's key skipped up
+	// to; the keyspace grows (and rehashes) meanwhile.
+	t.Run("added", func(t *testing.T) { testListBatchChanged(t, true) })
+}
+
+func testListBatchChanged(t *testing.T, add bool) {
 	ctx := context.Background()
 	c := redis.NewClient(&redis.Options{Addr: serverenv.RedisAddr()})
 	t.Cleanup(func() { _ = c.Close() })
@@ -204,8 +212,13 @@ func TestListBatchThatChangedBetweenPages(t *testing.T) {
 	})
 	p := backends.ListParams{Scope: scope, Limit: 40}
 	listed := map[string]bool{}
-	var twice []string
-	deleted := 0
+	var twice, fresh []string
+	deleted, added := 0, 0
+	t.Cleanup(func() {
+		for _, k := range fresh {
+			_, _ = s.Delete(context.Background(), scope, k)
+		}
+	})
 	for pages := 0; ; pages++ {
 		require.Less(t, pages, 10*n, "the walk ends")
 		page, err := s.List(ctx, p)
@@ -221,7 +234,16 @@ func TestListBatchThatChangedBetweenPages(t *testing.T) {
 		}
 		cur, ok := parseListCursor(page.Next)
 		require.True(t, ok)
-		if cur.after != "" && deleted < n/4 {
+		if cur.after != "" && add && added < 4*n {
+			for range n / 2 {
+				k := fmt.Sprintf("new%05d", added)
+				_, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: k, Owner: backendtest.Token(), Lease: time.Hour, Retention: time.Hour})
+				require.NoError(t, err)
+				fresh = append(fresh, k)
+				added++
+			}
+		}
+		if cur.after != "" && !add && deleted < n/4 {
 			// Delete the batch's records after the cursor's: the batch,
 			// read again with its COUNT, then reaches further buckets.
 			keys, _, err := c.Scan(ctx, cur.scan, s.listPattern(p), cur.count).Result()
@@ -239,7 +261,7 @@ func TestListBatchThatChangedBetweenPages(t *testing.T) {
 		}
 		p.Cursor = page.Next
 	}
-	require.Positive(t, deleted, "the walk stopped inside a batch")
+	require.Positive(t, deleted+added, "the walk stopped inside a batch")
 	var missed []string
 	for k := range keep {
 		if !listed[k] {
@@ -247,9 +269,11 @@ func TestListBatchThatChangedBetweenPages(t *testing.T) {
 		}
 	}
 	require.Empty(t, missed, "records present throughout the walk but never listed (%d deleted)", deleted)
-	// The keyspace did not resize: the batch is read again in parts that
-	// stay within it, and nothing is listed twice.
-	require.Empty(t, twice, "records listed twice")
+	if !add {
+		// The keyspace did not resize: the batch is read again in parts
+		// that stay within it, and nothing is listed twice.
+		require.Empty(t, twice, "records listed twice")
+	}
 }
 
 // TestNodesOfALargeCluster: nodes returns every primary of a Cluster of
