@@ -112,8 +112,8 @@ var (
 //
 // It fails if Redis cannot be reached, with a *ServerVersionError when a
 // server reports a version older than 7.0 (redis_version; valkey_version
-// when there is no redis_version), and with an *Error of kind ErrCorrupt
-// when that version cannot be read. A server that answers INFO with an
+// when there is no redis_version). A version it cannot read is not
+// checked, nor is a server that answers INFO with an
 // error reply (a managed service that disables or renames it, an ACL user
 // without it) or reports no version is not checked: on an older server
 // the first Claim then fails with ErrServer. Such a server also needs

@@ -75,9 +75,12 @@ func (s *Store) checkServerVersion(ctx context.Context) error {
 // (INFO answered with an error reply, as on a managed service that
 // disables or renames it or an ACL user without it, or an INFO without a
 // version field): the store then finds out at its first Claim, whose SET
-// fails with ErrServer. Otherwise a *ServerVersionError for an older
-// server, an *Error of kind ErrCorrupt for a version it cannot read, and
-// the translated error when the server could not be reached.
+// fails with ErrServer. A version it cannot read ("7.2.4.5", "unknown")
+// is not checked either: forks and proxies spell versions their own way,
+// and refusing a server that may work is worse than that first Claim's
+// error. Otherwise a
+// *ServerVersionError for an older server, and the translated error when
+// the server could not be reached.
 //
 // redis_version decides; a server that reports none but valkey_version
 // (every Valkey release has Redis 7.2's commands) is judged by that.
@@ -100,7 +103,7 @@ func versionCheck(ctx context.Context, addr, info string, err error) error {
 	}
 	major, minor, _, ok := parseVersion(v)
 	if !ok {
-		return corrupt(op, fmt.Sprintf("INFO server %s %q is not a version", field, v))
+		return nil // a version it cannot read: not checked (see above)
 	}
 	if major > minMajor || major == minMajor && minor >= minMinor {
 		return nil
