@@ -92,9 +92,10 @@ func (e *InProgressError) Is(target error) bool { return target == ErrInProgress
 // never contains the input itself.
 type InvalidInputError struct {
 	// Field is "ctx", "scope", "key", "fingerprint" or "fn", or the option
-	// "lease", "retention", "wait" or "max_outcome_size"; NewReconciler's
-	// are "keeper", "check", "store" and "reconciler_lease"
-	// (ReconcilerConfig.Lease).
+	// "lease", "retention", "wait", "max_outcome_size" or "local_cache";
+	// NewReconciler's are "keeper", "check", "store", "scope"
+	// (ReconcilerConfig.Scope), "reconciler_lease", "reconciler_batch" and
+	// "reconciler_older_than" (ReconcilerConfig.Lease, Batch, OlderThan).
 	Field string
 	// Reason says what is wrong, e.g. "longer than 255 bytes".
 	Reason string

@@ -51,9 +51,11 @@ type ReconcileFunc[T any] func(ctx context.Context, k HeldKey) (Verdict[T], erro
 
 // ReconcilerConfig configures a Reconciler. The zero value means defaults.
 type ReconcilerConfig struct {
-	// OlderThan selects keys held at least this long (default: all).
+	// OlderThan selects keys held at least this long (default: all). A
+	// negative one is refused by NewReconciler.
 	OlderThan time.Duration
-	// Scope, when not empty, reconciles that scope alone.
+	// Scope, when not empty, reconciles that scope alone; it must be a
+	// valid scope name (ValidateScope), or NewReconciler refuses it.
 	Scope string
 	// Lease is how long a Reconciler has a key to itself while it asks;
 	// 0 means DefaultReconcileLease. The ReconcileFunc's context ends
@@ -64,7 +66,8 @@ type ReconcilerConfig struct {
 	// range is smaller saturates at its maximum).
 	Lease time.Duration
 	// Batch bounds the keys one Pass examines; default
-	// DefaultReconcileBatch.
+	// DefaultReconcileBatch, at most backends.MaxListLimit. A negative one
+	// is refused by NewReconciler.
 	Batch int
 	// Codec encodes a settled verdict's Value; nil means the Keeper's
 	// codec (WithCodec). It must be the codec the keys' callers decode

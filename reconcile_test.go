@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -284,6 +285,36 @@ func TestNewReconcilerRejectsALeaseBelowTheMinimum(t *testing.T) {
 		} else {
 			require.Equal(t, "shorter than 1s", invalid.Reason)
 		}
+	}
+}
+
+// TestNewReconcilerRejectsOtherInvalidConfig: a negative Batch or
+// OlderThan (which used to fall back to the default silently) and a Scope
+// no record can have are refused with an *InvalidInputError naming the
+// field; the zero values mean the defaults, and the largest values are
+// accepted.
+func TestNewReconcilerRejectsOtherInvalidConfig(t *testing.T) {
+	check := func(context.Context, once.HeldKey) (once.Verdict[int], error) { return once.Verdict[int]{}, nil }
+	k := once.New(memory.New(nil))
+	for _, c := range []struct {
+		cfg   once.ReconcilerConfig
+		field string
+	}{
+		{once.ReconcilerConfig{Batch: -1}, "reconciler_batch"},
+		{once.ReconcilerConfig{Batch: math.MinInt}, "reconciler_batch"},
+		{once.ReconcilerConfig{OlderThan: -time.Nanosecond}, "reconciler_older_than"},
+		{once.ReconcilerConfig{OlderThan: math.MinInt64}, "reconciler_older_than"},
+		{once.ReconcilerConfig{Scope: strings.Repeat("s", 256)}, "scope"},
+		{once.ReconcilerConfig{Scope: "bad\x00scope"}, "scope"},
+	} {
+		_, err := once.NewReconciler(k, check, c.cfg)
+		var invalid *once.InvalidInputError
+		require.ErrorAs(t, err, &invalid, "%+v", c.cfg)
+		require.Equal(t, c.field, invalid.Field, "%+v", c.cfg)
+	}
+	for _, cfg := range []once.ReconcilerConfig{{}, {Batch: math.MaxInt, OlderThan: math.MaxInt64, Scope: "orders"}} {
+		_, err := once.NewReconciler(k, check, cfg)
+		require.NoError(t, err, "%+v", cfg)
 	}
 }
 
