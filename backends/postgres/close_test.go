@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once/backends"
@@ -220,7 +221,7 @@ func TestCloseConcurrentWithWatches(t *testing.T) {
 		closers.Add(1)
 		go func() {
 			defer closers.Done()
-			require.NoError(t, s.Close())
+			assert.NoError(t, s.Close())
 		}()
 	}
 	closers.Wait()

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once/backends"
@@ -388,7 +389,7 @@ func TestCloseConcurrentWithWatches(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	var closers sync.WaitGroup
 	for range 2 {
-		closers.Go(func() { require.NoError(t, s.Close()) })
+		closers.Go(func() { assert.NoError(t, s.Close()) })
 	}
 	closers.Wait()
 	require.Empty(t, newGoroutines(before), "no goroutine of the store is left once Close returned")
