@@ -136,8 +136,16 @@ func (c *conn) lister(op string) (backends.Lister, error) {
 	return l, nil
 }
 
-// Close releases the connections.
+// Close closes the store (its waiting connection, if any: the pool does
+// not count the connection it lends to Watch), then releases the
+// connections.
 func (c *conn) Close() {
+	if c.pg != nil {
+		_ = c.pg.Close()
+	}
+	if c.rs != nil {
+		_ = c.rs.Close()
+	}
 	if c.pool != nil {
 		c.pool.Close()
 	}
