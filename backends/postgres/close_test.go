@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/internal/goroutines"
 )
 
 // storeFrame matches a stack frame of the listener's code: a session's
@@ -23,39 +23,12 @@ import (
 var storeFrame = regexp.MustCompile(`(?m)^github\.com/stagedoor/once/backends/postgres\.\((\*session|\*listener)\)\.`)
 
 // storeGoroutines returns the stacks, by goroutine id, of the goroutines
-// running the listener's code, from runtime.Stack (the core module does
-// not depend on goleak).
-func storeGoroutines() map[string]string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	found := map[string]string{}
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		id, _, _ := strings.Cut(strings.TrimPrefix(g, "goroutine "), " ")
-		if storeFrame.MatchString(g) {
-			found[id] = g
-		}
-	}
-	return found
-}
+// running the store's waiting code (goroutines.Matching).
+func storeGoroutines() map[string]string { return goroutines.Matching(storeFrame) }
 
 // newGoroutines returns those of storeGoroutines not in before (other
-// tests' stores may keep their listener for listenIdle).
-func newGoroutines(before map[string]string) []string {
-	var added []string
-	for id, g := range storeGoroutines() {
-		if _, ok := before[id]; !ok {
-			added = append(added, g)
-		}
-	}
-	return added
-}
+// tests' stores may keep theirs for a while).
+func newGoroutines(before map[string]string) []string { return goroutines.Since(before, storeFrame) }
 
 // goneWithin bounds how long a goroutine of the listener may still exist
 // after Close returned: Close waits until each has done its last work

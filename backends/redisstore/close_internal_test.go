@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/backendtest"
+	"github.com/stagedoor/once/internal/goroutines"
 	"github.com/stagedoor/once/internal/testservers/serverenv"
 )
 
@@ -29,40 +29,12 @@ const wakeWithin = 10 * time.Second
 var storeFrame = regexp.MustCompile(`(?m)^github\.com/stagedoor/once/backends/redisstore\.\((\*subscriber|\*subscribers)\)\.`)
 
 // storeGoroutines returns the stacks, by goroutine id, of the goroutines
-// running the subscribers' code, from runtime.Stack (the core module does
-// not depend on goleak). The same helper as postgres/close_test.go's,
-// which an internal test of that package cannot share.
-func storeGoroutines() map[string]string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
-	found := map[string]string{}
-	for _, g := range strings.Split(string(buf), "\n\n") {
-		id, _, _ := strings.Cut(strings.TrimPrefix(g, "goroutine "), " ")
-		if storeFrame.MatchString(g) {
-			found[id] = g
-		}
-	}
-	return found
-}
+// running the store's waiting code (goroutines.Matching).
+func storeGoroutines() map[string]string { return goroutines.Matching(storeFrame) }
 
 // newGoroutines returns those of storeGoroutines not in before (other
-// tests' stores may keep a subscriber for subscriberIdle).
-func newGoroutines(before map[string]string) []string {
-	var added []string
-	for id, g := range storeGoroutines() {
-		if _, ok := before[id]; !ok {
-			added = append(added, g)
-		}
-	}
-	return added
-}
+// tests' stores may keep theirs for a while).
+func newGoroutines(before map[string]string) []string { return goroutines.Since(before, storeFrame) }
 
 // closeClient returns a client named name on the single node or, when
 // cluster, the Cluster, or skips (fails when servers are required).
