@@ -23,6 +23,9 @@ func postgresURL() string { return serverenv.PostgresURL() }
 type pgRun struct {
 	pool   *pgxpool.Pool
 	schema string
+	// insertFirst sets the library's Config.InsertFirstClaims
+	// (-pg-claims insert-first).
+	insertFirst bool
 }
 
 func openPostgres(ctx context.Context, id string, conns int32) (*pgRun, error) {
@@ -47,7 +50,7 @@ func openPostgres(ctx context.Context, id string, conns int32) (*pgRun, error) {
 
 // store migrates table in the run's schema and returns a Store over it.
 func (r *pgRun) store(ctx context.Context, table string) (*postgres.Store, error) {
-	cfg := &postgres.Config{Schema: r.schema, Table: table}
+	cfg := &postgres.Config{Schema: r.schema, Table: table, InsertFirstClaims: r.insertFirst}
 	if err := postgres.Migrate(ctx, r.pool, cfg); err != nil {
 		return nil, err
 	}
@@ -77,11 +80,12 @@ const (
 // table: see rawPostgresTarget) and the same-statement target (the
 // library's own statements sent with pgx, without the library), all on one
 // pool, with the PostgreSQL statistics of each.
-func setupPostgres(ctx context.Context, id string, conns int32) (_ *suite, err error) {
+func setupPostgres(ctx context.Context, id string, conns int32, claims string) (_ *suite, err error) {
 	r, err := openPostgres(ctx, id, conns)
 	if err != nil {
 		return nil, err
 	}
+	r.insertFirst = claims == "insert-first"
 	defer func() {
 		if err != nil {
 			r.close()
@@ -106,7 +110,7 @@ func setupPostgres(ctx context.Context, id string, conns int32) (_ *suite, err e
 	if _, err := r.store(ctx, pgSameTable); err != nil {
 		return nil, err
 	}
-	same, err := sameStatementsTarget(ctx, r.pool, r.table(pgSameTable), "same-"+id)
+	same, err := sameStatementsTarget(ctx, r.pool, r.table(pgSameTable), "same-"+id, r.insertFirst)
 	if err != nil {
 		return nil, err
 	}
@@ -170,11 +174,24 @@ func (r pgClaimRow) inserted() bool { return r.state == 0 }
 // baseline does (rawResult, rawReplay): the gap between it and the raw baseline is the
 // schema's and the statements' cost, the gap between it and the library is
 // the library's Go-side cost.
-func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope string) (*target, error) {
+// With insertFirst, its claim is the store's under Config.InsertFirstClaims:
+// insert_claim.sql, then claim.sql when that inserted nothing.
+func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope string, insertFirst bool) (*target, error) {
 	t := &target{}
 	q := pgsql.Render(table)
 	leaseUS, retentionUS, holdUS := lease.Microseconds(), retention.Microseconds(), holdLease.Microseconds()
 	claim := func(ctx context.Context, key string, fp []byte, owner string, leaseUS int64) (pgClaimRow, error) {
+		if insertFirst {
+			t.trips.Add(1)
+			var inserted bool
+			err := pool.QueryRow(ctx, q.InsertClaim, scope, key, fp, owner, leaseUS, retentionUS, "5000ms").Scan(&inserted)
+			if err == nil && inserted {
+				return pgClaimRow{}, nil // state 0: inserted
+			}
+			if err != pgx.ErrNoRows {
+				return pgClaimRow{}, fmt.Errorf("same insert claim of %s: %v", key, err)
+			}
+		}
 		t.trips.Add(1)
 		var r pgClaimRow
 		var leaseUntil, expiresAt, holdUntil, now, claimedAt pgtype.Timestamptz

@@ -288,6 +288,31 @@ func (q statements) claimOnce(ctx context.Context, db querier, p backends.ClaimP
 	return r, nil
 }
 
+// insertClaim runs insert_claim.sql once on db (Config.InsertFirstClaims):
+// whether it inserted the claim. When it did not, the key has a row, which
+// claim.sql then reads and decides on.
+func (q statements) insertClaim(ctx context.Context, db querier, p backends.ClaimParams) (bool, error) {
+	var inserted bool
+	err := db.QueryRow(ctx, q.InsertClaim, q.claimArgs(p)...).Scan(&inserted)
+	found, err := interpretError("claim", err)
+	return found && inserted, err
+}
+
+// insertedRow is the fastRow of a claim that insert_claim.sql inserted:
+// decide answers Claimed.
+var insertedRow = fastRow{found: true, state: 0}
+
+// scanInserted scans insert_claim.sql's row into inserted; no row (the key
+// has one) leaves it false.
+func scanInserted(inserted *bool) func(pgx.Row) error {
+	return func(row pgx.Row) error {
+		if err := row.Scan(inserted); err != pgx.ErrNoRows {
+			return err
+		}
+		return nil
+	}
+}
+
 // fastClaim runs claim.sql once on db.
 func (q statements) fastClaim(ctx context.Context, db querier, p backends.ClaimParams) (fastRow, error) {
 	var r fastRow

@@ -31,14 +31,20 @@ func holdInTx(t *testing.T, pool *pgxpool.Pool, s *Store, scope, key string) {
 // Resolve, and once.Do) on a key claimed inside an uncommitted
 // transaction waits at most LockTimeout and reports the key in progress;
 // it never blocks on the row lock for as long as the transaction lasts.
+// With InsertFirstClaims too: its plain insert is bounded the same way.
 func TestClaimBoundedByUncommittedTx(t *testing.T) {
+	t.Run("one statement", func(t *testing.T) { testClaimBoundedByUncommittedTx(t, false) })
+	t.Run("insert first", func(t *testing.T) { testClaimBoundedByUncommittedTx(t, true) })
+}
+
+func testClaimBoundedByUncommittedTx(t *testing.T, insertFirst bool) {
 	holderPool := newPool(t, nil)
 	holder, err := New(holderPool, &Config{Schema: testSchema})
 	require.NoError(t, err)
 	// One connection, so that the lock_timeout check at the end reads the
 	// very session the statements ran on.
 	pool := newPool(t, func(cfg *pgxpool.Config) { cfg.MaxConns = 1 })
-	s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 100 * time.Millisecond})
+	s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 100 * time.Millisecond, InsertFirstClaims: insertFirst})
 	require.NoError(t, err)
 	scope := backendtest.Scope(t)
 	holdInTx(t, holderPool, holder, scope, "held")

@@ -61,6 +61,20 @@ type Config struct {
 	// OnSweepError is called by RunSweeper with each error of a sweep; the
 	// next tick tries again. Defaults to ignoring the error.
 	OnSweepError func(error)
+
+	// InsertFirstClaims makes a Claim send the plain INSERT … ON CONFLICT
+	// DO NOTHING of a hand-written idempotency table first
+	// (internal/pgsql/sql/insert_claim.sql), and the one-statement claim
+	// only when that inserted nothing. A first execution then costs the
+	// server what a plain insert costs (about a quarter less CPU than the
+	// one-statement claim on this project's benchmark machine), while a
+	// replay, an in-progress duplicate and a mismatch take two statements
+	// in two round trips instead of one. It suits workloads where nearly
+	// every key is new and retries are rare, such as payments. A replay
+	// still takes no lock and writes nothing, every guarantee of Claim
+	// holds, and Stores with and without it may share a table. Defaults to
+	// false: one statement on every path.
+	InsertFirstClaims bool
 }
 
 // resolved is a validated Config with its defaults applied.
@@ -70,6 +84,7 @@ type resolved struct {
 	sweepBatchSize   int
 	onSweepError     func(error)
 	singleConnection bool
+	insertFirst      bool
 }
 
 func resolveConfig(cfg *Config) (resolved, error) {
@@ -97,6 +112,7 @@ func resolveConfig(cfg *Config) (resolved, error) {
 			r.onSweepError = cfg.OnSweepError
 		}
 		r.singleConnection = cfg.SingleConnection
+		r.insertFirst = cfg.InsertFirstClaims
 	}
 	if err := validateIdentifier("Schema", r.schema, maxIdentifierLen); err != nil {
 		return resolved{}, err
@@ -177,7 +193,11 @@ type querier interface {
 // Claim implements backends.Store in one statement, an indexed read and,
 // only for an absent key, a plain INSERT … ON CONFLICT DO NOTHING: a first
 // execution, a replay, an in-progress and a mismatch each take that one
-// round trip, and a replay locks and writes nothing. Three rare cases take a second
+// round trip, and a replay locks and writes nothing. With
+// Config.InsertFirstClaims the plain insert goes first, as a statement of
+// its own, and the one-statement claim follows only when it inserted
+// nothing: a first execution takes that one cheaper statement, every other
+// answer one statement more (two round trips). Three rare cases take a second
 // statement: taking over a pending record whose lease lapsed, re-using a
 // record that expired but was not swept yet, and a key whose row a
 // concurrent session committed after the first statement's snapshot. That
@@ -205,6 +225,11 @@ type querier interface {
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
+			if s.cfg.insertFirst && attempt == 1 {
+				if inserted, err := s.sql.insertClaim(ctx, s.db, p); err != nil || inserted {
+					return insertedRow, err
+				}
+			}
 			return s.sql.fastClaim(ctx, s.db, p)
 		}, func(ctx context.Context) (claimRow, error) {
 			return s.sql.claimOnce(ctx, s.db, p)

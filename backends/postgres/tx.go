@@ -54,13 +54,21 @@ var (
 func (*txStore) Exclusive() {}
 
 // Claim implements backends.Store. Its statements go in one pipelined batch,
-// so it costs one round trip (two when the lock timeout fires; one more
+// so it costs one round trip (with Config.InsertFirstClaims, a batch for
+// the plain insert first and, when it inserted nothing, one for the claim;
+// two when the lock timeout fires; one more
 // for a key found held, to read the hold's details in tx, and the Claim
 // runs again as Store.Claim does when that read finds the hold ended, at
 // most four times in all, with the same report when they are exhausted).
 func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
+			if t.s.cfg.insertFirst && attempt == 1 {
+				var inserted bool
+				if err := t.guarded(ctx, "claim", t.s.sql.InsertClaim, t.s.sql.claimArgs(p), scanInserted(&inserted)); err != nil || inserted {
+					return insertedRow, err
+				}
+			}
 			var r fastRow
 			err := t.guarded(ctx, "claim", t.s.sql.Claim, t.s.sql.claimArgs(p), r.scan)
 			return r, err

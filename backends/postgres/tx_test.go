@@ -74,13 +74,14 @@ func TestClaimSeesRowCommittedAfterSnapshot(t *testing.T) {
 // for a concurrent uncommitted claim: past LockTimeout it reports the key in
 // progress, leaves its transaction usable and restores lock_timeout.
 func TestInTxLockTimeout(t *testing.T) {
-	t.Run("extended", func(t *testing.T) { testInTxLockTimeout(t, newPool(t, nil)) })
-	t.Run("simple", func(t *testing.T) { testInTxLockTimeout(t, newPool(t, simpleProtocol)) })
+	t.Run("extended", func(t *testing.T) { testInTxLockTimeout(t, newPool(t, nil), false) })
+	t.Run("simple", func(t *testing.T) { testInTxLockTimeout(t, newPool(t, simpleProtocol), false) })
+	t.Run("insert first", func(t *testing.T) { testInTxLockTimeout(t, newPool(t, nil), true) })
 }
 
-func testInTxLockTimeout(t *testing.T, pool *pgxpool.Pool) {
+func testInTxLockTimeout(t *testing.T, pool *pgxpool.Pool, insertFirst bool) {
 	ctx := context.Background()
-	s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 200 * time.Millisecond})
+	s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 200 * time.Millisecond, InsertFirstClaims: insertFirst})
 	require.NoError(t, err)
 	scope := backendtest.Scope(t)
 

@@ -38,12 +38,15 @@ var (
 	Claim    = file("claim")
 	Takeover = file("takeover")
 	Complete = file("complete")
-	Renew    = file("renew")
-	Release  = file("release")
-	Resolve  = file("resolve")
-	Sweep    = file("sweep")
-	Get      = file("get")
-	Delete   = file("delete")
+	// InsertClaim is the claim's first statement under
+	// postgres.Config.InsertFirstClaims.
+	InsertClaim = file("insert_claim")
+	Renew       = file("renew")
+	Release     = file("release")
+	Resolve     = file("resolve")
+	Sweep       = file("sweep")
+	Get         = file("get")
+	Delete      = file("delete")
 	// Hold, LeaseHeld, List, ListHeld and Count implement the held state
 	// and listing (backends.Store.Hold, backends.Lister).
 	Hold      = file("hold")
@@ -57,6 +60,7 @@ var (
 type Statements struct {
 	Claim, Takeover, Complete, Renew, Release, Resolve, Sweep, Get, Delete string
 	Hold, LeaseHeld, List, ListHeld, Count                                 string
+	InsertClaim                                                            string
 }
 
 var slottedNotify = regexp.MustCompile(`\{notify:(\$[1-9][0-9]*)\}`)
@@ -72,20 +76,21 @@ func Render(table string) Statements {
 		return r.Replace(text)
 	}
 	return Statements{
-		Claim:     render(Claim),
-		Takeover:  render(Takeover),
-		Complete:  render(Complete),
-		Renew:     render(Renew),
-		Release:   render(Release),
-		Resolve:   render(Resolve),
-		Sweep:     render(Sweep),
-		Get:       render(Get),
-		Delete:    render(Delete),
-		Hold:      render(Hold),
-		LeaseHeld: render(LeaseHeld),
-		List:      render(List),
-		ListHeld:  render(ListHeld),
-		Count:     render(Count),
+		Claim:       render(Claim),
+		InsertClaim: render(InsertClaim),
+		Takeover:    render(Takeover),
+		Complete:    render(Complete),
+		Renew:       render(Renew),
+		Release:     render(Release),
+		Resolve:     render(Resolve),
+		Sweep:       render(Sweep),
+		Get:         render(Get),
+		Delete:      render(Delete),
+		Hold:        render(Hold),
+		LeaseHeld:   render(LeaseHeld),
+		List:        render(List),
+		ListHeld:    render(ListHeld),
+		Count:       render(Count),
 	}
 }
 

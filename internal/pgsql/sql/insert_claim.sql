@@ -1,0 +1,27 @@
+-- InsertClaim: the first statement of a claim when Config.InsertFirstClaims
+-- is set. Parameters as claim.sql: $1 scope, $2 key, $3 fingerprint,
+-- $4 owner, $5 lease µs, $6 retention µs, $7 lock_timeout.
+--
+-- The plain INSERT … ON CONFLICT DO NOTHING of a hand-written idempotency
+-- table: it returns one row when it inserted the claim, and none when the
+-- key has a row. Then the caller sends claim.sql, which reads that row and
+-- decides (a replay, an in-progress duplicate, a mismatch, or the rare
+-- takeover): every answer but a first execution costs two statements in
+-- two round trips, and a first execution costs what a plain insert costs,
+-- without claim.sql's read, union and its insert's set-up on every run.
+-- A conflict writes nothing, so a replay still takes no lock and writes
+-- no WAL.
+--
+-- The row it writes is claim.sql's (same columns, same expiry: at least
+-- the lease). c reads the clock once and sets lock_timeout local to the
+-- statement's transaction before the insert runs, as in claim.sql, so
+-- that waiting for a concurrent uncommitted transaction that holds the key
+-- (a DoTx) is bounded.
+INSERT INTO {table} (scope, key, fingerprint, state, owner, lease_until, expires_at, claimed_at)
+SELECT $1::text, $2::text, $3::bytea, 1, $4::text,
+	c.now + $5::bigint * interval '1 microsecond',
+	c.now + greatest($5::bigint, $6::bigint) * interval '1 microsecond',
+	c.now
+FROM (SELECT clock_timestamp() AS now, set_config('lock_timeout', $7::text, true) AS lock_timeout) c
+ON CONFLICT (scope, key) DO NOTHING
+RETURNING true
