@@ -175,7 +175,7 @@ func (r pgClaimRow) inserted() bool { return r.state == 0 }
 // schema's and the statements' cost, the gap between it and the library is
 // the library's Go-side cost.
 // With insertFirst, its claim is the store's under Config.InsertFirstClaims:
-// insert_claim.sql, then claim.sql when that inserted nothing.
+// insert_claim.sql, then read_claim.sql when that inserted nothing.
 func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope string, insertFirst bool) (*target, error) {
 	t := &target{}
 	q := pgsql.Render(table)
@@ -191,6 +191,15 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 			if err != pgx.ErrNoRows {
 				return pgClaimRow{}, fmt.Errorf("same insert claim of %s: %v", key, err)
 			}
+			t.trips.Add(1)
+			var r pgClaimRow
+			var leaseUntil, expiresAt, holdUntil, now, claimedAt pgtype.Timestamptz
+			err = pool.QueryRow(ctx, q.ReadClaim, scope, key, owner).
+				Scan(&r.state, &r.fp, &r.outcome, &r.own, &leaseUntil, &expiresAt, &holdUntil, &now, &claimedAt)
+			if err == nil && !expiresAt.Time.After(now.Time) {
+				err = fmt.Errorf("same read claim of %s: the row expired", key)
+			}
+			return r, err
 		}
 		t.trips.Add(1)
 		var r pgClaimRow

@@ -298,6 +298,16 @@ func (q statements) insertClaim(ctx context.Context, db querier, p backends.Clai
 	return found && inserted, err
 }
 
+// readClaim runs read_claim.sql once on db, after insertClaim inserted
+// nothing: claim.sql's answer, from a plain read of the row.
+func (q statements) readClaim(ctx context.Context, db querier, p backends.ClaimParams) (fastRow, error) {
+	var r fastRow
+	if _, err := interpretError("claim", r.scan(db.QueryRow(ctx, q.ReadClaim, p.Scope, p.Key, p.Owner))); err != nil {
+		return fastRow{}, err
+	}
+	return r, nil
+}
+
 // insertedRow is the fastRow of a claim that insert_claim.sql inserted:
 // decide answers Claimed.
 var insertedRow = fastRow{found: true, state: 0}

@@ -55,7 +55,7 @@ func (*txStore) Exclusive() {}
 
 // Claim implements backends.Store. Its statements go in one pipelined batch,
 // so it costs one round trip (with Config.InsertFirstClaims, a batch for
-// the plain insert first and, when it inserted nothing, one for the claim;
+// the plain insert first and, when it inserted nothing, a read of the row;
 // two when the lock timeout fires; one more
 // for a key found held, to read the hold's details in tx, and the Claim
 // runs again as Store.Claim does when that read finds the hold ended, at
@@ -68,6 +68,9 @@ func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.C
 				if err := t.guarded(ctx, "claim", t.s.sql.InsertClaim, t.s.sql.claimArgs(p), scanInserted(&inserted)); err != nil || inserted {
 					return insertedRow, err
 				}
+				var r fastRow
+				_, err := interpretError("claim", r.scan(t.tx.QueryRow(ctx, t.s.sql.ReadClaim, p.Scope, p.Key, p.Owner)))
+				return r, err
 			}
 			var r fastRow
 			err := t.guarded(ctx, "claim", t.s.sql.Claim, t.s.sql.claimArgs(p), r.scan)

@@ -41,6 +41,7 @@ var (
 	// InsertClaim is the claim's first statement under
 	// postgres.Config.InsertFirstClaims.
 	InsertClaim = file("insert_claim")
+	ReadClaim   = file("read_claim")
 	Renew       = file("renew")
 	Release     = file("release")
 	Resolve     = file("resolve")
@@ -60,7 +61,7 @@ var (
 type Statements struct {
 	Claim, Takeover, Complete, Renew, Release, Resolve, Sweep, Get, Delete string
 	Hold, LeaseHeld, List, ListHeld, Count                                 string
-	InsertClaim                                                            string
+	InsertClaim, ReadClaim                                                 string
 }
 
 var slottedNotify = regexp.MustCompile(`\{notify:(\$[1-9][0-9]*)\}`)
@@ -78,6 +79,7 @@ func Render(table string) Statements {
 	return Statements{
 		Claim:       render(Claim),
 		InsertClaim: render(InsertClaim),
+		ReadClaim:   render(ReadClaim),
 		Takeover:    render(Takeover),
 		Complete:    render(Complete),
 		Renew:       render(Renew),

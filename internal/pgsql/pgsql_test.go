@@ -13,7 +13,7 @@ func TestRender(t *testing.T) {
 	s := Render(`"s"."t"`)
 	for name, text := range map[string]string{
 		"claim": s.Claim, "takeover": s.Takeover, "complete": s.Complete, "renew": s.Renew, "release": s.Release,
-		"resolve": s.Resolve, "sweep": s.Sweep, "get": s.Get, "delete": s.Delete, "insert claim": s.InsertClaim,
+		"resolve": s.Resolve, "sweep": s.Sweep, "get": s.Get, "delete": s.Delete, "insert claim": s.InsertClaim, "read claim": s.ReadClaim,
 	} {
 		require.NotEmpty(t, text, name)
 		require.NotContains(t, text, "{table}", name)

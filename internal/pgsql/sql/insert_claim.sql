@@ -4,10 +4,11 @@
 --
 -- The plain INSERT … ON CONFLICT DO NOTHING of a hand-written idempotency
 -- table: it returns one row when it inserted the claim, and none when the
--- key has a row. Then the caller sends claim.sql, which reads that row and
--- decides (a replay, an in-progress duplicate, a mismatch, or the rare
--- takeover): every answer but a first execution costs two statements in
--- two round trips, and a first execution costs what a plain insert costs,
+-- key has a row. Then the caller sends read_claim.sql, a plain read of
+-- that row, and decides (a replay, an in-progress duplicate, a mismatch,
+-- or the rare takeover, through takeover.sql): every answer but a first
+-- execution costs two statements in two round trips, as the seed's
+-- mechanism does, and a first execution costs what a plain insert costs,
 -- without claim.sql's read, union and its insert's set-up on every run.
 -- A conflict writes nothing, so a replay still takes no lock and writes
 -- no WAL.
