@@ -73,3 +73,19 @@ func TestWritesNotifyOnlyTheirKey(t *testing.T) {
 	}
 	require.Regexp(t, `^'-?[0-9]+'::int4$`, LockSpaceLiteral(table))
 }
+
+// TestInsertClaimInsertsClaimsRow: insert_claim.sql (InsertFirstClaims)
+// writes the row claim.sql writes: their INSERT … ON CONFLICT parts are the
+// same text, so that a change to one cannot leave the other behind.
+func TestInsertClaimInsertsClaimsRow(t *testing.T) {
+	insert := func(name, text string) string {
+		from := strings.Index(text, "INSERT INTO")
+		to := strings.Index(text, "ON CONFLICT (scope, key) DO NOTHING")
+		require.True(t, from >= 0 && to > from, "%s has an INSERT … ON CONFLICT", name)
+		return strings.Join(strings.Fields(text[from:to]), " ")
+	}
+	claim := insert("claim.sql", Claim)
+	// claim.sql's insert is gated on its read having found nothing.
+	claim = strings.Replace(claim, " WHERE NOT EXISTS (SELECT 1 FROM e)", "", 1)
+	require.Equal(t, claim, insert("insert_claim.sql", InsertClaim))
+}
