@@ -288,12 +288,35 @@ func (q statements) claimOnce(ctx context.Context, db querier, p backends.ClaimP
 	return r, nil
 }
 
+// insertLockTimeout is insert_claim.sql's lock_timeout: the shortest the
+// server accepts. The insert waits on a key's row whenever a transaction
+// not yet ended inserted, updated or deleted it, also when the row's
+// committed version answers the claim (a reconciler's transaction that
+// leased or resolves a held record): past insertLockTimeout the claim
+// sends claim.sql instead (insertFirstLockWait), which reads that committed
+// version without waiting, and waits at most Config.LockTimeout only when
+// it must (no row visible, or a takeover), as the default claim does.
+var insertLockTimeout any = "1ms"
+
+// insertArgs are insert_claim.sql's parameters: claimArgs with
+// insertLockTimeout.
+func (q statements) insertArgs(p backends.ClaimParams) []any {
+	args := q.claimArgs(p)
+	args[6] = insertLockTimeout
+	return args
+}
+
+// insertFirstLockWait reports that insert_claim.sql gave up waiting for a
+// transaction that wrote the key's row (insertLockTimeout): the claim then
+// runs claim.sql.
+func insertFirstLockWait(err error) bool { return code(err) == CodeLockNotAvailable }
+
 // insertClaim runs insert_claim.sql once on db (Config.InsertFirstClaims):
 // whether it inserted the claim. When it did not, the key has a row, which
-// claim.sql then reads and decides on.
+// read_claim.sql then reads.
 func (q statements) insertClaim(ctx context.Context, db querier, p backends.ClaimParams) (bool, error) {
 	var inserted bool
-	err := db.QueryRow(ctx, q.InsertClaim, q.claimArgs(p)...).Scan(&inserted)
+	err := db.QueryRow(ctx, q.InsertClaim, q.insertArgs(p)...).Scan(&inserted)
 	found, err := interpretError("claim", err)
 	return found && inserted, err
 }

@@ -103,3 +103,59 @@ func TestInsertFirstStatements(t *testing.T) {
 		})
 	}
 }
+
+// TestInsertFirstHeldKeyUnderReconcilerTx: a duplicate's Claim of a held
+// key, while a reconciler's transaction has leased the record (an
+// uncommitted update of the row, as a txStore.LeaseHeld or Resolve leaves
+// it until the reconciler commits), reports the held record at once, with
+// its hold's details, as the one-statement claim does. The insert of
+// InsertFirstClaims must not wait LockTimeout for the reconciler's
+// transaction and then report a pending record without them.
+func TestInsertFirstHeldKeyUnderReconcilerTx(t *testing.T) {
+	for _, insertFirst := range []bool{false, true} {
+		t.Run(map[bool]string{false: "one statement", true: "insert first"}[insertFirst], func(t *testing.T) {
+			ctx := context.Background()
+			pool := newPool(t, nil)
+			s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 3 * time.Second, InsertFirstClaims: insertFirst})
+			require.NoError(t, err)
+			scope := backendtest.Scope(t)
+			p := claimParams(scope, "held")
+			r, err := s.Claim(ctx, p)
+			require.NoError(t, err)
+			require.True(t, r.Claimed)
+			ok, err := s.Hold(ctx, backends.HoldParams{Scope: scope, Key: "held", Owner: p.Owner, For: time.Hour, Code: "c", Retention: time.Hour})
+			require.NoError(t, err)
+			require.True(t, ok)
+
+			tx, err := pool.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback(ctx) }()
+			l, err := s.InTx(tx).LeaseHeld(ctx, backends.LeaseHeldParams{Scope: scope, Key: "held", Owner: "reconciler", Lease: time.Hour})
+			require.NoError(t, err)
+			require.True(t, l.Leased)
+
+			other, err := pool.Begin(ctx)
+			require.NoError(t, err)
+			defer func() { _ = other.Rollback(ctx) }()
+			for _, c := range []struct {
+				name string
+				s    backends.Store
+			}{{"Store", s}, {"InTx", s.InTx(other)}} {
+				start := time.Now()
+				r, err = c.s.Claim(ctx, claimParams(scope, "held"))
+				took := time.Since(start)
+				require.NoError(t, err, c.name)
+				require.False(t, r.Claimed, c.name)
+				require.Less(t, took, time.Second, "%s: the Claim waited for the reconciler's transaction", c.name)
+				require.Equal(t, backends.StateHeld, r.Existing.State, c.name)
+				require.Equal(t, "c", r.Existing.Held.Code, c.name)
+				require.Positive(t, r.Existing.Held.Remaining, c.name)
+			}
+			// The InTx Claim left its transaction usable, with the
+			// server's lock_timeout.
+			var lt string
+			require.NoError(t, other.QueryRow(ctx, "SHOW lock_timeout").Scan(&lt))
+			require.Equal(t, "0", lt)
+		})
+	}
+}

@@ -65,12 +65,16 @@ func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.C
 		res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
 			if t.s.cfg.insertFirst && attempt == 1 {
 				var inserted bool
-				if err := t.guarded(ctx, "claim", t.s.sql.InsertClaim, t.s.sql.claimArgs(p), scanInserted(&inserted)); err != nil || inserted {
-					return insertedRow, err
+				err := t.guarded(ctx, "claim", t.s.sql.InsertClaim, t.s.sql.insertArgs(p), scanInserted(&inserted))
+				if !insertFirstLockWait(err) {
+					if err != nil || inserted {
+						return insertedRow, err
+					}
+					var r fastRow
+					_, err := interpretError("claim", r.scan(t.tx.QueryRow(ctx, t.s.sql.ReadClaim, p.Scope, p.Key, p.Owner)))
+					return r, err
 				}
-				var r fastRow
-				_, err := interpretError("claim", r.scan(t.tx.QueryRow(ctx, t.s.sql.ReadClaim, p.Scope, p.Key, p.Owner)))
-				return r, err
+				// A transaction wrote the key's row: claim.sql, as below.
 			}
 			var r fastRow
 			err := t.guarded(ctx, "claim", t.s.sql.Claim, t.s.sql.claimArgs(p), r.scan)

@@ -1,6 +1,7 @@
 -- InsertClaim: the first statement of a claim when Config.InsertFirstClaims
 -- is set. Parameters as claim.sql: $1 scope, $2 key, $3 fingerprint,
--- $4 owner, $5 lease µs, $6 retention µs, $7 lock_timeout.
+-- $4 owner, $5 lease µs, $6 retention µs, $7 lock_timeout (the caller
+-- sends 1ms, not Config.LockTimeout: see below).
 --
 -- The plain INSERT … ON CONFLICT DO NOTHING of a hand-written idempotency
 -- table: it returns one row when it inserted the claim, and none when the
@@ -15,9 +16,13 @@
 --
 -- The row it writes is claim.sql's (same columns, same expiry: at least
 -- the lease). c reads the clock once and sets lock_timeout local to the
--- statement's transaction before the insert runs, as in claim.sql, so
--- that waiting for a concurrent uncommitted transaction that holds the key
--- (a DoTx) is bounded.
+-- statement's transaction before the insert runs, as in claim.sql. The
+-- insert waits whenever a transaction not yet ended inserted, updated or
+-- deleted the key's row, also when the row's committed version answers
+-- the claim (a reconciler's transaction that leased a held record), so the
+-- caller gives it 1ms and, past that, sends claim.sql, which reads the
+-- committed version without waiting and waits Config.LockTimeout only when
+-- it must (a DoTx's uncommitted claim, a takeover).
 INSERT INTO {table} (scope, key, fingerprint, state, owner, lease_until, expires_at, claimed_at)
 SELECT $1::text, $2::text, $3::bytea, 1, $4::text,
 	c.now + $5::bigint * interval '1 microsecond',
