@@ -64,7 +64,7 @@ func countStatements(t *testing.T, s *Store) *int {
 
 // TestInsertFirstStatements: with InsertFirstClaims a first execution's
 // claim is one statement (the plain insert) and a replay two (the insert,
-// which writes nothing, then the one-statement claim); without it, one on
+// which writes nothing, then read_claim.sql); without it, one on
 // both. Stores with and without it share one table: each answers the
 // other's records.
 func TestInsertFirstStatements(t *testing.T) {
@@ -158,4 +158,32 @@ func TestInsertFirstHeldKeyUnderReconcilerTx(t *testing.T) {
 			require.Equal(t, "0", lt)
 		})
 	}
+}
+
+// The suite with InsertFirstClaims on the simple protocol (text columns:
+// insert_claim.sql's RETURNING true, read_claim.sql's row) and on one
+// *pgx.Conn (serialDB: the insert and the read are two statements).
+func TestConformanceInsertFirstSimpleProtocol(t *testing.T) {
+	s, err := New(newPool(t, simpleProtocol), &Config{Schema: testSchema, InsertFirstClaims: true})
+	require.NoError(t, err)
+	backendtest.Run(t, func(testing.TB) backends.Store { return s })
+}
+
+func TestInTxConformanceInsertFirstSimpleProtocol(t *testing.T) {
+	pool := newPool(t, simpleProtocol)
+	s, err := New(pool, &Config{Schema: testSchema, InsertFirstClaims: true})
+	require.NoError(t, err)
+	backendtest.Run(t, func(testing.TB) backends.Store { return &autoTx{pool: pool, s: s} })
+}
+
+func TestConformanceInsertFirstOnConn(t *testing.T) {
+	s, err := New(newConn(t), &Config{Schema: testSchema, InsertFirstClaims: true})
+	require.NoError(t, err)
+	_, serial := s.db.(*serialDB)
+	require.True(t, serial)
+	polling := struct {
+		backends.Store
+		backends.Admin
+	}{s, s}
+	backendtest.Run(t, func(testing.TB) backends.Store { return polling })
 }

@@ -314,26 +314,36 @@ func TestDoTxKilledConnectionLeavesNothing(t *testing.T) {
 // TestStatementsPerDo counts the statements of whole once.Do calls on the
 // pool store: first execution 2, replay 1, in progress 1, mismatch 1.
 func TestStatementsPerDo(t *testing.T) {
+	t.Run("one statement", func(t *testing.T) { testStatementsPerDo(t, false, 1) })
+	// InsertFirstClaims: the insert, then read_claim.sql when it inserted
+	// nothing.
+	t.Run("insert first", func(t *testing.T) { testStatementsPerDo(t, true, 2) })
+}
+
+// testStatementsPerDo counts the statements of a once.Do at the wire: 2 for
+// a first execution (claim, complete), others for a replay, a mismatch and
+// an in-progress duplicate.
+func testStatementsPerDo(t *testing.T, insertFirst bool, others int64) {
 	c := &counter{}
 	pool := newPool(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = c })
-	s := newStore(t, pool)
+	s, err := New(pool, &Config{Schema: testSchema, InsertFirstClaims: insertFirst})
+	require.NoError(t, err)
 	name := backendtest.Scope(t)
 	scope := once.New(s).Scope(name)
 	ctx := context.Background()
 	do := func(key, fp string) (string, error) {
 		return once.Do(ctx, scope, key, once.Fingerprint(fp), func(context.Context) (string, error) { return "v", nil })
 	}
-	var err error
 	assert.EqualValues(t, 2, c.count(func() { _, err = do("k", "fp") }), "first execution")
 	require.NoError(t, err)
-	assert.EqualValues(t, 1, c.count(func() { _, err = do("k", "fp") }), "replay")
+	assert.EqualValues(t, others, c.count(func() { _, err = do("k", "fp") }), "replay")
 	require.NoError(t, err)
-	assert.EqualValues(t, 1, c.count(func() { _, err = do("k", "other") }), "mismatch")
+	assert.EqualValues(t, others, c.count(func() { _, err = do("k", "other") }), "mismatch")
 	require.ErrorIs(t, err, once.ErrKeyReused)
 
 	r, cerr := s.Claim(ctx, claimParams(name, "busy"))
 	require.NoError(t, cerr)
 	require.True(t, r.Claimed)
-	assert.EqualValues(t, 1, c.count(func() { _, err = do("busy", "fp") }), "in progress")
+	assert.EqualValues(t, others, c.count(func() { _, err = do("busy", "fp") }), "in progress")
 	require.ErrorIs(t, err, once.ErrInProgress)
 }
