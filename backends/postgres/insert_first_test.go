@@ -187,3 +187,69 @@ func TestConformanceInsertFirstOnConn(t *testing.T) {
 	}{s, s}
 	backendtest.Run(t, func(testing.TB) backends.Store { return polling })
 }
+
+// beforeRead runs f before each read_claim.sql s sends, until the test
+// ends.
+type beforeRead struct {
+	querier
+	read string
+	f    func()
+}
+
+func (b beforeRead) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if sql == b.read {
+		b.f()
+	}
+	return b.querier.QueryRow(ctx, sql, args...)
+}
+
+// TestInsertFirstRowGoneBeforeRead: the row insert_claim.sql conflicted
+// with is deleted before read_claim.sql reads it (a Delete, a sweep): the
+// Claim claims the key (takeover.sql inserts it); and when another claim
+// took its place in between, the Claim reports that one in progress.
+func TestInsertFirstRowGoneBeforeRead(t *testing.T) {
+	ctx := context.Background()
+	pool, s, _ := newInsertFirstStore(t)
+	scope := backendtest.Scope(t)
+	table := s.cfg.qualifiedTable()
+	complete := func(key string) {
+		p := claimParams(scope, key)
+		r, err := s.Claim(ctx, p)
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+		ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: key, Owner: p.Owner, Outcome: []byte("v"), Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	complete("gone")
+	db := s.db
+	t.Cleanup(func() { s.db = db })
+	s.db = beforeRead{querier: db, read: s.sql.ReadClaim, f: func() {
+		_, err := pool.Exec(ctx, `DELETE FROM `+table+` WHERE scope = $1 AND key = 'gone'`, scope)
+		require.NoError(t, err)
+	}}
+	p := claimParams(scope, "gone")
+	r, err := s.Claim(ctx, p)
+	require.NoError(t, err)
+	require.True(t, r.Claimed, "the key had no record when the claim read it")
+	s.db = db
+	rec, _, found, err := s.Get(ctx, scope, "gone")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, backends.StatePending, rec.State)
+
+	complete("replaced")
+	other := claimParams(scope, "replaced")
+	s.db = beforeRead{querier: db, read: s.sql.ReadClaim, f: func() {
+		_, err := pool.Exec(ctx, `DELETE FROM `+table+` WHERE scope = $1 AND key = 'replaced'`, scope)
+		require.NoError(t, err)
+		r, err := newStore(t, pool).Claim(ctx, other)
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+	}}
+	r, err = s.Claim(ctx, claimParams(scope, "replaced"))
+	require.NoError(t, err)
+	require.False(t, r.Claimed, "another claim holds the key")
+	require.Equal(t, backends.StatePending, r.Existing.State)
+	require.Positive(t, r.Existing.LeaseRemaining)
+}
