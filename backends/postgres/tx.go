@@ -55,8 +55,10 @@ func (*txStore) Exclusive() {}
 
 // Claim implements backends.Store. Its statements go in one pipelined batch,
 // so it costs one round trip (with Config.InsertFirstClaims, a batch for
-// the plain insert first and, when it inserted nothing, a read of the row;
-// two when the lock timeout fires; one more
+// the plain insert first and, when it inserted nothing, a read of the row,
+// or, when the insert met a row written by a transaction not yet ended,
+// the one-statement claim's batch after it; two when the lock timeout
+// fires; one more
 // for a key found held, to read the hold's details in tx, and the Claim
 // runs again as Store.Claim does when that read finds the hold ended, at
 // most four times in all, with the same report when they are exhausted).
