@@ -105,8 +105,8 @@ func (p *pgStats) measureSplit(ctx context.Context, conn *pgxpool.Conn) ([]split
 	rows := []splitRow{
 		{"library", "claim.sql, complete.sql", claim, complete},
 		{"claim as a plain insert", "a plain INSERT … ON CONFLICT DO NOTHING of the claim's columns, complete.sql", insert, complete},
-		{"insert-first claims (Config.InsertFirstClaims)", "insert_claim.sql (the plain insert, with the claim's lock_timeout), complete.sql", func(key string) error {
-			return exec(lib.InsertClaim, scope, key, fpA, owner, leaseUS, retentionUS, "5000ms")
+		{"insert-first claims (Config.InsertFirstClaims)", "insert_claim.sql (the plain insert, with its 1ms lock_timeout), complete.sql", func(key string) error {
+			return exec(lib.InsertClaim, scope, key, fpA, owner, leaseUS, retentionUS, "1ms")
 		}, complete},
 		{"claim, insert first", "the claim's insert, then the read only when it inserted nothing (one statement), complete.sql", func(key string) error {
 			return exec(insertFirst, scope, key, fpA, owner, leaseUS, retentionUS, "5000ms")
@@ -176,5 +176,5 @@ func writeSplit(b *strings.Builder, rows []splitRow, per []float64) {
 	for i, r := range rows {
 		fmt.Fprintf(b, "| %s | %s | %.1fµs | %.1fµs |\n", r.name, r.what, per[i], per[0]-per[i])
 	}
-	b.WriteString("\nThe claim answers a replay, an in-progress duplicate and a mismatch in the same statement (one round trip on every path): its extra cost over a plain insert is the second row's difference. The third row is the opt-in Config.InsertFirstClaims, whose first execution is that plain insert with the claim's lock_timeout, and whose other answers take a second statement; the next two rows are other ways to answer them in one round trip. The waiter check is what lets a completion wake waiters in other processes without notifying on every commit. The plain statements' row is the floor for the library's table; its difference from the raw baseline is the table's (owner, lease, expiry and held columns).\n")
+	b.WriteString("\nThe claim answers a replay, an in-progress duplicate and a mismatch in the same statement (one round trip on every path): its extra cost over a plain insert is the second row's difference. The third row is the opt-in Config.InsertFirstClaims, whose first execution is that plain insert with a 1ms lock_timeout, and whose other answers take a second statement; the next two rows are other ways to answer them in one round trip. The waiter check is what lets a completion wake waiters in other processes without notifying on every commit. The plain statements' row is the floor for the library's table; its difference from the raw baseline is the table's (owner, lease, expiry and held columns).\n")
 }

@@ -184,7 +184,7 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 		if insertFirst {
 			t.trips.Add(1)
 			var inserted bool
-			err := pool.QueryRow(ctx, q.InsertClaim, scope, key, fp, owner, leaseUS, retentionUS, "5000ms").Scan(&inserted)
+			err := pool.QueryRow(ctx, q.InsertClaim, scope, key, fp, owner, leaseUS, retentionUS, "1ms").Scan(&inserted)
 			if err == nil && inserted {
 				return pgClaimRow{}, nil // state 0: inserted
 			}
