@@ -309,7 +309,7 @@ func (p *pgStats) measureCPU(ctx context.Context, conn *pgxpool.Conn, get func(s
 func (p *pgStats) notes(ctx context.Context) (string, error) {
 	var b strings.Builder
 	if p.run.insertFirst {
-		b.WriteString("PostgreSQL with -pg-claims insert-first (Config.InsertFirstClaims): the library's round trips/op count Store calls; a first execution sends 2 statements in 2 calls, a replay, an in progress and a mismatch 2 statements in 1 call (insert_claim.sql, which inserts nothing, then read_claim.sql), as the same-statements target does. The statement profile and the split below are of the one-statement claim.\n\n")
+		b.WriteString("PostgreSQL with -pg-claims insert-first (Config.InsertFirstClaims): the library's round trips/op count Store calls; a first execution sends 2 statements in 2 calls, a replay, an in progress and a mismatch 2 statements in 1 call (insert_claim.sql, which inserts nothing, then read_claim.sql), as the same-statements target does. The statement profile below is of the one-statement claim; the split has a row for the insert-first claim.\n\n")
 	}
 	if p.during != nil {
 		fmt.Fprintf(&b, "PostgreSQL updates during the measured first executions (pg_stat_user_tables, read %v after each block):\n\n", statsSettle)
