@@ -16,12 +16,16 @@ type reread struct {
 
 // observation is everything a run left behind.
 type observation struct {
-	Mode    string
-	Keys    []string
-	Acks    []event
-	Faults  []event
-	Effects map[string][]effect
-	Rereads map[string]reread
+	Mode   string
+	Keys   []string
+	Acks   []event
+	Faults []event
+	// LeaseLost are the Do calls that returned ErrLeaseLost: the worker's
+	// renewals failed (it was starved past Lease − Lease/3, or its store
+	// was slow) after fn may have run.
+	LeaseLost []event
+	Effects   map[string][]effect
+	Rereads   map[string]reread
 	// Stuck lists the keys still in progress past lease + slack.
 	Stuck []string
 }
@@ -30,7 +34,10 @@ type observation struct {
 type verdict struct {
 	Violations []string
 	// AllowedDups reports the raw-mode keys with more than one effect
-	// whose worker died between the effect and the completion.
+	// whose worker died between the effect and the completion, or was told
+	// that its lease was lost (ErrLeaseLost) after the effect: an unfenced
+	// effect is not protected against a stale owner, and the library
+	// reports each such case to its caller, which is what is checked.
 	AllowedDups []string
 	// DupKeys counts keys with more than one effect (allowed or not).
 	DupKeys int
@@ -51,6 +58,9 @@ func check(o observation) verdict {
 		if crashWindow[f.Point] {
 			window[f.Key] = append(window[f.Key], fmt.Sprintf("%s at %s in %s", f.Action, f.Point, f.Worker))
 		}
+	}
+	for _, e := range o.LeaseLost {
+		window[e.Key] = append(window[e.Key], fmt.Sprintf("ErrLeaseLost reported to %s", e.Worker))
 	}
 	acked := map[string][]string{}
 	for _, a := range o.Acks {

@@ -22,16 +22,19 @@ type cluster struct {
 	prof profile
 	base workerConfig
 
-	mu        sync.Mutex
-	fails     []failpoint // failpoints for the next spawns, in order
-	maxSpawn  int
-	spawned   int
-	running   map[int]*exec.Cmd
-	stopped   map[int]bool
-	armed     map[int]failpoint // failpoints not fired yet, by pid
-	acks      []event
-	faults    []event
-	errKinds  map[string]int
+	mu       sync.Mutex
+	fails    []failpoint // failpoints for the next spawns, in order
+	maxSpawn int
+	spawned  int
+	running  map[int]*exec.Cmd
+	stopped  map[int]bool
+	armed    map[int]failpoint // failpoints not fired yet, by pid
+	acks     []event
+	faults   []event
+	errKinds map[string]int
+	// leaseLost are the "err" events of kind lease_lost: a Do that told
+	// its caller the claim's lease was lost (ErrLeaseLost).
+	leaseLost []event
 	injected  map[string]int
 	lastFault time.Time
 	exits     []string
@@ -134,6 +137,9 @@ func (c *cluster) handle(e event, pid int) {
 		c.acks = append(c.acks, e)
 	case "err":
 		c.errKinds[e.Kind]++
+		if e.Kind == "lease_lost" {
+			c.leaseLost = append(c.leaseLost, e)
+		}
 	case "fault":
 		c.faults = append(c.faults, e)
 		c.lastFault = time.Now()

@@ -195,7 +195,7 @@ func runScenario(t *testing.T, sc scenario) verdict {
 	if err != nil {
 		t.Fatalf("ledger: %v", err)
 	}
-	v := check(observation{Mode: sc.Mode, Keys: keys, Acks: c.acks, Faults: c.faults, Effects: effects, Rereads: rereads, Stuck: stuck})
+	v := check(observation{Mode: sc.Mode, Keys: keys, Acks: c.acks, Faults: c.faults, LeaseLost: c.leaseLost, Effects: effects, Rereads: rereads, Stuck: stuck})
 	if fired := len(c.faults); fired < len(sc.Fails) {
 		t.Errorf("only %d of %d failpoints fired", fired, len(sc.Fails))
 	}
@@ -206,7 +206,7 @@ func runScenario(t *testing.T, sc scenario) verdict {
 	summary.add(row)
 	t.Log("\n" + row.String())
 	for _, d := range v.AllowedDups {
-		t.Logf("allowed duplicate (raw mode, crash between effect and completion): %s", d)
+		t.Logf("allowed duplicate (raw mode, crash between effect and completion, or a lease loss reported to the worker): %s", d)
 	}
 	for i, msg := range v.Violations {
 		if i == 20 {

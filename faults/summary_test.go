@@ -25,7 +25,7 @@ const tableHeader = "| scenario | store | effect | keys | processes | faults inj
 func (r summaryRow) line() string {
 	dups := fmt.Sprint(r.V.DupKeys)
 	if len(r.V.AllowedDups) > 0 {
-		dups = fmt.Sprintf("%d (crash between effect and completion)", len(r.V.AllowedDups))
+		dups = fmt.Sprintf("%d (crash between effect and completion, or reported lease loss)", len(r.V.AllowedDups))
 	}
 	if r.Mode == modeFenced && r.V.MaxAttempts > 1 {
 		dups += fmt.Sprintf("; provider absorbed up to %d calls/key", r.V.MaxAttempts)
