@@ -28,38 +28,25 @@ VALUES ($1::text, $2::text, $3::bytea, 1, $4::text,
 	clock_timestamp() + greatest($5::bigint, $6::bigint) * interval '1 microsecond',
 	clock_timestamp())
 ON CONFLICT (scope, key) DO NOTHING RETURNING true`
-	// splitInsertFirst: claim.sql's parameters. A claim that answers
-	// replays in one statement the other way round: the insert first, and
-	// the read of the existing row only when it inserted nothing.
-	splitInsertFirst = `WITH ins AS (
-	INSERT INTO {table} (scope, key, fingerprint, state, owner, lease_until, expires_at, claimed_at)
-	SELECT $1::text, $2::text, $3::bytea, 1, $4::text,
-		c.now + $5::bigint * interval '1 microsecond',
-		c.now + greatest($5::bigint, $6::bigint) * interval '1 microsecond',
-		c.now
-	FROM (SELECT clock_timestamp() AS now, set_config('lock_timeout', $7::text, true) AS lock_timeout) c
-	ON CONFLICT (scope, key) DO NOTHING
-	RETURNING true
-)
-SELECT 0::smallint, NULL::bytea, NULL::bytea, false,
-	NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz
-FROM ins
-UNION ALL
-SELECT r.state, r.fingerprint, r.outcome, coalesce(r.owner = $4::text, false),
-	r.lease_until, r.expires_at, r.hold_until, r.claimed_at, clock_timestamp()
-FROM {table} r
-WHERE r.scope = $1::text AND r.key = $2::text AND NOT EXISTS (SELECT 1 FROM ins)`
-	// splitRead: $1 scope, $2 key, $3 owner. The read of a claim's answer
-	// as a statement of its own, sent in one pipeline after the plain
-	// insert.
-	splitRead = `SELECT r.state, r.fingerprint, r.outcome, coalesce(r.owner = $3::text, false),
-	r.lease_until, r.expires_at, r.hold_until, r.claimed_at, clock_timestamp()
-FROM {table} r WHERE r.scope = $1::text AND r.key = $2::text`
 	// splitPlainUpdate: $1 scope, $2 key, $3 outcome. The completion's
 	// columns, unfenced, as the seed's UPDATE.
 	splitPlainUpdate = `UPDATE {table} SET state = 2, lease_until = NULL, outcome = $3::bytea
 WHERE scope = $1::text AND key = $2::text`
 )
+
+// splitInsertFirst: claim.sql's parameters. A claim that answers replays
+// in one statement the other way round: insert_claim.sql's insert first,
+// and the read of the existing row (claim.sql's answer columns) only when
+// it inserted nothing.
+var splitInsertFirst = "WITH ins AS (\n" + pgsql.InsertClaim + `)
+SELECT 0::smallint, NULL::bytea, NULL::bytea, false,
+	NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz
+FROM ins
+UNION ALL
+SELECT r.state, r.fingerprint, r.outcome, coalesce(r.owner = $4::text, false),
+	r.lease_until, r.expires_at, r.hold_until, clock_timestamp(), r.claimed_at
+FROM {table} r
+WHERE r.scope = $1::text AND r.key = $2::text AND NOT EXISTS (SELECT 1 FROM ins)`
 
 // splitRow is one line of the split: a claim-like statement, then a
 // completion-like one, per key.
@@ -83,7 +70,7 @@ func (p *pgStats) measureSplit(ctx context.Context, conn *pgxpool.Conn) ([]split
 	lib := pgsql.Render(table)
 	r := strings.NewReplacer("{table}", table)
 	plainInsert, plainUpdate := r.Replace(splitPlainInsert), r.Replace(splitPlainUpdate)
-	insertFirst, read := r.Replace(splitInsertFirst), r.Replace(splitRead)
+	insertFirst, read := r.Replace(splitInsertFirst), lib.ReadClaim
 	// The completion without its waiter check: the rendered check is
 	// replaced by an expression that only keeps $6 typed.
 	noWaiterCheck := strings.Replace(lib.Complete, pgsql.NotifySlot(table, "$6"), "($6::int IS NOT NULL)", 1)

@@ -123,7 +123,7 @@ func explain(ctx context.Context, conn *pgxpool.Conn, sql string, args ...any) (
 
 // readAlone is the reference row of the statement profile: a replay's
 // answer read by a plain SELECT on the primary key of the library's table
-// (splitRead: the claim's answer columns, nothing written, no claim), so
+// (read_claim.sql: the claim's answer columns, nothing written, no claim), so
 // that the replay's claim is compared with the indexed read it reduces to.
 const readAlone = "reference: the replay's row, read alone"
 
@@ -143,7 +143,7 @@ func (p *pgStats) profileStatements(ctx context.Context) (map[string]*profile, e
 	lib := pgsql.Render(p.tables["library"])
 	seed := strings.NewReplacer("{seed}", p.tables["raw"])
 	seedInsert, seedComplete, seedFetch := seed.Replace(pgsql.SeedInsert), seed.Replace(pgsql.SeedComplete), seed.Replace(pgsql.SeedFetch)
-	read := strings.NewReplacer("{table}", p.tables["library"]).Replace(splitRead)
+	read := lib.ReadClaim
 	out := map[string]*profile{}
 	get := func(k string) *profile {
 		if out[k] == nil {
