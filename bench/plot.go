@@ -84,7 +84,11 @@ func panel(backend string, p path, rows []row) (*plot.Plot, error) {
 	pl.Title.Text = backend + ": " + p.String()
 	pl.X.Label.Text = "goroutines"
 	pl.Y.Label.Text = "ops/s"
-	pl.X.Scale = plot.LogScale{}
+	// A log scale needs two goroutine counts: one alone (-goroutines 1)
+	// gives an axis range gonum pads down to 0, where the log scale panics.
+	if len(rows) > 1 {
+		pl.X.Scale = plot.LogScale{}
+	}
 	pl.Y.Min = 0
 	var ticks []plot.Tick
 	lib, raw, same := make(plotter.XYs, len(rows)), make(plotter.XYs, len(rows)), plotter.XYs{}
