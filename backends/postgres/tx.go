@@ -72,9 +72,7 @@ func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.C
 					if err != nil || inserted {
 						return insertedRow, err
 					}
-					var r fastRow
-					_, err := interpretError("claim", r.scan(t.tx.QueryRow(ctx, t.s.sql.ReadClaim, p.Scope, p.Key, p.Owner)))
-					return r, err
+					return t.s.sql.readClaim(ctx, t.tx, p)
 				}
 				// A transaction wrote the key's row: claim.sql, as below.
 			}
