@@ -92,10 +92,17 @@ func TestStatementsPerOperation(t *testing.T) {
 // TestReplayWritesNothing checks that replaying a completed record takes no
 // row lock and writes nothing: the row's xmin never changes, a replay
 // succeeds while another transaction holds the row FOR UPDATE, and the WAL
-// position does not move across replays.
+// position does not move across replays. With InsertFirstClaims too, whose
+// replay is a conflicting insert, then a read.
 func TestReplayWritesNothing(t *testing.T) {
+	t.Run("one statement", func(t *testing.T) { testReplayWritesNothing(t, false) })
+	t.Run("insert first", func(t *testing.T) { testReplayWritesNothing(t, true) })
+}
+
+func testReplayWritesNothing(t *testing.T, insertFirst bool) {
 	pool := newPool(t, nil)
-	s := newStore(t, pool)
+	s, err := New(pool, &Config{Schema: testSchema, InsertFirstClaims: insertFirst})
+	require.NoError(t, err)
 	ctx := context.Background()
 	scope := backendtest.Scope(t)
 	p := backends.ClaimParams{Scope: scope, Key: "hot", Owner: "o", Fingerprint: []byte("fp"), Lease: time.Minute, Retention: time.Hour}
