@@ -41,7 +41,9 @@ type Config struct {
 	// to those of InTx, holding a pool connection at most that long. It is
 	// rounded up to whole milliseconds (never to 0, which PostgreSQL reads
 	// as no timeout) and saturates at the server's maximum, about 24.8
-	// days. Defaults to 5 seconds.
+	// days. With InsertFirstClaims a Claim may wait 1 ms more: its insert
+	// gives up after 1 ms, then the one-statement claim waits LockTimeout.
+	// Defaults to 5 seconds.
 	LockTimeout time.Duration
 
 	// SweepBatchSize is the most expired rows RunSweeper deletes per
