@@ -18,14 +18,16 @@ import (
 func TestLongFnKeepsOwnershipThroughRenewal(t *testing.T) {
 	ctx := context.Background()
 	store := newFaultStore(memory.New(nil))
-	scope := once.New(store, once.WithLease(450*time.Millisecond)).Scope("s")
+	// The lease leaves a renewal, sent every third of it, a second of
+	// slack: on a loaded CI machine a 300 ms wait took 800 ms.
+	scope := once.New(store, once.WithLease(1500*time.Millisecond)).Scope("s")
 	done := make(chan error, 1)
-	started := make(chan struct{})
+	started, finish := make(chan struct{}), make(chan struct{})
 	go func() {
 		_, err := once.Do(ctx, scope, "k", nil, func(ctx context.Context) (string, error) {
 			close(started)
 			select {
-			case <-time.After(1500 * time.Millisecond): // more than three leases
+			case <-finish: // after the duplicates: more than two and a half leases
 				return "finished", nil
 			case <-ctx.Done():
 				return "", context.Cause(ctx)
@@ -36,13 +38,14 @@ func TestLongFnKeepsOwnershipThroughRenewal(t *testing.T) {
 	<-started
 	var duplicateRuns atomic.Int32
 	for range 10 {
-		time.Sleep(120 * time.Millisecond)
+		time.Sleep(400 * time.Millisecond) // 4 s in all, longer on a slow machine
 		_, err := once.Do(ctx, scope, "k", nil, func(context.Context) (string, error) {
 			duplicateRuns.Add(1)
 			return "duplicate", nil
 		})
 		assert.ErrorIs(t, err, once.ErrInProgress)
 	}
+	close(finish)
 	require.NoError(t, <-done, "fn's context must not be cancelled while renewals succeed")
 	assert.Zero(t, duplicateRuns.Load())
 	assert.GreaterOrEqual(t, store.Calls("renew"), 4)
