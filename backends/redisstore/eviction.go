@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // EvictionCheck says what New does about a primary whose maxmemory-policy
@@ -32,59 +30,57 @@ type EvictionPolicyError struct {
 	Addr string
 	// Policy is its maxmemory-policy.
 	Policy string
+
+	via string // names the server when Addr is unknown
 }
 
 // Error implements error.
 func (e *EvictionPolicyError) Error() string {
-	return fmt.Sprintf("once/redisstore: redis %s has maxmemory-policy %q; records can be evicted (set it to noeviction)", e.Addr, e.Policy)
+	return fmt.Sprintf("once/redisstore: %s has maxmemory-policy %q; records can be evicted (set it to noeviction)",
+		describe("redis", e.Addr, e.via), e.Policy)
 }
 
 // CheckEvictionPolicy reads maxmemory-policy (from INFO memory, which
 // managed services that disable CONFIG still answer) on the server, or on
-// every primary of a Cluster. It returns nil when all use noeviction, an
-// *EvictionPolicyError for the first that does not, or an *Error when a
-// server cannot be asked.
+// every primary of a Cluster (every shard of a Ring). It returns nil when
+// all use noeviction, an *EvictionPolicyError for the first that does
+// not, or an *Error when a server cannot be asked. (New reads the same
+// field from the one INFO it sends each server.)
 func (s *Store) CheckEvictionPolicy(ctx context.Context) error {
-	check := func(ctx context.Context, c redis.UniversalClient, addr string) error {
-		info, err := c.Info(ctx, "memory").Result()
-		if err != nil {
-			return translate(ctx, "eviction check", err)
-		}
-		policy, ok := infoField(info, "maxmemory_policy")
-		if !ok {
-			return corrupt("eviction check", "INFO memory has no maxmemory_policy")
-		}
-		if policy != "noeviction" {
-			return &EvictionPolicyError{Addr: addr, Policy: policy}
-		}
-		return nil
-	}
-	if cc, ok := s.client.(*redis.ClusterClient); ok {
-		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-			return check(ctx, c, c.Options().Addr)
-		})
-		if _, ours := err.(*EvictionPolicyError); err != nil && !ours {
-			if _, ours = err.(*Error); !ours {
-				err = translate(ctx, "eviction check", err)
-			}
-		}
-		return err
-	}
-	addr := ""
-	if c, ok := s.client.(*redis.Client); ok {
-		addr = c.Options().Addr
-	}
-	return check(ctx, s.client, addr)
+	return s.eachServer(ctx, "eviction check", func(ctx context.Context, sv server) error {
+		info, err := sv.c.Info(ctx, "memory").Result()
+		return evictionCheck(ctx, sv, info, err)
+	})
 }
 
-func (s *Store) applyEvictionCheck(ctx context.Context) error {
-	if s.check == EvictionIgnore {
-		return nil
+// evictionCheck decides on the reply to INFO memory (info, or the error
+// err).
+func evictionCheck(ctx context.Context, sv server, info string, err error) error {
+	const op = "eviction check"
+	if err != nil {
+		return translate(ctx, op, err)
 	}
-	err := s.CheckEvictionPolicy(ctx)
+	policy, ok := infoField(info, "maxmemory_policy")
+	if !ok {
+		return corrupt(op, "INFO memory has no maxmemory_policy")
+	}
+	if policy != "noeviction" {
+		return &EvictionPolicyError{Addr: sv.addr, Policy: policy, via: sv.via}
+	}
+	return nil
+}
+
+// evictionVerdict applies Config.EvictionPolicyCheck to the eviction
+// check's err: under EvictionWarn an *EvictionPolicyError is logged, once
+// per primary, and New carries on.
+func (s *Store) evictionVerdict(ctx context.Context, err error) error {
 	if e, ok := err.(*EvictionPolicyError); ok && s.check == EvictionWarn {
+		addr := e.Addr
+		if addr == "" {
+			addr = e.via
+		}
 		s.logger.WarnContext(ctx, "once/redisstore: records can be evicted under memory pressure; set maxmemory-policy to noeviction",
-			"addr", e.Addr, "maxmemory-policy", e.Policy)
+			"addr", addr, "maxmemory-policy", e.Policy)
 		return nil
 	}
 	return err

@@ -142,10 +142,7 @@ func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store
 		s.notify = "SPUBLISH"
 	}
 	s.notifyArg = s.notify
-	if err := s.checkServerVersion(ctx); err != nil {
-		return nil, err
-	}
-	if err := s.applyEvictionCheck(ctx); err != nil {
+	if err := s.inspect(ctx); err != nil {
 		return nil, err
 	}
 	for _, sc := range allScripts {

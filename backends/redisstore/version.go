@@ -1,13 +1,9 @@
 package redisstore
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // The oldest server the store works with: Claim sends SET with both NX and
@@ -31,68 +27,28 @@ type ServerVersionError struct {
 	// Version is the version it reports (redis_version, or valkey_version
 	// when it reports no redis_version).
 	Version string
+
+	via string // names the server when Addr is unknown
 }
 
 // Error implements error.
 func (e *ServerVersionError) Error() string {
-	server := e.Server
-	if e.Addr != "" {
-		server += " at " + e.Addr
-	}
 	return fmt.Sprintf("once/redisstore: %s reports version %s; the store needs Redis %d.%d or later (SET with NX and GET, SPUBLISH)",
-		server, e.Version, minMajor, minMinor)
+		describe(e.Server, e.Addr, e.via), e.Version, minMajor, minMinor)
 }
 
-// checkServerVersion asks the server, or every primary of a Cluster, for
-// INFO server and refuses one older than Redis 7.0 (see versionCheck).
-// It is New's alone: no other operation pays for it.
-func (s *Store) checkServerVersion(ctx context.Context) error {
-	const op = "version check"
-	check := func(ctx context.Context, c redis.UniversalClient, addr string) error {
-		info, err := c.Info(ctx, "server").Result()
-		return versionCheck(ctx, addr, info, err)
-	}
-	if cc, ok := s.client.(*redis.ClusterClient); ok {
-		err := cc.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error {
-			return check(ctx, c, c.Options().Addr)
-		})
-		var ours *ServerVersionError
-		var e *Error
-		if err != nil && !errors.As(err, &ours) && !errors.As(err, &e) {
-			err = translate(ctx, op, err)
-		}
-		return err
-	}
-	addr := ""
-	if c, ok := s.client.(*redis.Client); ok {
-		addr = c.Options().Addr
-	}
-	return check(ctx, s.client, addr)
-}
-
-// versionCheck decides on the reply to INFO server (info, or the error
-// err): nil for Redis 7.0 or later, or for a server that does not say
-// (INFO answered with an error reply, as on a managed service that
-// disables or renames it or an ACL user without it, or an INFO without a
-// version field): the store then finds out at its first Claim, whose SET
-// fails with ErrServer. A version it cannot read ("7.2.4.5", "unknown")
-// is not checked either: forks and proxies spell versions their own way,
-// and refusing a server that may work is worse than that first Claim's
-// error. Otherwise a
-// *ServerVersionError for an older server, and the translated error when
-// the server could not be reached.
+// versionCheck decides on the reply to INFO server: nil for Redis 7.0 or
+// later, or for a server that does not say (an INFO without a version
+// field): the store then finds out at its first Claim, whose SET fails
+// with ErrServer. A version it cannot read ("7.2.4.5", "unknown") is not
+// checked either: forks and proxies spell versions their own way, and
+// refusing a server that may work is worse than that first Claim's
+// error. Otherwise a *ServerVersionError for an older server. (readInfo
+// decides on an error reply to INFO.)
 //
 // redis_version decides; a server that reports none but valkey_version
 // (every Valkey release has Redis 7.2's commands) is judged by that.
-func versionCheck(ctx context.Context, addr, info string, err error) error {
-	const op = "version check"
-	var reply redis.Error
-	if errors.As(err, &reply) && !errors.Is(err, redis.Nil) {
-		return nil // INFO hidden: nothing to check
-	}
-	if err != nil {
-		return translate(ctx, op, err)
-	}
+func versionCheck(sv server, info string) error {
 	field := "redis_version"
 	v, ok := infoField(info, field)
 	if !ok {
@@ -108,11 +64,11 @@ func versionCheck(ctx context.Context, addr, info string, err error) error {
 	if major > minMajor || major == minMajor && minor >= minMinor {
 		return nil
 	}
-	server, ok := infoField(info, "server_name")
-	if !ok || server == "" {
-		server = "redis"
+	name, ok := infoField(info, "server_name")
+	if !ok || name == "" {
+		name = "redis"
 	}
-	return &ServerVersionError{Addr: addr, Server: server, Version: v}
+	return &ServerVersionError{Addr: sv.addr, Server: name, Version: v, via: sv.via}
 }
 
 // parseVersion reads "major[.minor[.patch]]", optionally followed by a

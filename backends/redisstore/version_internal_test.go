@@ -9,6 +9,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once/backends"
 )
 
 func TestParseVersion(t *testing.T) {
@@ -64,11 +66,9 @@ func info(lines ...string) string {
 }
 
 func TestVersionCheck(t *testing.T) {
-	ctx := context.Background()
 	for _, tc := range []struct {
 		name string
 		info string
-		err  error
 		old  *ServerVersionError // want this error
 	}{
 		{name: "redis 7.0", info: info("redis_version:7.0.15", "redis_git_sha1:00000000", "redis_mode:standalone")},
@@ -79,8 +79,6 @@ func TestVersionCheck(t *testing.T) {
 		{name: "valkey without redis_version", info: info("server_name:valkey", "valkey_version:8.1.0")},
 		{name: "no version field", info: info("redis_mode:standalone")},
 		{name: "empty reply", info: ""},
-		{name: "INFO hidden", err: redisError("ERR unknown command 'INFO', with args beginning with: 'server'")},
-		{name: "INFO not allowed", err: redisError("NOPERM User u has no permissions to run the 'info' command")},
 		{name: "redis 6.2", info: info("redis_version:6.2.14"),
 			old: &ServerVersionError{Addr: "a:1", Server: "redis", Version: "6.2.14"}},
 		{name: "redis 5", info: info("redis_version:5.0.7"),
@@ -98,7 +96,7 @@ func TestVersionCheck(t *testing.T) {
 		{name: "garbage valkey_version", info: info("valkey_version:8.x")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := versionCheck(ctx, "a:1", tc.info, tc.err)
+			err := versionCheck(server{addr: "a:1"}, tc.info)
 			switch {
 			case tc.old != nil:
 				var e *ServerVersionError
@@ -113,18 +111,91 @@ func TestVersionCheck(t *testing.T) {
 	}
 }
 
-// TestVersionCheckUnreachable: a failure to reach the server is New's
-// failure, not a server that hides INFO.
-func TestVersionCheckUnreachable(t *testing.T) {
+// fakeInfo answers INFO from reply and records the sections of each
+// call; it serves readInfo's decisions on replies no local server gives
+// (an older server's, LOADING's). Every other method is nil.
+type fakeInfo struct {
+	redis.Cmdable
+	reply func(sections []string) (string, error)
+	calls [][]string
+}
+
+func (f *fakeInfo) Info(_ context.Context, sections ...string) *redis.StringCmd {
+	f.calls = append(f.calls, sections)
+	return redis.NewStringResult(f.reply(sections))
+}
+
+// TestReadInfo: which replies to INFO skip the checks (hidden), which
+// fail New and with what, and the second INFO an older server's syntax
+// error gets.
+func TestReadInfo(t *testing.T) {
 	ctx := context.Background()
-	err := versionCheck(ctx, "a:1", "", errors.New("dial tcp: connection refused"))
-	require.ErrorIs(t, err, ErrUnavailable)
-	cancelled, cancel := context.WithCancel(ctx)
-	cancel()
-	err = versionCheck(cancelled, "a:1", "", context.Canceled)
-	require.ErrorIs(t, err, context.Canceled)
-	err = versionCheck(ctx, "a:1", "", redis.ErrClosed)
-	require.Error(t, err, "a closed client is not a hidden INFO")
+	sections := []string{"server", "cluster", "memory"}
+	for _, tc := range []struct {
+		name   string
+		reply  error // the error reply to INFO with sections
+		hidden bool
+		kind   error // New's error, or nil
+	}{
+		{name: "INFO renamed", reply: redisError("ERR unknown command 'INFO', with args beginning with: 'server'"), hidden: true},
+		{name: "INFO not allowed", reply: redisError("NOPERM User u has no permissions to run the 'info' command"), hidden: true},
+		{name: "another error reply", reply: redisError("ERR this proxy does not support INFO"), hidden: true},
+		{name: "no credentials", reply: redisError("NOAUTH Authentication required."), kind: ErrServer},
+		{name: "wrong credentials", reply: redisError("WRONGPASS invalid username-password pair or user is disabled."), kind: ErrServer},
+		{name: "loading", reply: redisError("LOADING Redis is loading the dataset in memory"), kind: ErrUnavailable},
+		{name: "busy", reply: redisError("BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."), kind: ErrUnavailable},
+		{name: "unreachable", reply: errors.New("dial tcp: connection refused"), kind: ErrUnavailable},
+		{name: "closed client", reply: redis.ErrClosed, kind: backends.ErrClosed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeInfo{reply: func([]string) (string, error) { return "", tc.reply }}
+			_, hidden, err := readInfo(ctx, f, sections)
+			assert.Equal(t, [][]string{sections}, f.calls, "one INFO")
+			if tc.kind != nil {
+				require.ErrorIs(t, err, tc.kind)
+				var e *Error
+				require.ErrorAs(t, err, &e)
+				assert.Equal(t, "version check", e.Op)
+				assert.Nil(t, hidden)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.hidden, hidden != nil)
+		})
+	}
+
+	t.Run("cancelled", func(t *testing.T) {
+		cancelled, cancel := context.WithCancel(ctx)
+		cancel()
+		f := &fakeInfo{reply: func([]string) (string, error) { return "", context.Canceled }}
+		_, _, err := readInfo(cancelled, f, sections)
+		require.ErrorIs(t, err, context.Canceled)
+	})
+
+	// Redis before 7.0 takes one section and answers several with a syntax
+	// error: the second INFO, without sections, reads its version.
+	t.Run("older server", func(t *testing.T) {
+		f := &fakeInfo{reply: func(s []string) (string, error) {
+			if len(s) > 1 {
+				return "", redisError("ERR syntax error")
+			}
+			return info("redis_version:6.2.14", "# Cluster", "cluster_enabled:0"), nil
+		}}
+		got, hidden, err := readInfo(ctx, f, sections)
+		require.NoError(t, err)
+		require.Nil(t, hidden)
+		assert.Equal(t, [][]string{sections, nil}, f.calls)
+		var old *ServerVersionError
+		require.ErrorAs(t, versionCheck(server{addr: "a:1"}, got), &old)
+		assert.Equal(t, "6.2.14", old.Version)
+	})
+	t.Run("one section", func(t *testing.T) {
+		f := &fakeInfo{reply: func([]string) (string, error) { return "", redisError("ERR syntax error") }}
+		_, hidden, err := readInfo(ctx, f, []string{"memory"})
+		require.NoError(t, err)
+		assert.NotNil(t, hidden, "a syntax error to one section is an INFO that does not answer")
+		assert.Len(t, f.calls, 1)
+	})
 }
 
 // replyError is an error reply of the server, as go-redis reports one
@@ -146,4 +217,6 @@ func TestServerVersionErrorText(t *testing.T) {
 	assert.Equal(t, "once/redisstore: redis at a:1 reports version 6.2.14; the store needs Redis 7.0 or later (SET with NX and GET, SPUBLISH)", e.Error())
 	e.Addr = ""
 	assert.Equal(t, "once/redisstore: redis reports version 6.2.14; the store needs Redis 7.0 or later (SET with NX and GET, SPUBLISH)", e.Error())
+	e.via = "the Sentinel primary"
+	assert.Equal(t, "once/redisstore: redis (the Sentinel primary) reports version 6.2.14; the store needs Redis 7.0 or later (SET with NX and GET, SPUBLISH)", e.Error())
 }
