@@ -157,7 +157,11 @@ func TestNewOnBusyServer(t *testing.T) {
 	ctx := context.Background()
 	c := redis.NewClient(opt)
 	defer c.Close()
-	busy := redis.NewClient(opt)
+	// No read timeout: the script's reply is awaited however long the
+	// machine takes to get there.
+	bo := *opt
+	bo.ReadTimeout = -1
+	busy := redis.NewClient(&bo)
 	defer busy.Close()
 	done := make(chan error, 1)
 	go func() {

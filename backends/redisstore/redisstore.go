@@ -17,7 +17,9 @@
 // SET with both NX and GET is 7.0's, and so are SPUBLISH and SSUBSCRIBE.
 // New checks the version that INFO server reports and returns a
 // *ServerVersionError for an older server; a server that hides INFO is
-// not checked (see New).
+// not checked (see New). A Redis Cluster needs a *redis.ClusterClient:
+// New refuses a node in cluster mode reached through any other client
+// with a *ClusterModeError.
 //
 // # Durations
 //
@@ -88,7 +90,7 @@ type Config struct {
 type Store struct {
 	client  redis.UniversalClient
 	prefix  string
-	sharded bool   // a Cluster client: SPUBLISH / SSUBSCRIBE
+	sharded bool   // a *redis.ClusterClient: SPUBLISH / SSUBSCRIBE
 	notify  string // "PUBLISH", or "SPUBLISH" on a Cluster
 	// notifyArg is notify boxed once, for the completion's arguments.
 	notifyArg any
@@ -104,19 +106,33 @@ var (
 )
 
 // New returns a Store that uses client, which it never closes. New talks to
-// Redis, within ctx: it checks the server's version (INFO server, on every
-// primary of a Cluster), checks maxmemory-policy as cfg.EvictionPolicyCheck
-// says and loads the scripts into the server's script cache (on every node
-// of a Cluster), so that scripted operations cost one EVALSHA from the
-// first call. No other operation repeats these checks.
+// Redis, within ctx: it sends each server (every primary of a
+// *redis.ClusterClient, every shard of a *redis.Ring) one INFO server
+// cluster memory (without memory under EvictionIgnore), from which it
+// checks the version, the cluster mode and, as cfg.EvictionPolicyCheck
+// says, maxmemory-policy; then it loads the scripts into the server's
+// script cache (on every node of a Cluster), so that scripted operations
+// cost one EVALSHA from the first call. No other operation repeats these
+// checks.
 //
-// It fails if Redis cannot be reached, with a *ServerVersionError when a
-// server reports a version older than 7.0 (redis_version; valkey_version
-// when there is no redis_version). A version it cannot read is not
-// checked, nor is a server that answers INFO with an
-// error reply (a managed service that disables or renames it, an ACL user
-// without it) or reports no version is not checked: on an older server
-// the first Claim then fails with ErrServer. Such a server also needs
+// It fails if Redis cannot be reached (ErrUnavailable); with a
+// *ServerVersionError when a server reports a version older than 7.0
+// (redis_version; valkey_version when there is no redis_version); with a
+// *ClusterModeError when a server runs in cluster mode (cluster_enabled:1)
+// and client is not a *redis.ClusterClient, which would send every
+// command to one node; with an *Error of kind ErrServer when the server
+// refuses the client's credentials (NOAUTH, WRONGPASS); and with an *Error
+// of kind ErrUnavailable when it is loading its data set or running a
+// long script (LOADING, BUSY): that is transient, and New can be called
+// again. An *Error of New's checks has Op "version check" or
+// "eviction check".
+//
+// A version it cannot read is not checked, nor is a server that answers
+// INFO with another error reply (a managed service that disables or
+// renames it, an ACL user without it) or reports no version: on an
+// older server the first Claim then fails with ErrServer, and a cluster
+// node reached without a *redis.ClusterClient answers MOVED (ErrServer)
+// for keys of the slots it does not serve. Such a server also needs
 // EvictionPolicyCheck: EvictionIgnore, as the eviction check reads INFO
 // too.
 func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store, error) {

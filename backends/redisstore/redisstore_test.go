@@ -107,8 +107,8 @@ func TestNewChecksTheServerVersion(t *testing.T) {
 	}
 }
 
-// TestVersionCheckIsNewsAlone: New sends INFO server (one round trip of
-// its own), and the operations after it send no INFO.
+// TestVersionCheckIsNewsAlone: New sends INFO (one round trip of its
+// own), and the operations after it send no INFO.
 func TestVersionCheckIsNewsAlone(t *testing.T) {
 	client, n := countingClient(t)
 	ctx := context.Background()
