@@ -123,9 +123,10 @@ var (
 // command to one node; with an *Error of kind ErrServer when the server
 // refuses the client's credentials (NOAUTH, WRONGPASS); and with an *Error
 // of kind ErrUnavailable when it is loading its data set or running a
-// long script (LOADING, BUSY): that is transient, and New can be called
-// again. An *Error of New's checks has Op "version check" or
-// "eviction check".
+// long script (LOADING, BUSY, to INFO or to loading the scripts): that is
+// transient, and New can be called again. An *Error of New's checks has
+// Op "version check" or "eviction check", one of loading the scripts
+// "new".
 //
 // A version it cannot read is not checked, nor is a server that answers
 // INFO with another error reply (a managed service that disables or
@@ -163,7 +164,7 @@ func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store
 	}
 	for _, sc := range allScripts {
 		if err := sc.Load(ctx, client).Err(); err != nil {
-			return nil, translate(ctx, "new", err)
+			return nil, newError(ctx, "new", err)
 		}
 	}
 	return s, nil

@@ -168,10 +168,26 @@ func readInfo(ctx context.Context, c redis.Cmdable, sections []string) (info str
 		return "", nil, translate(ctx, op, err)
 	case redis.HasErrorPrefix(err, "NOAUTH"), redis.HasErrorPrefix(err, "WRONGPASS"):
 		return "", nil, translate(ctx, op, err)
-	case redis.HasErrorPrefix(err, "LOADING"), redis.HasErrorPrefix(err, "BUSY"):
-		return "", nil, &Error{Op: op, Kind: ErrUnavailable, Detail: err.Error()}
+	case transient(err):
+		return "", nil, newError(ctx, op, err)
 	}
 	return "", err, nil
+}
+
+// transient reports the error replies of a server that will answer
+// later: LOADING (loading its data set: real Redis answers INFO then,
+// but not SCRIPT LOAD) and BUSY (running a long script).
+func transient(err error) bool {
+	return redis.HasErrorPrefix(err, "LOADING") || redis.HasErrorPrefix(err, "BUSY")
+}
+
+// newError translates an error of New: as translate, but a transient
+// error reply is of kind ErrUnavailable, so that New can be called again.
+func newError(ctx context.Context, op string, err error) error {
+	if isReply(err) && transient(err) {
+		return &Error{Op: op, Kind: ErrUnavailable, Detail: err.Error()}
+	}
+	return translate(ctx, op, err)
 }
 
 // isReply reports whether err is an error reply of the server (redis.Nil

@@ -220,3 +220,24 @@ func TestServerVersionErrorText(t *testing.T) {
 	e.via = "the Sentinel primary"
 	assert.Equal(t, "once/redisstore: redis (the Sentinel primary) reports version 6.2.14; the store needs Redis 7.0 or later (SET with NX and GET, SPUBLISH)", e.Error())
 }
+
+// TestNewErrorTransient: LOADING and BUSY, to INFO or to SCRIPT LOAD (a
+// server loading its data set answers INFO but not SCRIPT LOAD), are
+// ErrUnavailable; other replies stay ErrServer.
+func TestNewErrorTransient(t *testing.T) {
+	ctx := context.Background()
+	for reply, kind := range map[string]error{
+		"LOADING Redis is loading the dataset in memory":         ErrUnavailable,
+		"BUSY Redis is busy running a script.":                   ErrUnavailable,
+		"NOAUTH Authentication required.":                        ErrServer,
+		"ERR unknown command 'SCRIPT', with args beginning with": ErrServer,
+	} {
+		err := newError(ctx, "new", redisError(reply))
+		require.ErrorIs(t, err, kind, reply)
+		var e *Error
+		require.ErrorAs(t, err, &e)
+		assert.Equal(t, "new", e.Op)
+		assert.Equal(t, reply, e.Detail)
+	}
+	require.ErrorIs(t, newError(ctx, "new", errors.New("dial tcp: refused")), ErrUnavailable)
+}
