@@ -107,6 +107,10 @@ func (e *env) open(ctx context.Context, k kind) (*conn, error) {
 	})
 	if err != nil {
 		_ = rdb.Close()
+		var ce *redisstore.ClusterModeError
+		if errors.As(err, &ce) {
+			return nil, fmt.Errorf("%w (with this command: --redis-cluster %s)", err, c.Redis)
+		}
 		return nil, err
 	}
 	return &conn{kind: k, store: rs, admin: rs, rdb: rdb, rs: rs}, nil

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -43,6 +44,18 @@ func TestRedis(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestRedisFlagOnAClusterNode: --redis given a node of a Redis Cluster
+// fails (the store refuses a single-node client there) and names the flag
+// to use instead.
+func TestRedisFlagOnAClusterNode(t *testing.T) {
+	r := newRedis(t, true)
+	node := strings.Split(redisClusterAddrs(), ",")[0]
+	res := runCLI(t, "--redis", node, "--prefix", r.prefix, "get", "s", "k")
+	assert.Equal(t, exitFailure, res.code, "%s", res)
+	assert.Contains(t, res.stderr, "cluster mode")
+	assert.Contains(t, res.stderr, "--redis-cluster "+node)
 }
 
 func TestRedisUnreachable(t *testing.T) {
