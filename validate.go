@@ -3,26 +3,17 @@ package once
 import (
 	"context"
 	"strconv"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/stagedoor/once/backends"
 )
 
 // validateName checks a scope or a key. The error never contains the input.
 func validateName(field, s string, limit int) error {
-	switch {
-	case s == "":
+	if s == "" {
 		return &InvalidInputError{Field: field, Reason: "empty"}
-	case len(s) > limit:
-		return &InvalidInputError{Field: field, Reason: "longer than " + strconv.Itoa(limit) + " bytes"}
-	case !utf8.ValidString(s):
-		return &InvalidInputError{Field: field, Reason: "not valid UTF-8"}
 	}
-	for _, r := range s {
-		if unicode.IsControl(r) {
-			return &InvalidInputError{Field: field, Reason: "contains a control character"}
-		}
+	if reason := backends.NameProblem(s, limit); reason != "" {
+		return &InvalidInputError{Field: field, Reason: reason}
 	}
 	return nil
 }

@@ -3,9 +3,6 @@ package backends
 import (
 	"context"
 	"errors"
-	"fmt"
-	"hash/fnv"
-	"strconv"
 	"time"
 )
 
@@ -24,16 +21,20 @@ type ListParams struct {
 	// OlderThan selects records whose Age is at least OlderThan.
 	OlderThan time.Duration
 	// Scope, when not empty, selects the records of that scope alone;
-	// empty lists across scopes.
+	// empty lists across scopes. A scope no record can have is refused
+	// (see Validate).
 	Scope string
-	// KeyPrefix, when not empty, selects keys that start with it.
+	// KeyPrefix, when not empty, selects keys that start with it. It is
+	// whole characters: a prefix no key can start with is refused (see
+	// Validate).
 	KeyPrefix string
 	// Cursor is "" for the first page and ListPage.Next afterwards. It is
 	// opaque and belongs to the store that returned it, for the State,
 	// Scope and KeyPrefix it was returned for: List refuses it with other
-	// ones (a *ListParamsError), as it refuses a cursor it did not return
-	// or one of an earlier version of the store. OlderThan and Limit may
-	// change between the pages of a walk.
+	// ones (a *ListParamsError), as it refuses a cursor it did not return,
+	// altered or cut short, or one of an earlier version of the store (see
+	// CursorCodec). OlderThan and Limit may change between the pages of a
+	// walk.
 	Cursor string
 	// Limit bounds the records of one page (DefaultListLimit when not
 	// positive, at most MaxListLimit).
@@ -85,10 +86,10 @@ type Counts struct {
 // examines, never a scan of the whole store per page.
 type Lister interface {
 	// List returns one page of pending and held records. It refuses
-	// with a *ListParamsError (errors.Is ErrInvalidListParams) a State
-	// that p.Validate refuses and a Cursor it did not return for p's
-	// State, Scope and KeyPrefix; parsing a cursor costs time linear in
-	// its length.
+	// with a *ListParamsError (errors.Is ErrInvalidListParams), before it
+	// sends anything to a server, what p.Validate refuses and a Cursor it
+	// did not return for p's State, Scope and KeyPrefix; parsing a cursor
+	// costs time linear in its length.
 	List(ctx context.Context, p ListParams) (ListPage, error)
 	// Count counts the records by state. It may examine every record
 	// (linear in the store's size): it is for stats, not for hot paths.
@@ -100,11 +101,11 @@ type Lister interface {
 var ErrInvalidListParams = errors.New("once: invalid list parameters")
 
 // ListParamsError reports a ListParams field that Lister.List refuses,
-// on every store alike: a State that is neither zero, StatePending nor
-// StateHeld, or a Cursor that the store did not return or returned for
+// on every store alike: a State, Scope or KeyPrefix that Validate
+// refuses, or a Cursor that the store did not return or returned for
 // other filters. It never contains the field's value.
 type ListParamsError struct {
-	// Field is "State" or "Cursor".
+	// Field is "State", "Scope", "KeyPrefix" or "Cursor".
 	Field string
 	// Reason says what is wrong with it.
 	Reason string
@@ -119,48 +120,25 @@ func (e *ListParamsError) Error() string {
 func (e *ListParamsError) Is(target error) bool { return target == ErrInvalidListParams }
 
 // Validate returns a *ListParamsError when p.State is neither zero (both
-// states), StatePending nor StateHeld, and nil otherwise. Every Lister
-// calls it first; it does not look at the cursor, which is the store's.
+// states), StatePending nor StateHeld (Field "State"), when p.Scope is
+// not empty and no record's scope can be it, or when no record's key can
+// start with p.KeyPrefix: longer than MaxScopeLen or MaxKeyLen bytes, not
+// valid UTF-8 (a prefix is whole characters), or with a control character,
+// NUL included (Field "Scope" or "KeyPrefix", Reason that of NameProblem).
+// It returns nil otherwise. Every Lister calls it first, on every store
+// alike (PostgreSQL could not even send such text); it does not look at
+// the cursor, which the store reads with a CursorCodec.
 func (p ListParams) Validate() error {
 	switch p.State {
 	case 0, StatePending, StateHeld:
-		return nil
+	default:
+		return &ListParamsError{Field: "State", Reason: "neither pending nor held (nor zero, for both)"}
 	}
-	return &ListParamsError{Field: "State", Reason: "neither pending nor held (nor zero, for both)"}
-}
-
-// BadCursor returns the *ListParamsError of a Cursor that a store cannot
-// parse: one it did not return (garbage, truncated or altered), or one
-// from an earlier version of its format.
-func BadCursor() error {
-	return &ListParamsError{Field: "Cursor", Reason: "not a cursor this store returned"}
-}
-
-// CursorBinding returns what a store's cursor records of the parameters
-// it was returned for, so that CheckCursorBinding can refuse it with
-// others: State, and a 64-bit FNV-1a hash of Scope and KeyPrefix. It is
-// 17 characters of [0-9a-f] (a digit for State, then 16 hex digits), so
-// that a store can embed it in any cursor format. OlderThan and Limit
-// are not bound: a walk may change them between pages.
-func (p ListParams) CursorBinding() string {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(strconv.Itoa(len(p.Scope)) + ":" + p.Scope + p.KeyPrefix))
-	return strconv.Itoa(int(p.State)%10) + fmt.Sprintf("%016x", h.Sum64())
-}
-
-// CheckCursorBinding returns nil when binding, read from a cursor, is
-// p.CursorBinding(), and a *ListParamsError otherwise: one that names the
-// State filter when that differs, the Scope or KeyPrefix filters when
-// they do.
-func (p ListParams) CheckCursorBinding(binding string) error {
-	want := p.CursorBinding()
-	switch {
-	case binding == want:
-		return nil
-	case len(binding) != len(want):
-		return BadCursor()
-	case binding[0] != want[0]:
-		return &ListParamsError{Field: "Cursor", Reason: "returned for another State filter"}
+	if reason := NameProblem(p.Scope, MaxScopeLen); reason != "" {
+		return &ListParamsError{Field: "Scope", Reason: reason}
 	}
-	return &ListParamsError{Field: "Cursor", Reason: "returned for another Scope or KeyPrefix filter"}
+	if reason := NameProblem(p.KeyPrefix, MaxKeyLen); reason != "" {
+		return &ListParamsError{Field: "KeyPrefix", Reason: reason}
+	}
+	return nil
 }

@@ -1,9 +1,8 @@
 package backends_test
 
 import (
-	"regexp"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -22,46 +21,35 @@ func TestListParamsValidate(t *testing.T) {
 		require.ErrorIs(t, err, backends.ErrInvalidListParams)
 		require.Equal(t, "once: list: invalid State: neither pending nor held (nor zero, for both)", err.Error())
 	}
-}
-
-func TestCursorBinding(t *testing.T) {
-	shape := regexp.MustCompile(`^[0-9a-f]{17}$`)
-	base := backends.ListParams{State: backends.StateHeld, Scope: "ab", KeyPrefix: "c"}
-	b := base.CursorBinding()
-	require.Regexp(t, shape, b)
-	same := base
-	same.OlderThan, same.Limit, same.Cursor = time.Hour, 7, "x"
-	require.Equal(t, b, same.CursorBinding(), "OlderThan, Limit and Cursor are not bound")
-	require.NoError(t, same.CheckCursorBinding(b))
-
-	for _, other := range []backends.ListParams{
-		{State: 0, Scope: "ab", KeyPrefix: "c"},
-		{State: backends.StatePending, Scope: "ab", KeyPrefix: "c"},
-		{State: backends.StateHeld, Scope: "a", KeyPrefix: "bc"},
-		{State: backends.StateHeld, Scope: "abc", KeyPrefix: ""},
-		{State: backends.StateHeld, Scope: "", KeyPrefix: "abc"},
-		{State: backends.StateHeld, Scope: "ab", KeyPrefix: ""},
-		{State: backends.StateHeld, Scope: "ab", KeyPrefix: "d"},
+	for _, c := range []struct {
+		p     backends.ListParams
+		field string
+	}{
+		{backends.ListParams{Scope: "a\x00b"}, "Scope"},
+		{backends.ListParams{Scope: "\xff"}, "Scope"},
+		{backends.ListParams{Scope: "z\xc5"}, "Scope"},
+		{backends.ListParams{Scope: "a\tb"}, "Scope"},
+		{backends.ListParams{Scope: strings.Repeat("s", backends.MaxScopeLen+1)}, "Scope"},
+		{backends.ListParams{KeyPrefix: "\x00"}, "KeyPrefix"},
+		{backends.ListParams{KeyPrefix: "k\xff"}, "KeyPrefix"},
+		{backends.ListParams{KeyPrefix: "z\xc5"}, "KeyPrefix"},
+		{backends.ListParams{KeyPrefix: "\u0085"}, "KeyPrefix"},
+		{backends.ListParams{KeyPrefix: strings.Repeat("k", backends.MaxKeyLen+1)}, "KeyPrefix"},
+		{backends.ListParams{State: 9, Scope: "\x00"}, "State"},
+		{backends.ListParams{Scope: "\x00", KeyPrefix: "\x00"}, "Scope"},
 	} {
-		ob := other.CursorBinding()
-		require.Regexp(t, shape, ob)
-		require.NotEqual(t, b, ob, "%+v", other)
-		err := other.CheckCursorBinding(b)
+		err := c.p.Validate()
 		var le *backends.ListParamsError
-		require.ErrorAs(t, err, &le, "%+v", other)
-		require.Equal(t, "Cursor", le.Field)
+		require.ErrorAs(t, err, &le, "%+v", c.p)
+		require.Equal(t, c.field, le.Field, "%+v", c.p)
 		require.ErrorIs(t, err, backends.ErrInvalidListParams)
-		if other.State != base.State {
-			require.Contains(t, le.Reason, "State")
-		} else {
-			require.Contains(t, le.Reason, "Scope or KeyPrefix")
-		}
+		require.NotContains(t, err.Error(), c.p.Scope+c.p.KeyPrefix, "the value is not in the error")
 	}
-	for _, bad := range []string{"", "3", b[:16], b + "0", "x" + b[1:]} {
-		err := base.CheckCursorBinding(bad)
-		var le *backends.ListParamsError
-		require.ErrorAs(t, err, &le, "%q", bad)
-		require.Equal(t, "Cursor", le.Field)
+	for _, ok := range []backends.ListParams{
+		{Scope: strings.Repeat("s", backends.MaxScopeLen), KeyPrefix: strings.Repeat("k", backends.MaxKeyLen)},
+		{Scope: "złoty ₿", KeyPrefix: "zł"},
+		{KeyPrefix: "with space"},
+	} {
+		require.NoError(t, ok.Validate(), "%+v", ok)
 	}
-	require.Equal(t, "once: list: invalid Cursor: not a cursor this store returned", backends.BadCursor().Error())
 }

@@ -303,6 +303,8 @@ func exerciseList(t *testing.T, newStore NewStore) {
 		require.GreaterOrEqual(e.t, c.OldestHeld, shortLease)
 		require.GreaterOrEqual(e.t, c.Stored, c.Pending+c.Held+c.Completed)
 	})
+
+	exerciseListInputs(t, newStore)
 }
 
 // requireListParamsError fails unless err is a *backends.ListParamsError

@@ -3,7 +3,6 @@ package memory
 import (
 	"cmp"
 	"context"
-	"encoding/hex"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,62 +13,36 @@ import (
 var _ backends.Lister = (*Store)(nil)
 
 // cursor is a position in the walk: the records of shards before shard
-// are done, and so are those of shard up to (scope, key) in sort order.
-// binding is the ListParams.CursorBinding of the walk.
+// are done, and so are those of shard up to (scope, key) in sort order
+// when scope is not empty (no record's scope is).
 type cursor struct {
-	binding    string
 	shard      int
 	scope, key string
-	started    bool // scope and key are set
 }
 
-func (c cursor) String() string {
-	s := c.binding + "." + strconv.Itoa(c.shard)
-	if !c.started {
-		return s
-	}
-	return s + "." + hex.EncodeToString([]byte(c.scope)) + "." + hex.EncodeToString([]byte(c.key))
+// encode returns the List cursor of c for the walk of codec.
+func (c cursor) encode(codec backends.CursorCodec) string {
+	return codec.Encode(strconv.Itoa(c.shard), c.scope, c.key)
 }
 
-// parseCursor parses a cursor of String for p ("" is the start of a
-// walk). It refuses, with a *backends.ListParamsError, anything String
-// does not return (a non-canonical spelling included) and a cursor
-// returned for other parameters.
-func parseCursor(s string, p backends.ListParams) (cursor, error) {
-	if s == "" {
-		return cursor{}, nil
-	}
-	if len(s) > maxCursorLen {
-		return cursor{}, backends.BadCursor()
-	}
-	parts := strings.Split(s, ".")
-	if len(parts) != 2 && len(parts) != 4 {
-		return cursor{}, backends.BadCursor()
-	}
-	n, err := strconv.Atoi(parts[1])
-	if err != nil || n < 0 || n >= shardCount {
-		return cursor{}, backends.BadCursor()
-	}
-	c := cursor{binding: parts[0], shard: n}
-	if len(parts) == 4 {
-		scope, err1 := hex.DecodeString(parts[2])
-		key, err2 := hex.DecodeString(parts[3])
-		if err1 != nil || err2 != nil || len(scope) > backends.MaxScopeLen || len(key) > backends.MaxKeyLen {
-			return cursor{}, backends.BadCursor()
-		}
-		c.scope, c.key, c.started = string(scope), string(key), true
-	}
-	if c.String() != s {
-		return cursor{}, backends.BadCursor()
-	}
-	if err := p.CheckCursorBinding(c.binding); err != nil {
+// parseCursor parses a cursor of encode for codec's parameters ("" is
+// the start of a walk). It refuses, with a *backends.ListParamsError,
+// anything encode does not return and a cursor returned for other
+// parameters.
+func parseCursor(s string, codec backends.CursorCodec) (cursor, error) {
+	f, err := codec.Decode(s, 3)
+	if err != nil || f == nil {
 		return cursor{}, err
 	}
-	return c, nil
+	n, err := backends.CursorUint(f[0], shardCount-1)
+	if err != nil {
+		return cursor{}, err
+	}
+	if err := backends.CheckCursorRecord(f[1], f[2]); err != nil {
+		return cursor{}, err
+	}
+	return cursor{shard: int(n), scope: f[1], key: f[2]}, nil
 }
-
-// maxCursorLen bounds the cursors String returns.
-const maxCursorLen = 17 + 1 + 3 + 1 + 2*backends.MaxScopeLen + 1 + 2*backends.MaxKeyLen
 
 func compareKeys(a, b recordKey) int {
 	return cmp.Or(strings.Compare(a.scope, b.scope), strings.Compare(a.key, b.key))
@@ -86,11 +59,11 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if err := p.Validate(); err != nil {
 		return backends.ListPage{}, err
 	}
-	c, err := parseCursor(p.Cursor, p)
+	codec := p.Cursors()
+	c, err := parseCursor(p.Cursor, codec)
 	if err != nil {
 		return backends.ListPage{}, err
 	}
-	binding := p.CursorBinding()
 	limit := p.Limit
 	if limit <= 0 {
 		limit = backends.DefaultListLimit
@@ -102,13 +75,13 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 		if room := limit - len(page.Records); len(matches) > room {
 			page.Records = append(page.Records, matches[:room]...)
 			last := page.Records[len(page.Records)-1]
-			page.Next = cursor{binding: binding, shard: i, scope: last.Scope, key: last.Key, started: true}.String()
+			page.Next = cursor{shard: i, scope: last.Scope, key: last.Key}.encode(codec)
 			return page, nil
 		}
 		page.Records = append(page.Records, matches...)
-		c = cursor{binding: binding}
+		c = cursor{}
 		if len(page.Records) == limit && i+1 < shardCount {
-			page.Next = cursor{binding: binding, shard: i + 1}.String()
+			page.Next = cursor{shard: i + 1}.encode(codec)
 			return page, nil
 		}
 	}
@@ -129,7 +102,7 @@ func (s *Store) shardMatches(i int, p backends.ListParams, c cursor) []backends.
 		if p.Scope != "" && k.scope != p.Scope || !strings.HasPrefix(k.key, p.KeyPrefix) {
 			continue
 		}
-		if c.started && c.shard == i && compareKeys(k, recordKey{c.scope, c.key}) <= 0 {
+		if c.scope != "" && c.shard == i && compareKeys(k, recordKey{c.scope, c.key}) <= 0 {
 			continue
 		}
 		keys = append(keys, k)

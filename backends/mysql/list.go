@@ -2,10 +2,7 @@ package mysqlstore
 
 import (
 	"context"
-	"encoding/hex"
-	"fmt"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/stagedoor/once/backends"
@@ -70,7 +67,8 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if err := p.Validate(); err != nil {
 		return backends.ListPage{}, err
 	}
-	c, err := parseListCursor(p.Cursor, p)
+	codec := p.Cursors()
+	c, err := parseListCursor(p.Cursor, codec)
 	if err != nil {
 		return backends.ListPage{}, err
 	}
@@ -118,10 +116,10 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	}
 	switch {
 	case len(page.Records) == limit:
-		last.binding, last.state = c.binding, c.state
-		page.Next = last.String()
+		last.state = c.state
+		page.Next = last.encode(codec)
 	case c.state == backends.StatePending && p.State == 0:
-		page.Next = listCursor{binding: c.binding, state: backends.StateHeld, expiresUS: minCursorUS}.String()
+		page.Next = listCursor{state: backends.StateHeld, expiresUS: minCursorUS}.encode(codec)
 	}
 	return page, nil
 }
@@ -153,57 +151,44 @@ const (
 )
 
 // listCursor is a position in a List walk: the state whose range is
-// walked, and the index position (expiry, scope, key) of the last record
-// returned in it; binding is the walk's ListParams.CursorBinding.
+// walked (zero before the first page), and the index position (expiry,
+// scope, key) of the last record returned in it (minCursorUS, "" and ""
+// for none yet).
 type listCursor struct {
-	binding    string
 	state      backends.State
 	expiresUS  int64
 	scope, key string
 }
 
-func (c listCursor) String() string {
-	return fmt.Sprintf("%s.%d.%d.%s.%s", c.binding, c.state, c.expiresUS, hex.EncodeToString([]byte(c.scope)), hex.EncodeToString([]byte(c.key)))
+// encode returns the List cursor of c for the walk of codec; the expiry
+// is written as its distance from minCursorUS (never negative).
+func (c listCursor) encode(codec backends.CursorCodec) string {
+	return codec.Encode(c.state.String(), strconv.FormatUint(uint64(c.expiresUS-minCursorUS), 10), c.scope, c.key)
 }
 
-// maxListCursorLen bounds the cursors listCursor.String returns.
-const maxListCursorLen = 17 + 3 + 21 + 2 + 2*backends.MaxScopeLen + 2*backends.MaxKeyLen
-
-// parseListCursor parses a cursor of String for p; "" is the start of a
-// walk (binding set, state zero). It refuses, with a
-// *backends.ListParamsError, anything String does not return (a
-// non-canonical spelling included, and an expiry outside DATETIME's
-// range), a cursor returned for other parameters, and one walking a
-// state p does not select.
-func parseListCursor(s string, p backends.ListParams) (listCursor, error) {
-	if s == "" {
-		return listCursor{binding: p.CursorBinding(), expiresUS: minCursorUS}, nil
+// parseListCursor parses a cursor of encode for codec's parameters; ""
+// is the start of a walk (state zero, expiry minCursorUS). It refuses,
+// with a *backends.ListParamsError, anything encode does not return (an
+// expiry outside DATETIME's range included), a cursor returned for other
+// parameters, one walking a state the parameters do not select, and a
+// scope or key no record can have.
+func parseListCursor(s string, codec backends.CursorCodec) (listCursor, error) {
+	f, err := codec.Decode(s, 4)
+	if err != nil || f == nil {
+		return listCursor{expiresUS: minCursorUS}, err
 	}
-	if len(s) > maxListCursorLen {
-		return listCursor{}, backends.BadCursor()
-	}
-	parts := strings.Split(s, ".")
-	if len(parts) != 5 || (parts[1] != "1" && parts[1] != "3") {
-		return listCursor{}, backends.BadCursor()
-	}
-	us, err := strconv.ParseInt(parts[2], 10, 64)
-	scope, err1 := hex.DecodeString(parts[3])
-	key, err2 := hex.DecodeString(parts[4])
-	if err != nil || err1 != nil || err2 != nil || us < minCursorUS || us > maxCursorUS ||
-		len(scope) > backends.MaxScopeLen || len(key) > backends.MaxKeyLen {
-		return listCursor{}, backends.BadCursor()
-	}
-	c := listCursor{binding: parts[0], state: backends.State(parts[1][0] - '0'), expiresUS: us, scope: string(scope), key: string(key)}
-	if c.String() != s {
-		return listCursor{}, backends.BadCursor()
-	}
-	if err := p.CheckCursorBinding(c.binding); err != nil {
+	st, err := codec.State(f[0])
+	if err != nil {
 		return listCursor{}, err
 	}
-	if p.State != 0 && c.state != p.State {
-		return listCursor{}, backends.BadCursor()
+	us, err := backends.CursorUint(f[1], maxCursorUS-minCursorUS)
+	if err != nil {
+		return listCursor{}, err
 	}
-	return c, nil
+	if err := backends.CheckCursorRecord(f[2], f[3]); err != nil {
+		return listCursor{}, err
+	}
+	return listCursor{state: st, expiresUS: int64(us) + minCursorUS, scope: f[2], key: f[3]}, nil
 }
 
 // ageMicros converts ListParams.OlderThan to whole microseconds, rounding

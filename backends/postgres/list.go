@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/hex"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -24,7 +22,8 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if err := p.Validate(); err != nil {
 		return backends.ListPage{}, err
 	}
-	c, err := parsePGCursor(p.Cursor, p)
+	codec := p.Cursors()
+	c, err := parsePGCursor(p.Cursor, codec)
 	if err != nil {
 		return backends.ListPage{}, err
 	}
@@ -74,9 +73,9 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	switch {
 	case len(page.Records) == limit:
 		last := page.Records[len(page.Records)-1]
-		page.Next = pgCursor{binding: c.binding, state: c.state, scope: last.Scope, key: last.Key}.String()
+		page.Next = pgCursor{state: c.state, scope: last.Scope, key: last.Key}.encode(codec)
 	case c.state == backends.StatePending && p.State == 0:
-		page.Next = pgCursor{binding: c.binding, state: backends.StateHeld}.String()
+		page.Next = pgCursor{state: backends.StateHeld}.encode(codec)
 	}
 	return page, nil
 }
@@ -97,54 +96,38 @@ func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
 	return c, nil
 }
 
-// pgCursor is a position in a List walk: the state being walked, and the
-// last (scope, key) returned in it; binding is the walk's
-// ListParams.CursorBinding.
+// pgCursor is a position in a List walk: the state being walked (zero
+// before the first page), and the last (scope, key) returned in it ("" and
+// "" for none yet).
 type pgCursor struct {
-	binding    string
 	state      backends.State
 	scope, key string
 }
 
-func (c pgCursor) String() string {
-	return c.binding + "." + string(rune('0'+c.state)) + "." + hex.EncodeToString([]byte(c.scope)) + "." + hex.EncodeToString([]byte(c.key))
+// encode returns the List cursor of c for the walk of codec.
+func (c pgCursor) encode(codec backends.CursorCodec) string {
+	return codec.Encode(c.state.String(), c.scope, c.key)
 }
 
-// maxPGCursorLen bounds the cursors pgCursor.String returns.
-const maxPGCursorLen = 17 + 3 + 3 + 2*backends.MaxScopeLen + 2*backends.MaxKeyLen
-
-// parsePGCursor parses a cursor of pgCursor.String for p; "" is the
-// start of a walk (binding set, state zero). It refuses, with a
-// *backends.ListParamsError, anything String does not return (a
-// non-canonical spelling included), a cursor returned for other
-// parameters, and one walking a state p does not select.
-func parsePGCursor(s string, p backends.ListParams) (pgCursor, error) {
-	if s == "" {
-		return pgCursor{binding: p.CursorBinding()}, nil
-	}
-	if len(s) > maxPGCursorLen {
-		return pgCursor{}, backends.BadCursor()
-	}
-	parts := strings.Split(s, ".")
-	if len(parts) != 4 || (parts[1] != "1" && parts[1] != "3") {
-		return pgCursor{}, backends.BadCursor()
-	}
-	scope, err1 := hex.DecodeString(parts[2])
-	key, err2 := hex.DecodeString(parts[3])
-	if err1 != nil || err2 != nil || len(scope) > backends.MaxScopeLen || len(key) > backends.MaxKeyLen {
-		return pgCursor{}, backends.BadCursor()
-	}
-	c := pgCursor{binding: parts[0], state: backends.State(parts[1][0] - '0'), scope: string(scope), key: string(key)}
-	if c.String() != s {
-		return pgCursor{}, backends.BadCursor()
-	}
-	if err := p.CheckCursorBinding(c.binding); err != nil {
+// parsePGCursor parses a cursor of encode for codec's parameters; "" is
+// the start of a walk (state zero). It refuses, with a
+// *backends.ListParamsError, anything encode does not return, a cursor
+// returned for other parameters, one walking a state the parameters do
+// not select, and a scope or key no record can have (PostgreSQL would
+// refuse a NUL or invalid UTF-8 with an error of its own).
+func parsePGCursor(s string, codec backends.CursorCodec) (pgCursor, error) {
+	f, err := codec.Decode(s, 3)
+	if err != nil || f == nil {
 		return pgCursor{}, err
 	}
-	if p.State != 0 && c.state != p.State {
-		return pgCursor{}, backends.BadCursor()
+	st, err := codec.State(f[0])
+	if err != nil {
+		return pgCursor{}, err
 	}
-	return c, nil
+	if err := backends.CheckCursorRecord(f[1], f[2]); err != nil {
+		return pgCursor{}, err
+	}
+	return pgCursor{state: st, scope: f[1], key: f[2]}, nil
 }
 
 // query runs a statement that returns rows; done closes them (and frees a

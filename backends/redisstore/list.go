@@ -1,7 +1,9 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
+	"math"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -63,65 +65,52 @@ func (s *Store) nodes(ctx context.Context) ([]node, error) {
 // that reads other buckets when keys of the batch were added or deleted
 // meanwhile (SCAN's COUNT counts keys, not buckets): the keys up to after
 // are then skipped only from a read that did not pass end (see covered),
-// since the buckets past end were not read before. binding is the walk's
-// ListParams.CursorBinding.
+// since the buckets past end were not read before.
 type listCursor struct {
-	binding string
-	addr    string
-	scan    uint64
-	count   int64
-	end     uint64
-	after   string
+	addr  string
+	scan  uint64
+	count int64
+	end   uint64
+	after string
 }
 
-func (c listCursor) String() string {
-	return c.binding + " " + strconv.Quote(c.addr) + " " + strconv.FormatUint(c.scan, 10) + " " +
-		strconv.FormatInt(c.count, 10) + " " + strconv.FormatUint(c.end, 10) + " " + strconv.Quote(c.after)
+// encode returns the List cursor of c for the walk of codec.
+func (c listCursor) encode(codec backends.CursorCodec) string {
+	return codec.Encode(c.addr, strconv.FormatUint(c.scan, 10), strconv.FormatInt(c.count, 10),
+		strconv.FormatUint(c.end, 10), c.after)
 }
 
 // minScanCount is the smallest SCAN COUNT of a batch List starts.
 const minScanCount = 100
 
-// maxListCursorLen bounds the cursors List accepts: far more than an
-// address and a record key quoted take.
-const maxListCursorLen = 64 << 10
-
-// parseListCursor parses a cursor of String; "" is the start of a walk.
-// It reports false for anything String does not return, a non-canonical
-// spelling included; the caller checks the binding and the key.
-func parseListCursor(s string) (listCursor, bool) {
-	if s == "" {
-		return listCursor{}, true
+// parseListCursor parses a cursor of encode for codec's parameters, on
+// the store of key prefix prefix; "" is the start of a walk. It refuses,
+// with a *backends.ListParamsError, anything encode does not return, a
+// cursor returned for other parameters, and one whose after is not a key
+// of a record of this store, or whose batch fields do not go with it.
+func parseListCursor(s string, codec backends.CursorCodec, prefix string) (listCursor, error) {
+	f, err := codec.Decode(s, 5)
+	if err != nil || f == nil {
+		return listCursor{}, err
 	}
-	if len(s) > maxListCursorLen {
-		return listCursor{}, false
+	scan, err1 := backends.CursorUint(f[1], math.MaxUint64)
+	count, err2 := backends.CursorUint(f[2], backends.MaxListLimit)
+	end, err3 := backends.CursorUint(f[3], math.MaxUint64)
+	if err := cmp.Or(err1, err2, err3); err != nil {
+		return listCursor{}, err
 	}
-	binding, rest, ok := strings.Cut(s, " ")
-	if !ok {
-		return listCursor{}, false
+	c := listCursor{addr: f[0], scan: scan, count: int64(count), end: end, after: f[4]}
+	if c.after == "" {
+		if c.count != 0 || c.end != 0 {
+			return listCursor{}, backends.BadCursor()
+		}
+		return c, nil
 	}
-	addr, rest, ok := cutQuoted(rest)
-	if !ok || !strings.HasPrefix(rest, " ") {
-		return listCursor{}, false
+	scope, key, ok := parseRecordKey(prefix, c.after)
+	if !ok || scope == "" || backends.CheckCursorRecord(scope, key) != nil || c.count < 1 {
+		return listCursor{}, backends.BadCursor()
 	}
-	num, rest, ok1 := strings.Cut(rest[1:], " ")
-	cnt, rest, ok2 := strings.Cut(rest, " ")
-	last, rest, ok3 := strings.Cut(rest, " ")
-	if !ok1 || !ok2 || !ok3 {
-		return listCursor{}, false
-	}
-	scan, err1 := strconv.ParseUint(num, 10, 64)
-	count, err2 := strconv.ParseInt(cnt, 10, 64)
-	end, err3 := strconv.ParseUint(last, 10, 64)
-	after, tail, ok := cutQuoted(rest)
-	if err1 != nil || err2 != nil || err3 != nil || !ok || tail != "" {
-		return listCursor{}, false
-	}
-	if after == "" && (count != 0 || end != 0) || after != "" && (count < 1 || count > backends.MaxListLimit) {
-		return listCursor{}, false
-	}
-	c := listCursor{binding: binding, addr: addr, scan: scan, count: count, end: end, after: after}
-	return c, c.String() == s
+	return c, nil
 }
 
 // covered reports whether a SCAN that returned cursor next read no bucket
@@ -139,15 +128,6 @@ func covered(next, end uint64, ordered bool) bool {
 		return false
 	}
 	return bits.Reverse64(next) < bits.Reverse64(end)
-}
-
-func cutQuoted(s string) (string, string, bool) {
-	q, err := strconv.QuotedPrefix(s)
-	if err != nil {
-		return "", "", false
-	}
-	v, err := strconv.Unquote(q)
-	return v, s[len(q):], err == nil
 }
 
 // List implements backends.Lister with SCAN (never KEYS), visiting every
@@ -168,19 +148,10 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if err := p.Validate(); err != nil {
 		return backends.ListPage{}, err
 	}
-	binding := p.CursorBinding()
-	c, ok := parseListCursor(p.Cursor)
-	if p.Cursor == "" {
-		c.binding = binding
-	}
-	if !ok {
-		return backends.ListPage{}, backends.BadCursor()
-	}
-	if err := p.CheckCursorBinding(c.binding); err != nil {
+	codec := p.Cursors()
+	c, err := parseListCursor(p.Cursor, codec, s.prefix)
+	if err != nil {
 		return backends.ListPage{}, err
-	}
-	if _, _, ok := parseRecordKey(s.prefix, c.after); c.after != "" && !ok {
-		return backends.ListPage{}, backends.BadCursor()
 	}
 	limit := p.Limit
 	if limit <= 0 {
@@ -193,7 +164,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	}
 	i, _ := slices.BinarySearchFunc(nodes, c.addr, func(n node, addr string) int { return strings.Compare(n.addr, addr) })
 	if i < len(nodes) && nodes[i].addr != c.addr {
-		c = listCursor{binding: binding, addr: nodes[i].addr} // that primary is gone: start the next one
+		c = listCursor{addr: nodes[i].addr} // that primary is gone: start the next one
 	}
 	pattern := s.listPattern(p)
 	count := int64(max(limit, minScanCount))
@@ -201,7 +172,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	var page backends.ListPage
 	for round := 0; i < len(nodes); round++ {
 		if round == scanRoundsPerPage {
-			page.Next = c.String()
+			page.Next = c.encode(codec)
 			return page, nil
 		}
 		n := nodes[i]
@@ -239,23 +210,23 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 			page.Records = append(page.Records, f.listed)
 		}
 		if len(found) > room {
-			page.Next = listCursor{binding: binding, addr: n.addr, scan: c.scan, count: batch, end: next, after: found[room-1].redisKey}.String()
+			page.Next = listCursor{addr: n.addr, scan: c.scan, count: batch, end: next, after: found[room-1].redisKey}.encode(codec)
 			return page, nil
 		}
 		if skip && next != c.end {
 			// Short of the batch's end: its keys up to after are still done.
-			c = listCursor{binding: binding, addr: n.addr, scan: next, count: c.count, end: c.end, after: c.after}
+			c = listCursor{addr: n.addr, scan: next, count: c.count, end: c.end, after: c.after}
 		} else {
-			c = listCursor{binding: binding, addr: n.addr, scan: next}
+			c = listCursor{addr: n.addr, scan: next}
 		}
 		if next == 0 {
 			i++
 			if i < len(nodes) {
-				c = listCursor{binding: binding, addr: nodes[i].addr}
+				c = listCursor{addr: nodes[i].addr}
 			}
 		}
 		if i < len(nodes) && len(page.Records) == limit {
-			page.Next = c.String()
+			page.Next = c.encode(codec)
 			return page, nil
 		}
 	}

@@ -3,9 +3,7 @@ package sqlitestore
 import (
 	"context"
 	"database/sql"
-	"encoding/hex"
 	"errors"
-	"strings"
 
 	"github.com/stagedoor/once/backends"
 )
@@ -57,7 +55,8 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if err := p.Validate(); err != nil {
 		return backends.ListPage{}, err
 	}
-	held, scope, key, err := parseCursor(p.Cursor, p)
+	codec := p.Cursors()
+	held, scope, key, err := parseCursor(p.Cursor, codec)
 	if err != nil {
 		return backends.ListPage{}, err
 	}
@@ -97,55 +96,41 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	switch {
 	case len(page.Records) == limit:
 		last := page.Records[len(page.Records)-1]
-		page.Next = cursor(p, held, last.Scope, last.Key)
+		page.Next = cursor(codec, held, last.Scope, last.Key)
 	case !held && p.State == 0:
-		page.Next = cursor(p, true, "", "")
+		page.Next = cursor(codec, true, "", "")
 	}
 	return page, nil
 }
 
-// cursor is the List cursor of p after (scope, key) in the pending or
-// held walk: p's ListParams.CursorBinding, "p" or "h", and the position.
-func cursor(p backends.ListParams, held bool, scope, key string) string {
-	h := "p"
+// cursor is the List cursor of codec's walk after (scope, key) in the
+// pending or held walk.
+func cursor(codec backends.CursorCodec, held bool, scope, key string) string {
+	st := backends.StatePending
 	if held {
-		h = "h"
+		st = backends.StateHeld
 	}
-	return p.CursorBinding() + "." + h + "." + hex.EncodeToString([]byte(scope)) + "." + hex.EncodeToString([]byte(key))
+	return codec.Encode(st.String(), scope, key)
 }
 
-// maxCursorLen bounds the cursors cursor returns.
-const maxCursorLen = 17 + 3 + 3 + 2*backends.MaxScopeLen + 2*backends.MaxKeyLen
-
-// parseCursor parses a cursor of cursor for p; "" is the start of a
-// walk. It refuses, with a *backends.ListParamsError, anything cursor
-// does not return (a non-canonical spelling included), a cursor returned
-// for other parameters, and one walking a state p does not select.
-func parseCursor(c string, p backends.ListParams) (held bool, scope, key string, err error) {
-	if c == "" {
-		return false, "", "", nil
-	}
-	if len(c) > maxCursorLen {
-		return false, "", "", backends.BadCursor()
-	}
-	parts := strings.Split(c, ".")
-	if len(parts) != 4 || (parts[1] != "p" && parts[1] != "h") {
-		return false, "", "", backends.BadCursor()
-	}
-	s, err1 := hex.DecodeString(parts[2])
-	k, err2 := hex.DecodeString(parts[3])
-	if err1 != nil || err2 != nil || len(s) > backends.MaxScopeLen || len(k) > backends.MaxKeyLen ||
-		parts[1]+"."+hex.EncodeToString(s)+"."+hex.EncodeToString(k) != c[len(parts[0])+1:] {
-		return false, "", "", backends.BadCursor()
-	}
-	if err := p.CheckCursorBinding(parts[0]); err != nil {
+// parseCursor parses a cursor of cursor for codec's parameters; "" is
+// the start of a walk. It refuses, with a *backends.ListParamsError,
+// anything cursor does not return, a cursor returned for other
+// parameters, one walking a state the parameters do not select, and a
+// scope or key no record can have.
+func parseCursor(c string, codec backends.CursorCodec) (held bool, scope, key string, err error) {
+	f, err := codec.Decode(c, 3)
+	if err != nil || f == nil {
 		return false, "", "", err
 	}
-	held = parts[1] == "h"
-	if p.State == backends.StatePending && held || p.State == backends.StateHeld && !held {
-		return false, "", "", backends.BadCursor()
+	st, err := codec.State(f[0])
+	if err != nil {
+		return false, "", "", err
 	}
-	return held, string(s), string(k), nil
+	if err := backends.CheckCursorRecord(f[1], f[2]); err != nil {
+		return false, "", "", err
+	}
+	return st == backends.StateHeld, f[1], f[2], nil
 }
 
 // Count implements backends.Lister in one statement that reads the whole
