@@ -56,14 +56,12 @@ func (c CursorCodec) Encode(fields ...string) string {
 		b.WriteByte('.')
 		b.WriteString(hex.EncodeToString([]byte(f)))
 	}
-	return sealed(b.String())
+	body := b.String()
+	return body + "." + checkOf(body)
 }
 
-// sealed appends the check of s to it.
-func sealed(s string) string {
-	return s + "." + checkOf(s)
-}
-
+// checkOf returns the check of a cursor's body: its 64-bit FNV-1a hash in
+// 16 hex digits.
 func checkOf(s string) string {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(s))
