@@ -16,7 +16,7 @@ import (
 )
 
 // TestNewRefusesClusterNodeWithoutClusterClient: a client that sends
-// every command to one node (a *redis.Client, a *redis.Ring of nodes)
+// every command to one node (a *redis.Client)
 // pointed at nodes of a Redis Cluster is refused by New with a
 // *ClusterModeError that names the client and says to pass a
 // *redis.ClusterClient: the server's INFO cluster decides, not the
@@ -34,7 +34,6 @@ func TestNewRefusesClusterNodeWithoutClusterClient(t *testing.T) {
 		{"Client", redis.NewClient(&redis.Options{Addr: addrs[0]}), "*redis.Client", redisstore.EvictionWarn},
 		{"Client/EvictionIgnore", redis.NewClient(&redis.Options{Addr: addrs[0]}), "*redis.Client", redisstore.EvictionIgnore},
 		{"NewUniversalClient", redis.NewUniversalClient(&redis.UniversalOptions{Addrs: addrs[:1]}), "*redis.Client", redisstore.EvictionWarn},
-		{"Ring", redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": addrs[0], "b": addrs[1]}}), "*redis.Ring", redisstore.EvictionWarn},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Cleanup(func() { _ = tc.client.Close() })

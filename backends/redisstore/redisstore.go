@@ -105,9 +105,11 @@ var (
 	_ backends.Watcher = (*Store)(nil)
 )
 
-// New returns a Store that uses client, which it never closes. New talks to
+// New returns a Store that uses client, which it never closes. It refuses
+// a *redis.Ring, and a nil client, with an *UnsupportedClientError, before
+// sending anything. New talks to
 // Redis, within ctx: it sends each server (every primary of a
-// *redis.ClusterClient, every shard of a *redis.Ring) one INFO server
+// *redis.ClusterClient) one INFO server
 // cluster memory (without memory under EvictionIgnore), from which it
 // checks the version, the cluster mode and, as cfg.EvictionPolicyCheck
 // says, maxmemory-policy; then it loads the scripts into the server's
@@ -137,6 +139,9 @@ var (
 // EvictionPolicyCheck: EvictionIgnore, as the eviction check reads INFO
 // too.
 func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store, error) {
+	if err := checkClient(client); err != nil {
+		return nil, err
+	}
 	if cfg == nil {
 		cfg = &Config{}
 	}

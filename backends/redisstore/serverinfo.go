@@ -9,7 +9,7 @@ import (
 )
 
 // server is one Redis server New inspects: the one of a single-node or
-// Sentinel client, a primary of a Cluster, or a shard of a Ring.
+// Sentinel client, or a primary of a Cluster.
 type server struct {
 	c redis.Cmdable
 	// addr is its address, or "" when the client does not say.
@@ -37,8 +37,7 @@ func describe(name, addr, via string) string {
 const failoverAddr = "FailoverClient"
 
 // eachServer calls fn for the server of a single-node or Sentinel client,
-// for every primary of a *redis.ClusterClient and for every shard of a
-// *redis.Ring (concurrently for those two), and returns an error fn
+// and for every primary of a *redis.ClusterClient (concurrently), and returns an error fn
 // returned, or the translated error of reaching the nodes. Any other
 // redis.UniversalClient is one server of unknown address.
 func (s *Store) eachServer(ctx context.Context, op string, fn func(ctx context.Context, sv server) error) error {
@@ -46,10 +45,6 @@ func (s *Store) eachServer(ctx context.Context, op string, fn func(ctx context.C
 	switch c := s.client.(type) {
 	case *redis.ClusterClient:
 		err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-			return fn(ctx, server{c: n, addr: n.Options().Addr})
-		})
-	case *redis.Ring:
-		err = c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error {
 			return fn(ctx, server{c: n, addr: n.Options().Addr})
 		})
 	case *redis.Client:
@@ -100,7 +95,7 @@ func (e *ClusterModeError) Error() string {
 }
 
 // inspect is New's look at the servers: one INFO per server (on every
-// primary of a Cluster, every shard of a Ring) carries the sections the
+// primary of a Cluster) carries the sections the
 // version check, the cluster mode check and, unless it is
 // EvictionIgnore, the eviction check need, and each check reads its
 // fields from that one reply.
