@@ -45,14 +45,13 @@ func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint
 		return ErrKeyReused
 	}
 	switch res.Existing.State {
-	case backends.StateHeld:
-		// A Reconciler's live lease on the held key refused it: that
-		// Reconciler is asking and may resolve it itself.
-		return newInProgress(res.Existing)
-	case backends.StatePending:
-		// A claim the store could not take from: a SQL store that gave up
-		// waiting for a transaction holding the key uncommitted (its lock
-		// timeout). Nothing was completed; retry.
+	case backends.StateHeld, backends.StatePending:
+		// Nothing was completed; the key is in progress (newInProgress
+		// sets Held from the state). Held: a Reconciler's live lease on
+		// the held key refused it; that Reconciler is asking and may
+		// resolve it itself. Pending: a claim the store could not take
+		// from, as a SQL store that gave up waiting for a transaction
+		// holding the key uncommitted (its lock timeout); retry.
 		return newInProgress(res.Existing)
 	}
 	return ErrAlreadyCompleted
