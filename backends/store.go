@@ -68,6 +68,30 @@
 // a re-sent Release reports false (the record is gone either way, which
 // is all the caller needs: the core ignores Release's result).
 //
+// A record the store cannot see. A store whose Claim or Resolve waits for
+// a lock held by another uncommitted transaction (a SQL store: that
+// transaction inserted or locked the key's row, which stays invisible
+// until it commits) may give up after its lock timeout. It then reports a
+// stand-in, not an error (the key is busy; the store did not fail): for
+// Claim, Claimed and TookOver false; for Resolve, Resolved false; and in
+// both, Existing = Record{State: StatePending, Fingerprint: a copy of
+// p.Fingerprint (or empty), LeaseRemaining: a short positive retry hint},
+// every other field zero. The row's real fingerprint is unknown, so the
+// store reports one that FingerprintMatches the caller's: the core then
+// never answers ErrKeyReused for a record it has not seen, and a retry
+// learns the truth. The core treats the stand-in as any live pending
+// claim: Do answers an *InProgressError with Held false, LeaseRemaining
+// the hint and RetryAfter min(hint, 1 s), or, with WithWait, waits (the
+// hint at most, less on a Watch wake-up or a short backoff) and claims
+// again; once.Resolve answers an *InProgressError with Held false; a
+// Reconciler counts the key Busy; the local cache does not cache it. It
+// must not be StateHeld (the core would report the key held, with no hold
+// left) nor carry a zero hint (a caller told RetryAfter 0 retries at once
+// into the same lock). The PostgreSQL and MySQL stores report a hint of
+// 1 s. The other methods (Complete, Renew, Release, Hold, LeaseHeld) have
+// no such answer: they return the store's lock-timeout error, since they
+// could not reach a decision.
+//
 // # Implementing a backend
 //
 // Run the conformance suite in package backendtest from the backend's tests;
@@ -178,7 +202,9 @@ type ClaimResult struct {
 	// TookOver reports that the claim replaced a pending record whose lease
 	// had expired (its owner presumably crashed).
 	TookOver bool
-	// Existing is the record that prevented the claim when Claimed is false.
+	// Existing is the record that prevented the claim when Claimed is
+	// false, or a pending stand-in for a record the store could not see
+	// (see "A record the store cannot see" in the package documentation).
 	Existing Record
 }
 
@@ -232,7 +258,10 @@ type ResolveResult struct {
 	// Resolved reports that the outcome was stored.
 	Resolved bool
 	// Existing is the record that prevented it when Resolved is false: a
-	// completed record, or a pending one whose fingerprint does not match.
+	// completed record, a pending or held one whose fingerprint does not
+	// match, a held one under another token's live reconciler lease, or a
+	// pending stand-in for a record the store could not see (see "A record
+	// the store cannot see" in the package documentation).
 	Existing Record
 }
 

@@ -382,7 +382,8 @@ func claimLoop(ctx context.Context, p backends.ClaimParams, fast func(context.Co
 }
 
 // heldByTx is the record reported for a key held by an uncommitted
-// transaction: pending, with lockTimeoutHint as its lease. Its fingerprint
+// transaction, the stand-in of "A record the store cannot see" in package
+// backends: pending, with lockTimeoutHint as its lease. Its fingerprint
 // is unknown (the row is not visible yet); the caller's own is reported (a
 // copy: the Record is the caller's), so the core answers ErrInProgress,
 // never ErrKeyReused, and the retry learns the truth. Its Age is unknown
