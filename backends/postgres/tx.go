@@ -72,6 +72,21 @@ func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.C
 					if err != nil || inserted {
 						return insertedRow, err
 					}
+					// The read is a round trip of its own, not queued in
+					// the insert's batch, although that would be correct
+					// (after RESTORE, inside the savepoint: at READ
+					// COMMITTED it sees the committed row the insert met,
+					// or tx's own; a failed insert skips it and the lock
+					// timeout falls back to claim.sql as now): a batch
+					// cannot make it conditional, so every first execution
+					// would run the read too. The split of README.md's
+					// benchmarks measured that form ("insert + read in one
+					// pipeline") at 16.6 µs more server CPU per first
+					// execution than the plain insert, most of what
+					// InsertFirstClaims saves (26.6 µs against claim.sql),
+					// to save a round trip on the replays and duplicates
+					// the option's workloads rarely have. One round trip on
+					// every path in tx is the default claim's.
 					return t.s.sql.readClaim(ctx, t.tx, p)
 				}
 				// A transaction wrote the key's row: claim.sql, as below.
