@@ -44,21 +44,24 @@ type openedStore struct {
 	pg    *postgres.Store
 	pool  *pgxpool.Pool
 	rdb   *redis.Client
-	// closeStore closes a store that owns resources (mysqlstore's
-	// prepared statements, sqlitestore's file), before db.
+	// closeStore closes a store that owns resources (postgres's and
+	// redisstore's Watch connection and its goroutines, mysqlstore's
+	// prepared statements, sqlitestore's file).
 	closeStore func() error
 	db         *sql.DB // MariaDB
 }
 
+// close closes the store first, while the pool or client its Close may
+// still use is open, then the clients behind it.
 func (o *openedStore) close() {
+	if o.closeStore != nil {
+		_ = o.closeStore()
+	}
 	if o.pool != nil {
 		o.pool.Close()
 	}
 	if o.rdb != nil {
 		_ = o.rdb.Close()
-	}
-	if o.closeStore != nil {
-		_ = o.closeStore()
 	}
 	if o.db != nil {
 		_ = o.db.Close()
@@ -117,7 +120,7 @@ func (s storeSpec) open(ctx context.Context) (*openedStore, error) {
 			pool.Close()
 			return nil, err
 		}
-		return &openedStore{store: st, pg: st, pool: pool}, nil
+		return &openedStore{store: st, pg: st, pool: pool, closeStore: st.Close}, nil
 	case "redis":
 		rdb := newRedis(s.Addr)
 		rdb.Options().PoolSize = s.conns()
@@ -126,7 +129,7 @@ func (s storeSpec) open(ctx context.Context) (*openedStore, error) {
 			_ = rdb.Close()
 			return nil, err
 		}
-		return &openedStore{store: st, rdb: rdb}, nil
+		return &openedStore{store: st, rdb: rdb, closeStore: st.Close}, nil
 	case "mysql":
 		db, err := newMySQL(s.Addr, s.conns())
 		if err != nil {
