@@ -79,12 +79,11 @@ func newLocalCache(c LocalCache) *localCache {
 }
 
 // claimStore is the store Claim of a call, through the local cache when the
-// scope has one. looked says that the caller has just missed the cache's
-// completed records for this key (replayCached), so the cache does not
-// look again.
-func (s Scope) claimStore(ctx context.Context, p backends.ClaimParams, looked bool) (backends.ClaimResult, error) {
+// scope has one. The caller has just missed the cache's completed records
+// for this key (replayCached), so the cache does not look again.
+func (s Scope) claimStore(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	if lc := s.cfg.cache; lc != nil {
-		return lc.claim(ctx, s.store, p, looked)
+		return lc.claim(ctx, s.store, p)
 	}
 	return s.store.Claim(ctx, p)
 }
@@ -98,17 +97,12 @@ func (s Scope) completeStore(ctx context.Context, p backends.CompleteParams) (bo
 	return s.store.Complete(ctx, p)
 }
 
-// claim answers from a cached completed record (unless looked: the caller
-// just missed it), or joins a claim in flight for the same key and
-// fingerprint, or sends the Claim and shares its result with the
-// duplicates that joined it.
-func (lc *localCache) claim(ctx context.Context, store backends.Store, p backends.ClaimParams, looked bool) (backends.ClaimResult, error) {
+// claim joins a claim in flight for the same key and fingerprint, or sends
+// the Claim and shares its result with the duplicates that joined it. It
+// does not look at the cached completed records: its caller just did
+// (replayCached).
+func (lc *localCache) claim(ctx context.Context, store backends.Store, p backends.ClaimParams) (backends.ClaimResult, error) {
 	k := cacheKey{p.Scope, p.Key}
-	if !looked && ctx.Err() == nil {
-		if rec, ok := lc.records.get(k, lc.now()); ok {
-			return backends.ClaimResult{Existing: rec}, nil
-		}
-	}
 	lc.mu.Lock()
 	if f := lc.flights[k]; f != nil {
 		lc.mu.Unlock()
@@ -149,8 +143,9 @@ func (lc *localCache) claim(ctx context.Context, store backends.Store, p backend
 // won is, for the duplicate, a pending record with the leader's lease. A
 // failed leader (its context ended, the store failed) gives nothing: the
 // duplicate then asks the store itself. Every follower gets its own
-// outcome bytes; the fingerprint is shared, as in recordCache.get: the
-// core only compares it.
+// outcome bytes; the fingerprint is shared: the core only compares it
+// (backends.FingerprintMatches), never modifies it or hands it to user
+// code.
 func (f *flight) followerResult(now time.Time) (backends.ClaimResult, bool) {
 	if f.err != nil {
 		return backends.ClaimResult{}, false
@@ -162,7 +157,8 @@ func (f *flight) followerResult(now time.Time) (backends.ClaimResult, bool) {
 		}}, true
 	}
 	res := f.res
-	// The leader and each follower decode their own bytes (see get).
+	// The leader and each follower decode their own bytes: a codec may
+	// decode without copying, and the caller may modify its value.
 	res.Existing.Outcome = bytes.Clone(res.Existing.Outcome)
 	if res.Existing.State == backends.StatePending {
 		res.Existing.LeaseRemaining -= elapsed

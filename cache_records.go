@@ -50,23 +50,6 @@ func entrySize(k cacheKey, rec backends.Record) int {
 	return cacheEntryOverhead + len(k.scope) + len(k.key) + len(rec.Fingerprint) + len(rec.Outcome)
 }
 
-// get returns a copy of the live record cached for k: the caller gets its
-// own outcome bytes, as from the store. The fingerprint is the entry's,
-// not copied: get's only caller is the core's claim path, which compares
-// it (backends.FingerprintMatches) and never hands it to user code or
-// modifies it.
-func (c *recordCache) get(k cacheKey, now time.Time) (backends.Record, bool) {
-	e := c.lookup(k, now)
-	if e == nil {
-		return backends.Record{}, false
-	}
-	rec := e.rec
-	// Each caller gets its own bytes, as from the store: a codec may
-	// decode without copying, and the caller may modify its value.
-	rec.Outcome = bytes.Clone(rec.Outcome)
-	return rec, true
-}
-
 // lookup returns the live entry cached for k, or nil. The entry's record
 // is never modified once cached (put stores a new entry), so the caller
 // may read it without the lock, but must not modify its bytes or hand

@@ -72,26 +72,24 @@ func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 		return Outcome[T]{}, &InvalidInputError{Field: "fn", Reason: "nil"}
 	}
 	cfg := scope.cfg
-	if cfg.cache != nil {
-		if out, ok, err := replayCached[T](ctx, scope, key, fp); ok {
-			return out, err
-		}
-	}
-	// looked: replayCached missed just now; the claim's own look at the
-	// cache is for the rounds after a wait.
-	looked := cfg.cache != nil
 	var waitUntil time.Time
 	var waiter *waiter
 	defer func() { waiter.close() }()
 	for {
+		// Every round, the first and each after a wait, asks the local
+		// cache first: a hit sends nothing to the store.
+		if cfg.cache != nil {
+			if out, ok, err := replayCached[T](ctx, scope, key, fp); ok {
+				return out, err
+			}
+		}
 		owner := newToken()
 		sent := now()
 		start := cfg.clock()
 		res, err := scope.claimStore(ctx, backends.ClaimParams{
 			Scope: scope.name, Key: key, Fingerprint: fp, Owner: owner,
 			Lease: cfg.lease, Retention: cfg.retention,
-		}, looked)
-		looked = false
+		})
 		if err != nil {
 			cfg.emit(ctx, Event{Kind: EventStoreError, Scope: scope.name, Key: key, Op: "claim", StoreTime: cfg.since(start), Err: err})
 			return Outcome[T]{}, &StoreError{Op: "claim", Err: err}
