@@ -369,3 +369,31 @@ func TestReconcilerLeaseExtremes(t *testing.T) {
 		})
 	}
 }
+
+// TestNewReconcilerRejectsWhatDoRejects: a Keeper whose every Do returns
+// an *InvalidInputError (a negative field of WithLocalCache, a negative
+// retention) makes no Reconciler either, with the same error.
+func TestNewReconcilerRejectsWhatDoRejects(t *testing.T) {
+	check := func(context.Context, once.HeldKey) (once.Verdict[int], error) { return once.Verdict[int]{}, nil }
+	for name, opt := range map[string]once.Option{
+		"local cache MaxEntries": once.WithLocalCache(once.LocalCache{MaxEntries: -1}),
+		"local cache MaxBytes":   once.WithLocalCache(once.LocalCache{MaxEntries: 10, MaxBytes: -1}),
+		"local cache TTL":        once.WithLocalCache(once.LocalCache{MaxEntries: 10, TTL: -time.Second}),
+		"retention":              once.WithRetention(-time.Hour),
+	} {
+		t.Run(name, func(t *testing.T) {
+			k := once.New(memory.New(nil), opt)
+			_, doErr := once.Do(t.Context(), k.Scope("s"), "k", nil, func(context.Context) (int, error) {
+				t.Error("fn ran with an invalid policy")
+				return 0, nil
+			})
+			var doInvalid *once.InvalidInputError
+			require.ErrorAs(t, doErr, &doInvalid)
+
+			_, err := once.NewReconciler(k, check, once.ReconcilerConfig{})
+			var invalid *once.InvalidInputError
+			require.ErrorAs(t, err, &invalid)
+			require.Equal(t, *doInvalid, *invalid, "the error Do returns")
+		})
+	}
+}
