@@ -2,6 +2,7 @@ package once_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -211,21 +212,14 @@ func TestReconcilerObserverPanicAfterResolve(t *testing.T) {
 	}
 }
 
-// failingResolve is a memory store whose Resolve fails; unlike
-// failingResolveStore it keeps the store's Lister.
-type failingResolve struct{ *memory.Store }
-
-func (failingResolve) Resolve(context.Context, backends.ResolveParams) (backends.ResolveResult, error) {
-	return backends.ResolveResult{}, errResolveDown
-}
-
 // TestReconcilerObserverPanicOnAStoreError: an observer that panics on
 // the EventStoreError of a failed Resolve does not hide the failure: Pass
 // returns the *StoreError, reports the panic, and the key stays held.
 func TestReconcilerObserverPanicOnAStoreError(t *testing.T) {
-	mem := memory.New(nil)
+	mem := newReconcileFaults()
+	mem.failResolve(errResolveDown)
 	holdKeys(t, mem, 3)
-	rc, err := once.NewReconciler(once.New(failingResolve{mem}, panicObserver(once.EventStoreError)), settledCheck, once.ReconcilerConfig{})
+	rc, err := once.NewReconciler(once.New(mem, panicObserver(once.EventStoreError)), settledCheck, once.ReconcilerConfig{})
 	require.NoError(t, err)
 	var rep once.ReconcileReport
 	for rep.Panicked == 0 { // the first key listed that fails ends each pass
@@ -309,6 +303,99 @@ func TestReconcilerDoesNotInspectTheCheckError(t *testing.T) {
 			rep, err = good.Pass(ctx)
 			require.NoError(t, err)
 			require.Equal(t, 1, rep.Resolved, "the key was unleased")
+		})
+	}
+}
+
+// panicJSON is a settled value whose MarshalJSON panics for the victim.
+type panicJSON string
+
+func (v panicJSON) MarshalJSON() ([]byte, error) {
+	if v == "charge-"+victimKey {
+		panic(errHookBoom)
+	}
+	return json.Marshal(string(v))
+}
+
+// TestReconcilerRecoversAPanickingMarshalJSON: a settled verdict whose
+// value's MarshalJSON panics (while the Keeper's JSONCodec encodes it) is
+// recovered as a *ReconcilePanicError of Hook "encode": the key is left
+// held with its hold and unleased, counted in Failed and Panicked, and
+// the other keys, those listed after it included, are still settled.
+func TestReconcilerRecoversAPanickingMarshalJSON(t *testing.T) {
+	for storeName, newStore := range reconcilableStores() {
+		t.Run(storeName, func(t *testing.T) {
+			store := newStore(t)
+			holdKeys(t, store, 3)
+			ctx := t.Context()
+			var asked []string
+			check := func(_ context.Context, k once.HeldKey) (once.Verdict[panicJSON], error) {
+				asked = append(asked, k.Key)
+				return once.Verdict[panicJSON]{Settled: true, Value: panicJSON("charge-" + k.Key)}, nil
+			}
+			rc, err := once.NewReconciler(once.New(store), check, once.ReconcilerConfig{})
+			require.NoError(t, err)
+			rep, err := rc.Pass(ctx)
+			require.NoError(t, err, "a panic in user code is no store failure")
+			require.Len(t, asked, 3, "every key was asked, those after the victim too")
+			require.Equal(t, 3, rep.Examined)
+			require.Equal(t, 2, rep.Resolved)
+			require.Equal(t, 1, rep.LeftHeld)
+			require.Equal(t, 1, rep.Failed)
+			require.Equal(t, 1, rep.Panicked)
+			require.Len(t, rep.Errors, 1)
+			var p *once.ReconcilePanicError
+			require.ErrorAs(t, rep.Errors[0], &p)
+			require.Equal(t, "encode", p.Hook)
+			require.ErrorIs(t, rep.Errors[0], errHookBoom)
+			require.ErrorContains(t, rep.Errors[0], victimScope+"/"+victimKey+": ")
+
+			rec, _, found, err := store.(backends.Admin).Get(ctx, victimScope, victimKey)
+			require.NoError(t, err)
+			require.True(t, found)
+			require.Equal(t, backends.StateHeld, rec.State)
+			require.Equal(t, "timeout", rec.Held.Code)
+
+			good, err := once.NewReconciler(once.New(store), settledCheck, once.ReconcilerConfig{})
+			require.NoError(t, err)
+			require.Eventually(t, func() bool { // Redis rounds the unlease up to 1 ms
+				rep, err := good.Pass(ctx)
+				require.NoError(t, err)
+				return rep.Resolved == 1
+			}, 5*time.Second, 5*time.Millisecond, "the key was unleased")
+		})
+	}
+}
+
+// TestReconcilerDoesNotRecoverAStorePanic: as documented, a panic in the
+// store (its LeaseHeld or its Resolve) is not recovered: it escapes Pass
+// with its value.
+func TestReconcilerDoesNotRecoverAStorePanic(t *testing.T) {
+	for name, set := range map[string]func(f *reconcileFaults){
+		"LeaseHeld": func(f *reconcileFaults) {
+			f.leaseHeld = func(p backends.LeaseHeldParams) error {
+				if p.Key == victimKey {
+					panic(errHookBoom)
+				}
+				return nil
+			}
+		},
+		"Resolve": func(f *reconcileFaults) {
+			f.resolve = func(p backends.ResolveParams) error {
+				if p.Key == victimKey {
+					panic(errHookBoom)
+				}
+				return nil
+			}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := newReconcileFaults()
+			holdKeys(t, store, 3)
+			store.set(set)
+			rc, err := once.NewReconciler(once.New(store), settledCheck, once.ReconcilerConfig{})
+			require.NoError(t, err)
+			require.PanicsWithValue(t, errHookBoom, func() { _, _ = rc.Pass(t.Context()) })
 		})
 	}
 }
