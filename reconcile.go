@@ -91,6 +91,17 @@ type ReconcileReport struct {
 	// Busy is the keys another Reconciler had leased, or that were
 	// settled by someone else meanwhile.
 	Busy int
+	// Skipped is the keys this pass left alone, without a store call,
+	// because a store write for them (LeaseHeld, Resolve, or the LeaseHeld
+	// that ends a lease) failed recently in this Reconciler: a key is
+	// skipped for ReconcileBackoffMin after such a failure, twice as long
+	// after each further consecutive one, at most ReconcileBackoffMax, and
+	// is forgotten once a store write for it succeeds (or to make room:
+	// a Reconciler remembers at most MaxReconcileBackoffs keys). A store
+	// error that comes with the end of Pass's context starts no backoff.
+	// A key in backoff is free for other Reconcilers: its lease was ended
+	// (see Pass).
+	Skipped int
 	// Panicked is the keys for which user code the Reconciler ran
 	// panicked: the ReconcileFunc, the encoding of the verdict (see
 	// Failed) or an observer. Each panic is recovered and reported in
@@ -101,11 +112,13 @@ type ReconcileReport struct {
 	// dropped.
 	Panicked int
 	// Errors holds the first few errors of keys, each prefixed with its
-	// scope and key: the ReconcileFunc's errors, encoding failures and
-	// recovered panics.
+	// scope and key: the ReconcileFunc's errors, encoding failures,
+	// recovered panics, and the failure (a *StoreError) to end a key's
+	// lease after the store error that Pass returns.
 	Errors []error
-	// Done reports that the pass reached the end of the held keys; the
-	// next Pass starts over.
+	// Done reports that the pass reached the end of the held keys (also
+	// when a store error on the last of them ended it); the next Pass
+	// starts over.
 	Done bool
 }
 
@@ -122,13 +135,27 @@ type ReconcileReport struct {
 // an observer) never escapes Pass or Run: it is recovered, the key is
 // left held (or resolved, when only an observer of the resolution
 // panicked), and the pass goes on with the next key.
-// A panic in the store is not recovered.
+//
+// A panic in the store is not recovered: it escapes Pass (and Run) with
+// its value. The Reconciler makes no further store call for the key (a
+// store that panicked may be in any state, a lock held), so a key the
+// store leased to it before panicking stays leased until the lease ends;
+// a later Pass resumes after that key.
 type Reconciler[T any] struct {
 	keeper *Keeper
 	lister backends.Lister
 	check  ReconcileFunc[T]
 	cfg    ReconcilerConfig
+	// cursor is where the next List starts; rest is what the last List
+	// returned that no Pass examined yet (a store error or panic ended the
+	// pass first), and last whether that List's page ended the walk.
 	cursor string
+	rest   []backends.Listed
+	last   bool
+	// backoffs are the keys a store write failed for, skipped for a
+	// while (see ReconcileReport.Skipped); now is their clock.
+	backoffs backoffs
+	now      func() time.Time
 }
 
 // NewReconciler returns a Reconciler of k's held keys; outcomes are
@@ -166,7 +193,7 @@ func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfi
 		cfg.Batch = DefaultReconcileBatch
 	}
 	cfg.Batch = min(cfg.Batch, backends.MaxListLimit)
-	return &Reconciler[T]{keeper: k, lister: lister, check: check, cfg: cfg}, nil
+	return &Reconciler[T]{keeper: k, lister: lister, check: check, cfg: cfg, backoffs: backoffs{}, now: time.Now}, nil
 }
 
 // maxReportedErrors bounds ReconcileReport.Errors.
@@ -176,24 +203,44 @@ const maxReportedErrors = 8
 // Pass stopped, and settles those whose ReconcileFunc returns a settled
 // verdict. It returns an error only when the store fails; the report
 // says what was done until then.
+//
+// A store error on a key ends the pass, and leaves the key free: once
+// its lease is taken (or its LeaseHeld failed: the lease may have been
+// taken, its reply lost), Pass ends that lease before it returns, with a
+// write detached from ctx's cancellation (so a pass stopped by its
+// context does not strand the key for Lease either), best effort: when
+// that fails too (the store still down), the failure is added to the
+// report's Errors and Pass returns the first error; the key stays leased
+// until Lease ends, or until this Reconciler's next attempt at it, which
+// reuses the lease's owner. The next Pass resumes after that key (the
+// keys listed after it first), not at the page's start: so a key whose
+// write keeps failing never blocks those after it, and the keys this
+// pass already asked are not asked again before their turn. The key
+// itself is backed off (see ReconcileReport.Skipped), so that it does not
+// end every pass that reaches it.
 func (r *Reconciler[T]) Pass(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
 	for rep.Examined < r.cfg.Batch {
-		page, err := r.lister.List(ctx, backends.ListParams{
-			State: backends.StateHeld, OlderThan: r.cfg.OlderThan, Scope: r.cfg.Scope,
-			Cursor: r.cursor, Limit: r.cfg.Batch - rep.Examined,
-		})
-		if err != nil {
-			return rep, &StoreError{Op: "list", Err: err}
+		if len(r.rest) == 0 {
+			page, err := r.lister.List(ctx, backends.ListParams{
+				State: backends.StateHeld, OlderThan: r.cfg.OlderThan, Scope: r.cfg.Scope,
+				Cursor: r.cursor, Limit: r.cfg.Batch - rep.Examined,
+			})
+			if err != nil {
+				return rep, &StoreError{Op: "list", Err: err}
+			}
+			r.rest, r.cursor, r.last = page.Records, page.Next, page.Next == ""
 		}
-		for _, l := range page.Records {
+		for len(r.rest) > 0 && rep.Examined < r.cfg.Batch {
+			l := r.rest[0]
+			r.rest = r.rest[1:] // first: a pass that a store error or panic ends resumes after l
 			rep.Examined++
 			if err := r.settle(ctx, l, &rep); err != nil {
+				rep.Done = len(r.rest) == 0 && r.last
 				return rep, err
 			}
 		}
-		r.cursor = page.Next
-		if page.Next == "" {
+		if len(r.rest) == 0 && r.last {
 			rep.Done = true
 			return rep, nil
 		}
@@ -201,20 +248,45 @@ func (r *Reconciler[T]) Pass(ctx context.Context) (ReconcileReport, error) {
 	return rep, nil
 }
 
-// settle leases one held key, asks, and resolves it. A panic in the user
-// code it runs is recovered and reported in rep (see ReconcileReport's
-// Panicked); it returns an error only when the store fails.
+// settle settles one held key (see attempt) unless it is in backoff, and
+// keeps the backoff up to date: a store error backs the key off (unless
+// ctx ended), a success forgets it.
 func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *ReconcileReport) error {
-	token := newToken()
+	id := heldID{scope: l.Scope, key: l.Key}
+	b, failed := r.backoffs[id]
+	if failed && r.now().Before(b.until) {
+		rep.Skipped++
+		return nil
+	}
+	token := b.token
+	if !failed {
+		token = newToken()
+	}
+	err := r.attempt(ctx, l, token, rep)
+	switch {
+	case err == nil:
+		delete(r.backoffs, id)
+	case ctx.Err() == nil:
+		r.backoffs.failed(id, token, r.now())
+	}
+	return err
+}
+
+// attempt leases one held key for token, asks, and resolves it. A panic in
+// the user code it runs is recovered and reported in rep (see
+// ReconcileReport's Panicked); it returns an error only when the store
+// fails, and then has ended the lease (see Pass).
+func (r *Reconciler[T]) attempt(ctx context.Context, l backends.Listed, token string, rep *ReconcileReport) error {
+	kr := keyReport{rep: rep, l: l}
 	leased, err := r.keeper.store.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: l.Scope, Key: l.Key, Owner: token, Lease: r.cfg.Lease})
 	if err != nil {
+		r.endLease(ctx, l, token, &kr) // it may have been taken, its reply lost
 		return &StoreError{Op: "leaseheld", Err: err}
 	}
 	if !leased.Leased {
 		rep.Busy++
 		return nil
 	}
-	kr := keyReport{rep: rep, l: l}
 	// The check ends well before the lease, so that the Resolve below is
 	// made while the lease is still ours.
 	checkCtx, cancel := context.WithTimeout(ctx, r.cfg.Lease-r.cfg.Lease/4) // 3/4 of it, without overflow
@@ -249,7 +321,9 @@ func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *Reco
 		Scope: l.Scope, Key: l.Key, Owner: token, Outcome: data, Retention: cfg.retention,
 	})
 	if err != nil {
-		kr.emit(ctx, cfg, Event{Kind: EventStoreError, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: cfg.since(start), Err: err})
+		took := cfg.since(start)
+		r.endLease(ctx, l, token, &kr) // before the event, as above
+		kr.emit(ctx, cfg, Event{Kind: EventStoreError, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: took, Err: err})
 		return &StoreError{Op: "resolve", Err: err}
 	}
 	if res.Resolved {
@@ -329,13 +403,28 @@ func (e *ReconcilePanicError) Unwrap() error {
 
 // unlease ends our lease on a key left held at once (a lease of the
 // shortest duration), so that the next pass, of any Reconciler, asks
-// again.
+// again. It writes with ctx detached from its cancellation, for at most
+// writeTimeout: a Pass whose context ends while it asks (Run stopping)
+// still ends the lease, which may be as long as math.MaxInt64. When the
+// lease is no longer ours (it lapsed and another Reconciler took the key,
+// or the key was settled), it writes nothing.
 func (r *Reconciler[T]) unlease(ctx context.Context, l backends.Listed, token string) error {
-	_, err := r.keeper.store.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: l.Scope, Key: l.Key, Owner: token, Lease: 1})
+	wctx := newWriteContext(context.WithoutCancel(ctx), writeTimeout)
+	defer wctx.end()
+	_, err := r.keeper.store.LeaseHeld(wctx, backends.LeaseHeldParams{Scope: l.Scope, Key: l.Key, Owner: token, Lease: 1})
 	if err != nil {
 		return &StoreError{Op: "leaseheld", Err: err}
 	}
 	return nil
+}
+
+// endLease ends our lease after a store error on the key, best effort:
+// its failure is reported in the key's report, not returned, so that the
+// caller returns the first error.
+func (r *Reconciler[T]) endLease(ctx context.Context, l backends.Listed, token string, kr *keyReport) {
+	if err := r.unlease(ctx, l, token); err != nil {
+		kr.fail(err, false)
+	}
 }
 
 // ask calls the ReconcileFunc, turning a panic into a
@@ -380,8 +469,12 @@ func encodeResolution[T any](cfg *config, codec Codec, value T, err error) (data
 }
 
 // Run calls Pass every interval until ctx ends, and returns ctx's error
-// or the first store error. A pass that did not reach the end of the
-// held keys is followed at once by the next.
+// or the first store error (a *StoreError): it does not retry, so that a
+// store that is down is seen by the caller, who decides when to try
+// again. A pass that did not reach the end of the held keys is followed
+// at once by the next. Calling Run (or Pass) again after a store error
+// goes on where it stopped, after the key that failed, which is backed
+// off and free for other Reconcilers (see Pass).
 func (r *Reconciler[T]) Run(ctx context.Context, interval time.Duration) error {
 	t := time.NewTicker(max(interval, time.Millisecond))
 	defer t.Stop()
