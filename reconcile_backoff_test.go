@@ -271,7 +271,8 @@ func TestReconcilerBoundsItsBackoffs(t *testing.T) {
 	require.NoError(t, err)
 	once.ReconcilerWithClock(rc, newFakeClock().Now)
 	errs := 0
-	for {
+	for pass := 0; ; pass++ {
+		require.Less(t, pass, 2*n, "the walk does not end")
 		rep, err := rc.Pass(t.Context())
 		require.LessOrEqual(t, once.ReconcilerBackoffs(rc), once.MaxReconcileBackoffs)
 		if err != nil {
