@@ -26,7 +26,9 @@ const (
 type HeldKey struct {
 	Scope string
 	Key   string
-	// Age is how long the key has been held.
+	// Age is how long the key had been held when it was listed (by this
+	// Pass, or by the earlier one that a store error ended before it
+	// reached the key).
 	Age time.Duration
 	// Code and Message are the held error's, as the owner held it.
 	Code, Message string

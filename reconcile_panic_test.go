@@ -369,7 +369,9 @@ func TestReconcilerRecoversAPanickingMarshalJSON(t *testing.T) {
 
 // TestReconcilerDoesNotRecoverAStorePanic: as documented, a panic in the
 // store (its LeaseHeld or its Resolve) is not recovered: it escapes Pass
-// with its value.
+// with its value; the Reconciler stays usable, and its next Pass resumes
+// after the key (when keys were listed after it), without calling the
+// store for that key again.
 func TestReconcilerDoesNotRecoverAStorePanic(t *testing.T) {
 	for name, set := range map[string]func(f *reconcileFaults){
 		"LeaseHeld": func(f *reconcileFaults) {
@@ -395,7 +397,39 @@ func TestReconcilerDoesNotRecoverAStorePanic(t *testing.T) {
 			store.set(set)
 			rc, err := once.NewReconciler(once.New(store), settledCheck, once.ReconcilerConfig{})
 			require.NoError(t, err)
+			var leased []string // the keys LeaseHeld was called for, in order
+			store.set(func(f *reconcileFaults) {
+				panicking := f.leaseHeld
+				f.leaseHeld = func(p backends.LeaseHeldParams) error {
+					if p.Lease > 1 {
+						leased = append(leased, p.Key)
+					}
+					if panicking != nil {
+						return panicking(p)
+					}
+					return nil
+				}
+			})
 			require.PanicsWithValue(t, errHookBoom, func() { _, _ = rc.Pass(t.Context()) })
+			require.Equal(t, victimKey, leased[len(leased)-1], "the panic was the victim's")
+			before := len(leased)
+
+			store.set(func(f *reconcileFaults) {
+				f.resolve = nil
+				f.leaseHeld = func(p backends.LeaseHeldParams) error {
+					if p.Lease > 1 {
+						leased = append(leased, p.Key)
+					}
+					return nil
+				}
+			})
+			rep, err := rc.Pass(t.Context())
+			require.NoError(t, err)
+			if before < 3 {
+				require.True(t, rep.Done)
+				require.Equal(t, 3-before, rep.Examined, "the keys listed after the victim")
+				require.NotContains(t, leased[before:], victimKey)
+			}
 		})
 	}
 }
