@@ -40,23 +40,6 @@ func (f *reconcileFaults) failResolve(err error, keys ...string) {
 	}
 }
 
-// failLeaseHeld makes LeaseHeld fail with err for keys (every key when
-// none), or lets every LeaseHeld through when err is nil.
-func (f *reconcileFaults) failLeaseHeld(err error, keys ...string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.leaseHeld = nil
-	if err != nil {
-		match := keyMatcher(keys)
-		f.leaseHeld = func(p backends.LeaseHeldParams) error {
-			if match(p.Key) {
-				return err
-			}
-			return nil
-		}
-	}
-}
-
 func (f *reconcileFaults) set(fn func(f *reconcileFaults)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
