@@ -102,7 +102,7 @@ type ReconcileReport struct {
 	// a Reconciler remembers at most MaxReconcileBackoffs keys). A store
 	// error that comes with the end of Pass's context starts no backoff.
 	// A key in backoff is free for other Reconcilers: its lease was ended
-	// (see Pass).
+	// (unless that failed too; see Pass).
 	Skipped int
 	// Panicked is the keys for which user code the Reconciler ran
 	// panicked: the ReconcileFunc, the encoding of the verdict (see
@@ -206,20 +206,25 @@ const maxReportedErrors = 8
 // verdict. It returns an error only when the store fails; the report
 // says what was done until then.
 //
-// A store error on a key ends the pass, and leaves the key free: once
-// its lease is taken (or its LeaseHeld failed: the lease may have been
-// taken, its reply lost), Pass ends that lease before it returns, with a
-// write detached from ctx's cancellation (so a pass stopped by its
-// context does not strand the key for Lease either), best effort: when
-// that fails too (the store still down), the failure is added to the
-// report's Errors and Pass returns the first error; the key stays leased
-// until Lease ends, or until this Reconciler's next attempt at it, which
-// reuses the lease's owner. The next Pass resumes after that key (the
-// keys listed after it first), not at the page's start: so a key whose
-// write keeps failing never blocks those after it, and the keys this
-// pass already asked are not asked again before their turn. The key
-// itself is backed off (see ReconcileReport.Skipped), so that it does not
-// end every pass that reaches it.
+// A store error on a key ends the pass, and leaves the key free. Every
+// lease Pass takes is ended before Pass returns: after the verdict (see
+// ReconcileReport.LeftHeld) or the resolution, and after a store error
+// once its LeaseHeld was sent (when that LeaseHeld failed, the lease may
+// have been taken, its reply lost) — with a write detached from ctx's
+// cancellation, so that a pass stopped by its context does not strand
+// the key for Lease either. Ending the lease after a store error is best
+// effort: when it fails too (the store still down), that failure is added
+// to the report's Errors and Pass returns the first error. A lease that
+// could not be ended lasts until Lease ends, or until this Reconciler's
+// next attempt at the key, which reuses the lease's owner and so takes
+// it back.
+//
+// The next Pass resumes after the key whose store error ended a pass
+// (the keys listed after it first), not at its page's start: so a key
+// whose write keeps failing never blocks those after it, and the keys
+// already asked in this walk are not asked again before the next walk.
+// The key itself is backed off (see ReconcileReport.Skipped), so that it
+// does not end every pass that reaches it.
 func (r *Reconciler[T]) Pass(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
 	for rep.Examined < r.cfg.Batch {
