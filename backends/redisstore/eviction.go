@@ -42,9 +42,9 @@ func (e *EvictionPolicyError) Error() string {
 
 // CheckEvictionPolicy reads maxmemory-policy (from INFO memory, which
 // managed services that disable CONFIG still answer) on the server, or on
-// every primary of a Cluster. It returns nil when
-// all use noeviction, an *EvictionPolicyError for the first that does
-// not, or an *Error when a server cannot be asked. (New reads the same
+// every primary of a Cluster. It returns nil when all use noeviction, an
+// *EvictionPolicyError for the first that does not, or an *Error when a
+// server cannot be asked. (New reads the same
 // field from the one INFO it sends each server.)
 func (s *Store) CheckEvictionPolicy(ctx context.Context) error {
 	return s.eachServer(ctx, "eviction check", func(ctx context.Context, sv server) error {

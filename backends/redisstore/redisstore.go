@@ -107,9 +107,8 @@ var (
 
 // New returns a Store that uses client, which it never closes. It refuses
 // a *redis.Ring, and a nil client, with an *UnsupportedClientError, before
-// sending anything. New talks to
-// Redis, within ctx: it sends each server (every primary of a
-// *redis.ClusterClient) one INFO server
+// sending anything. New talks to Redis, within ctx: it sends each server
+// (every primary of a *redis.ClusterClient) one INFO server
 // cluster memory (without memory under EvictionIgnore), from which it
 // checks the version, the cluster mode and, as cfg.EvictionPolicyCheck
 // says, maxmemory-policy; then it loads the scripts into the server's

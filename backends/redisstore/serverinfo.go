@@ -95,10 +95,9 @@ func (e *ClusterModeError) Error() string {
 }
 
 // inspect is New's look at the servers: one INFO per server (on every
-// primary of a Cluster) carries the sections the
-// version check, the cluster mode check and, unless it is
-// EvictionIgnore, the eviction check need, and each check reads its
-// fields from that one reply.
+// primary of a Cluster) carries the sections the version check, the
+// cluster mode check and, unless it is EvictionIgnore, the eviction check
+// need, and each check reads its fields from that one reply.
 func (s *Store) inspect(ctx context.Context) error {
 	sections := []string{"server", "cluster"}
 	if s.check != EvictionIgnore {
