@@ -300,13 +300,14 @@ func TestErrorsLeakNothing(t *testing.T) {
 	pool := newPool(t, nil)
 	s := newStore(t, pool)
 	ctx := context.Background()
-	secret := "secret-value\x00"
-	_, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: secret, Owner: "o", Lease: time.Minute, Retention: time.Hour})
+	secret := "secret-value\x00" // a NUL in a text parameter: SQLSTATE 22021 from the server
+	_, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "k-" + randomSuffix(), Owner: secret, Lease: time.Minute, Retention: time.Hour})
 	require.Error(t, err)
 	var e *Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, "claim", e.Op)
 	assert.NotContains(t, err.Error(), "secret")
+	assert.NotContains(t, err.Error(), "invalid input", "the server's error, not the store's check")
 	var pgErr *pgconn.PgError
 	assert.False(t, errors.As(err, &pgErr), "no pgconn error is reachable")
 
@@ -315,6 +316,17 @@ func TestErrorsLeakNothing(t *testing.T) {
 	assert.Equal(t, "claim", e.Op)
 	assert.Contains(t, err.Error(), "invalid input: scope")
 	assert.NotContains(t, err.Error(), "sss")
+	// Scopes and keys no record can have are refused before the server
+	// sees them, naming the field and not the value.
+	for _, key := range []string{"secret\x00", "secret\xff", "secret\t"} {
+		_, err = s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: key, Owner: "o", Lease: time.Minute, Retention: time.Hour})
+		require.ErrorAs(t, err, &e, "%q", key)
+		assert.Contains(t, err.Error(), "invalid input: key", "%q", key)
+		assert.NotContains(t, err.Error(), "secret")
+		_, err = s.Claim(ctx, backends.ClaimParams{Scope: key, Key: "k", Owner: "o", Lease: time.Minute, Retention: time.Hour})
+		require.ErrorAs(t, err, &e, "%q", key)
+		assert.Contains(t, err.Error(), "invalid input: scope", "%q", key)
+	}
 	for _, err := range []error{
 		func() error {
 			_, err := s.Complete(ctx, backends.CompleteParams{Scope: "s", Key: "", Owner: "o"})
