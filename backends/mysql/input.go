@@ -13,7 +13,9 @@ const maxOwnerLen = 255
 // core validates scopes, keys and fingerprints first, so only a direct
 // caller of the Store meets it. The columns are sized to the contract's
 // limits, and INSERT IGNORE would otherwise truncate an oversized value
-// silently instead of failing.
+// silently instead of failing. A scope or key backends.NameProblem refuses
+// (invalid UTF-8, control characters) is refused too: no record of the
+// contract has one, and no List cursor could name it.
 type InputError struct {
 	// Op is the operation, as in Error.Op.
 	Op string
@@ -38,6 +40,10 @@ func checkInput(op, scope, key string, fp []byte, owner string, ownerRequired bo
 		return &InputError{Op: op, Field: "Key", Reason: "empty"}
 	case len(key) > backends.MaxKeyLen:
 		return &InputError{Op: op, Field: "Key", Reason: fmt.Sprintf("longer than %d bytes", backends.MaxKeyLen)}
+	case backends.NameProblem(scope, backends.MaxScopeLen) != "":
+		return &InputError{Op: op, Field: "Scope", Reason: backends.NameProblem(scope, backends.MaxScopeLen)}
+	case backends.NameProblem(key, backends.MaxKeyLen) != "":
+		return &InputError{Op: op, Field: "Key", Reason: backends.NameProblem(key, backends.MaxKeyLen)}
 	case len(fp) > backends.MaxFingerprintLen:
 		return &InputError{Op: op, Field: "Fingerprint", Reason: fmt.Sprintf("longer than %d bytes", backends.MaxFingerprintLen)}
 	case ownerRequired && owner == "":

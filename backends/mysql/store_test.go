@@ -62,8 +62,11 @@ func TestMicros(t *testing.T) {
 	require.Equal(t, 3*time.Microsecond, fromMicros(3))
 }
 
-// TestInputErrors: oversized values are refused with a typed error before
-// anything is sent, instead of being truncated by INSERT IGNORE.
+// TestInputErrors: oversized values, and scopes and keys no record can
+// have, are refused with a typed error before anything is sent, instead
+// of being truncated by INSERT IGNORE (the columns are VARBINARY: a name
+// no record can have would be stored as given, and no List cursor could
+// name it).
 func TestInputErrors(t *testing.T) {
 	s := newStore(t, newDB(t, nil), Config{})
 	ctx := context.Background()
@@ -78,6 +81,9 @@ func TestInputErrors(t *testing.T) {
 		{"Fingerprint", backends.ClaimParams{Scope: "s", Key: "k", Owner: "o", Fingerprint: make([]byte, 65)}},
 		{"Owner", backends.ClaimParams{Scope: "s", Key: "k", Owner: long}},
 		{"Owner", backends.ClaimParams{Scope: "s", Key: "k"}},
+		{"Key", backends.ClaimParams{Scope: "s", Key: "k\xff", Owner: "o"}},
+		{"Key", backends.ClaimParams{Scope: "s", Key: "k\x00", Owner: "o"}},
+		{"Scope", backends.ClaimParams{Scope: "s\t", Key: "k", Owner: "o"}},
 	} {
 		_, err := s.Claim(ctx, c.p)
 		var ie *InputError
