@@ -110,8 +110,14 @@ func (e *InvalidInputError) Is(target error) bool { return target == ErrInvalidI
 
 // StoreError wraps a failure of the store during Op.
 type StoreError struct {
-	// Op is the store operation: "claim", "complete", "renew", "release"
-	// or "resolve".
+	// Op is the store operation: "claim" (Do and its kin, before fn
+	// runs), "resolve" (Resolve, and a Reconciler), "list" and
+	// "leaseheld" (a Reconciler), or "begin" and "commit" (a transactional
+	// consumer's transaction). The writes after fn ran are not
+	// StoreErrors: a completion that fails is an *UnrecordedError
+	// (ErrOutcomeUnrecorded), a renewal that cannot prove the lease ends
+	// in ErrLeaseLost, and a failed release or hold is reported to the
+	// observers (EventStoreError) while Do returns fn's error.
 	Op  string
 	Err error
 }
