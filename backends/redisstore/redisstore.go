@@ -106,15 +106,20 @@ var (
 )
 
 // New returns a Store that uses client, which it never closes. It refuses
-// a *redis.Ring, and a nil client, with an *UnsupportedClientError, before
-// sending anything. New talks to Redis, within ctx: it sends each server
-// (every primary of a *redis.ClusterClient) one INFO server
-// cluster memory (without memory under EvictionIgnore), from which it
-// checks the version, the cluster mode and, as cfg.EvictionPolicyCheck
-// says, maxmemory-policy; then it loads the scripts into the server's
-// script cache (on every node of a Cluster), so that scripted operations
-// cost one EVALSHA from the first call. No other operation repeats these
-// checks.
+// a *redis.Ring, and a nil client (a nil interface or a nil pointer, such
+// as a nil *redis.Client) or a zero *redis.Client or *redis.ClusterClient,
+// with an *UnsupportedClientError, before sending anything. New talks to
+// Redis, within ctx: it sends each server (every primary of a
+// *redis.ClusterClient) one INFO server cluster memory (without memory
+// under EvictionIgnore), from which it checks the version, the cluster
+// mode and, as cfg.EvictionPolicyCheck says, maxmemory-policy; a server
+// that answers it with an error reply other than those below (one that
+// hides INFO, or an ACL user allowed only some sections, such as
+// +info|memory) is asked each section alone, and each check reads the
+// section it needs from those replies. Then New loads the scripts into
+// the server's script cache (on every node of a Cluster), so that
+// scripted operations cost one EVALSHA from the first call. No other
+// operation repeats these checks.
 //
 // It fails if Redis cannot be reached (ErrUnavailable); with a
 // *ServerVersionError when a server reports a version older than 7.0
@@ -130,13 +135,14 @@ var (
 // "new".
 //
 // A version it cannot read is not checked, nor is a server that answers
-// INFO with another error reply (a managed service that disables or
-// renames it, an ACL user without it) or reports no version: on an
-// older server the first Claim then fails with ErrServer, and a cluster
-// node reached without a *redis.ClusterClient answers MOVED (ErrServer)
-// for keys of the slots it does not serve. Such a server also needs
-// EvictionPolicyCheck: EvictionIgnore, as the eviction check reads INFO
-// too.
+// INFO server with another error reply (a managed service that disables
+// or renames INFO, an ACL user without it) or reports no version: on an
+// older server the first Claim then fails with ErrServer. Nor is the
+// cluster mode of one that hides INFO cluster: a cluster node reached
+// without a *redis.ClusterClient then answers MOVED (ErrServer) for keys
+// of the slots it does not serve. A server that hides INFO memory fails
+// the eviction check (an *Error of kind ErrServer with the server's
+// reply) unless EvictionPolicyCheck is EvictionIgnore.
 func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store, error) {
 	if err := checkClient(client); err != nil {
 		return nil, err

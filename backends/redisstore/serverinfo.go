@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -97,7 +98,11 @@ func (e *ClusterModeError) Error() string {
 // inspect is New's look at the servers: one INFO per server (on every
 // primary of a Cluster) carries the sections the version check, the
 // cluster mode check and, unless it is EvictionIgnore, the eviction check
-// need, and each check reads its fields from that one reply.
+// need, and each check reads its fields from that one reply. A server
+// that refuses that INFO (see readInfo) is asked each section alone (see
+// readSections), so that each check sees what that server shows: an ACL
+// user may be allowed INFO memory only (+info|memory), and the eviction
+// check then decides on it as CheckEvictionPolicy does.
 func (s *Store) inspect(ctx context.Context) error {
 	sections := []string{"server", "cluster"}
 	if s.check != EvictionIgnore {
@@ -111,13 +116,12 @@ func (s *Store) inspect(ctx context.Context) error {
 			return err
 		}
 		if hidden != nil {
-			// Neither the version nor the mode can be read; the
-			// eviction check fails on that reply, as CheckEvictionPolicy
-			// does.
-			if s.check == EvictionIgnore {
-				return nil
+			// A section the server hides is not in info: the version
+			// and mode checks then see no field and pass, and a hidden
+			// memory section fails the eviction check on its reply.
+			if info, hidden, err = readSections(ctx, sv.c, sections); err != nil {
+				return err
 			}
-			return evictionCheck(ctx, sv, "", hidden)
 		}
 		if err := versionCheck(sv, info); err != nil {
 			return err
@@ -128,15 +132,47 @@ func (s *Store) inspect(ctx context.Context) error {
 		if s.check == EvictionIgnore {
 			return nil
 		}
+		if hidden != nil {
+			return evictionCheck(ctx, sv, "", hidden)
+		}
 		return s.evictionVerdict(ctx, evictionCheck(ctx, sv, info, nil))
 	})
+}
+
+// readSections asks INFO for each of sections alone, in turn, after the
+// server refused them together, and returns the replies it gave, joined
+// (INFO's sections are each headed by their name, so infoField reads the
+// join as one reply). memoryHidden is the error reply to INFO memory when
+// the server hides that section, or nil. An error fails New as readInfo's
+// do (LOADING, BUSY, an unreachable server). This costs a round trip a
+// section, on such servers only.
+func readSections(ctx context.Context, c redis.Cmdable, sections []string) (info string, memoryHidden, err error) {
+	var b strings.Builder
+	for _, section := range sections {
+		reply, hidden, err := readInfo(ctx, c, []string{section})
+		if err != nil {
+			return "", nil, err
+		}
+		if hidden != nil {
+			if section == "memory" {
+				memoryHidden = hidden
+			}
+			continue
+		}
+		b.WriteString(reply)
+		if !strings.HasSuffix(reply, "\n") {
+			b.WriteString("\r\n")
+		}
+	}
+	return b.String(), memoryHidden, nil
 }
 
 // readInfo sends INFO with sections, which Redis 7.0 and later take in
 // one command, and returns its reply. A non-nil hidden is the error reply
 // of a server that will not tell (a managed service that disables or
-// renames INFO, an ACL user without it, NOPERM): the version and cluster
-// mode checks are then skipped. The error replies that fail New instead:
+// renames INFO, an ACL user without it, NOPERM, a proxy that takes one
+// section at a time): inspect then asks each section alone. The error
+// replies that fail New instead:
 //
 //   - NOAUTH and WRONGPASS (no or wrong credentials) fail it as the
 //     server's error (ErrServer): no command would succeed;
