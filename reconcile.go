@@ -95,14 +95,16 @@ type ReconcileReport struct {
 	Busy int
 	// Skipped is the keys this pass left alone, without a store call,
 	// because a store write for them (LeaseHeld, Resolve, or the LeaseHeld
-	// that ends a lease) failed recently in this Reconciler: a key is
-	// skipped for ReconcileBackoffMin after such a failure, twice as long
-	// after each further consecutive one, at most ReconcileBackoffMax, and
-	// is forgotten once a store write for it succeeds (or to make room:
-	// a Reconciler remembers at most MaxReconcileBackoffs keys). A store
-	// error that comes with the end of Pass's context starts no backoff.
-	// A key in backoff is free for other Reconcilers: its lease was ended
-	// (unless that failed too; see Pass).
+	// that ends a lease) failed, or the store panicked, recently in this
+	// Reconciler: a key is skipped for ReconcileBackoffMin after such a
+	// failure, twice as long after each further consecutive one, at most
+	// ReconcileBackoffMax, and is forgotten once a store write for it
+	// succeeds (or to make room: see MaxReconcileBackoffs and
+	// MaxReconcileKeptLeases). A store error that comes with the end of
+	// Pass's context starts no backoff, but the key's lease's owner is
+	// still remembered when that lease may be ours (see Pass). A key in
+	// backoff is free for other Reconcilers: its lease was ended (unless
+	// that failed too, or the store panicked; see Pass).
 	Skipped int
 	// Panicked is the keys for which user code the Reconciler ran
 	// panicked: the ReconcileFunc, the encoding of the verdict (see
@@ -116,7 +118,8 @@ type ReconcileReport struct {
 	// Errors holds the first few errors of keys, each prefixed with its
 	// scope and key: the ReconcileFunc's errors, encoding failures,
 	// recovered panics, and the failure (a *StoreError) to end a key's
-	// lease after the store error that Pass returns.
+	// lease after the store error that Pass returns, or before the
+	// Reconciler forgets it (see MaxReconcileKeptLeases).
 	Errors []error
 	// Done reports that the pass reached the end of the held keys (also
 	// when a store error on the last of them ended it); the next Pass
@@ -141,8 +144,10 @@ type ReconcileReport struct {
 // A panic in the store is not recovered: it escapes Pass (and Run) with
 // its value. The Reconciler makes no further store call for the key (a
 // store that panicked may be in any state, a lock held), so a key the
-// store leased to it before panicking stays leased until the lease ends;
-// a later Pass resumes after that key.
+// store leased to it before panicking stays leased until the lease ends,
+// or until this Reconciler's next attempt at it: the key is backed off
+// (see ReconcileReport.Skipped) with its lease's owner remembered, so that
+// attempt takes the lease back. A later Pass resumes after that key.
 type Reconciler[T any] struct {
 	keeper *Keeper
 	lister backends.Lister
@@ -215,9 +220,12 @@ const maxReportedErrors = 8
 // the key for Lease either. Ending the lease after a store error is best
 // effort: when it fails too (the store still down), that failure is added
 // to the report's Errors and Pass returns the first error. A lease that
-// could not be ended lasts until Lease ends, or until this Reconciler's
-// next attempt at the key, which reuses the lease's owner and so takes
-// it back.
+// could not be ended — or that may have been taken after it was ended (a
+// LeaseHeld whose reply was lost, or that ctx cut off in flight) — lasts
+// until Lease ends, or until this Reconciler's next attempt at the key,
+// which reuses the lease's owner and so takes it back: the owner is
+// remembered even when ctx ended (the key is then not backed off), and
+// such a key is forgotten only past MaxReconcileKeptLeases of them.
 //
 // The next Pass resumes after the key whose store error ended a pass
 // (the keys listed after it first), not at its page's start: so a key
@@ -229,12 +237,9 @@ func (r *Reconciler[T]) Pass(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
 	for rep.Examined < r.cfg.Batch {
 		if len(r.rest) == 0 {
-			page, err := r.lister.List(ctx, backends.ListParams{
-				State: backends.StateHeld, OlderThan: r.cfg.OlderThan, Scope: r.cfg.Scope,
-				Cursor: r.cursor, Limit: r.cfg.Batch - rep.Examined,
-			})
+			page, err := r.list(ctx, r.cursor, r.cfg.Batch-rep.Examined)
 			if err != nil {
-				return rep, &StoreError{Op: "list", Err: err}
+				return rep, err
 			}
 			r.rest, r.cursor, r.last = page.Records, page.Next, page.Next == ""
 		}
@@ -255,42 +260,85 @@ func (r *Reconciler[T]) Pass(ctx context.Context) (ReconcileReport, error) {
 	return rep, nil
 }
 
+// list lists up to limit held keys from cursor.
+func (r *Reconciler[T]) list(ctx context.Context, cursor string, limit int) (backends.ListPage, error) {
+	page, err := r.lister.List(ctx, backends.ListParams{
+		State: backends.StateHeld, OlderThan: r.cfg.OlderThan, Scope: r.cfg.Scope,
+		Cursor: cursor, Limit: limit,
+	})
+	if err != nil {
+		return page, &StoreError{Op: "list", Err: err}
+	}
+	return page, nil
+}
+
 // settle settles one held key (see attempt) unless it is in backoff, and
 // keeps the backoff up to date: a store error backs the key off (unless
-// ctx ended), a success forgets it.
+// ctx ended) and remembers its lease's owner; when ctx ended, the owner is
+// still remembered, with no backoff, if the lease may still be ours (so
+// that the next attempt takes it back). A success forgets the key. A store
+// panic escapes settle after the key is remembered (backed off, its lease
+// possibly ours) without a store call.
 func (r *Reconciler[T]) settle(ctx context.Context, l backends.Listed, rep *ReconcileReport) error {
 	id := heldID{scope: l.Scope, key: l.Key}
-	b, failed := r.backoffs[id]
-	if failed && r.now().Before(b.until) {
+	b, found := r.backoffs[id]
+	if found && r.now().Before(b.until) {
 		rep.Skipped++
 		return nil
 	}
 	token := b.token
-	if !failed {
+	if !found {
 		token = newToken()
 	}
-	err := r.attempt(ctx, l, token, rep)
+	live, returned := false, false
+	defer func() {
+		if !returned { // a store panic (attempt recovers user code's): remember, without a store call
+			r.backoffs.failed(id, token, r.now(), true, true)
+		}
+	}()
+	err := r.attempt(ctx, l, token, rep, &live)
+	returned = true
 	switch {
 	case err == nil:
 		delete(r.backoffs, id)
 	case ctx.Err() == nil:
-		r.backoffs.failed(id, token, r.now())
+		r.remember(ctx, id, token, live, true, rep)
+	case live || found:
+		r.remember(ctx, id, token, live, false, rep)
 	}
 	return err
+}
+
+// remember records a store failure of id (see backoffs.failed). When the
+// entry forgotten to make room for it may hold a lease of ours, that lease
+// is ended first (best effort: a failure is reported in rep's Errors).
+func (r *Reconciler[T]) remember(ctx context.Context, id heldID, token string, live, delay bool, rep *ReconcileReport) {
+	gone, e, end := r.backoffs.failed(id, token, r.now(), live, delay)
+	if end {
+		kr := keyReport{rep: rep, l: backends.Listed{Scope: gone.scope, Key: gone.key}}
+		r.endLease(ctx, kr.l, e.token, &kr)
+	}
 }
 
 // attempt leases one held key for token, asks, and resolves it. A panic in
 // the user code it runs is recovered and reported in rep (see
 // ReconcileReport's Panicked); it returns an error only when the store
-// fails, and then has ended the lease (see Pass).
-func (r *Reconciler[T]) attempt(ctx context.Context, l backends.Listed, token string, rep *ReconcileReport) error {
+// fails, and then has tried to end the lease (see Pass). It sets *live,
+// when it returns or the store panics, to whether the lease may still be
+// ours (see backoff.live).
+func (r *Reconciler[T]) attempt(ctx context.Context, l backends.Listed, token string, rep *ReconcileReport, live *bool) error {
 	kr := keyReport{rep: rep, l: l}
+	*live = true // from the LeaseHeld on, until the lease is known to be over
 	leased, err := r.keeper.store.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: l.Scope, Key: l.Key, Owner: token, Lease: r.cfg.Lease})
 	if err != nil {
-		r.endLease(ctx, l, token, &kr) // it may have been taken, its reply lost
+		// It may have been taken, its reply lost; it may even be taken
+		// after the lease is ended (a LeaseHeld that ctx cut off in
+		// flight), so it stays live.
+		r.endLease(ctx, l, token, &kr)
 		return &StoreError{Op: "leaseheld", Err: err}
 	}
 	if !leased.Leased {
+		*live = false
 		rep.Busy++
 		return nil
 	}
@@ -303,6 +351,7 @@ func (r *Reconciler[T]) attempt(ctx context.Context, l backends.Listed, token st
 	if err == nil && !v.Settled {
 		rep.LeftHeld++
 		uErr := r.unlease(ctx, l, token) // before the event: a panicking observer cannot keep the key leased
+		*live = uErr != nil
 		kr.emit(ctx, cfg, Event{Kind: EventReconciled, Scope: l.Scope, Key: l.Key})
 		return uErr
 	}
@@ -319,6 +368,7 @@ func (r *Reconciler[T]) attempt(ctx context.Context, l backends.Listed, token st
 		rep.LeftHeld++
 		rep.Failed++
 		uErr := r.unlease(ctx, l, token) // before fail and the event, as above
+		*live = uErr != nil
 		kr.fail(err, panicked)
 		kr.emit(ctx, cfg, Event{Kind: EventReconciled, Scope: l.Scope, Key: l.Key, Err: err})
 		return uErr
@@ -329,10 +379,11 @@ func (r *Reconciler[T]) attempt(ctx context.Context, l backends.Listed, token st
 	})
 	if err != nil {
 		took := cfg.since(start)
-		r.endLease(ctx, l, token, &kr) // before the event, as above
+		*live = !r.endLease(ctx, l, token, &kr) // before the event, as above
 		kr.emit(ctx, cfg, Event{Kind: EventStoreError, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: took, Err: err})
 		return &StoreError{Op: "resolve", Err: err}
 	}
+	*live = false // resolved, or our lease lapsed
 	if res.Resolved {
 		rep.Resolved++
 		kr.emit(ctx, cfg, Event{Kind: EventResolved, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: cfg.since(start), FnErr: stored})
@@ -408,13 +459,18 @@ func (e *ReconcilePanicError) Unwrap() error {
 	return err
 }
 
-// unlease ends our lease on a key left held at once (a lease of the
-// shortest duration), so that the next pass, of any Reconciler, asks
-// again. It writes with ctx detached from its cancellation, for at most
-// writeTimeout: a Pass whose context ends while it asks (Run stopping)
-// still ends the lease, which may be as long as math.MaxInt64. When the
-// lease is no longer ours (it lapsed and another Reconciler took the key,
-// or the key was settled), it writes nothing.
+// unlease ends our lease on a key left held at once, with a LeaseHeld of
+// the shortest lease (1 ns), so that the next pass, of any Reconciler,
+// asks again. It writes with ctx detached from its cancellation, for at
+// most writeTimeout: a Pass whose context ends while it asks (Run
+// stopping) still ends the lease, which may be as long as math.MaxInt64.
+// When another Reconciler has a live lease on the key, or the key is no
+// longer held (it was settled), it writes nothing. When no live lease is
+// on the key — ours lapsed and nobody took it, or the LeaseHeld that was
+// to take it never reached the store — it does write: it leases the key
+// to token for that shortest lease, which makes token the record's owner
+// (see backends.Store.LeaseHeld) and ends at once (Redis rounds it up to
+// 1 ms), so the key is free either way.
 func (r *Reconciler[T]) unlease(ctx context.Context, l backends.Listed, token string) error {
 	wctx := newWriteContext(context.WithoutCancel(ctx), writeTimeout)
 	defer wctx.end()
@@ -427,11 +483,13 @@ func (r *Reconciler[T]) unlease(ctx context.Context, l backends.Listed, token st
 
 // endLease ends our lease after a store error on the key, best effort:
 // its failure is reported in the key's report, not returned, so that the
-// caller returns the first error.
-func (r *Reconciler[T]) endLease(ctx context.Context, l backends.Listed, token string, kr *keyReport) {
+// caller returns the first error. It reports whether it ended the lease.
+func (r *Reconciler[T]) endLease(ctx context.Context, l backends.Listed, token string, kr *keyReport) bool {
 	if err := r.unlease(ctx, l, token); err != nil {
 		kr.fail(err, false)
+		return false
 	}
+	return true
 }
 
 // ask calls the ReconcileFunc, turning a panic into a

@@ -11,9 +11,22 @@ const (
 	ReconcileBackoffMin = time.Second
 	ReconcileBackoffMax = time.Minute
 	// MaxReconcileBackoffs bounds the keys one Reconciler remembers a
-	// failure of; to make room it forgets the one whose backoff ends
-	// first.
+	// failure of. To make room for one more it forgets, of the keys whose
+	// lease it ended, the one whose backoff ends first. Keys whose lease
+	// may still be its own are all kept, beyond MaxReconcileBackoffs (up
+	// to MaxReconcileKeptLeases); when only such keys are remembered, a
+	// new key whose lease it did end is not remembered (not backed off).
 	MaxReconcileBackoffs = 256
+	// MaxReconcileKeptLeases bounds the keys one Reconciler remembers,
+	// those whose lease may still be its own included: it keeps their
+	// lease's owner, so that its next attempt takes the lease back, and
+	// forgets one only when it remembers MaxReconcileKeptLeases keys, all
+	// of them such keys. Then, to make room, it ends the lease of the one
+	// whose backoff ends first (one LeaseHeld, detached from the pass's
+	// context, as Pass ends a lease) and forgets it: if that fails too,
+	// that lease lasts until ReconcilerConfig.Lease ends, as it does when
+	// the room is made after a store panic (no store call is made then).
+	MaxReconcileKeptLeases = 1024
 )
 
 // heldID names a held key.
@@ -29,24 +42,83 @@ type backoff struct {
 	token    string
 	failures int       // consecutive
 	until    time.Time // the key is skipped before then
+	// live reports that the lease may still be this Reconciler's: ending
+	// it failed, the store panicked, or the outcome of the LeaseHeld that
+	// took it is unknown (its reply was lost, or the pass's context cut it
+	// off in flight, and it may apply after the lease was ended).
+	live bool
 }
 
-// backoffs are a Reconciler's remembered failures, at most
-// MaxReconcileBackoffs of them.
+// backoffs are a Reconciler's remembered failures: at most
+// MaxReconcileBackoffs of them, or MaxReconcileKeptLeases when the extra
+// ones are live.
 type backoffs map[heldID]backoff
 
-// failed records a store failure of id under token at now, and returns
-// the key's backoff.
-func (b backoffs) failed(id heldID, token string, now time.Time) backoff {
-	e, ok := b[id]
-	if !ok && len(b) >= MaxReconcileBackoffs {
-		b.evict()
+// failed records a store failure of id under token at now (live as in
+// backoff), backing the key off when delay (not when the failure came with
+// the end of the pass's context: the next pass attempts the key at once).
+// A new entry may need room (see makeRoom): when there is none, failed
+// records nothing; when the entry it forgot for it may hold a lease of
+// this Reconciler, it returns that entry (end) for the caller to end it.
+func (b backoffs) failed(id heldID, token string, now time.Time, live, delay bool) (gone heldID, goneEntry backoff, end bool) {
+	e, found := b[id]
+	if !found {
+		var room bool
+		if room, gone, goneEntry, end = b.makeRoom(live); !room {
+			return heldID{}, backoff{}, false
+		}
 	}
 	e.token = token
-	e.failures = min(e.failures+1, 32) // 1 s << 31 is past the cap already
-	e.until = now.Add(backoffAfter(e.failures))
+	e.live = live
+	if delay {
+		e.failures = min(e.failures+1, 32) // 1 s << 31 is past the cap already
+		e.until = now.Add(backoffAfter(e.failures))
+	} else {
+		e.until = time.Time{}
+	}
 	b[id] = e
-	return e
+	return gone, goneEntry, end
+}
+
+// makeRoom makes room for a new entry (live as in backoff) once b has
+// MaxReconcileBackoffs entries: it forgets the entry that is not live
+// whose backoff ends first. When all are live, there is no room for a new
+// entry that is not live; a live one is added, up to
+// MaxReconcileKeptLeases entries, and beyond that it takes the place of
+// the live entry whose backoff ends first, which makeRoom forgets and
+// returns (end).
+func (b backoffs) makeRoom(live bool) (room bool, gone heldID, goneEntry backoff, end bool) {
+	if len(b) < MaxReconcileBackoffs {
+		return true, heldID{}, backoff{}, false
+	}
+	if id, _, found := b.first(false); found {
+		delete(b, id)
+		return true, heldID{}, backoff{}, false
+	}
+	if !live {
+		return false, heldID{}, backoff{}, false
+	}
+	if len(b) < MaxReconcileKeptLeases {
+		return true, heldID{}, backoff{}, false
+	}
+	id, e, _ := b.first(true)
+	delete(b, id)
+	return true, id, e, true
+}
+
+// first returns the entry of b, live or not as asked, whose backoff ends
+// first: the key that is due soonest anyway, or one a Pass no longer lists
+// (settled meanwhile).
+func (b backoffs) first(live bool) (heldID, backoff, bool) {
+	var first heldID
+	var entry backoff
+	found := false
+	for id, e := range b {
+		if e.live == live && (!found || e.until.Before(entry.until)) {
+			first, entry, found = id, e, true
+		}
+	}
+	return first, entry, found
 }
 
 // backoffAfter is the backoff after n consecutive failures: doubling from
@@ -57,18 +129,4 @@ func backoffAfter(n int) time.Duration {
 		d *= 2
 	}
 	return min(d, ReconcileBackoffMax)
-}
-
-// evict forgets the entry whose backoff ends first: the key that is due
-// soonest anyway, or one a Pass no longer lists (settled meanwhile).
-func (b backoffs) evict() {
-	var first heldID
-	var until time.Time
-	found := false
-	for id, e := range b {
-		if !found || e.until.Before(until) {
-			first, until, found = id, e.until, true
-		}
-	}
-	delete(b, first)
 }
