@@ -26,9 +26,7 @@ const (
 type HeldKey struct {
 	Scope string
 	Key   string
-	// Age is how long the key had been held when it was listed (by this
-	// Pass, or by the earlier one that a store error ended before it
-	// reached the key).
+	// Age is how long the key had been held when this Pass listed it.
 	Age time.Duration
 	// Code and Message are the held error's, as the owner held it.
 	Code, Message string
@@ -155,10 +153,15 @@ type Reconciler[T any] struct {
 	cfg    ReconcilerConfig
 	// cursor is where the next List starts; rest is what the last List
 	// returned that no Pass examined yet (a store error or panic ended the
-	// pass first), and last whether that List's page ended the walk.
-	cursor string
-	rest   []backends.Listed
-	last   bool
+	// pass first, or a relist returned more than Batch keys), and last
+	// whether that List's page ended the walk. That
+	// page was listed from pageCursor, and seen is the keys of it examined
+	// so far (see relist).
+	cursor     string
+	rest       []backends.Listed
+	last       bool
+	pageCursor string
+	seen       []heldID
 	// backoffs are the keys a store write failed for, skipped for a
 	// while (see ReconcileReport.Skipped); now is their clock.
 	backoffs backoffs
@@ -227,25 +230,36 @@ const maxReportedErrors = 8
 // remembered even when ctx ended (the key is then not backed off), and
 // such a key is forgotten only past MaxReconcileKeptLeases of them.
 //
-// The next Pass resumes after the key whose store error ended a pass
-// (the keys listed after it first), not at its page's start: so a key
-// whose write keeps failing never blocks those after it, and the keys
-// already asked in this walk are not asked again before the next walk.
+// The next Pass resumes after the key whose store error (or panic) ended
+// a pass, not at its page's start: it lists that page again (so that no
+// key is asked with a stale record) and examines the keys of it that were
+// not examined yet, those listed after the key first. So a key whose
+// write keeps failing never blocks those after it, and the keys already
+// asked in this walk are not asked again before the next walk.
 // The key itself is backed off (see ReconcileReport.Skipped), so that it
 // does not end every pass that reaches it.
 func (r *Reconciler[T]) Pass(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
+	relisted := len(r.rest) > 0
+	if relisted {
+		if err := r.relist(ctx); err != nil {
+			return rep, err
+		}
+	}
 	for rep.Examined < r.cfg.Batch {
-		if len(r.rest) == 0 {
+		if len(r.rest) == 0 && !relisted {
 			page, err := r.list(ctx, r.cursor, r.cfg.Batch-rep.Examined)
 			if err != nil {
 				return rep, err
 			}
+			r.pageCursor, r.seen = r.cursor, r.seen[:0]
 			r.rest, r.cursor, r.last = page.Records, page.Next, page.Next == ""
 		}
+		relisted = false
 		for len(r.rest) > 0 && rep.Examined < r.cfg.Batch {
 			l := r.rest[0]
 			r.rest = r.rest[1:] // first: a pass that a store error or panic ends resumes after l
+			r.seen = append(r.seen, heldID{scope: l.Scope, key: l.Key})
 			rep.Examined++
 			if err := r.settle(ctx, l, &rep); err != nil {
 				rep.Done = len(r.rest) == 0 && r.last
@@ -270,6 +284,33 @@ func (r *Reconciler[T]) list(ctx context.Context, cursor string, limit int) (bac
 		return page, &StoreError{Op: "list", Err: err}
 	}
 	return page, nil
+}
+
+// relist lists again the page whose rest an earlier Pass left (a store
+// error or panic ended it), from that page's cursor, and keeps the keys
+// not examined yet: so that they are asked as they are now, not as they
+// were when the earlier Pass listed them (a key settled meanwhile, or
+// deleted and held again by a new intent, perhaps too recently for
+// OlderThan, is not asked with its old record), and the keys already
+// examined are not asked again in this walk. On a store error the rest is
+// kept, for the next Pass to list again.
+func (r *Reconciler[T]) relist(ctx context.Context) error {
+	page, err := r.list(ctx, r.pageCursor, min(len(r.seen)+r.cfg.Batch, backends.MaxListLimit))
+	if err != nil {
+		return err
+	}
+	seen := make(map[heldID]bool, len(r.seen))
+	for _, id := range r.seen {
+		seen[id] = true
+	}
+	rest := make([]backends.Listed, 0, len(page.Records))
+	for _, l := range page.Records {
+		if !seen[heldID{scope: l.Scope, key: l.Key}] {
+			rest = append(rest, l)
+		}
+	}
+	r.rest, r.cursor, r.last = rest, page.Next, page.Next == ""
+	return nil
 }
 
 // settle settles one held key (see attempt) unless it is in backoff, and

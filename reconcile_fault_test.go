@@ -3,6 +3,7 @@ package once_test
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/memory"
@@ -22,6 +23,11 @@ type reconcileFaults struct {
 }
 
 func newReconcileFaults() *reconcileFaults { return &reconcileFaults{Store: memory.New(nil)} }
+
+// newReconcileFaultsAt is newReconcileFaults with the store's clock now.
+func newReconcileFaultsAt(now func() time.Time) *reconcileFaults {
+	return &reconcileFaults{Store: memory.New(&memory.Config{Now: now})}
+}
 
 // failResolve makes Resolve fail with err for keys (every key when none),
 // or lets every Resolve through when err is nil.

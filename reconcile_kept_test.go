@@ -266,3 +266,53 @@ func TestReconcilerEndsTheLeasesItForgets(t *testing.T) {
 	require.Equal(t, n-once.MaxReconcileKeptLeases, forgotten)
 }
 
+// TestReconcilerListsAgainAfterAStoreError: the Pass after one that a
+// store error ended lists the page again instead of asking its rest as
+// listed then: a key deleted meanwhile and held again by a new intent, too
+// recently for OlderThan, is neither leased nor asked with its old record;
+// the keys examined already are not asked again.
+func TestReconcilerListsAgainAfterAStoreError(t *testing.T) {
+	clock := newFakeClock()
+	f := newReconcileFaultsAt(clock.Now)
+	holdKeys(t, f, 3)
+	clock.Advance(2 * time.Hour)
+	page, err := f.List(t.Context(), backends.ListParams{State: backends.StateHeld, Limit: 3})
+	require.NoError(t, err)
+	require.Len(t, page.Records, 3)
+	first, second, third := page.Records[0], page.Records[1], page.Records[2]
+	f.failResolve(errResolveDown, first.Key)
+	var asked []once.HeldKey
+	rc, err := once.NewReconciler(once.New(f), func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+		asked = append(asked, k)
+		return settledCheck(ctx, k)
+	}, once.ReconcilerConfig{OlderThan: time.Hour})
+	require.NoError(t, err)
+	_, err = rc.Pass(t.Context())
+	require.ErrorIs(t, err, errResolveDown)
+	require.Len(t, asked, 1)
+
+	// The third key is deleted, and a new intent claims and holds it.
+	deleted, err := f.Delete(t.Context(), third.Scope, third.Key)
+	require.NoError(t, err)
+	require.True(t, deleted)
+	c, err := f.Claim(t.Context(), backends.ClaimParams{Scope: third.Scope, Key: third.Key, Fingerprint: []byte("fp2"), Owner: "new-intent", Lease: time.Minute, Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, c.Claimed)
+	held, err := f.Hold(t.Context(), backends.HoldParams{Scope: third.Scope, Key: third.Key, Owner: "new-intent", For: backends.HoldUntilResolved, Code: "declined", Message: "card declined", Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, held)
+
+	asked = nil
+	rep, err := rc.Pass(t.Context())
+	require.NoError(t, err)
+	require.True(t, rep.Done)
+	require.Equal(t, 1, rep.Examined, "the second key only: the first was examined, the third is too recent")
+	require.Equal(t, 1, rep.Resolved)
+	require.Len(t, asked, 1)
+	require.Equal(t, second.Key, asked[0].Key)
+	rec, _, _, err := f.Get(t.Context(), third.Scope, third.Key)
+	require.NoError(t, err)
+	require.Equal(t, backends.StateHeld, rec.State)
+	require.Equal(t, "declined", rec.Held.Code)
+	require.LessOrEqual(t, rec.LeaseRemaining, time.Duration(0), "the new intent's hold was not leased")
+}
