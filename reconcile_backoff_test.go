@@ -297,7 +297,7 @@ func TestReconcilerBackoffModel(t *testing.T) {
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, seed))
-	const n = 24
+	const n = 48 // enough that some keys are still held when the walk meets each case
 	f := newReconcileFaults()
 	keys := holdKeys(t, f, n)
 	clock := newFakeClock()
@@ -365,7 +365,7 @@ func TestReconcilerBackoffModel(t *testing.T) {
 		}
 		return once.Verdict[string]{Settled: true, Value: "charge-" + k.Key}, nil
 	}
-	rc, err := once.NewReconciler(once.New(f), check, once.ReconcilerConfig{Batch: 5, Lease: centuryLease})
+	rc, err := once.NewReconciler(once.New(f), check, once.ReconcilerConfig{Batch: 10, Lease: centuryLease})
 	require.NoError(t, err)
 	once.ReconcilerWithClock(rc, clock.Now)
 
