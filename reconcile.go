@@ -212,7 +212,9 @@ const maxReportedErrors = 8
 // Pass examines at most Batch held keys, resuming where the previous
 // Pass stopped, and settles those whose ReconcileFunc returns a settled
 // verdict. It returns an error only when the store fails; the report
-// says what was done until then.
+// says what was done until then. A settled verdict is stored even when
+// ctx ends after the ReconcileFunc answered: the Resolve is detached from
+// ctx's cancellation (and bounded, as Do's completion is).
 //
 // A store error on a key ends the pass, and leaves the key free. Every
 // lease Pass takes is ended before Pass returns: after the verdict (see
@@ -414,10 +416,16 @@ func (r *Reconciler[T]) attempt(ctx context.Context, l backends.Listed, token st
 		kr.emit(ctx, cfg, Event{Kind: EventReconciled, Scope: l.Scope, Key: l.Key, Err: err})
 		return uErr
 	}
+	// The verdict is what the downstream service said: it is stored even
+	// when ctx ended meanwhile (Run stopping), on a write detached from
+	// ctx's cancellation and bounded as Do's completion is, rather than
+	// dropped for the next walk to ask again.
 	start := cfg.clock()
-	res, err := r.keeper.store.Resolve(ctx, backends.ResolveParams{
+	wctx := newWriteContext(context.WithoutCancel(ctx), writeTimeout)
+	res, err := r.keeper.store.Resolve(wctx, backends.ResolveParams{
 		Scope: l.Scope, Key: l.Key, Owner: token, Outcome: data, Retention: cfg.retention,
 	})
+	wctx.end()
 	if err != nil {
 		took := cfg.since(start)
 		*live = !r.endLease(ctx, l, token, &kr) // before the event, as above

@@ -84,6 +84,9 @@ func TestReconcilerKeepsItsLeaseOwnerWhenItsContextEnds(t *testing.T) {
 				})
 			} else {
 				f.set(failUnlease)
+				if tc.settled { // the Resolve, detached from the context, meets the blip
+					f.set(func(f *reconcileFaults) { f.resolve = func(backends.ResolveParams) error { return errBlip } })
+				}
 			}
 			calls := 0
 			rc, err := once.NewReconciler(once.New(f), func(context.Context, once.HeldKey) (once.Verdict[string], error) {
@@ -100,8 +103,11 @@ func TestReconcilerKeepsItsLeaseOwnerWhenItsContextEnds(t *testing.T) {
 			switch {
 			case tc.late:
 				require.ErrorIs(t, err, context.Canceled)
-			case tc.settled: // the Resolve fails on the context, then the unlease
-				require.ErrorIs(t, err, context.Canceled)
+			case tc.settled: // the Resolve fails on the blip, then the unlease
+				require.ErrorIs(t, err, errBlip)
+				var se *once.StoreError
+				require.ErrorAs(t, err, &se)
+				require.Equal(t, "resolve", se.Op)
 				require.Len(t, rep.Errors, 1)
 				require.ErrorIs(t, rep.Errors[0], errBlip)
 			default: // the unlease fails
