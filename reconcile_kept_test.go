@@ -244,19 +244,7 @@ func TestReconcilerEndsTheLeasesItForgets(t *testing.T) {
 	rc, err := once.NewReconciler(once.New(f), settledCheck, once.ReconcilerConfig{Batch: 10, Lease: math.MaxInt64})
 	require.NoError(t, err)
 	once.ReconcilerWithClock(rc, newFakeClock().Now)
-	errs := 0
-	for pass := 0; ; pass++ {
-		require.Less(t, pass, 2*n, "the walk does not end")
-		rep, err := rc.Pass(t.Context())
-		require.LessOrEqual(t, once.ReconcilerBackoffs(rc), once.MaxReconcileKeptLeases)
-		if err != nil {
-			errs++
-		}
-		if rep.Done {
-			break
-		}
-	}
-	require.Equal(t, n, errs)
+	require.Equal(t, n, walkCountingErrors(t, rc, n, once.MaxReconcileKeptLeases))
 	require.Equal(t, once.MaxReconcileKeptLeases, once.ReconcilerBackoffs(rc))
 	forgotten := 0
 	for _, k := range keys {
