@@ -3,10 +3,10 @@
 // A backend's tests call Run with a constructor; its benchmarks call
 // Benchmark. The suite is laid out like river's riverdrivertest: one file
 // per area of the contract (claim, complete, renew, release, resolve,
-// watch, admin, held, list, ownership of returned bytes, and a randomized
-// model-based test), each area a subtest of
-// Run and each behaviour a subtest of its area, so that a failure reads
-// as "Claim/TakeoverKeepsFingerprint".
+// watch, admin, held, list, ownership of returned bytes, the scopes and
+// keys no record can have, and a randomized model-based test), each area
+// a subtest of Run and each behaviour a subtest of its area, so that a
+// failure reads as "Claim/TakeoverKeepsFingerprint".
 //
 // Every behaviour runs in parallel on a fresh random scope, so backends
 // may share one table or keyspace between behaviours. Lease and retention
@@ -63,6 +63,7 @@ var areas = []struct {
 	{"HeldModel", exerciseHeldModel},
 	{"List", exerciseList},
 	{"Ownership", exerciseOwnership},
+	{"Input", exerciseInput},
 	{"Model", exerciseModel},
 }
 

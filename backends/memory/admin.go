@@ -16,6 +16,9 @@ func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, ti
 	if err := ctx.Err(); err != nil {
 		return backends.Record{}, 0, false, err
 	}
+	if err := checkNames("get", scope, key); err != nil {
+		return backends.Record{}, 0, false, err
+	}
 	sh := s.shardFor(scope, key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -33,6 +36,9 @@ func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, ti
 // false. It reports whether a live record existed.
 func (s *Store) Delete(ctx context.Context, scope, key string) (bool, error) {
 	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if err := checkNames("delete", scope, key); err != nil {
 		return false, err
 	}
 	k := recordKey{scope, key}

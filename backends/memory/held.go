@@ -11,6 +11,9 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
+	if err := checkNames("hold", p.Scope, p.Key); err != nil {
+		return false, err
+	}
 	k := recordKey{p.Scope, p.Key}
 	sh := s.shardFor(p.Scope, p.Key)
 	sh.mu.Lock()
@@ -40,6 +43,9 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 // LeaseHeld implements backends.Store.
 func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
 	if err := ctx.Err(); err != nil {
+		return backends.LeaseHeldResult{}, err
+	}
+	if err := checkNames("leaseheld", p.Scope, p.Key); err != nil {
 		return backends.LeaseHeldResult{}, err
 	}
 	k := recordKey{p.Scope, p.Key}

@@ -181,6 +181,9 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	if err := ctx.Err(); err != nil {
 		return backends.ClaimResult{}, err
 	}
+	if err := checkNames("claim", p.Scope, p.Key); err != nil {
+		return backends.ClaimResult{}, err
+	}
 	k := recordKey{p.Scope, p.Key}
 	sh := s.shardFor(p.Scope, p.Key)
 	sh.mu.Lock()
@@ -252,6 +255,9 @@ func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, 
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
+	if err := checkNames("complete", p.Scope, p.Key); err != nil {
+		return false, err
+	}
 	k := recordKey{p.Scope, p.Key}
 	sh := s.shardFor(p.Scope, p.Key)
 	sh.mu.Lock()
@@ -277,6 +283,9 @@ func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error)
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
+	if err := checkNames("renew", p.Scope, p.Key); err != nil {
+		return false, err
+	}
 	k := recordKey{p.Scope, p.Key}
 	sh := s.shardFor(p.Scope, p.Key)
 	sh.mu.Lock()
@@ -297,6 +306,9 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
+	if err := checkNames("release", p.Scope, p.Key); err != nil {
+		return false, err
+	}
 	k := recordKey{p.Scope, p.Key}
 	sh := s.shardFor(p.Scope, p.Key)
 	sh.mu.Lock()
@@ -311,6 +323,9 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 // Resolve implements backends.Store.
 func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	if err := ctx.Err(); err != nil {
+		return backends.ResolveResult{}, err
+	}
+	if err := checkNames("resolve", p.Scope, p.Key); err != nil {
 		return backends.ResolveResult{}, err
 	}
 	k := recordKey{p.Scope, p.Key}
@@ -350,6 +365,9 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 // Watch implements backends.Watcher.
 func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, func(), error) {
 	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	if err := checkNames("watch", scope, key); err != nil {
 		return nil, nil, err
 	}
 	k := recordKey{scope, key}
