@@ -27,6 +27,9 @@ func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, ti
 	if err := ctx.Err(); err != nil {
 		return backends.Record{}, 0, false, translate(ctx, op, err)
 	}
+	if err := checkNames(op, scope, key); err != nil {
+		return backends.Record{}, 0, false, err
+	}
 	v, err := getScript.Run(ctx, s.client, []string{s.key(scope, key)}).Result()
 	if err != nil {
 		return backends.Record{}, 0, false, translate(ctx, op, err)
@@ -49,6 +52,9 @@ func (s *Store) Delete(ctx context.Context, scope, key string) (bool, error) {
 	const op = "delete"
 	if err := ctx.Err(); err != nil {
 		return false, translate(ctx, op, err)
+	}
+	if err := checkNames(op, scope, key); err != nil {
+		return false, err
 	}
 	return s.runBool(ctx, op, deleteScript, scope, key, s.notify)
 }

@@ -45,7 +45,7 @@ import (
 // with its own owner token: Claim reports Claimed, as claim.lua does.
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	const op = "claim"
-	if err := precheck(ctx, op, p.Owner, p.Fingerprint); err != nil {
+	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, p.Fingerprint); err != nil {
 		return backends.ClaimResult{}, err
 	}
 	key := s.key(p.Scope, p.Key)

@@ -23,8 +23,11 @@ var (
 	// ErrCorrupt means a reply or a stored record does not have the shape
 	// this package writes: the key was written by something else.
 	ErrCorrupt = errors.New("once/redisstore: unexpected record or reply")
-	// ErrInvalid means an argument cannot be stored: an owner token or a
-	// fingerprint longer than 255 bytes, or an empty owner.
+	// ErrInvalid means an argument cannot be stored: a scope or key that
+	// is empty, longer than backends.MaxScopeLen or MaxKeyLen bytes, or
+	// that backends.NameProblem refuses (invalid UTF-8, a control
+	// character), an owner token or a fingerprint longer than 255 bytes,
+	// an empty owner, or a held code or message too long.
 	ErrInvalid = errors.New("once/redisstore: invalid argument")
 )
 

@@ -20,7 +20,7 @@ var (
 // wakes the key's watchers: a waiter learns the key is held.
 func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	const op = "hold"
-	if err := precheck(ctx, op, p.Owner, nil); err != nil {
+	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
 	if len(p.Code) > backends.MaxHeldCodeLen || len(p.Message) > backends.MaxHeldMessageLen {
@@ -33,7 +33,7 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 // LeaseHeld implements backends.Store with one EVALSHA.
 func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
 	const op = "leaseheld"
-	if err := precheck(ctx, op, p.Owner, nil); err != nil {
+	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, nil); err != nil {
 		return backends.LeaseHeldResult{}, err
 	}
 	v, err := leaseHeldScript.Run(ctx, s.client, []string{s.key(p.Scope, p.Key)}, p.Owner, millis(p.Lease)).Result()

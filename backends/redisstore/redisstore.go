@@ -200,11 +200,15 @@ func (s *Store) Close() error {
 
 func (s *Store) key(scope, key string) string { return recordKey(s.prefix, scope, key) }
 
-// precheck fails fast on an ended context and rejects what the record's
-// one-byte length fields cannot hold.
-func precheck(ctx context.Context, op, owner string, fp []byte) error {
+// precheck fails fast on an ended context and rejects a scope or key no
+// record can have (see checkNames) and what the record's one-byte length
+// fields cannot hold.
+func precheck(ctx context.Context, op, scope, key, owner string, fp []byte) error {
 	if err := ctx.Err(); err != nil {
 		return translate(ctx, op, err)
+	}
+	if err := checkNames(op, scope, key); err != nil {
+		return err
 	}
 	if owner == "" && op != "resolve" || len(owner) > 255 {
 		return invalid(op, "owner token must be 1 to 255 bytes")
@@ -221,7 +225,7 @@ func precheck(ctx context.Context, op, owner string, fp []byte) error {
 // mistaken for a lost claim.
 func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
 	const op = "complete"
-	if err := precheck(ctx, op, p.Owner, nil); err != nil {
+	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
 	key := s.key(p.Scope, p.Key)
@@ -241,7 +245,7 @@ func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, 
 // kept, or raised to the new lease when that is longer.
 func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
 	const op = "renew"
-	if err := precheck(ctx, op, p.Owner, nil); err != nil {
+	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
 	return s.runBool(ctx, op, renewScript, p.Scope, p.Key, p.Owner, millis(p.Lease))
@@ -250,7 +254,7 @@ func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error)
 // Release implements backends.Store with one EVALSHA.
 func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
 	const op = "release"
-	if err := precheck(ctx, op, p.Owner, nil); err != nil {
+	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
 	return s.runBool(ctx, op, releaseScript, p.Scope, p.Key, p.Owner, s.notify)
@@ -260,7 +264,7 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 // record stores p.Owner, so that a re-send reports Resolved.
 func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	const op = "resolve"
-	if err := precheck(ctx, op, p.Owner, p.Fingerprint); err != nil {
+	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, p.Fingerprint); err != nil {
 		return backends.ResolveResult{}, err
 	}
 	v, err := resolveScript.Run(ctx, s.client, []string{s.key(p.Scope, p.Key)},

@@ -52,6 +52,9 @@ func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, 
 	if err := ctx.Err(); err != nil {
 		return nil, nil, translate(ctx, op, err)
 	}
+	if err := checkNames(op, scope, key); err != nil {
+		return nil, nil, err
+	}
 	channel := s.key(scope, key)
 	for attempt := 0; ; attempt++ {
 		changed, stop, err := s.watchOnce(ctx, channel)
