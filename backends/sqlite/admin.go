@@ -10,6 +10,9 @@ import (
 // Get implements backends.Admin with one read on a read connection: no
 // lock, no write. Lease and expiry are measured on the store's clock.
 func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
+	if err := checkNames("get", scope, key); err != nil {
+		return backends.Record{}, 0, false, err
+	}
 	r, err := s.read(ctx, s.reader, "get", scope, key)
 	now := s.nowMicros()
 	if err != nil || !r.live(now) {
@@ -22,6 +25,9 @@ func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, ti
 // whatever its state or owner; an expired one is left to Sweep and
 // reported absent. A pending owner's later writes match no row of theirs.
 func (s *Store) Delete(ctx context.Context, scope, key string) (bool, error) {
+	if err := checkNames("delete", scope, key); err != nil {
+		return false, err
+	}
 	res, err := s.writer.ExecContext(ctx, s.sql.delete, scope, key, s.nowMicros())
 	n, err := affected("delete", res, err)
 	if n == 1 {

@@ -35,6 +35,9 @@ func decideClaim(r row, p backends.ClaimParams, now int64) (claimDecision, backe
 // write lock and no write. Otherwise it reads the row again inside a BEGIN
 // IMMEDIATE transaction on the writer and decides on what it reads there.
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	if err := checkNames("claim", p.Scope, p.Key); err != nil {
+		return backends.ClaimResult{}, err
+	}
 	r, err := s.read(ctx, s.reader, "claim", p.Scope, p.Key)
 	if err != nil {
 		return backends.ClaimResult{}, err

@@ -13,7 +13,9 @@ import (
 
 // Error is every error the Store returns when it could not reach a
 // decision: SQLite refused a statement, the file could not be opened, the
-// Store was closed, or the context ended. It carries SQLite's result code
+// Store was closed, the context ended, or a scope or key was one no record
+// can have (empty, too long, invalid UTF-8 or a control character; its
+// message starts "invalid input", and names the field, never the value). It carries SQLite's result code
 // but not its message. When the context ended, errors.Is(err,
 // context.Canceled) or errors.Is(err, context.DeadlineExceeded) holds;
 // after Close, errors.Is(err, backends.ErrClosed) does.

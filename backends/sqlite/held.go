@@ -13,6 +13,9 @@ var _ backends.Lister = (*Store)(nil)
 // Hold implements backends.Store in one UPDATE (and a read to recognise
 // a re-send). The held row enters the partial index on held_at.
 func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
+	if err := checkNames("hold", p.Scope, p.Key); err != nil {
+		return false, err
+	}
 	now := s.nowMicros()
 	until := deadline(now, p.For)
 	res, err := s.writer.ExecContext(ctx, s.sql.hold, now, until, p.Code, p.Message,
@@ -34,6 +37,9 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 // LeaseHeld implements backends.Store in one UPDATE, and a read to
 // report the record when it did not apply.
 func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
+	if err := checkNames("leaseheld", p.Scope, p.Key); err != nil {
+		return backends.LeaseHeldResult{}, err
+	}
 	now := s.nowMicros()
 	res, err := s.writer.ExecContext(ctx, s.sql.leaseHeld, p.Owner, deadline(now, p.Lease), p.Scope, p.Key, now)
 	n, err := affected("leaseheld", res, err)

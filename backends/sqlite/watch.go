@@ -23,6 +23,9 @@ type watch struct{ ch chan struct{} }
 // record of (scope, key), or when the Store is closed. It costs a map entry;
 // no goroutine, no connection.
 func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, func(), error) {
+	if err := checkNames("watch", scope, key); err != nil {
+		return nil, nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, interpretError("watch", err)
 	}

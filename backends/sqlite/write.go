@@ -15,6 +15,9 @@ import (
 // that finds the record already completed by the same owner with the same
 // outcome costs one more SELECT to tell so.
 func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
+	if err := checkNames("complete", p.Scope, p.Key); err != nil {
+		return false, err
+	}
 	now := s.nowMicros()
 	res, err := s.writer.ExecContext(ctx, s.sql.complete,
 		nonNil(p.Outcome), now, deadline(now, p.Retention), p.Scope, p.Key, p.Owner, now)
@@ -36,6 +39,9 @@ func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, 
 
 // Renew implements backends.Store in one UPDATE.
 func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
+	if err := checkNames("renew", p.Scope, p.Key); err != nil {
+		return false, err
+	}
 	now := s.nowMicros()
 	res, err := s.writer.ExecContext(ctx, s.sql.renew, deadline(now, p.Lease), p.Scope, p.Key, p.Owner, now)
 	n, err := affected("renew", res, err)
@@ -44,6 +50,9 @@ func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error)
 
 // Release implements backends.Store in one DELETE.
 func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
+	if err := checkNames("release", p.Scope, p.Key); err != nil {
+		return false, err
+	}
 	res, err := s.writer.ExecContext(ctx, s.sql.release, p.Scope, p.Key, p.Owner, s.nowMicros())
 	n, err := affected("release", res, err)
 	if n == 1 {

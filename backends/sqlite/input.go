@@ -1,0 +1,27 @@
+package sqlitestore
+
+import "github.com/stagedoor/once/backends"
+
+// checkNames returns an *Error, before any statement, when scope or key is
+// not one a record can have: empty, longer than backends.MaxScopeLen or
+// MaxKeyLen bytes, or refused by backends.NameProblem (invalid UTF-8, a
+// control character, NUL included). The core validates the same before
+// calling the store; this check keeps such a row, which no List cursor
+// could name, out of the table for any other caller. The error names the
+// field, never its value; nil costs no allocation.
+func checkNames(op, scope, key string) error {
+	if r := nameProblem(scope, backends.MaxScopeLen); r != "" {
+		return &Error{Op: op, kind: "invalid input: scope " + r}
+	}
+	if r := nameProblem(key, backends.MaxKeyLen); r != "" {
+		return &Error{Op: op, kind: "invalid input: key " + r}
+	}
+	return nil
+}
+
+func nameProblem(s string, limit int) string {
+	if s == "" {
+		return "empty"
+	}
+	return backends.NameProblem(s, limit)
+}
