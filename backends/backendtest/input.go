@@ -18,9 +18,9 @@ import (
 var badNames = []string{"k\x00", "k\xff", "k\t", "", strings.Repeat("k", backends.MaxKeyLen+1)}
 
 func exerciseInput(t *testing.T, newStore NewStore) {
-	// Every operation of the Store (and Watch, on a Watcher) with a bad
-	// scope or key returns an error, not a panic and not a claim, and
-	// leaves no record a List walk meets.
+	// Every operation of the Store (and Get and Delete on an Admin, Watch
+	// on a Watcher) with a bad scope or key returns an error, not a panic
+	// and not a claim, and leaves no record a List walk meets.
 	run(t, newStore, "RefusesNamesNoRecordCanHave", func(e *env) {
 		marker := "k-" + Token() // the key of the records under a bad scope
 		for _, bad := range badNames {
@@ -46,6 +46,14 @@ func exerciseInput(t *testing.T, newStore NewStore) {
 				rr, err := e.store.Resolve(e.ctx, backends.ResolveParams{Scope: c.scope, Key: c.key, Owner: owner, Outcome: []byte("v"), Retention: longRetention})
 				require.Error(e.t, err, "Resolve with "+msg)
 				require.False(e.t, rr.Resolved, "Resolve with "+msg)
+				if a, ok := e.store.(backends.Admin); ok {
+					_, _, found, err := a.Get(e.ctx, c.scope, c.key)
+					require.Error(e.t, err, "Admin.Get with "+msg)
+					require.False(e.t, found, "Admin.Get with "+msg)
+					deleted, err := a.Delete(e.ctx, c.scope, c.key)
+					require.Error(e.t, err, "Admin.Delete with "+msg)
+					require.False(e.t, deleted, "Admin.Delete with "+msg)
+				}
 				if w, ok := e.store.(backends.Watcher); ok {
 					_, stop, err := w.Watch(e.ctx, c.scope, c.key)
 					if stop != nil {

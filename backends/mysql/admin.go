@@ -14,6 +14,9 @@ var _ backends.Admin = (*Store)(nil)
 // row. Lease, hold, age and expiry are measured on the server's
 // UTC_TIMESTAMP(6).
 func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
+	if err := checkInput("get", scope, key, nil, "", false); err != nil {
+		return backends.Record{}, 0, false, err
+	}
 	return s.pool().get(ctx, "get", scope, key)
 }
 
@@ -33,6 +36,9 @@ func (r runner) get(ctx context.Context, op, scope, key string) (backends.Record
 // match no row of theirs and report false. It waits for a transaction that
 // holds the row (a claim made through InTx) to end.
 func (s *Store) Delete(ctx context.Context, scope, key string) (bool, error) {
+	if err := checkInput("delete", scope, key, nil, "", false); err != nil {
+		return false, err
+	}
 	n, err := s.pool().exec(ctx, "delete", s.sql.delete, scope, key)
 	return n == 1, err
 }
