@@ -1,6 +1,7 @@
 package backendtest
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,59 +11,82 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// badNames are scopes and keys no record can have: NUL, invalid UTF-8, a
-// control character, empty, and one byte over backends.MaxKeyLen (and
+// badNames are scopes and keys no record can have: NUL, invalid UTF-8,
+// control characters, empty, and one byte over backends.MaxKeyLen (and
 // MaxScopeLen). The core refuses them before calling a store; a store
 // refuses them from a direct caller too, or its List walks would meet a
 // record no cursor can name.
-var badNames = []string{"k\x00", "k\xff", "k\t", "", strings.Repeat("k", backends.MaxKeyLen+1)}
+var badNames = []string{"k\x00", "k\xff", "k\t", "k\x7f", "", strings.Repeat("k", backends.MaxKeyLen+1)}
 
-func exerciseInput(t *testing.T, newStore NewStore) {
-	// Every operation of the Store (and Get and Delete on an Admin, Watch
-	// on a Watcher) with a bad scope or key returns an error, not a panic
-	// and not a claim, and leaves no record a List walk meets.
-	run(t, newStore, "RefusesNamesNoRecordCanHave", func(e *env) {
-		marker := "k-" + Token() // the key of the records under a bad scope
-		for _, bad := range badNames {
-			for _, c := range []struct{ field, scope, key string }{
-				{"key", e.scope, bad},
-				{"scope", bad, marker},
-			} {
-				msg := fmt.Sprintf("%s %.40q", c.field, bad)
-				owner := Token()
-				r, err := e.store.Claim(e.ctx, backends.ClaimParams{Scope: c.scope, Key: c.key, Owner: owner, Lease: longLease, Retention: longRetention})
-				require.Error(e.t, err, "Claim with "+msg)
-				require.False(e.t, r.Claimed, "Claim with "+msg)
-				_, err = e.store.Hold(e.ctx, backends.HoldParams{Scope: c.scope, Key: c.key, Owner: owner, For: longLease, Code: "c", Retention: longRetention})
-				require.Error(e.t, err, "Hold with "+msg)
-				_, err = e.store.LeaseHeld(e.ctx, backends.LeaseHeldParams{Scope: c.scope, Key: c.key, Owner: owner, Lease: longLease})
-				require.Error(e.t, err, "LeaseHeld with "+msg)
-				_, err = e.store.Renew(e.ctx, backends.RenewParams{Scope: c.scope, Key: c.key, Owner: owner, Lease: longLease})
-				require.Error(e.t, err, "Renew with "+msg)
-				_, err = e.store.Complete(e.ctx, backends.CompleteParams{Scope: c.scope, Key: c.key, Owner: owner, Outcome: []byte("v"), Retention: longRetention})
-				require.Error(e.t, err, "Complete with "+msg)
-				_, err = e.store.Release(e.ctx, backends.ReleaseParams{Scope: c.scope, Key: c.key, Owner: owner})
-				require.Error(e.t, err, "Release with "+msg)
-				rr, err := e.store.Resolve(e.ctx, backends.ResolveParams{Scope: c.scope, Key: c.key, Owner: owner, Outcome: []byte("v"), Retention: longRetention})
-				require.Error(e.t, err, "Resolve with "+msg)
-				require.False(e.t, rr.Resolved, "Resolve with "+msg)
-				if a, ok := e.store.(backends.Admin); ok {
-					_, _, found, err := a.Get(e.ctx, c.scope, c.key)
-					require.Error(e.t, err, "Admin.Get with "+msg)
-					require.False(e.t, found, "Admin.Get with "+msg)
-					deleted, err := a.Delete(e.ctx, c.scope, c.key)
-					require.Error(e.t, err, "Admin.Delete with "+msg)
-					require.False(e.t, deleted, "Admin.Delete with "+msg)
+// BadNameCall is one call EachBadNameCall made.
+type BadNameCall struct {
+	// Op is the operation, as the stores name it in their errors:
+	// "claim", "hold", "leaseheld", "renew", "complete", "release",
+	// "resolve", and "get", "delete" (Admin) and "watch" (Watcher).
+	Op string
+	// Field is "scope" or "key", the one that was bad; Name is its value.
+	Field, Name string
+	// Err is what the call returned.
+	Err error
+	// Applied reports that the call said it did something: a claim, a
+	// resolution, a record found or deleted.
+	Applied bool
+}
+
+// EachBadNameCall calls every operation of store (with those of
+// backends.Admin and backends.Watcher it implements) once with each scope
+// no record can have, and key as the key, and once with each such key,
+// and scope as the scope, and passes each call's result to check. A
+// store's own tests use it to check the type of the error it returns;
+// the conformance suite checks that each call fails and applies nothing.
+func EachBadNameCall(ctx context.Context, store backends.Store, scope, key string, check func(BadNameCall)) {
+	for _, bad := range badNames {
+		for _, c := range []struct{ field, scope, key string }{{"key", scope, bad}, {"scope", bad, key}} {
+			owner := Token()
+			call := func(op string, applied bool, err error) {
+				check(BadNameCall{Op: op, Field: c.field, Name: bad, Err: err, Applied: applied})
+			}
+			r, err := store.Claim(ctx, backends.ClaimParams{Scope: c.scope, Key: c.key, Owner: owner, Lease: longLease, Retention: longRetention})
+			call("claim", r.Claimed, err)
+			ok, err := store.Hold(ctx, backends.HoldParams{Scope: c.scope, Key: c.key, Owner: owner, For: longLease, Code: "c", Retention: longRetention})
+			call("hold", ok, err)
+			lr, err := store.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: c.scope, Key: c.key, Owner: owner, Lease: longLease})
+			call("leaseheld", lr.Leased, err)
+			ok, err = store.Renew(ctx, backends.RenewParams{Scope: c.scope, Key: c.key, Owner: owner, Lease: longLease})
+			call("renew", ok, err)
+			ok, err = store.Complete(ctx, backends.CompleteParams{Scope: c.scope, Key: c.key, Owner: owner, Outcome: []byte("v"), Retention: longRetention})
+			call("complete", ok, err)
+			ok, err = store.Release(ctx, backends.ReleaseParams{Scope: c.scope, Key: c.key, Owner: owner})
+			call("release", ok, err)
+			rr, err := store.Resolve(ctx, backends.ResolveParams{Scope: c.scope, Key: c.key, Owner: owner, Outcome: []byte("v"), Retention: longRetention})
+			call("resolve", rr.Resolved, err)
+			if a, ok := store.(backends.Admin); ok {
+				_, _, found, err := a.Get(ctx, c.scope, c.key)
+				call("get", found, err)
+				deleted, err := a.Delete(ctx, c.scope, c.key)
+				call("delete", deleted, err)
+			}
+			if w, ok := store.(backends.Watcher); ok {
+				_, stop, err := w.Watch(ctx, c.scope, c.key)
+				if stop != nil {
+					stop()
 				}
-				if w, ok := e.store.(backends.Watcher); ok {
-					_, stop, err := w.Watch(e.ctx, c.scope, c.key)
-					if stop != nil {
-						stop()
-					}
-					require.Error(e.t, err, "Watch with "+msg)
-				}
+				call("watch", false, err)
 			}
 		}
+	}
+}
+
+func exerciseInput(t *testing.T, newStore NewStore) {
+	// Every operation with a bad scope or key returns an error, not a
+	// panic and not a claim, and leaves no record a List walk meets.
+	run(t, newStore, "RefusesNamesNoRecordCanHave", func(e *env) {
+		marker := "k-" + Token() // the key of the records under a bad scope
+		EachBadNameCall(e.ctx, e.store, e.scope, marker, func(c BadNameCall) {
+			msg := fmt.Sprintf("%s with %s %.40q", c.Op, c.Field, c.Name)
+			require.Error(e.t, c.Err, msg)
+			require.False(e.t, c.Applied, msg)
+		})
 		if _, ok := e.store.(backends.Lister); !ok {
 			return
 		}

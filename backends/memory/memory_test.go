@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -93,42 +94,15 @@ func TestClaimReportsRetentionRemaining(t *testing.T) {
 
 func TestRefusesNamesNoRecordCanHave(t *testing.T) {
 	s := memory.New(nil)
-	ctx := context.Background()
-	for _, bad := range []string{"", "k\x00", "k\xff", "k\x7f", strings.Repeat("k", 256)} {
-		for _, c := range []struct{ field, scope, key string }{{"Key", "s", bad}, {"Scope", bad, "k"}} {
-			ops := map[string]func() error{
-				"claim": func() error {
-					_, err := s.Claim(ctx, backends.ClaimParams{Scope: c.scope, Key: c.key, Owner: "o", Lease: time.Minute, Retention: time.Hour})
-					return err
-				},
-				"resolve": func() error {
-					_, err := s.Resolve(ctx, backends.ResolveParams{Scope: c.scope, Key: c.key, Retention: time.Hour})
-					return err
-				},
-				"get": func() error {
-					_, _, _, err := s.Get(ctx, c.scope, c.key)
-					return err
-				},
-				"delete": func() error {
-					_, err := s.Delete(ctx, c.scope, c.key)
-					return err
-				},
-				"watch": func() error {
-					_, _, err := s.Watch(ctx, c.scope, c.key)
-					return err
-				},
-			}
-			for op, call := range ops {
-				var ie *memory.InputError
-				err := call()
-				require.ErrorAs(t, err, &ie, "%s %s %q", op, c.field, bad)
-				assert.Equal(t, op, ie.Op)
-				assert.Equal(t, c.field, ie.Field)
-				if bad != "" {
-					assert.NotContains(t, err.Error(), bad, "the error does not contain the value")
-				}
-			}
+	backendtest.EachBadNameCall(context.Background(), s, "s", "k", func(c backendtest.BadNameCall) {
+		msg := fmt.Sprintf("%s %s %q", c.Op, c.Field, c.Name)
+		var ie *memory.InputError
+		require.ErrorAs(t, c.Err, &ie, msg)
+		assert.Equal(t, c.Op, ie.Op, msg)
+		assert.True(t, strings.EqualFold(c.Field, ie.Field), msg)
+		if c.Name != "" {
+			assert.NotContains(t, c.Err.Error(), c.Name, "the error does not contain the value")
 		}
-	}
+	})
 	require.Zero(t, s.Len(), "nothing stored")
 }
