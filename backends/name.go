@@ -13,11 +13,27 @@ import (
 // core refuses such scopes and keys before any store call (once.ValidateKey
 // and ValidateScope), so no store holds them; ListParams.Validate refuses
 // them as filters.
+//
+// Every store call checks its scope and key with it, so a name of
+// printable ASCII, the common case, costs one pass over its bytes.
 func NameProblem(s string, limit int) string {
-	switch {
-	case len(s) > limit:
+	if len(s) > limit {
 		return "longer than " + strconv.Itoa(limit) + " bytes"
-	case !utf8.ValidString(s):
+	}
+	i := 0
+	for i < len(s) && s[i] >= 0x20 && s[i] < 0x7f {
+		i++
+	}
+	if i == len(s) {
+		return ""
+	}
+	return nonASCIIProblem(s[i:])
+}
+
+// nonASCIIProblem is NameProblem's check of the rest of a name from its
+// first byte that is not printable ASCII.
+func nonASCIIProblem(s string) string {
+	if !utf8.ValidString(s) {
 		return "not valid UTF-8"
 	}
 	for _, r := range s {
