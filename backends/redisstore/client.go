@@ -17,7 +17,10 @@ import (
 // shards, where their records are not, and a retry of a key whose record
 // is on the shard left out claims it again and runs the effect twice. Use
 // one server (with Sentinel for failover) or a Redis Cluster, whose slots
-// move only with their data.
+// move only with their data. A client of the caller's own type that wraps
+// a nil or zero go-redis client is refused too, when its first command
+// panics (Reason says so); New sends that command, so this one is refused
+// after the attempt rather than before.
 type UnsupportedClientError struct {
 	// Client is the client New was given: its Go type, e.g.
 	// "*redis.Ring"; "nil client" for a nil interface; "nil " and the

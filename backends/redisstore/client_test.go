@@ -52,6 +52,27 @@ func TestNewRefusesUnsupportedClients(t *testing.T) {
 	}
 }
 
+// TestNewRefusesWrappedNilClients: a client of the caller's own type that
+// is not nil itself but wraps a nil or zero *redis.Client panics on its
+// first command; New reports an *UnsupportedClientError instead.
+func TestNewRefusesWrappedNilClients(t *testing.T) {
+	for name, c := range map[string]*wrappedClient{
+		"nil":  {},
+		"zero": {&redis.Client{}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var s *redisstore.Store
+			var err error
+			require.NotPanics(t, func() { s, err = redisstore.New(context.Background(), c, nil) })
+			var e *redisstore.UnsupportedClientError
+			require.ErrorAs(t, err, &e)
+			assert.Nil(t, s)
+			assert.Equal(t, "*redisstore_test.wrappedClient", e.Client)
+			assert.Contains(t, err.Error(), "panicked")
+		})
+	}
+}
+
 // TestNewAcceptsWrappedClients: a client of the caller's own type that
 // wraps a working client is not taken for a nil or zero one.
 func TestNewAcceptsWrappedClients(t *testing.T) {

@@ -54,6 +54,7 @@ package redisstore
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 
@@ -169,15 +170,35 @@ func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store
 		s.notify = "SPUBLISH"
 	}
 	s.notifyArg = s.notify
-	if err := s.inspect(ctx); err != nil {
+	if err := s.prepare(ctx); err != nil {
 		return nil, err
 	}
+	return s, nil
+}
+
+// prepare checks the server (inspect) and loads the scripts: New's first
+// commands. A client of the caller's own type that wraps a nil or zero
+// go-redis client (which checkClient cannot tell from a working wrapper)
+// panics on its first command; prepare reports that as an
+// *UnsupportedClientError instead of crashing the caller.
+func (s *Store) prepare(ctx context.Context) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &UnsupportedClientError{
+				Client: fmt.Sprintf("%T", s.client),
+				Reason: fmt.Sprintf("its first command panicked (%v); does it wrap a nil client? %s", v, needs),
+			}
+		}
+	}()
+	if err := s.inspect(ctx); err != nil {
+		return err
+	}
 	for _, sc := range allScripts {
-		if err := sc.Load(ctx, client).Err(); err != nil {
-			return nil, newError(ctx, "new", err)
+		if err := sc.Load(ctx, s.client).Err(); err != nil {
+			return newError(ctx, "new", err)
 		}
 	}
-	return s, nil
+	return nil
 }
 
 // Close stops waiting without polling: it closes the Pub/Sub
