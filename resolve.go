@@ -56,3 +56,19 @@ func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint
 	}
 	return ErrAlreadyCompleted
 }
+
+// encodeResolution encodes the outcome Resolve and a Reconciler store:
+// the final error err (inner is err without its class marker, as stored)
+// or, when err is nil, value with codec, within cfg's size limit.
+func encodeResolution[T any](cfg *config, codec Codec, value T, err error) (data []byte, inner, encErr error) {
+	if err != nil {
+		_, inner = classify(err, nil)
+		data = encodeError(cfg, inner)
+	} else if data, encErr = encodeValue(codec, value); encErr != nil {
+		return nil, nil, encErr
+	}
+	if len(data) > cfg.maxOutcome {
+		return nil, nil, &OutcomeTooLargeError{Size: len(data), Limit: cfg.maxOutcome}
+	}
+	return data, inner, nil
+}
