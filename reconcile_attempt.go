@@ -76,8 +76,8 @@ func (r *Reconciler[T]) attempt(ctx context.Context, l backends.Listed, token st
 		rep.Busy++
 		return nil
 	}
-	// The check ends well before the lease, so that the Resolve below is
-	// made while the lease is still ours.
+	// The check ends well before the lease, so that storeVerdict's Resolve
+	// is made while the lease is still ours.
 	checkCtx, cancel := context.WithTimeout(ctx, r.cfg.Lease-r.cfg.Lease/4) // 3/4 of it, without overflow
 	v, panicked, err := r.ask(checkCtx, HeldKey{Scope: l.Scope, Key: l.Key, Age: l.Record.Age, Code: l.Record.Held.Code, Message: l.Record.Held.Message})
 	cancel()
@@ -107,10 +107,21 @@ func (r *Reconciler[T]) attempt(ctx context.Context, l backends.Listed, token st
 		kr.emit(ctx, cfg, Event{Kind: EventReconciled, Scope: l.Scope, Key: l.Key, Err: err})
 		return uErr
 	}
-	// The verdict is what the downstream service said: it is stored even
-	// when ctx ended meanwhile (Run stopping), on a write detached from
-	// ctx's cancellation and bounded as Do's completion is, rather than
-	// dropped for the next walk to ask again.
+	return r.storeVerdict(ctx, l, token, data, stored, &kr, live)
+}
+
+// storeVerdict stores data, the encoded outcome of a settled verdict
+// (stored is its final error without its class marker), with a Resolve
+// under our lease (token), and reports it in kr. It returns an error only
+// when the store fails, after trying to end the lease; it sets *live as
+// attempt does.
+//
+// The verdict is what the downstream service said: it is stored even when
+// ctx ended meanwhile (Run stopping), on a write detached from ctx's
+// cancellation and bounded as Do's completion is, rather than dropped for
+// the next walk to ask again.
+func (r *Reconciler[T]) storeVerdict(ctx context.Context, l backends.Listed, token string, data []byte, stored error, kr *keyReport, live *bool) error {
+	cfg := &r.keeper.cfg
 	start := cfg.clock()
 	wctx := newWriteContext(context.WithoutCancel(ctx), writeTimeout)
 	res, err := r.keeper.store.Resolve(wctx, backends.ResolveParams{
@@ -119,16 +130,16 @@ func (r *Reconciler[T]) attempt(ctx context.Context, l backends.Listed, token st
 	wctx.end()
 	if err != nil {
 		took := cfg.since(start)
-		*live = !r.endLease(ctx, l, token, &kr) // before the event, as above
+		*live = !r.endLease(ctx, l, token, kr) // before the event: a panicking observer cannot keep the key leased
 		kr.emit(ctx, cfg, Event{Kind: EventStoreError, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: took, Err: err})
 		return &StoreError{Op: "resolve", Err: err}
 	}
 	*live = false // resolved, or our lease lapsed
 	if res.Resolved {
-		rep.Resolved++
+		kr.rep.Resolved++
 		kr.emit(ctx, cfg, Event{Kind: EventResolved, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: cfg.since(start), FnErr: stored})
 	} else {
-		rep.Busy++ // our lease lapsed and someone else settled or leased it
+		kr.rep.Busy++ // our lease lapsed and someone else settled or leased it
 	}
 	return nil
 }
