@@ -104,13 +104,15 @@ type Reconciler[T any] struct {
 	// returned that no Pass examined yet (a store error or panic ended the
 	// pass first, or a relist returned more than Batch keys), and last
 	// whether that List's page ended the walk. That
-	// page was listed from pageCursor, and seen is the keys of it examined
-	// so far (see relist).
-	cursor     string
-	rest       []backends.Listed
-	last       bool
-	pageCursor string
-	seen       []heldID
+	// page was listed from pageCursor, seen is the keys of it examined
+	// so far, and seenResolved how many of those this Reconciler resolved
+	// (see relist).
+	cursor       string
+	rest         []backends.Listed
+	last         bool
+	pageCursor   string
+	seen         []heldID
+	seenResolved int
 	// backoffs are the keys a store write failed for, skipped for a
 	// while (see ReconcileReport.Skipped); now is their clock.
 	backoffs backoffs

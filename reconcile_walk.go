@@ -51,7 +51,7 @@ func (r *Reconciler[T]) Pass(ctx context.Context) (ReconcileReport, error) {
 			if err != nil {
 				return rep, err
 			}
-			r.pageCursor, r.seen = r.cursor, r.seen[:0]
+			r.pageCursor, r.seen, r.seenResolved = r.cursor, r.seen[:0], 0
 			r.rest, r.cursor, r.last = page.Records, page.Next, page.Next == ""
 		}
 		relisted = false
@@ -60,7 +60,12 @@ func (r *Reconciler[T]) Pass(ctx context.Context) (ReconcileReport, error) {
 			r.rest = r.rest[1:] // first: a pass that a store error or panic ends resumes after l
 			r.seen = append(r.seen, heldID{scope: l.Scope, key: l.Key})
 			rep.Examined++
-			if err := r.settle(ctx, l, &rep); err != nil {
+			resolved := rep.Resolved
+			err := r.settle(ctx, l, &rep)
+			if rep.Resolved > resolved {
+				r.seenResolved++
+			}
+			if err != nil {
 				rep.Done = len(r.rest) == 0 && r.last
 				return rep, err
 			}
@@ -93,8 +98,17 @@ func (r *Reconciler[T]) list(ctx context.Context, cursor string, limit int) (bac
 // OlderThan, is not asked with its old record), and the keys already
 // examined are not asked again in this walk. On a store error the rest is
 // kept, for the next Pass to list again.
+//
+// It lists Batch keys more than the examined keys the store may still
+// list as held: the keys this Reconciler resolved are not counted, since
+// the store no longer lists them (one a new intent held again since is
+// left out all the same, and only takes room in the page, as a key held
+// meanwhile does; a Pass whose page falls short lists more after it).
+// Counting them would list more keys than the Pass examines, and the rest
+// left over would make every later Pass of the walk list the page again,
+// more of it each time.
 func (r *Reconciler[T]) relist(ctx context.Context) error {
-	page, err := r.list(ctx, r.pageCursor, min(len(r.seen)+r.cfg.Batch, backends.MaxListLimit))
+	page, err := r.list(ctx, r.pageCursor, min(len(r.seen)-r.seenResolved+r.cfg.Batch, backends.MaxListLimit))
 	if err != nil {
 		return err
 	}
