@@ -17,12 +17,40 @@
 // (redelivery). Middleware answers once.Consume's decisions so:
 //
 //	once.Ack        → the produced messages (stored ones on a replay), nil
-//	once.RetryLater → a *RetryError, after waiting min(RetryAfter,
-//	                  Config.MaxRetryDelay): the router nacks
-//	once.DeadLetter → a *DeadLetterError: put a poison queue outside this
-//	                  middleware, with IsDeadLetter as its filter
-//	                  (middleware.PoisonQueueWithFilter), to move the
-//	                  message there; without one the router nacks it
+//	once.RetryLater → a *RetryError, after waiting: the router nacks
+//	once.DeadLetter → a *DeadLetterError: a poison queue outside this
+//	                  middleware moves it; without one the router nacks it
+//
+// Brokers redeliver a nacked message at once (GoChannel, RabbitMQ through
+// watermill-amqp), so the middleware paces failures itself, blocking the
+// handler before it returns: a RetryLater with a RetryAfter hint waits the
+// hint, at most Config.MaxRetryDelay (1 s by default); one without a hint
+// (a handler error or panic) waits Config.RetryBackoff (100 ms by default)
+// doubled per consecutive failure of the message in this process, at most
+// MaxRetryDelay. A DeadLetter is returned at once the first time; the same
+// message dead-lettered again (the router nacked it: no poison queue, or
+// its publish failed) waits as a RetryLater would. The *RetryError's
+// Decision.RetryAfter, and the decision given to Config.OnDecision, is the
+// wait applied; a *DeadLetterError's Wait is its wait. Every wait ends
+// early when the message's context ends. A wait holds up the messages
+// behind it on a subscriber that delivers one at a time (watermill-amqp),
+// hence the short cap.
+//
+// Around it:
+//
+//   - A poison queue, outside this middleware, takes the dead letters:
+//     middleware.PoisonQueueWithFilter(pub, topic, IsDeadLetter). Without
+//     one a dead letter is redelivered forever, slowly. A plain
+//     middleware.PoisonQueue would also take the retryable failures.
+//   - middleware.Retry is not needed: a retryable failure is redelivered
+//     and backed off. Placed outside this middleware it retries in-process
+//     (each retry claims the key again) and also retries dead letters, for
+//     nothing; give it a ShouldRetry that refuses IsDeadLetter errors.
+//   - The middleware may be added to the router (router.AddMiddleware) or
+//     to one handler. Its default keys, UUIDKey and MetadataKey, include
+//     the handler's name (message.HandlerNameFromCtx), so that handlers
+//     sharing one Middleware, and one scope, keep their own outcomes. A
+//     Config.Key of your own must keep them apart itself.
 //
 // The produced messages are stored as the key's outcome, under the scope's
 // outcome cap (once.WithMaxOutcomeSize, once.DefaultMaxOutcomeSize = 1 MiB

@@ -20,6 +20,7 @@ func TestProducedMessagesOverTheCapAreDeadLettered(t *testing.T) {
 	scope := once.New(memory.New(nil)).Scope("handler")
 	var decisions []once.Decision
 	mw := watermillonce.Middleware(scope, &watermillonce.Config{
+		Key:        func(m *message.Message) (string, error) { return m.UUID, nil }, // called outside a router: no handler name
 		OnDecision: func(_ *message.Message, d once.Decision) { decisions = append(decisions, d) },
 	})
 	runs := 0
@@ -39,7 +40,7 @@ func TestProducedMessagesOverTheCapAreDeadLettered(t *testing.T) {
 	require.Equal(t, 1, runs, "the redelivery replays the stored error")
 
 	// With the cap raised, the same output is stored and replayed whole.
-	raised := watermillonce.Middleware(once.New(memory.New(nil), once.WithMaxOutcomeSize(4<<20)).Scope("handler"), nil)
+	raised := watermillonce.Middleware(once.New(memory.New(nil), once.WithMaxOutcomeSize(4<<20)).Scope("handler"), &watermillonce.Config{Key: func(m *message.Message) (string, error) { return m.UUID, nil }})
 	h = raised(func(msg *message.Message) ([]*message.Message, error) {
 		big := bytes.Repeat([]byte("x"), 600<<10)
 		return []*message.Message{message.NewMessage("out-1", big), message.NewMessage("out-2", big)}, nil

@@ -3,55 +3,128 @@ package watermillonce
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/ThreeDotsLabs/watermill/message"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/adapters/internal/redelivery"
 	"github.com/stagedoor/once/hashers"
 )
 
-// DefaultMaxRetryDelay caps the wait before a RetryLater decision returns.
-const DefaultMaxRetryDelay = time.Second
+// Defaults of the waits before the middleware returns a failure.
+const (
+	// DefaultMaxRetryDelay caps every wait of the middleware.
+	DefaultMaxRetryDelay = time.Second
+	// DefaultRetryBackoff is the first wait of a RetryLater decision
+	// without a RetryAfter hint.
+	DefaultRetryBackoff = 100 * time.Millisecond
+)
 
 // ErrMissingKey: the message carries no idempotency key.
 var ErrMissingKey = errors.New("watermillonce: message has no idempotency key")
 
+// ErrNoHandlerName: the message's context names no router handler
+// (message.HandlerNameFromCtx is empty), so UUIDKey and MetadataKey cannot
+// tell one handler's keys from another's. The router always sets it; it is
+// missing when the middleware is called outside a router. Middleware
+// answers it once.RetryLater with once.ReasonMisconfigured: the message is
+// not at fault.
+var ErrNoHandlerName = errors.New("watermillonce: message context names no router handler (message.HandlerNameFromCtx is empty)")
+
+// CallbackPanicError is the Decision.Err of a message whose Config.Key or
+// Config.Fingerprint panicked: the middleware recovers the panic and
+// dead-letters the message as once.ReasonInvalidKey.
+type CallbackPanicError struct {
+	Callback string // "Key" or "Fingerprint"
+	Value    any    // the value it panicked with
+	Stack    []byte // the stack at the panic
+}
+
+func (e *CallbackPanicError) Error() string {
+	return fmt.Sprintf("watermillonce: Config.%s panicked: %v", e.Callback, e.Value)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (e *CallbackPanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
 // Config tunes Middleware. A nil *Config means the defaults.
 type Config struct {
-	// Key returns the idempotency key of a message. An error, or an empty
-	// or invalid key, dead-letters it as once.ReasonInvalidKey. Defaults to
-	// UUIDKey.
+	// Key returns the idempotency key of a message. An error, a panic, or
+	// an empty or invalid key, dead-letters it as once.ReasonInvalidKey
+	// (ErrNoHandlerName is answered RetryLater, once.ReasonMisconfigured).
+	// Defaults to UUIDKey. A Key of your own must tell the handlers that
+	// share the middleware apart (as UUIDKey does, with the handler name):
+	// two handlers given the same key share one outcome, and the second
+	// one never runs.
 	Key func(msg *message.Message) (string, error)
-	// Fingerprint returns the digest the key is bound to; nil disables the
-	// check. Defaults to PayloadFingerprint.
+	// Fingerprint returns the digest the key is bound to (nil for no
+	// check). A panic dead-letters the message as once.ReasonInvalidKey.
+	// Defaults to PayloadFingerprint.
 	Fingerprint func(msg *message.Message) once.Fingerprint
-	// MaxRetryDelay caps how long a RetryLater decision waits before the
-	// middleware returns (and the router nacks). Defaults to
-	// DefaultMaxRetryDelay; a negative value returns at once.
+	// MaxRetryDelay caps every wait of the middleware before it returns a
+	// failure to the router: the RetryAfter hint of a RetryLater decision,
+	// and the backoff (RetryBackoff). Defaults to DefaultMaxRetryDelay; a
+	// negative value never waits (a failing message is then redelivered
+	// at the broker's speed).
 	MaxRetryDelay time.Duration
-	// OnDecision, when set, is called with each message's decision.
-	// Defaults to nil.
+	// RetryBackoff is the wait before returning a RetryLater decision
+	// without a RetryAfter hint (a handler error or panic, a
+	// misconfiguration, a lost lease): RetryBackoff for the first
+	// consecutive failure of a message in this process, doubled for each
+	// further one, at most MaxRetryDelay. A DeadLetter decision is
+	// returned at once the first time, for the poison queue to move; when
+	// the same message is dead-lettered again (no poison queue, or its
+	// publish failed, so the router nacked it), it waits as the RetryLater
+	// before it did. So a failing message is redelivered ever more slowly
+	// instead of at the broker's speed. The count is reset when the
+	// message is acknowledged; at most 10000 messages are counted, older
+	// counts are dropped. Defaults to DefaultRetryBackoff; a negative value
+	// waits only for a hint.
+	RetryBackoff time.Duration
+	// OnDecision, when set, is called with each message's decision, before
+	// the middleware waits; a RetryLater decision's RetryAfter is then the
+	// wait the middleware applies. A panic in it is recovered and changes
+	// nothing. Defaults to nil.
 	OnDecision func(msg *message.Message, d once.Decision)
 }
 
-// UUIDKey returns the message's UUID; ErrMissingKey when it is empty.
+// UUIDKey returns the key of the message's UUID for the router handler
+// that consumes it: once.DerivedKey(message.HandlerNameFromCtx(ctx),
+// msg.UUID), so that two handlers sharing the middleware (router level)
+// each run once per message. It returns ErrNoHandlerName without a handler
+// name, ErrMissingKey for an empty UUID.
 func UUIDKey(msg *message.Message) (string, error) {
-	if msg.UUID == "" {
-		return "", ErrMissingKey
-	}
-	return msg.UUID, nil
+	return handlerKey(msg, msg.UUID)
 }
 
 // MetadataKey returns a Config.Key that reads the metadata field name (a
-// business key such as an order ID); ErrMissingKey when it is empty.
+// business key such as an order ID), for the router handler that consumes
+// the message: once.DerivedKey(handler name, value). It returns
+// ErrNoHandlerName without a handler name, ErrMissingKey when the field is
+// empty.
 func MetadataKey(name string) func(*message.Message) (string, error) {
 	return func(msg *message.Message) (string, error) {
-		if v := msg.Metadata.Get(name); v != "" {
-			return v, nil
-		}
+		return handlerKey(msg, msg.Metadata.Get(name))
+	}
+}
+
+func handlerKey(msg *message.Message, id string) (string, error) {
+	handler := message.HandlerNameFromCtx(msg.Context())
+	if handler == "" {
+		return "", ErrNoHandlerName
+	}
+	if id == "" {
 		return "", ErrMissingKey
 	}
+	return once.DerivedKey(handler, id), nil
 }
 
 // PayloadFingerprint is a digest of the message's payload.
@@ -60,7 +133,10 @@ func PayloadFingerprint(msg *message.Message) once.Fingerprint {
 }
 
 // RetryError is returned for a RetryLater decision: the router nacks the
-// message and it is delivered again.
+// message and it is delivered again. Decision.RetryAfter is the wait the
+// middleware applied before returning it (the hint capped by
+// MaxRetryDelay, or the backoff), cut short only if the message's context
+// ended.
 type RetryError struct{ Decision once.Decision }
 
 func (e *RetryError) Error() string {
@@ -70,8 +146,14 @@ func (e *RetryError) Error() string {
 // Unwrap returns the error behind the decision.
 func (e *RetryError) Unwrap() error { return e.Decision.Err }
 
-// DeadLetterError is returned for a DeadLetter decision.
-type DeadLetterError struct{ Decision once.Decision }
+// DeadLetterError is returned for a DeadLetter decision. Wait is how long
+// the middleware waited before returning it: zero the first time, the
+// backoff when the same message was dead-lettered before (see
+// Config.RetryBackoff).
+type DeadLetterError struct {
+	Decision once.Decision
+	Wait     time.Duration
+}
 
 func (e *DeadLetterError) Error() string {
 	return "watermillonce: " + e.Decision.String() + errSuffix(e.Decision.Err)
@@ -102,11 +184,45 @@ type storedMessage struct {
 	Payload  []byte            `json:"payload,omitempty"`
 }
 
+// maxCounted bounds the consecutive-failure counts one Middleware keeps.
+const maxCounted = 10000
+
+// failures counts the consecutive failures of each message in this
+// process.
+type failures struct {
+	mu sync.Mutex
+	n  map[string]uint64
+}
+
+// add counts a failure of id and returns the count.
+func (f *failures) add(id string) uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == nil {
+		f.n = map[string]uint64{}
+	}
+	if _, ok := f.n[id]; !ok && len(f.n) >= maxCounted {
+		for k := range f.n { // drop one count, arbitrary
+			delete(f.n, k)
+			break
+		}
+	}
+	f.n[id]++
+	return f.n[id]
+}
+
+func (f *failures) reset(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.n, id)
+}
+
 // Middleware returns the router middleware that runs each message's
-// handler at most once per key in scope (the consumer group or handler
-// name), as the package documentation describes.
+// handler at most once per key in scope, as the package documentation
+// describes. It may be added to the router (AddMiddleware) or to one
+// handler: the default keys include the handler's name.
 func Middleware(scope once.Scope, cfg *Config) message.HandlerMiddleware {
-	c := Config{Key: UUIDKey, Fingerprint: PayloadFingerprint, MaxRetryDelay: DefaultMaxRetryDelay}
+	c := Config{Key: UUIDKey, Fingerprint: PayloadFingerprint, MaxRetryDelay: DefaultMaxRetryDelay, RetryBackoff: DefaultRetryBackoff}
 	if cfg != nil {
 		if cfg.Key != nil {
 			c.Key = cfg.Key
@@ -117,43 +233,123 @@ func Middleware(scope once.Scope, cfg *Config) message.HandlerMiddleware {
 		if cfg.MaxRetryDelay != 0 {
 			c.MaxRetryDelay = cfg.MaxRetryDelay
 		}
+		if cfg.RetryBackoff != 0 {
+			c.RetryBackoff = cfg.RetryBackoff
+		}
 		c.OnDecision = cfg.OnDecision
 	}
+	fails := &failures{}
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
-			produced, d := run(scope, msg, h, c)
-			if c.OnDecision != nil {
-				c.OnDecision(msg, d)
+			produced, d, key := run(scope, msg, h, c)
+			if msg == nil {
+				notify(c.OnDecision, msg, d)
+				return nil, &RetryError{Decision: d}
 			}
-			switch d.Action {
-			case once.Ack:
+			id := failureID(msg, key)
+			if d.Action == once.Ack {
+				fails.reset(id)
+				notify(c.OnDecision, msg, d)
 				return produced, nil
-			case once.DeadLetter:
-				return nil, &DeadLetterError{Decision: d}
 			}
-			if wait := min(d.RetryAfter, c.MaxRetryDelay); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-msg.Context().Done():
-					t.Stop()
-				}
+			wait := c.wait(d, fails.add(id))
+			if msg.Context().Err() != nil {
+				wait = 0
+			}
+			if d.Action == once.RetryLater {
+				d.RetryAfter = wait
+			}
+			notify(c.OnDecision, msg, d)
+			sleep(msg.Context(), wait)
+			if d.Action == once.DeadLetter {
+				return nil, &DeadLetterError{Decision: d, Wait: wait}
 			}
 			return nil, &RetryError{Decision: d}
 		}
 	}
 }
 
-func run(scope once.Scope, msg *message.Message, h message.HandlerFunc, c Config) ([]*message.Message, once.Decision) {
-	if msg == nil {
-		return nil, once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: errors.New("watermillonce: nil message")}
+// wait is how long to wait before returning d, the n-th consecutive
+// failure of its message.
+func (c Config) wait(d once.Decision, n uint64) time.Duration {
+	if c.MaxRetryDelay < 0 {
+		return 0
 	}
-	key, err := c.Key(msg)
+	if d.Action == once.RetryLater && d.RetryAfter > 0 {
+		return min(d.RetryAfter, c.MaxRetryDelay)
+	}
+	if d.Action == once.DeadLetter {
+		if n <= 1 {
+			return 0 // for a poison queue to move it
+		}
+		n--
+	}
+	return redelivery.Backoff(c.RetryBackoff, c.MaxRetryDelay, n)
+}
+
+// failureID names a message for the failure counts: its handler, its key
+// (empty when there is none) and its UUID, length-prefixed.
+func failureID(msg *message.Message, key string) string {
+	handler := message.HandlerNameFromCtx(msg.Context())
+	return strconv.Itoa(len(handler)) + ":" + handler + strconv.Itoa(len(key)) + ":" + key + msg.UUID
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+// notify calls OnDecision, if set; its panic is recovered and ignored.
+func notify(fn func(*message.Message, once.Decision), msg *message.Message, d once.Decision) {
+	if fn == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	fn(msg, d)
+}
+
+// callKey and callFingerprint run the Config callbacks, answering a
+// panic with a *CallbackPanicError.
+func callKey(c Config, msg *message.Message) (key string, err error) {
+	defer recoverCallback("Key", &err)
+	return c.Key(msg)
+}
+
+func callFingerprint(c Config, msg *message.Message) (fp once.Fingerprint, err error) {
+	defer recoverCallback("Fingerprint", &err)
+	return c.Fingerprint(msg), nil
+}
+
+func recoverCallback(name string, err *error) {
+	if p := recover(); p != nil {
+		*err = &CallbackPanicError{Callback: name, Value: p, Stack: debug.Stack()}
+	}
+}
+
+func run(scope once.Scope, msg *message.Message, h message.HandlerFunc, c Config) ([]*message.Message, once.Decision, string) {
+	if msg == nil {
+		return nil, once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: errors.New("watermillonce: nil message")}, ""
+	}
+	key, err := callKey(c, msg)
+	if errors.Is(err, ErrNoHandlerName) {
+		return nil, once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}, ""
+	}
 	if err != nil {
-		return nil, once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}
+		return nil, once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}, ""
+	}
+	fp, err := callFingerprint(c, msg)
+	if err != nil {
+		return nil, once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}, key
 	}
 	outer := msg.Context()
-	stored, d := once.ConsumeValue(outer, scope, key, c.Fingerprint(msg), func(ctx context.Context) ([]storedMessage, error) {
+	stored, d := once.ConsumeValue(outer, scope, key, fp, func(ctx context.Context) ([]storedMessage, error) {
 		msg.SetContext(ctx) // cancelled if the claim is lost
 		defer msg.SetContext(outer)
 		produced, err := h(msg)
@@ -170,7 +366,7 @@ func run(scope once.Scope, msg *message.Message, h message.HandlerFunc, c Config
 		return out, nil
 	})
 	if d.Action != once.Ack {
-		return nil, d
+		return nil, d, key
 	}
 	produced := make([]*message.Message, 0, len(stored))
 	for _, s := range stored {
@@ -180,5 +376,5 @@ func run(scope once.Scope, msg *message.Message, h message.HandlerFunc, c Config
 		}
 		produced = append(produced, m)
 	}
-	return produced, d
+	return produced, d, key
 }
