@@ -68,7 +68,8 @@ func (h HeldInfo) Unbounded() bool { return h.Remaining > 100*365*24*time.Hour }
 type HoldParams struct {
 	Scope string
 	Key   string
-	// Owner is the token of the pending claim being held.
+	// Owner is the token of the pending claim being held. Required: 1 to
+	// MaxOwnerLen bytes.
 	Owner string
 	// For is the hold period, counted from now by the store's clock;
 	// HoldUntilResolved holds until resolved.
@@ -86,7 +87,7 @@ type LeaseHeldParams struct {
 	Scope string
 	Key   string
 	// Owner is the reconciler's token for this lease; its Resolve passes
-	// it as ResolveParams.Owner.
+	// it as ResolveParams.Owner. Required: 1 to MaxOwnerLen bytes.
 	Owner string
 	// Lease is how long the reconciler has the record to itself.
 	Lease time.Duration

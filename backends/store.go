@@ -92,6 +92,29 @@
 // no such answer: they return the store's lock-timeout error, since they
 // could not reach a decision.
 //
+// # Inputs
+//
+// Every operation refuses, with the store's own typed input error and
+// before any state change, statement or command, a parameter no record
+// can have or be written with:
+//
+//   - a Scope or Key that is empty, longer than MaxScopeLen or MaxKeyLen
+//     bytes, or refused by NameProblem (Claim, Complete, Renew, Release,
+//     Resolve, Hold, LeaseHeld, Admin's Get and Delete, Watch);
+//   - an Owner that OwnerProblem refuses: longer than MaxOwnerLen bytes,
+//     or empty where one is required. Claim, Complete, Renew, Release,
+//     Hold and LeaseHeld require one (it fences every later write);
+//     Resolve's may be empty (see ResolveParams.Owner);
+//   - a Fingerprint longer than MaxFingerprintLen bytes, which
+//     FingerprintProblem refuses (Claim, Resolve); an empty one means "no
+//     check".
+//
+// The core never sends any of them (it validates scopes, keys and
+// fingerprints first, and its owner tokens are 32 bytes), so only a
+// direct caller meets these errors. The checks cost a length check, and a
+// pass over a scope's and a key's bytes, with no allocation when the
+// input is valid.
+//
 // # Implementing a backend
 //
 // Run the conformance suite in package backendtest from the backend's tests;
@@ -105,12 +128,18 @@ import (
 	"time"
 )
 
-// MaxScopeLen and MaxKeyLen bound the byte length of a scope and a key. The
-// core validates inputs before any store call, so backends may rely on them.
+// MaxScopeLen and MaxKeyLen bound the byte length of a scope and a key,
+// MaxFingerprintLen that of a fingerprint (ClaimParams.Fingerprint,
+// ResolveParams.Fingerprint) and MaxOwnerLen that of an owner token (the
+// Owner of every operation's parameters). The core validates scopes, keys
+// and fingerprints before any store call, and sends owner tokens of 32
+// bytes; every store refuses a direct caller's violation too (see "Inputs"
+// in the package documentation).
 const (
 	MaxScopeLen       = 255
 	MaxKeyLen         = 255
 	MaxFingerprintLen = 64
+	MaxOwnerLen       = 255
 )
 
 // State is the lifecycle state of a stored record.
@@ -180,11 +209,13 @@ type Record struct {
 type ClaimParams struct {
 	Scope string
 	Key   string
-	// Fingerprint is stored with a new claim. An expired lease is taken
-	// over only when FingerprintMatches(record.Fingerprint, Fingerprint);
-	// a takeover with an empty Fingerprint keeps the stored one.
+	// Fingerprint is stored with a new claim; at most MaxFingerprintLen
+	// bytes. An expired lease is taken over only when
+	// FingerprintMatches(record.Fingerprint, Fingerprint); a takeover with
+	// an empty Fingerprint keeps the stored one.
 	Fingerprint []byte
-	// Owner is the token of the new claim; every later write is fenced by it.
+	// Owner is the token of the new claim; every later write is fenced by
+	// it. Required: 1 to MaxOwnerLen bytes.
 	Owner string
 	// Lease is how long the claim stays exclusive without renewal.
 	Lease time.Duration
@@ -210,8 +241,9 @@ type ClaimResult struct {
 
 // CompleteParams are the arguments of Store.Complete.
 type CompleteParams struct {
-	Scope   string
-	Key     string
+	Scope string
+	Key   string
+	// Owner is the claim's token. Required: 1 to MaxOwnerLen bytes.
 	Owner   string
 	Outcome []byte
 	// Retention is how long the completed record lives from completion.
@@ -222,6 +254,7 @@ type CompleteParams struct {
 type RenewParams struct {
 	Scope string
 	Key   string
+	// Owner is the claim's token. Required: 1 to MaxOwnerLen bytes.
 	Owner string
 	// Lease is the new lease, counted from now by the store's clock. The
 	// record lives at least until the new lease ends.
@@ -232,6 +265,7 @@ type RenewParams struct {
 type ReleaseParams struct {
 	Scope string
 	Key   string
+	// Owner is the claim's token. Required: 1 to MaxOwnerLen bytes.
 	Owner string
 }
 
@@ -240,14 +274,15 @@ type ResolveParams struct {
 	Scope string
 	Key   string
 	// Fingerprint is checked with FingerprintMatches against a pending
-	// record's; empty keeps the stored one.
+	// record's; empty keeps the stored one. At most MaxFingerprintLen
+	// bytes.
 	Fingerprint []byte
 	// Owner is a token unique to this Resolve call (the core generates
 	// one per call). The completed record stores it as its owner, so that
 	// a re-send of the same Resolve (same Owner, same Outcome) after a
 	// lost reply reports Resolved instead of the record it wrote. An empty
 	// Owner disables that recognition: a repeated Resolve then reports the
-	// completed record.
+	// completed record. At most MaxOwnerLen bytes.
 	Owner     string
 	Outcome   []byte
 	Retention time.Duration

@@ -1,6 +1,7 @@
 package backendtest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -75,6 +76,74 @@ func EachBadNameCall(ctx context.Context, store backends.Store, scope, key strin
 			}
 		}
 	}
+}
+
+// BadParamCall is one call EachBadOwnerOrFingerprintCall made.
+type BadParamCall struct {
+	// Op is the operation, as the stores name it in their errors:
+	// "claim", "renew", "hold", "leaseheld", "complete", "release" or
+	// "resolve".
+	Op string
+	// Field is "owner" or "fingerprint", the one that was bad; Value
+	// describes it: "empty", or its length ("256 bytes").
+	Field, Value string
+	// Err is what the call returned.
+	Err error
+	// Applied reports that the call said it did something: a claim, a
+	// renewal, a hold, a lease, a completion, a release, a resolution.
+	Applied bool
+}
+
+// badOwners are the owner tokens no call may send (see "Inputs" in
+// package backends): empty (Resolve excepted) and one byte over
+// backends.MaxOwnerLen.
+var badOwners = []string{"", strings.Repeat("o", backends.MaxOwnerLen+1)}
+
+// EachBadOwnerOrFingerprintCall calls, on (scope, key), every operation
+// that takes an owner once with each owner token no call may send (an
+// empty one, except on Resolve, whose owner may be empty, and one of
+// backends.MaxOwnerLen+1 bytes), and Claim and Resolve once with a
+// fingerprint of backends.MaxFingerprintLen+1 bytes (and a valid owner),
+// and passes each call's result to check. Every call is valid but for the
+// one field, and each sequence of calls on a bad owner (Claim, Renew,
+// Hold, LeaseHeld, Complete, Release, Resolve) would apply on a store that
+// accepted it, from an absent key. A store's own tests use it to check
+// the type of the error it returns; the conformance suite checks that
+// each call fails and that nothing is stored.
+func EachBadOwnerOrFingerprintCall(ctx context.Context, store backends.Store, scope, key string, check func(BadParamCall)) {
+	for _, owner := range badOwners {
+		value := fmt.Sprintf("%d bytes", len(owner))
+		if owner == "" {
+			value = "empty"
+		}
+		call := func(op string, applied bool, err error) {
+			check(BadParamCall{Op: op, Field: "owner", Value: value, Err: err, Applied: applied})
+		}
+		r, err := store.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Owner: owner, Lease: longLease, Retention: longRetention})
+		call("claim", r.Claimed, err)
+		ok, err := store.Renew(ctx, backends.RenewParams{Scope: scope, Key: key, Owner: owner, Lease: longLease})
+		call("renew", ok, err)
+		ok, err = store.Hold(ctx, backends.HoldParams{Scope: scope, Key: key, Owner: owner, For: longLease, Code: "c", Retention: longRetention})
+		call("hold", ok, err)
+		lr, err := store.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: scope, Key: key, Owner: owner, Lease: longLease})
+		call("leaseheld", lr.Leased, err)
+		ok, err = store.Complete(ctx, backends.CompleteParams{Scope: scope, Key: key, Owner: owner, Outcome: []byte("v"), Retention: longRetention})
+		call("complete", ok, err)
+		ok, err = store.Release(ctx, backends.ReleaseParams{Scope: scope, Key: key, Owner: owner})
+		call("release", ok, err)
+		if owner != "" {
+			rr, err := store.Resolve(ctx, backends.ResolveParams{Scope: scope, Key: key, Owner: owner, Outcome: []byte("v"), Retention: longRetention})
+			call("resolve", rr.Resolved, err)
+		}
+	}
+	fp := bytes.Repeat([]byte{0xfe}, backends.MaxFingerprintLen+1)
+	call := func(op string, applied bool, err error) {
+		check(BadParamCall{Op: op, Field: "fingerprint", Value: fmt.Sprintf("%d bytes", len(fp)), Err: err, Applied: applied})
+	}
+	r, err := store.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Fingerprint: fp, Owner: Token(), Lease: longLease, Retention: longRetention})
+	call("claim", r.Claimed, err)
+	rr, err := store.Resolve(ctx, backends.ResolveParams{Scope: scope, Key: key, Fingerprint: fp, Owner: Token(), Outcome: []byte("v"), Retention: longRetention})
+	call("resolve", rr.Resolved, err)
 }
 
 func exerciseInput(t *testing.T, newStore NewStore) {
