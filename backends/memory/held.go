@@ -11,7 +11,7 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if err := checkNames("hold", p.Scope, p.Key); err != nil {
+	if err := checkWrite("hold", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
 	k := recordKey{p.Scope, p.Key}
@@ -45,7 +45,7 @@ func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (back
 	if err := ctx.Err(); err != nil {
 		return backends.LeaseHeldResult{}, err
 	}
-	if err := checkNames("leaseheld", p.Scope, p.Key); err != nil {
+	if err := checkWrite("leaseheld", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return backends.LeaseHeldResult{}, err
 	}
 	k := recordKey{p.Scope, p.Key}

@@ -181,7 +181,7 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	if err := ctx.Err(); err != nil {
 		return backends.ClaimResult{}, err
 	}
-	if err := checkNames("claim", p.Scope, p.Key); err != nil {
+	if err := checkWrite("claim", p.Scope, p.Key, p.Owner, p.Fingerprint); err != nil {
 		return backends.ClaimResult{}, err
 	}
 	k := recordKey{p.Scope, p.Key}
@@ -255,7 +255,7 @@ func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, 
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if err := checkNames("complete", p.Scope, p.Key); err != nil {
+	if err := checkWrite("complete", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
 	k := recordKey{p.Scope, p.Key}
@@ -283,7 +283,7 @@ func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error)
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if err := checkNames("renew", p.Scope, p.Key); err != nil {
+	if err := checkWrite("renew", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
 	k := recordKey{p.Scope, p.Key}
@@ -306,7 +306,7 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if err := checkNames("release", p.Scope, p.Key); err != nil {
+	if err := checkWrite("release", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
 	k := recordKey{p.Scope, p.Key}
@@ -325,7 +325,7 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 	if err := ctx.Err(); err != nil {
 		return backends.ResolveResult{}, err
 	}
-	if err := checkNames("resolve", p.Scope, p.Key); err != nil {
+	if err := checkWrite("resolve", p.Scope, p.Key, p.Owner, p.Fingerprint); err != nil {
 		return backends.ResolveResult{}, err
 	}
 	k := recordKey{p.Scope, p.Key}

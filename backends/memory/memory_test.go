@@ -106,3 +106,16 @@ func TestRefusesNamesNoRecordCanHave(t *testing.T) {
 	})
 	require.Zero(t, s.Len(), "nothing stored")
 }
+
+func TestRefusesOwnersAndFingerprintsOutOfBounds(t *testing.T) {
+	s := memory.New(nil)
+	backendtest.EachBadOwnerOrFingerprintCall(context.Background(), s, "s", "k", func(c backendtest.BadParamCall) {
+		msg := fmt.Sprintf("%s %s %s", c.Op, c.Value, c.Field)
+		var ie *memory.InputError
+		require.ErrorAs(t, c.Err, &ie, msg)
+		assert.Equal(t, c.Op, ie.Op, msg)
+		assert.True(t, strings.EqualFold(c.Field, ie.Field), msg)
+		assert.False(t, c.Applied, msg)
+	})
+	require.Zero(t, s.Len(), "nothing stored")
+}
