@@ -35,7 +35,7 @@ func decideClaim(r row, p backends.ClaimParams, now int64) (claimDecision, backe
 // write lock and no write. Otherwise it reads the row again inside a BEGIN
 // IMMEDIATE transaction on the writer and decides on what it reads there.
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
-	if err := checkNames("claim", p.Scope, p.Key); err != nil {
+	if err := checkWrite("claim", p.Scope, p.Key, p.Owner, p.Fingerprint); err != nil {
 		return backends.ClaimResult{}, err
 	}
 	r, err := s.read(ctx, s.reader, "claim", p.Scope, p.Key)

@@ -13,16 +13,18 @@ import (
 
 // Error is every error the Store returns when it could not reach a
 // decision: SQLite refused a statement, the file could not be opened, the
-// Store was closed, the context ended, or a scope or key was one no record
-// can have (empty, too long, invalid UTF-8 or a control character; its
-// message starts "invalid input", and names the field, never the value). It carries SQLite's result code
-// but not its message. When the context ended, errors.Is(err,
+// Store was closed, the context ended, or a parameter was one no call may
+// send (see "Inputs" in package backends: a scope or key that is empty,
+// too long, invalid UTF-8 or has a control character, an empty or too
+// long owner token, a too long fingerprint; its message starts "invalid
+// input: " and names the field, never the value). It carries SQLite's
+// result code but not its message. When the context ended, errors.Is(err,
 // context.Canceled) or errors.Is(err, context.DeadlineExceeded) holds;
 // after Close, errors.Is(err, backends.ErrClosed) does.
 type Error struct {
 	// Op is the operation that failed: "open", "migrate", "claim",
-	// "complete", "renew", "release", "resolve", "sweep", "get", "delete",
-	// "watch" or "close".
+	// "complete", "renew", "release", "resolve", "hold", "leaseheld",
+	// "list", "count", "sweep", "get", "delete", "watch" or "close".
 	Op string
 	// Code is SQLite's extended result code, or 0 when the error did not
 	// come from SQLite.

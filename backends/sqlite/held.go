@@ -13,7 +13,7 @@ var _ backends.Lister = (*Store)(nil)
 // Hold implements backends.Store in one UPDATE (and a read to recognise
 // a re-send). The held row enters the partial index on held_at.
 func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
-	if err := checkNames("hold", p.Scope, p.Key); err != nil {
+	if err := checkWrite("hold", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
 	now := s.nowMicros()
@@ -37,7 +37,7 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 // LeaseHeld implements backends.Store in one UPDATE, and a read to
 // report the record when it did not apply.
 func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
-	if err := checkNames("leaseheld", p.Scope, p.Key); err != nil {
+	if err := checkWrite("leaseheld", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return backends.LeaseHeldResult{}, err
 	}
 	now := s.nowMicros()

@@ -19,6 +19,25 @@ func checkNames(op, scope, key string) error {
 	return nil
 }
 
+// checkWrite returns an *Error, before any statement, when scope or key is
+// not one a record can have (checkNames), or owner or fp is not one a call
+// may send (see "Inputs" in package backends): an owner token that
+// backends.OwnerProblem refuses (empty on any operation but "resolve",
+// longer than backends.MaxOwnerLen bytes), a fingerprint longer than
+// backends.MaxFingerprintLen bytes. nil costs no allocation.
+func checkWrite(op, scope, key, owner string, fp []byte) error {
+	if err := checkNames(op, scope, key); err != nil {
+		return err
+	}
+	if r := backends.OwnerProblem(owner, op != "resolve"); r != "" {
+		return &Error{Op: op, kind: "invalid input: owner " + r}
+	}
+	if r := backends.FingerprintProblem(fp); r != "" {
+		return &Error{Op: op, kind: "invalid input: fingerprint " + r}
+	}
+	return nil
+}
+
 func nameProblem(s string, limit int) string {
 	if s == "" {
 		return "empty"

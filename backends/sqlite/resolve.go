@@ -35,7 +35,7 @@ func decideResolve(r row, p backends.ResolveParams, now int64) (resolveDecision,
 // Resolve implements backends.Store like Claim: a read first, then, when
 // it writes, a read and a decision inside a BEGIN IMMEDIATE transaction.
 func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
-	if err := checkNames("resolve", p.Scope, p.Key); err != nil {
+	if err := checkWrite("resolve", p.Scope, p.Key, p.Owner, p.Fingerprint); err != nil {
 		return backends.ResolveResult{}, err
 	}
 	r, err := s.read(ctx, s.reader, "resolve", p.Scope, p.Key)

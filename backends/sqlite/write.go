@@ -15,7 +15,7 @@ import (
 // that finds the record already completed by the same owner with the same
 // outcome costs one more SELECT to tell so.
 func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
-	if err := checkNames("complete", p.Scope, p.Key); err != nil {
+	if err := checkWrite("complete", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
 	now := s.nowMicros()
@@ -39,7 +39,7 @@ func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, 
 
 // Renew implements backends.Store in one UPDATE.
 func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
-	if err := checkNames("renew", p.Scope, p.Key); err != nil {
+	if err := checkWrite("renew", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
 	now := s.nowMicros()
@@ -50,7 +50,7 @@ func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error)
 
 // Release implements backends.Store in one DELETE.
 func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
-	if err := checkNames("release", p.Scope, p.Key); err != nil {
+	if err := checkWrite("release", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
 	res, err := s.writer.ExecContext(ctx, s.sql.release, p.Scope, p.Key, p.Owner, s.nowMicros())
