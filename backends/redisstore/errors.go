@@ -26,8 +26,11 @@ var (
 	// ErrInvalid means an argument cannot be stored: a scope or key that
 	// is empty, longer than backends.MaxScopeLen or MaxKeyLen bytes, or
 	// that backends.NameProblem refuses (invalid UTF-8, a control
-	// character), an owner token or a fingerprint longer than 255 bytes,
-	// an empty owner, or a held code or message too long.
+	// character), an owner token that backends.OwnerProblem refuses
+	// (empty on any operation but Resolve, longer than
+	// backends.MaxOwnerLen bytes), a fingerprint longer than
+	// backends.MaxFingerprintLen bytes, or a held code or message too
+	// long (see "Inputs" in package backends).
 	ErrInvalid = errors.New("once/redisstore: invalid argument")
 )
 

@@ -221,9 +221,12 @@ func (s *Store) Close() error {
 
 func (s *Store) key(scope, key string) string { return recordKey(s.prefix, scope, key) }
 
-// precheck fails fast on an ended context and rejects a scope or key no
-// record can have (see checkNames) and what the record's one-byte length
-// fields cannot hold.
+// precheck fails fast on an ended context and rejects, with an *Error of
+// kind ErrInvalid, a scope or key no record can have (see checkNames), an
+// owner token backends.OwnerProblem refuses (empty on any operation but
+// "resolve", longer than backends.MaxOwnerLen bytes) and a fingerprint
+// longer than backends.MaxFingerprintLen bytes (see "Inputs" in package
+// backends). Both limits fit the record's one-byte length fields.
 func precheck(ctx context.Context, op, scope, key, owner string, fp []byte) error {
 	if err := ctx.Err(); err != nil {
 		return translate(ctx, op, err)
@@ -231,11 +234,11 @@ func precheck(ctx context.Context, op, scope, key, owner string, fp []byte) erro
 	if err := checkNames(op, scope, key); err != nil {
 		return err
 	}
-	if owner == "" && op != "resolve" || len(owner) > 255 {
-		return invalid(op, "owner token must be 1 to 255 bytes")
+	if r := backends.OwnerProblem(owner, op != "resolve"); r != "" {
+		return invalid(op, "owner "+r)
 	}
-	if len(fp) > 255 {
-		return invalid(op, "fingerprint longer than 255 bytes")
+	if r := backends.FingerprintProblem(fp); r != "" {
+		return invalid(op, "fingerprint "+r)
 	}
 	return nil
 }
