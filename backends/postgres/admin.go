@@ -13,7 +13,7 @@ var _ backends.Admin = (*Store)(nil)
 // writes nothing; it is not blocked by a transaction holding the row.
 // Lease and expiry are measured on the server's clock_timestamp().
 func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
-	if err := checkInput("get", scope, key, nil, ""); err != nil {
+	if err := checkNames("get", scope, key); err != nil {
 		return backends.Record{}, 0, false, err
 	}
 	return s.get(ctx, s.db, scope, key)
@@ -74,7 +74,7 @@ func (s *Store) heldDetails(ctx context.Context, q querier, scope, key string, r
 // and report false. It waits for a transaction that holds the row (a
 // claim made through InTx) to end.
 func (s *Store) Delete(ctx context.Context, scope, key string) (bool, error) {
-	if err := checkInput("delete", scope, key, nil, ""); err != nil {
+	if err := checkNames("delete", scope, key); err != nil {
 		return false, err
 	}
 	var live bool

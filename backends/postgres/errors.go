@@ -21,14 +21,18 @@ const (
 )
 
 // Error is every error the Store returns when it could not reach a decision:
-// the server refused a statement, the connection failed, or the context
-// ended. It carries the SQLSTATE but none of the server's message, which may
-// quote stored values. When the context ended, errors.Is(err,
-// context.Canceled) or errors.Is(err, context.DeadlineExceeded) holds.
+// the server refused a statement, the connection failed, the context
+// ended, or a parameter was one no call may send (see "Inputs" in package
+// backends; its message starts "invalid input: " and names the field,
+// never the value, and no statement was sent). It carries the SQLSTATE
+// but none of the server's message, which may quote stored values. When
+// the context ended, errors.Is(err, context.Canceled) or errors.Is(err,
+// context.DeadlineExceeded) holds.
 type Error struct {
 	// Op is the operation that failed: "claim", "complete", "renew",
-	// "release", "resolve", "sweep", "migrate", Admin's "get" and
-	// "delete", DoTx's "begin" and "commit", or Watch's "watch".
+	// "release", "resolve", "hold", "leaseheld", "sweep", "migrate",
+	// Admin's "get" and "delete", DoTx's "begin" and "commit", or Watch's
+	// "watch".
 	Op string
 	// Code is the SQLSTATE reported by the server, or empty when the error
 	// did not come from the server.

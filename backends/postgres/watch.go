@@ -92,7 +92,7 @@ func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, 
 	if s.listen == nil {
 		return nil, nil, ErrWatchUnsupported
 	}
-	if err := checkInput(op, scope, key, nil, ""); err != nil {
+	if err := checkNames(op, scope, key); err != nil {
 		return nil, nil, err
 	}
 	if err := ctx.Err(); err != nil {
