@@ -6,11 +6,9 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// maxOwnerLen is the width of the owner column.
-const maxOwnerLen = 255
-
-// InputError reports a parameter the Store refuses before sending it: the
-// core validates scopes, keys and fingerprints first, so only a direct
+// InputError reports a parameter the Store refuses before sending it (see
+// "Inputs" in package backends): the core validates scopes, keys and
+// fingerprints first, and sends owner tokens of 32 bytes, so only a direct
 // caller of the Store meets it. The columns are sized to the contract's
 // limits, and INSERT IGNORE would otherwise truncate an oversized value
 // silently instead of failing. A scope or key backends.NameProblem refuses
@@ -30,6 +28,10 @@ func (e *InputError) Error() string {
 	return fmt.Sprintf("once/mysql: %s: invalid %s: %s", e.Op, e.Field, e.Reason)
 }
 
+// checkInput refuses a scope or key no record can have, a fingerprint
+// backends.FingerprintProblem refuses, and an owner token
+// backends.OwnerProblem refuses (ownerRequired on every operation but
+// Resolve, Admin's Get and Delete, which pass none).
 func checkInput(op, scope, key string, fp []byte, owner string, ownerRequired bool) error {
 	switch {
 	case scope == "":
@@ -44,12 +46,11 @@ func checkInput(op, scope, key string, fp []byte, owner string, ownerRequired bo
 		return &InputError{Op: op, Field: "Scope", Reason: backends.NameProblem(scope, backends.MaxScopeLen)}
 	case backends.NameProblem(key, backends.MaxKeyLen) != "":
 		return &InputError{Op: op, Field: "Key", Reason: backends.NameProblem(key, backends.MaxKeyLen)}
-	case len(fp) > backends.MaxFingerprintLen:
-		return &InputError{Op: op, Field: "Fingerprint", Reason: fmt.Sprintf("longer than %d bytes", backends.MaxFingerprintLen)}
-	case ownerRequired && owner == "":
-		return &InputError{Op: op, Field: "Owner", Reason: "empty"}
-	case len(owner) > maxOwnerLen:
-		return &InputError{Op: op, Field: "Owner", Reason: fmt.Sprintf("longer than %d bytes", maxOwnerLen)}
+	case backends.FingerprintProblem(fp) != "":
+		return &InputError{Op: op, Field: "Fingerprint", Reason: backends.FingerprintProblem(fp)}
+	}
+	if r := backends.OwnerProblem(owner, ownerRequired); r != "" {
+		return &InputError{Op: op, Field: "Owner", Reason: r}
 	}
 	return nil
 }
