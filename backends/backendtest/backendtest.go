@@ -3,10 +3,11 @@
 // A backend's tests call Run with a constructor; its benchmarks call
 // Benchmark. The suite is laid out like river's riverdrivertest: one file
 // per area of the contract (claim, complete, renew, release, resolve,
-// watch, admin, held, list, ownership of returned bytes, the scopes and
-// keys no record can have, and a randomized model-based test), each area
-// a subtest of Run and each behaviour a subtest of its area, so that a
-// failure reads as "Claim/TakeoverKeepsFingerprint".
+// watch, admin, held, list, ownership of returned bytes, the scopes,
+// keys, owner tokens and fingerprints no call may send, and a randomized
+// model-based test), each area a subtest of Run and each behaviour a
+// subtest of its area, so that a failure reads as
+// "Claim/TakeoverKeepsFingerprint".
 //
 // Every behaviour runs in parallel on a fresh random scope, so backends
 // may share one table or keyspace between behaviours. Lease and retention

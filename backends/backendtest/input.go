@@ -164,4 +164,41 @@ func exerciseInput(t *testing.T, newStore NewStore) {
 		seen, _ = e.walk(backends.ListParams{KeyPrefix: marker})
 		require.Empty(e.t, seen, "no record under a bad scope")
 	})
+	// Every operation with an owner token or a fingerprint no call may
+	// send returns an error, not a panic and not an applied write, and
+	// stores nothing: on an absent key, and on a pending and a held
+	// record, which stay as they were.
+	run(t, newStore, "RefusesOwnersAndFingerprintsOutOfBounds", func(e *env) {
+		EachBadOwnerOrFingerprintCall(e.ctx, e.store, e.scope, "absent", func(c BadParamCall) {
+			msg := fmt.Sprintf("%s with %s %s on an absent key", c.Op, c.Value, c.Field)
+			require.Error(e.t, c.Err, msg)
+			require.False(e.t, c.Applied, msg)
+		})
+		require.True(e.t, e.probe("absent").Claimed, "nothing stored for the absent key")
+
+		// Without a fingerprint, so that a Resolve with the long one would
+		// match, and apply, on a store that accepted it.
+		longFP := bytes.Repeat([]byte{0xfe}, backends.MaxFingerprintLen+1)
+		owner, long := Token(), badOwners[1]
+		e.mustClaim("pending", owner, nil, longLease, longRetention)
+		e.mustHold("held", Token(), nil, longLease)
+		for _, key := range []string{"pending", "held"} {
+			for _, bad := range badOwners {
+				msg := fmt.Sprintf("%s record, %d-byte owner", key, len(bad))
+				lr, err := e.store.LeaseHeld(e.ctx, backends.LeaseHeldParams{Scope: e.scope, Key: key, Owner: bad, Lease: longLease})
+				require.Error(e.t, err, "leaseheld: "+msg)
+				require.False(e.t, lr.Leased, "leaseheld: "+msg)
+			}
+			rr, err := e.store.Resolve(e.ctx, backends.ResolveParams{Scope: e.scope, Key: key, Owner: long, Outcome: []byte("v"), Retention: longRetention})
+			require.Error(e.t, err, "resolve with a long owner, "+key)
+			require.False(e.t, rr.Resolved, "resolve with a long owner, "+key)
+			rr, err = e.store.Resolve(e.ctx, backends.ResolveParams{Scope: e.scope, Key: key, Fingerprint: longFP, Owner: Token(), Outcome: []byte("v"), Retention: longRetention})
+			require.Error(e.t, err, "resolve with a long fingerprint, "+key)
+			require.False(e.t, rr.Resolved, "resolve with a long fingerprint, "+key)
+		}
+		e.requirePending(e.probe("pending"), nil, "the pending record is untouched")
+		e.requireHeld(e.probe("held"), nil, "the held record is untouched")
+		require.True(e.t, e.leaseHeld("held", Token(), longLease).Leased, "no reconciler lease was given on the held record")
+		require.True(e.t, e.complete("pending", owner, []byte("v"), longRetention), "the pending claim is still its owner's")
+	})
 }
