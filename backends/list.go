@@ -37,8 +37,18 @@ type ListParams struct {
 	// walk.
 	Cursor string
 	// Limit bounds the records of one page (DefaultListLimit when not
-	// positive, at most MaxListLimit).
+	// positive, at most MaxListLimit: see PageLimit).
 	Limit int
+}
+
+// PageLimit is the most records one page of List holds for p: p.Limit,
+// DefaultListLimit when it is not positive, and at most MaxListLimit.
+// Every store sizes its pages with it.
+func (p ListParams) PageLimit() int {
+	if p.Limit <= 0 {
+		return DefaultListLimit
+	}
+	return min(p.Limit, MaxListLimit)
 }
 
 // Listed is one record of a ListPage.

@@ -53,3 +53,13 @@ func TestListParamsValidate(t *testing.T) {
 		require.NoError(t, ok.Validate(), "%+v", ok)
 	}
 }
+
+func TestListParamsPageLimit(t *testing.T) {
+	for limit, want := range map[int]int{
+		-1 << 62: backends.DefaultListLimit, -1: backends.DefaultListLimit, 0: backends.DefaultListLimit,
+		1: 1, 250: 250, backends.MaxListLimit: backends.MaxListLimit,
+		backends.MaxListLimit + 1: backends.MaxListLimit, 1 << 62: backends.MaxListLimit,
+	} {
+		require.Equal(t, want, backends.ListParams{Limit: limit}.PageLimit(), "Limit %d", limit)
+	}
+}

@@ -64,11 +64,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if err != nil {
 		return backends.ListPage{}, err
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = backends.DefaultListLimit
-	}
-	limit = min(limit, backends.MaxListLimit)
+	limit := p.PageLimit()
 	var page backends.ListPage
 	for i := c.shard; i < shardCount; i++ {
 		matches := s.shardMatches(i, p, c)

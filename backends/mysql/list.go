@@ -78,11 +78,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 			c.state = backends.StateHeld
 		}
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = backends.DefaultListLimit
-	}
-	limit = min(limit, backends.MaxListLimit)
+	limit := p.PageLimit()
 	st, err := s.stmts.get(ctx, op, s.sql.list)
 	if err != nil {
 		return backends.ListPage{}, err

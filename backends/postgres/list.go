@@ -27,11 +27,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if err != nil {
 		return backends.ListPage{}, err
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = backends.DefaultListLimit
-	}
-	limit = min(limit, backends.MaxListLimit)
+	limit := p.PageLimit()
 	if c.state == 0 {
 		c.state = backends.StatePending
 		if p.State == backends.StateHeld {

@@ -153,11 +153,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if err != nil {
 		return backends.ListPage{}, err
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = backends.DefaultListLimit
-	}
-	limit = min(limit, backends.MaxListLimit)
+	limit := p.PageLimit()
 	nodes, err := s.nodes(ctx)
 	if err != nil {
 		return backends.ListPage{}, translate(ctx, op, err)

@@ -69,11 +69,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if p.Cursor == "" {
 		held = p.State == backends.StateHeld
 	}
-	limit := p.Limit
-	if limit <= 0 {
-		limit = backends.DefaultListLimit
-	}
-	limit = min(limit, backends.MaxListLimit)
+	limit := p.PageLimit()
 	now := s.nowMicros()
 	q := s.sql.listPending
 	if held {
