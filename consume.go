@@ -56,7 +56,7 @@ const (
 	ReasonPanicked      Reason = "handler panicked"     // RetryLater: the handler panicked; the claim was released
 	ReasonLeaseLost     Reason = "lease lost"           // RetryLater: the claim was taken over while the handler ran
 	ReasonStoreDown     Reason = "store unavailable"    // RetryLater: the claim could not be made; the handler did not run
-	ReasonCanceled      Reason = "canceled"             // RetryLater: the consumer's context ended before the handler ran
+	ReasonCanceled      Reason = "canceled"             // RetryLater: the consumer's context ended before the handler ran, or while it ran and it returned the context's error
 	ReasonMisconfigured Reason = "misconfigured"        // RetryLater: the scope, context, handler or fingerprint is invalid
 	ReasonKeyReused     Reason = "key reused"           // DeadLetter: the key is bound to another payload
 	ReasonInvalidKey    Reason = "invalid key"          // DeadLetter: the key is missing, too long or malformed
@@ -159,6 +159,7 @@ func Reject(err error) error {
 //	claim lost to another consumer while running      RetryLater  ReasonLeaseLost
 //	store unreachable at the claim (handler not run)  RetryLater  ReasonStoreDown (RetryAfter: StoreRetryAfter)
 //	consumer's context ended before the handler ran   RetryLater  ReasonCanceled
+//	  or while it ran, and it returned ctx's error
 //	invalid scope, nil context or handler, long fp    RetryLater  ReasonMisconfigured
 //	key bound to another payload (fingerprint)        DeadLetter  ReasonKeyReused
 //	key empty, over 255 bytes, bad UTF-8, control     DeadLetter  ReasonInvalidKey
@@ -171,6 +172,15 @@ func Reject(err error) error {
 // reached the adapter's delivery limit, and backs off the redelivery of a
 // RetryLater without a RetryAfter hint by the delivery count, so that a
 // poison message is neither redelivered at broker speed nor forever.
+//
+// A handler that returns the error of Consume's ctx, or one wrapping it
+// (or its cause), after ctx ended is answered ReasonCanceled, not
+// ReasonHandlerError: a consumer shutting down is not a failure of the
+// message, and the adapters never count it toward MaxDeliveries nor
+// dead-letter it. A deadline set on the ctx given to Consume therefore
+// counts as canceled too; a handler's own timeout belongs inside the
+// handler (context.WithTimeout of the handler's ctx), whose expiry is a
+// handler error.
 //
 // The unrecorded and lease-lost rows are the core's own completion
 // failures (Outcome.Unrecorded, Outcome.LeaseLost), never read from the
@@ -231,7 +241,7 @@ func ConsumeValue[T any](ctx context.Context, scope Scope, key string, fp Finger
 	}()
 	out, err := DoOutcome(ctx, scope, key, fp, fn)
 	if ran {
-		d = decideRan(scope, out, class, err)
+		d = decideRan(ctx, scope, out, class, err)
 	} else {
 		d = decideNotRan(ctx, out.Replayed, err)
 	}
@@ -264,7 +274,7 @@ func tooLarge(d Decision) bool {
 // (Outcome.LeaseLost, Outcome.Unrecorded), never from the error chain: a
 // handler's own error may wrap ErrOutcomeUnrecorded or ErrLeaseLost (from a
 // nested Do) while nothing of this message's outcome was stored.
-func decideRan[T any](scope Scope, out Outcome[T], class Class, err error) Decision {
+func decideRan[T any](ctx context.Context, scope Scope, out Outcome[T], class Class, err error) Decision {
 	switch {
 	case err == nil:
 		return Decision{Action: Ack, Reason: ReasonDone}
@@ -280,9 +290,27 @@ func decideRan[T any](scope Scope, out Outcome[T], class Class, err error) Decis
 		return Decision{Action: Ack, Reason: ReasonUnrecorded, Err: err}
 	case class == ClassHold:
 		return Decision{Action: RetryLater, Reason: ReasonHeld, RetryAfter: scope.lease(), Err: err}
+	case endedBy(ctx, err):
+		// The consumer is shutting down, not the message failing: a broker
+		// adapter must not count this delivery toward its limit.
+		return Decision{Action: RetryLater, Reason: ReasonCanceled, Err: err}
 	default:
 		return Decision{Action: RetryLater, Reason: ReasonHandlerError, Err: err}
 	}
+}
+
+// endedBy reports that ctx is done and err is (or wraps) its error or its
+// cause: the handler gave up because the consumer's context ended.
+func endedBy(ctx context.Context, err error) bool {
+	cerr := ctx.Err()
+	if cerr == nil {
+		return false
+	}
+	if errors.Is(err, cerr) {
+		return true
+	}
+	cause := context.Cause(ctx)
+	return cause != nil && errors.Is(err, cause)
 }
 
 // decideNotRan decides when the handler did not run in this call.

@@ -3,6 +3,7 @@ package once_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -204,6 +205,46 @@ func consumeTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		requireDecision(t, d, once.RetryLater, once.ReasonCanceled)
 		require.Zero(t, runs.Load())
 		requireDecision(t, once.Consume(ctx, scope, "m1", fp, counted(&runs, nil)), once.Ack, once.ReasonDone)
+	})
+	t.Run("CanceledWhileRunning", func(t *testing.T) {
+		// A handler that gives up because the consumer is shutting down is
+		// answered canceled, not a handler error an adapter would count.
+		scope := once.New(newStore(t)).Scope("group")
+		cause := errors.New("SIGTERM")
+		cases := map[string]func(context.Context, context.CancelFunc) error{
+			"ctx.Err": func(ctx context.Context, cancel context.CancelFunc) error {
+				cancel()
+				return ctx.Err()
+			},
+			"wrapped": func(ctx context.Context, cancel context.CancelFunc) error {
+				cancel()
+				return fmt.Errorf("charge: %w", ctx.Err())
+			},
+		}
+		for name, h := range cases {
+			cctx, cancel := context.WithCancel(ctx)
+			d := once.Consume(cctx, scope, "m-"+name, fp, func(hctx context.Context) error { return h(hctx, cancel) })
+			requireDecision(t, d, once.RetryLater, once.ReasonCanceled)
+			require.ErrorIs(t, d.Err, context.Canceled, name)
+		}
+		cctx, cancel := context.WithCancelCause(ctx)
+		d := once.Consume(cctx, scope, "m-cause", fp, func(hctx context.Context) error {
+			cancel(cause)
+			return context.Cause(hctx)
+		})
+		requireDecision(t, d, once.RetryLater, once.ReasonCanceled)
+		// The claim was released: the redelivery runs the handler.
+		var runs atomic.Int32
+		requireDecision(t, once.Consume(ctx, scope, "m-ctx.Err", fp, counted(&runs, nil)), once.Ack, once.ReasonDone)
+		require.Equal(t, int32(1), runs.Load())
+		// A context error of the handler's own making, with the consumer's
+		// context alive, is a handler error.
+		d = once.Consume(ctx, scope, "m-own", fp, func(hctx context.Context) error {
+			tctx, tcancel := context.WithCancel(hctx)
+			tcancel()
+			return tctx.Err()
+		})
+		requireDecision(t, d, once.RetryLater, once.ReasonHandlerError)
 	})
 	t.Run("Misconfigured", func(t *testing.T) {
 		scope := once.New(newStore(t)).Scope("group")
