@@ -21,9 +21,12 @@ const (
 
 // pace applies the delivery limit and the backoff of cfg to d, the
 // decision for msg's delivery: a handler that failed (error or panic) on
-// the MaxDeliveries-th delivery dead-letters the message; a RetryLater
-// without a hint waits RetryBackoff doubled per earlier delivery, at most
-// MaxRetryBackoff.
+// the MaxDeliveries-th delivery dead-letters the message; an in-progress
+// key waits the owner's lease left (a held key the hold's, at most
+// once.HeldRedelivery); a store outage waits once.StoreRetryAfter doubled
+// per earlier delivery, and a RetryLater without a hint RetryBackoff
+// doubled per earlier delivery, both at most MaxRetryBackoff. The
+// decision's RetryAfter is the delay of the Nak.
 func pace(msg jetstream.Msg, d once.Decision, cfg *Config) once.Decision {
 	if d.Action != once.RetryLater || msg == nil {
 		return d
@@ -37,7 +40,16 @@ func pace(msg jetstream.Msg, d once.Decision, cfg *Config) once.Decision {
 		return once.Decision{Action: once.DeadLetter, Reason: once.ReasonExhausted,
 			Err: fmt.Errorf("natsonce: delivery %d of at most %d, %s: %w", n, c.MaxDeliveries, d.Reason, d.Err)}
 	}
-	if d.RetryAfter == 0 {
+	switch {
+	case d.Reason == once.ReasonInProgress:
+		// Every Nak spends a delivery: wait out the owner's lease (or the
+		// hold), not the core's one-second hint.
+		d.RetryAfter = redelivery.InProgressWait(d)
+	case d.Reason == once.ReasonStoreDown:
+		// A store outage may last: back off from StoreRetryAfter per
+		// delivery, at most MaxRetryBackoff.
+		d.RetryAfter = redelivery.Backoff(max(d.RetryAfter, once.StoreRetryAfter), orDefault(c.MaxRetryBackoff, DefaultMaxRetryBackoff), n)
+	case d.RetryAfter == 0:
 		d.RetryAfter = redelivery.Backoff(orDefault(c.RetryBackoff, DefaultRetryBackoff), orDefault(c.MaxRetryBackoff, DefaultMaxRetryBackoff), n)
 	}
 	return d

@@ -3,6 +3,8 @@ package natsonce
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -19,12 +21,13 @@ type Handler func(ctx context.Context, msg jetstream.Msg) error
 
 // Config tunes Process. A nil *Config means the defaults.
 type Config struct {
-	// Key returns the idempotency key of a message. An error, or an empty
-	// or invalid key, terminates the message as once.ReasonInvalidKey.
-	// Defaults to MsgIDKey.
+	// Key returns the idempotency key of a message. An error, a panic (a
+	// *ConfigPanicError), or an empty or invalid key, terminates the
+	// message as once.ReasonInvalidKey. Defaults to MsgIDKey.
 	Key func(msg jetstream.Msg) (string, error)
 	// Fingerprint returns the digest the key is bound to; nil disables the
-	// check. Defaults to PayloadFingerprint.
+	// check. A panic in it terminates the message as once.ReasonRejected,
+	// with a *ConfigPanicError. Defaults to PayloadFingerprint.
 	Fingerprint func(msg jetstream.Msg) once.Fingerprint
 	// Heartbeat, when positive, makes Process tell JetStream every
 	// Heartbeat that the message is still being worked on
@@ -41,41 +44,48 @@ type Config struct {
 	TermWithReason bool
 	// RetryBackoff is the Nak delay of a RetryLater decision without a
 	// RetryAfter hint (a handler error or panic, a misconfiguration, a lost
-	// lease): RetryBackoff on the first delivery, doubled for every further
-	// one (JetStream's NumDelivered), at most MaxRetryBackoff. A poison
-	// message is so redelivered ever more slowly, not at broker speed.
-	// Defaults to DefaultRetryBackoff and DefaultMaxRetryBackoff; a
-	// negative value Naks at once.
+	// lease, a shutdown): RetryBackoff on the first delivery, doubled for
+	// every further one (JetStream's NumDelivered), at most
+	// MaxRetryBackoff. A poison message is so redelivered ever more slowly,
+	// not at broker speed. MaxRetryBackoff also bounds the Nak delay of a
+	// store outage, once.StoreRetryAfter doubled per delivery. Defaults to
+	// DefaultRetryBackoff and DefaultMaxRetryBackoff; a negative value Naks
+	// at once.
 	RetryBackoff    time.Duration
 	MaxRetryBackoff time.Duration
 	// MaxDeliveries, when positive, terminates (Term) a message whose
-	// handler returned a retryable error or panicked on its MaxDeliveries-th
-	// delivery, as once.ReasonExhausted, instead of Nak-ing it again. Set
-	// it below the consumer's MaxDeliver: JetStream itself stops delivering
-	// a message after MaxDeliver deliveries without terminating it. Other
-	// retry reasons (in progress, store down, held) are never terminated.
-	// Defaults to 0: no limit.
+	// handler returned a retryable error or panicked on a delivery whose
+	// JetStream delivery count (NumDelivered) is at least MaxDeliveries, as
+	// once.ReasonExhausted, instead of Nak-ing it again. NumDelivered counts
+	// every delivery, not handler failures: the Naks of an in-progress or
+	// held key, of a store outage or of a shutdown, and the redeliveries
+	// after AckWait of a killed consumer count too, so a message may be
+	// terminated on fewer than MaxDeliveries handler failures (see the
+	// package doc). A shutdown (once.ReasonCanceled) and the other retry
+	// reasons (in progress, store down, held) are never terminated. Leave
+	// the consumer's MaxDeliver unlimited (-1): past it JetStream drops the
+	// message without terminating it. Defaults to 0: no limit.
 	MaxDeliveries int
 	// OnDecision, when set, is called after each message is settled, with
 	// the decision and the error of the acknowledgement (nil when it was
-	// sent). Use it to log and count. Defaults to nil.
+	// sent). Use it to log and count. A panic in it is recovered and
+	// ignored: the message is settled already. Defaults to nil.
 	OnDecision func(msg jetstream.Msg, d once.Decision, ackErr error)
 }
 
 // Process runs h for msg at most once per key in scope (the consumer
 // group), settles msg as once.Consume decides and returns the decision
 // and the acknowledgement's error. It never panics: a panic in h is
-// answered with a Nak (once.ReasonPanicked). A RetryLater without a hint
-// is backed off by the delivery count (Config.RetryBackoff, reported as
-// the decision's RetryAfter), and a handler failing on the
-// Config.MaxDeliveries-th delivery terminates the message
+// answered with a Nak (once.ReasonPanicked). The returned decision's
+// RetryAfter is the delay of the Nak actually sent: the owner's lease left
+// for an in-progress key, a backoff by the delivery count for a store
+// outage or a RetryLater without a hint (see the package doc). A handler
+// failing on the Config.MaxDeliveries-th delivery terminates the message
 // (once.ReasonExhausted).
 func Process(ctx context.Context, scope once.Scope, msg jetstream.Msg, h Handler, cfg *Config) (once.Decision, error) {
 	d := pace(msg, decide(ctx, scope, msg, h, cfg), cfg)
 	err := settle(msg, d, cfg != nil && cfg.TermWithReason)
-	if cfg != nil && cfg.OnDecision != nil {
-		cfg.OnDecision(msg, d, err)
-	}
+	report(cfg, msg, d, err)
 	return d, err
 }
 
@@ -90,9 +100,7 @@ func Process(ctx context.Context, scope once.Scope, msg jetstream.Msg, h Handler
 func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, msg jetstream.Msg, begin func(context.Context) (X, backends.Store, error), h func(ctx context.Context, tx X, msg jetstream.Msg) error, cfg *Config) (once.Decision, error) {
 	d := pace(msg, decideTx(ctx, scope, msg, begin, h, cfg), cfg)
 	err := settle(msg, d, cfg != nil && cfg.TermWithReason)
-	if cfg != nil && cfg.OnDecision != nil {
-		cfg.OnDecision(msg, d, err)
-	}
+	report(cfg, msg, d, err)
 	return d, err
 }
 
@@ -175,11 +183,69 @@ func identify(msg jetstream.Msg, cfg *Config) (key string, fp once.Fingerprint, 
 		}
 		heartbeat = cfg.Heartbeat
 	}
-	key, err := keyOf(msg)
+	key, err := callKey(keyOf, msg)
 	if err != nil {
 		return "", nil, 0, &once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}
 	}
-	return key, fpOf(msg), heartbeat, nil
+	fp, err = callFingerprint(fpOf, msg)
+	if err != nil {
+		return "", nil, 0, &once.Decision{Action: once.DeadLetter, Reason: once.ReasonRejected, Err: err}
+	}
+	return key, fp, heartbeat, nil
+}
+
+// ConfigPanicError is the Err of the decision for a message whose
+// Config.Key or Config.Fingerprint panicked (Func names which): the
+// message is terminated, as once.ReasonInvalidKey for Key and
+// once.ReasonRejected for Fingerprint (it matches once.ErrRejected), since
+// the same message would panic the same way on every delivery.
+type ConfigPanicError struct {
+	Func  string // "Key" or "Fingerprint"
+	Value any    // the value it panicked with
+	Stack []byte // the stack at the panic
+}
+
+func (e *ConfigPanicError) Error() string {
+	return fmt.Sprintf("natsonce: Config.%s panicked: %v", e.Func, e.Value)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (e *ConfigPanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// Is reports a Fingerprint panic as once.ErrRejected.
+func (e *ConfigPanicError) Is(target error) bool {
+	return e.Func == "Fingerprint" && target == once.ErrRejected
+}
+
+func callKey(f func(jetstream.Msg) (string, error), msg jetstream.Msg) (key string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			key, err = "", &ConfigPanicError{Func: "Key", Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return f(msg)
+}
+
+func callFingerprint(f func(jetstream.Msg) once.Fingerprint, msg jetstream.Msg) (fp once.Fingerprint, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			fp, err = nil, &ConfigPanicError{Func: "Fingerprint", Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return f(msg), nil
+}
+
+// report calls cfg.OnDecision, if any; a panic in it is recovered and
+// ignored, since the message is already settled.
+func report(cfg *Config, msg jetstream.Msg, d once.Decision, ackErr error) {
+	if cfg == nil || cfg.OnDecision == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	cfg.OnDecision(msg, d, ackErr)
 }
 
 // startHeartbeat sends msg.InProgress every d until stop is called.

@@ -60,12 +60,12 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		d, err := natsonce.Process(ctx, scope, e.next(t), counting(&runs, nil), nil)
 		require.NoError(t, err)
 		require.Equal(t, once.ReasonDone, d.Reason)
-		_, err = once.Do(ctx, scope, "m-1", nil, func(context.Context) (struct{}, error) {
+		_, err = once.Do(ctx, scope, e.stream+".m-1", nil, func(context.Context) (struct{}, error) {
 			runs.Add(1)
 			return struct{}{}, nil
 		})
 		require.NoError(t, err)
-		require.Equal(t, int32(1), runs.Load(), "the key is the Nats-Msg-Id header")
+		require.Equal(t, int32(1), runs.Load(), "the key is the stream and the Nats-Msg-Id header")
 		e.settled(t)
 	})
 	t.Run("RetryableErrorIsNakedAndRedelivered", func(t *testing.T) {
@@ -112,7 +112,8 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		require.Equal(t, int32(1), runs.Load())
 	})
 	t.Run("InProgressIsNakedWithDelay", func(t *testing.T) {
-		e, scope := newEnv(t, time.Minute), once.New(newStore(t)).Scope("billing")
+		// The Nak waits the owner's lease left: a short lease keeps the test short.
+		e, scope := newEnv(t, time.Minute), once.New(newStore(t), once.WithLease(time.Second)).Scope("billing")
 		started, release := make(chan struct{}), make(chan struct{})
 		owner := make(chan once.Decision, 1)
 		go func() {
