@@ -3,6 +3,8 @@ package amqponce
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	amqp "github.com/rabbitmq/amqp091-go"
@@ -11,50 +13,98 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// DefaultMaxRequeueDelay caps the wait before a requeue.
-const DefaultMaxRequeueDelay = time.Second
+// DefaultMaxRequeueDelay caps the wait before a requeue. Every requeue
+// is a delivery that a quorum queue counts (x-delivery-count) against its
+// x-delivery-limit, so the cap is long enough that an in-progress key
+// under the default 30 s lease costs about 6 requeues, not 30; and short
+// enough that a delivery waiting holds its prefetch slot (and a consumer
+// that processes deliveries one at a time) for at most 5 s.
+const DefaultMaxRequeueDelay = 5 * time.Second
 
 // Handler processes one delivery. Its error is classified as once.Do
 // classifies fn's errors: wrap it with once.Final for an answer that must
 // not be retried, once.Reject for a message that can never be processed,
 // once.Hold for an unknown outcome.
+//
+// Process settles the delivery; the handler must not. It is given a copy
+// of the delivery whose Ack, Nack and Reject do nothing and return
+// ErrSettledByProcess (a second acknowledgement of one delivery tag makes
+// RabbitMQ close the channel, which requeues every other delivery on it).
 type Handler func(ctx context.Context, d *amqp.Delivery) error
+
+// ErrSettledByProcess is what Ack, Nack and Reject of the delivery a
+// handler is given return: Process settles it as the decision says.
+var ErrSettledByProcess = errors.New("amqponce: the delivery is settled by Process, not by its handler")
+
+// refusing is the Acknowledger of a handler's copy of the delivery.
+type refusing struct{}
+
+func (refusing) Ack(uint64, bool) error        { return ErrSettledByProcess }
+func (refusing) Nack(uint64, bool, bool) error { return ErrSettledByProcess }
+func (refusing) Reject(uint64, bool) error     { return ErrSettledByProcess }
+
+// handlerCopy is d as its handler sees it: unable to settle itself.
+func handlerCopy(d *amqp.Delivery) *amqp.Delivery {
+	c := *d
+	c.Acknowledger = refusing{}
+	return &c
+}
 
 // Config tunes Process. A nil *Config means the defaults.
 type Config struct {
-	// Key returns the idempotency key of a delivery. An error, or an empty
-	// or invalid key, dead-letters it as once.ReasonInvalidKey. Defaults to
-	// MessageIDKey.
+	// Key returns the idempotency key of a delivery. An error, a panic (a
+	// *ConfigPanicError), or an empty or invalid key, dead-letters it as
+	// once.ReasonInvalidKey. Defaults to MessageIDKey.
 	Key func(d *amqp.Delivery) (string, error)
 	// Fingerprint returns the digest the key is bound to; nil disables the
-	// check. Defaults to BodyFingerprint.
+	// check. A panic in it dead-letters the delivery as
+	// once.ReasonRejected, with a *ConfigPanicError. Defaults to
+	// BodyFingerprint.
 	Fingerprint func(d *amqp.Delivery) once.Fingerprint
 	// MaxRequeueDelay caps how long a RetryLater decision waits before it
-	// requeues the delivery. Defaults to DefaultMaxRequeueDelay; a negative
+	// requeues the delivery. AMQP has no delayed requeue, so the wait holds
+	// the delivery, its prefetch slot and the goroutine that called
+	// Process: a consumer that processes deliveries one at a time stalls
+	// for it (process them concurrently, up to the channel's prefetch, to
+	// avoid that). A shorter cap requeues more often, and every requeue is
+	// a delivery a quorum queue counts toward its x-delivery-limit (see the
+	// package doc). Defaults to DefaultMaxRequeueDelay (5 s); a negative
 	// value requeues at once.
 	MaxRequeueDelay time.Duration
 	// RequeueBackoff is the wait of a RetryLater decision without a
 	// RetryAfter hint (a handler error or panic, a misconfiguration, a lost
-	// lease): RequeueBackoff on the first delivery, doubled for every
-	// further one (Deliveries), at most MaxRequeueDelay. AMQP has no
-	// delayed requeue, so the wait holds the delivery (and a prefetch
-	// slot) before Nack(requeue); the delivery count is only known on
-	// quorum queues (x-delivery-count), classic queues tell only whether a
-	// delivery is a redelivery. Defaults to DefaultRequeueBackoff; a
-	// negative value requeues at once.
+	// lease, a shutdown): RequeueBackoff on the first delivery, doubled for
+	// every further one (Deliveries), at most MaxRequeueDelay. A store
+	// outage waits once.StoreRetryAfter doubled the same way. The delivery
+	// count is only known on quorum queues (x-delivery-count); classic
+	// queues tell only whether a delivery is a redelivery (counted 2).
+	// Defaults to DefaultRequeueBackoff; a negative value requeues at once.
 	RequeueBackoff time.Duration
 	// MaxDeliveries, when positive, dead-letters (Nack without requeue) a
-	// delivery whose handler returned a retryable error or panicked on its
-	// MaxDeliveries-th delivery, as once.ReasonExhausted. It needs the
-	// x-delivery-count header of a quorum queue (on a classic queue a
-	// delivery counts at most 2). Set it at or below the quorum queue's
-	// own delivery-limit (x-delivery-limit; RabbitMQ 4 defaults it to 20),
-	// past which the broker dead-letters or drops the message itself.
-	// Other retry reasons (in progress, store down, held) are never
-	// dead-lettered. Defaults to 0: no limit.
+	// delivery whose handler returned a retryable error or panicked on a
+	// delivery whose count (Deliveries) is at least MaxDeliveries, as
+	// once.ReasonExhausted. The count is every delivery of the message,
+	// not its handler failures: the requeues of an in-progress or held key,
+	// of a store outage or of a shutdown, and the redeliveries of a killed
+	// consumer's deliveries count too, so a message may be dead-lettered
+	// on fewer than MaxDeliveries handler failures. A shutdown
+	// (once.ReasonCanceled) and the other retry reasons (in progress,
+	// store down, held) are never dead-lettered by it.
+	//
+	// It needs the x-delivery-count header of a quorum queue. On a classic
+	// queue a delivery counts 1, or 2 once redelivered, forever: a
+	// MaxDeliveries of 3 or more never fires (a poison message is requeued
+	// forever), and 2 fires on the first failure of any redelivered
+	// message, whatever requeued it. Use a quorum queue. Its
+	// x-delivery-limit (RabbitMQ 4 defaults it to 20) must
+	// exceed MaxDeliveries plus the requeues a message can cost without a
+	// handler failure (see the package doc), or the broker dead-letters or
+	// drops the message itself. Defaults to 0: no limit.
 	MaxDeliveries int
 	// OnDecision, when set, is called after each delivery is settled, with
-	// the decision and the error of the acknowledgement. Defaults to nil.
+	// the decision and the error of the acknowledgement. A panic in it is
+	// recovered and ignored: the delivery is settled already. Defaults to
+	// nil.
 	OnDecision func(d *amqp.Delivery, dec once.Decision, ackErr error)
 }
 
@@ -66,10 +116,11 @@ var (
 // Process runs h for d at most once per key in scope (the consumer group),
 // settles d as once.Consume decides and returns the decision and the
 // acknowledgement's error. It never panics: a panic in h is answered with
-// a requeue (once.ReasonPanicked). A RetryLater without a hint is backed
-// off by the delivery count (Config.RequeueBackoff, reported as the
-// decision's RetryAfter), and a handler failing on the
-// Config.MaxDeliveries-th delivery dead-letters it (once.ReasonExhausted).
+// a requeue (once.ReasonPanicked). A RetryLater waits before its requeue
+// (see the package doc); the returned decision's RetryAfter is the wait
+// applied, at most Config.MaxRequeueDelay, not the hint. A handler failing
+// on the Config.MaxDeliveries-th delivery dead-letters it
+// (once.ReasonExhausted).
 func Process(ctx context.Context, scope once.Scope, d *amqp.Delivery, h Handler, cfg *Config) (once.Decision, error) {
 	dec := pace(d, decide(ctx, scope, d, h, cfg), cfg)
 	return dec, settleAndReport(ctx, d, dec, cfg)
@@ -88,7 +139,8 @@ func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, d *amqp.Deliver
 	case h == nil:
 		dec = once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: errNilHandler}
 	default:
-		dec = once.ConsumeTx(ctx, scope, key, fp, begin, func(ctx context.Context, tx X) error { return h(ctx, tx, d) })
+		hd := handlerCopy(d)
+		dec = once.ConsumeTx(ctx, scope, key, fp, begin, func(ctx context.Context, tx X) error { return h(ctx, tx, hd) })
 	}
 	dec = pace(d, dec, cfg)
 	return dec, settleAndReport(ctx, d, dec, cfg)
@@ -123,10 +175,18 @@ func Settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay t
 
 func settleAndReport(ctx context.Context, d *amqp.Delivery, dec once.Decision, cfg *Config) error {
 	err := Settle(ctx, d, dec, maxRequeueDelay(cfg))
-	if cfg != nil && cfg.OnDecision != nil {
-		cfg.OnDecision(d, dec, err)
-	}
+	report(cfg, d, dec, err)
 	return err
+}
+
+// report calls cfg.OnDecision, if any; a panic in it is recovered and
+// ignored, since the delivery is already settled.
+func report(cfg *Config, d *amqp.Delivery, dec once.Decision, ackErr error) {
+	if cfg == nil || cfg.OnDecision == nil {
+		return
+	}
+	defer func() { _ = recover() }()
+	cfg.OnDecision(d, dec, ackErr)
 }
 
 func maxRequeueDelay(cfg *Config) time.Duration {
@@ -144,7 +204,8 @@ func decide(ctx context.Context, scope once.Scope, d *amqp.Delivery, h Handler, 
 	if h == nil {
 		return once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: errNilHandler}
 	}
-	return once.Consume(ctx, scope, key, fp, func(ctx context.Context) error { return h(ctx, d) })
+	hd := handlerCopy(d)
+	return once.Consume(ctx, scope, key, fp, func(ctx context.Context) error { return h(ctx, hd) })
 }
 
 // identify returns the key and fingerprint of d, or the decision for a
@@ -162,9 +223,57 @@ func identify(d *amqp.Delivery, cfg *Config) (string, once.Fingerprint, *once.De
 			fpOf = cfg.Fingerprint
 		}
 	}
-	key, err := keyOf(d)
+	key, err := callKey(keyOf, d)
 	if err != nil {
 		return "", nil, &once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}
 	}
-	return key, fpOf(d), nil
+	fp, err := callFingerprint(fpOf, d)
+	if err != nil {
+		return "", nil, &once.Decision{Action: once.DeadLetter, Reason: once.ReasonRejected, Err: err}
+	}
+	return key, fp, nil
+}
+
+// ConfigPanicError is the Err of the decision for a delivery whose
+// Config.Key or Config.Fingerprint panicked (Func names which): the
+// delivery is dead-lettered, as once.ReasonInvalidKey for Key and
+// once.ReasonRejected for Fingerprint (it matches once.ErrRejected), since
+// the same message would panic the same way on every delivery.
+type ConfigPanicError struct {
+	Func  string // "Key" or "Fingerprint"
+	Value any    // the value it panicked with
+	Stack []byte // the stack at the panic
+}
+
+func (e *ConfigPanicError) Error() string {
+	return fmt.Sprintf("amqponce: Config.%s panicked: %v", e.Func, e.Value)
+}
+
+// Unwrap returns the panic value when it is an error.
+func (e *ConfigPanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
+}
+
+// Is reports a Fingerprint panic as once.ErrRejected.
+func (e *ConfigPanicError) Is(target error) bool {
+	return e.Func == "Fingerprint" && target == once.ErrRejected
+}
+
+func callKey(f func(*amqp.Delivery) (string, error), d *amqp.Delivery) (key string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			key, err = "", &ConfigPanicError{Func: "Key", Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return f(d)
+}
+
+func callFingerprint(f func(*amqp.Delivery) once.Fingerprint, d *amqp.Delivery) (fp once.Fingerprint, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			fp, err = nil, &ConfigPanicError{Func: "Fingerprint", Value: p, Stack: debug.Stack()}
+		}
+	}()
+	return f(d), nil
 }

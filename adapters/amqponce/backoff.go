@@ -17,9 +17,12 @@ const DefaultRequeueBackoff = 250 * time.Millisecond
 
 // pace applies the delivery limit and the backoff of cfg to dec, the
 // decision for delivery d: a handler that failed (error or panic) on the
-// MaxDeliveries-th delivery dead-letters it; a RetryLater without a hint
-// waits RequeueBackoff doubled per earlier delivery, at most
-// MaxRequeueDelay.
+// MaxDeliveries-th delivery dead-letters it; an in-progress key waits the
+// owner's lease left (a held key the hold's); a store outage waits
+// once.StoreRetryAfter doubled per earlier delivery; a RetryLater without
+// a hint waits RequeueBackoff doubled per earlier delivery. Every wait is
+// at most MaxRequeueDelay, and the decision's RetryAfter is the wait that
+// Settle applies.
 func pace(d *amqp.Delivery, dec once.Decision, cfg *Config) once.Decision {
 	if dec.Action != once.RetryLater || d == nil {
 		return dec
@@ -33,13 +36,23 @@ func pace(d *amqp.Delivery, dec once.Decision, cfg *Config) once.Decision {
 		return once.Decision{Action: once.DeadLetter, Reason: once.ReasonExhausted,
 			Err: fmt.Errorf("amqponce: delivery %d of at most %d, %s: %w", n, c.MaxDeliveries, dec.Reason, dec.Err)}
 	}
-	if dec.RetryAfter == 0 {
+	limit := maxRequeueDelay(cfg)
+	switch {
+	case dec.Reason == once.ReasonInProgress:
+		// Every requeue is a counted delivery: wait out the owner's lease
+		// (or the hold) up to the cap, not the core's one-second hint.
+		dec.RetryAfter = redelivery.InProgressWait(dec)
+	case dec.Reason == once.ReasonStoreDown:
+		dec.RetryAfter = redelivery.Backoff(max(dec.RetryAfter, once.StoreRetryAfter), limit, uint64(n))
+	case dec.RetryAfter == 0:
 		base := c.RequeueBackoff
 		if base == 0 {
 			base = DefaultRequeueBackoff
 		}
-		dec.RetryAfter = redelivery.Backoff(base, maxRequeueDelay(cfg), uint64(n))
+		dec.RetryAfter = redelivery.Backoff(base, limit, uint64(n))
 	}
+	// Report the wait Settle applies, not the hint.
+	dec.RetryAfter = max(min(dec.RetryAfter, limit), 0)
 	return dec
 }
 

@@ -4,31 +4,67 @@
 //
 //	once.Ack        → d.Ack(false)
 //	once.RetryLater → d.Nack(false, true): requeued, after waiting
-//	                  min(RetryAfter, Config.MaxRequeueDelay)
+//	                  the decision's RetryAfter (see Requeues below)
 //	once.DeadLetter → d.Nack(false, false): dropped, or routed to the
 //	                  queue's dead-letter exchange (x-dead-letter-exchange)
 //	                  when it has one
+//
+// Process settles every delivery itself: the handler is given a copy of
+// the delivery whose Ack, Nack and Reject return ErrSettledByProcess and
+// do nothing, since a second acknowledgement of a delivery tag makes
+// RabbitMQ close the channel (406, unknown delivery tag).
 //
 // The key is the message's MessageId property by default, or any header or
 // function (Config.Key). A delivery without a usable key is dead-lettered,
 // never processed and never a panic. The fingerprint is a digest of the
 // routing key and the body, so a key reused with another body is
-// dead-lettered too.
+// dead-lettered too. A panic in Config.Key, Config.Fingerprint or
+// Config.OnDecision is recovered: the first two dead-letter the delivery
+// (*ConfigPanicError), the last is ignored.
+//
+// # Requeues
 //
 // AMQP has no delayed requeue: a requeued delivery comes back at once. So
-// that an in-progress key does not spin, RetryLater waits the decision's
-// hint, capped by MaxRequeueDelay, before it requeues; the wait holds one
-// prefetch slot of the channel. A RetryLater without a hint (a handler
-// error or panic) waits Config.RequeueBackoff doubled per earlier delivery
-// (x-delivery-count on quorum queues; classic queues only flag a
-// redelivery), so that a poison message is not requeued at broker speed;
+// Process waits before it requeues, at most Config.MaxRequeueDelay (5 s by
+// default): an in-progress key waits the owner's lease left (a held key
+// the hold left); a Hold error the lease; a store outage
+// once.StoreRetryAfter doubled per earlier delivery; a RetryLater without
+// a hint (a handler error or panic, a shutdown) Config.RequeueBackoff
+// doubled per earlier delivery, so that a poison message is not requeued
+// at broker speed. The decision's RetryAfter is the wait applied. The wait
+// holds the delivery's prefetch slot and the goroutine that called
+// Process: a consumer that processes its deliveries one at a time stalls
+// behind it, so process them concurrently (one goroutine per delivery,
+// bounded by the channel's prefetch) when duplicates or failures are
+// common. For long delays use a retry queue with a message TTL.
+//
+// Every requeue is a delivery: a quorum queue counts it in the
+// x-delivery-count header and, past its x-delivery-limit (RabbitMQ 4
+// defaults it to 20), dead-letters or drops the message itself, handler
+// or no handler. With the default cap, a key another consumer runs costs
+// about one requeue per 5 s of its run (6 for a run of one 30 s lease), a
+// Hold about one per 5 s of the hold (6 for the default hold of one
+// lease; a key held until resolved, one every 5 s forever), a store outage
+// about 3 (1 s, 2 s, 4 s) plus one per 5 s of it, and each consumer killed with the
+// delivery one. The queue's x-delivery-limit must exceed
+// Config.MaxDeliveries plus these; a shorter MaxRequeueDelay multiplies
+// them (at 1 s a 30 s lease costs 30, over RabbitMQ 4's default).
+//
 // Config.MaxDeliveries dead-letters a failing handler's delivery
-// (once.ReasonExhausted) on its MaxDeliveries-th delivery. For long
-// delays use a quorum queue with a delivery-limit and a dead-letter
-// exchange, or a retry queue with a message TTL. A consumer killed mid-message loses its
-// connection, and the broker requeues its unacknowledged deliveries at
-// once; the claim in the store then decides whether the handler runs again
-// (the killed consumer's lease ended), is waited for (in progress) or is
-// replayed (done). For a database effect with no window between the effect
-// and its record, use ProcessTx.
+// (once.ReasonExhausted) when the delivery's count (Deliveries) is at
+// least MaxDeliveries. The count is every delivery, not the handler's
+// failures: requeues while in progress, held, the store down or the
+// consumer shutting down, and redeliveries after a killed consumer, all
+// count, so fewer than MaxDeliveries failures can exhaust it (a shutdown
+// itself never does). Classic queues keep no count: a delivery counts 1,
+// or 2 once redelivered, so a MaxDeliveries of 3 or more never fires (a
+// poison message is requeued forever) and 2 fires on the first failure of
+// any redelivered message, whatever requeued it. Use quorum queues.
+//
+// A consumer killed mid-message loses its connection, and the broker
+// requeues its unacknowledged deliveries at once; the claim in the store
+// then decides whether the handler runs again (the killed consumer's lease
+// ended), is waited for (in progress) or is replayed (done). For a
+// database effect with no window between the effect and its record, use
+// ProcessTx.
 package amqponce

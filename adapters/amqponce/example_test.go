@@ -28,10 +28,15 @@ func ExampleProcess() {
 	}
 	scope := once.New(nil).Scope("billing") // use a PostgreSQL or Redis store across processes
 	for d := range deliveries {
-		dec, err := amqponce.Process(ctx, scope, &d, func(ctx context.Context, d *amqp.Delivery) error {
-			log.Printf("charging %s", d.Body)
-			return nil
-		}, nil)
-		log.Printf("%s: %v (ack error: %v)", d.MessageId, dec, err)
+		// One goroutine per delivery (at most the 8 of the prefetch): a
+		// requeue waits up to MaxRequeueDelay, which must not hold up the
+		// other deliveries.
+		go func() {
+			dec, err := amqponce.Process(ctx, scope, &d, func(ctx context.Context, d *amqp.Delivery) error {
+				log.Printf("charging %s", d.Body)
+				return nil
+			}, nil)
+			log.Printf("%s: %v (ack error: %v)", d.MessageId, dec, err)
+		}()
 	}
 }

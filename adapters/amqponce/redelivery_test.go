@@ -1,0 +1,186 @@
+package amqponce_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	amqp "github.com/rabbitmq/amqp091-go"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/adapters/amqponce"
+	"github.com/stagedoor/once/backends/memory"
+)
+
+// holdKey claims key in scope from another consumer and keeps the claim
+// until the test ends.
+func holdKey(t *testing.T, scope once.Scope, key string) {
+	t.Helper()
+	started, rel, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = once.Do(context.Background(), scope, key, nil, func(context.Context) (int, error) {
+			close(started)
+			<-rel
+			return 0, nil
+		})
+	}()
+	<-started
+	t.Cleanup(func() { close(rel); <-done })
+}
+
+var noFingerprint = func(*amqp.Delivery) once.Fingerprint { return nil }
+
+// A consumer shutting down (its context ends while the handler runs and
+// the handler returns the context's error) requeues the delivery on its
+// last allowed delivery instead of dead-lettering it as exhausted.
+func TestShutdownOnTheLastDeliveryIsNotExhausted(t *testing.T) {
+	e := newEnv(t)
+	q := quorumQueue(t, e)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	require.NoError(t, e.ch.PublishWithContext(ctx, "", q, false, false, amqp.Publishing{Body: []byte("charge"), MessageId: "order-3"}))
+	scope := once.New(memory.New(nil)).Scope("billing")
+	cfg := &amqponce.Config{MaxDeliveries: 2, RequeueBackoff: time.Millisecond}
+	dec, err := amqponce.Process(context.Background(), scope, e.next(t, q), func(context.Context, *amqp.Delivery) error { return errors.New("transient") }, cfg)
+	require.NoError(t, err)
+	require.Equal(t, once.ReasonHandlerError, dec.Reason)
+	d := e.next(t, q)
+	require.EqualValues(t, 2, amqponce.Deliveries(d))
+	sctx, stop := context.WithCancel(context.Background())
+	dec, err = amqponce.Process(sctx, scope, d, func(ctx context.Context, _ *amqp.Delivery) error {
+		stop() // SIGTERM while the handler runs
+		<-ctx.Done()
+		return ctx.Err()
+	}, cfg)
+	require.ErrorIs(t, err, context.Canceled, "the requeue's wait was cut short")
+	require.Equal(t, once.RetryLater, dec.Action, "decision %v", dec)
+	require.Equal(t, once.ReasonCanceled, dec.Reason)
+	dec, err = amqponce.Process(context.Background(), scope, e.next(t, q), func(context.Context, *amqp.Delivery) error { return nil }, cfg)
+	require.NoError(t, err)
+	require.Equal(t, once.ReasonDone, dec.Reason)
+}
+
+// A delivery whose key another consumer runs waits the owner's lease left,
+// up to MaxRequeueDelay, before its requeue: not the core's one-second
+// hint, since every requeue counts toward a quorum queue's
+// x-delivery-limit.
+func TestInProgressWaitsTheOwnersLeaseUpToTheCap(t *testing.T) {
+	e := newEnv(t)
+	scope := once.New(memory.New(nil)).Scope("billing") // once.DefaultLease
+	holdKey(t, scope, "order-1")
+	e.publish(t, "charge", "order-1", nil)
+	cfg := &amqponce.Config{Fingerprint: noFingerprint, MaxRequeueDelay: 1500 * time.Millisecond}
+	dec, err := amqponce.Process(context.Background(), scope, e.next(t, e.queue), func(context.Context, *amqp.Delivery) error { return nil }, cfg)
+	require.NoError(t, err)
+	require.Equal(t, once.ReasonInProgress, dec.Reason)
+	require.Equal(t, 1500*time.Millisecond, dec.RetryAfter)
+}
+
+// The decision reports the wait applied before the requeue, not the hint.
+func TestRetryAfterIsTheWaitApplied(t *testing.T) {
+	e := newEnv(t)
+	scope := once.New(memory.New(nil)).Scope("billing")
+	e.publish(t, "charge", "order-h", nil)
+	cfg := &amqponce.Config{MaxRequeueDelay: 20 * time.Millisecond}
+	dec, err := amqponce.Process(context.Background(), scope, e.next(t, e.queue), func(context.Context, *amqp.Delivery) error {
+		return once.Hold(errors.New("provider timeout after send"))
+	}, cfg)
+	require.NoError(t, err)
+	require.Equal(t, once.ReasonHeld, dec.Reason)
+	require.Equal(t, 20*time.Millisecond, dec.RetryAfter, "the wait, not the 30s lease")
+	dec, err = amqponce.Process(context.Background(), scope, e.next(t, e.queue), func(context.Context, *amqp.Delivery) error { return nil }, &amqponce.Config{MaxRequeueDelay: -1})
+	require.NoError(t, err)
+	require.Equal(t, once.ReasonInProgress, dec.Reason)
+	require.Zero(t, dec.RetryAfter, "requeued at once")
+	require.Equal(t, "retry later (in progress)", dec.String())
+}
+
+// A handler that settles its delivery itself gets an error, and Process's
+// own acknowledgement is the only one: the channel stays open, and so do
+// its other deliveries.
+func TestHandlerCannotSettleTheDelivery(t *testing.T) {
+	e := newEnv(t)
+	e.publish(t, "a", "m-a", nil)
+	e.publish(t, "b", "m-b", nil)
+	scope := once.New(memory.New(nil)).Scope("billing")
+	other := e.next(t, e.queue) // m-a, still unacknowledged
+	closed := e.ch.NotifyClose(make(chan *amqp.Error, 1))
+	var ackErr, nackErr, rejectErr error
+	dec, err := amqponce.Process(context.Background(), scope, e.next(t, e.queue), func(_ context.Context, d *amqp.Delivery) error {
+		ackErr, nackErr, rejectErr = d.Ack(false), d.Nack(false, true), d.Reject(false)
+		return nil
+	}, nil)
+	require.NoError(t, err)
+	require.Equal(t, once.ReasonDone, dec.Reason)
+	for _, err := range []error{ackErr, nackErr, rejectErr} {
+		require.ErrorIs(t, err, amqponce.ErrSettledByProcess)
+	}
+	// A synchronous call after the acknowledgement fails if the broker
+	// closed the channel for a doubled delivery tag.
+	_, err = e.ch.QueueDeclarePassive(e.queue, false, false, false, false, amqp.Table{
+		"x-dead-letter-exchange": "", "x-dead-letter-routing-key": e.dlq,
+	})
+	require.NoError(t, err)
+	require.NoError(t, other.Ack(false))
+	ready, dead := e.counts(t)
+	require.Zero(t, ready, "both deliveries acknowledged once")
+	require.Zero(t, dead)
+	select {
+	case cerr := <-closed:
+		require.Nil(t, cerr, "closed by the test, not by the broker")
+	default:
+	}
+}
+
+// A panicking Config.Key or Config.Fingerprint dead-letters the delivery
+// with a *amqponce.ConfigPanicError; a panicking OnDecision changes
+// nothing.
+func TestConfigFuncPanicsAreRecovered(t *testing.T) {
+	e := newEnv(t)
+	scope := once.New(memory.New(nil)).Scope("billing")
+	var reported []once.Reason
+	cfg := &amqponce.Config{
+		Key: func(d *amqp.Delivery) (string, error) {
+			if string(d.Body) == "bad key" {
+				panic("index out of range")
+			}
+			return amqponce.MessageIDKey(d)
+		},
+		Fingerprint: func(d *amqp.Delivery) once.Fingerprint {
+			if string(d.Body) == "bad fp" {
+				panic("nil map")
+			}
+			return amqponce.BodyFingerprint(d)
+		},
+		OnDecision: func(_ *amqp.Delivery, dec once.Decision, _ error) {
+			reported = append(reported, dec.Reason)
+			panic("logger broke")
+		},
+	}
+	h := func(context.Context, *amqp.Delivery) error { return nil }
+	var p *amqponce.ConfigPanicError
+	e.publish(t, "bad key", "a", nil)
+	dec, err := amqponce.Process(context.Background(), scope, e.next(t, e.queue), h, cfg)
+	require.NoError(t, err)
+	require.Equal(t, once.ReasonInvalidKey, dec.Reason)
+	require.ErrorAs(t, dec.Err, &p)
+	require.Equal(t, "Key", p.Func)
+	e.publish(t, "bad fp", "b", nil)
+	dec, err = amqponce.Process(context.Background(), scope, e.next(t, e.queue), h, cfg)
+	require.NoError(t, err)
+	require.Equal(t, once.ReasonRejected, dec.Reason)
+	require.ErrorAs(t, dec.Err, &p)
+	require.Equal(t, "Fingerprint", p.Func)
+	require.ErrorIs(t, dec.Err, once.ErrRejected)
+	e.publish(t, "good", "c", nil)
+	dec, err = amqponce.Process(context.Background(), scope, e.next(t, e.queue), h, cfg)
+	require.NoError(t, err)
+	require.Equal(t, once.ReasonDone, dec.Reason)
+	require.Equal(t, []once.Reason{once.ReasonInvalidKey, once.ReasonRejected, once.ReasonDone}, reported)
+	ready, dead := e.counts(t)
+	require.Zero(t, ready)
+	require.Equal(t, 2, dead)
+}
