@@ -171,7 +171,11 @@ func Reject(err error) error {
 // amqponce) turns a handler error or panic into it when the message has
 // reached the adapter's delivery limit, and backs off the redelivery of a
 // RetryLater without a RetryAfter hint by the delivery count, so that a
-// poison message is neither redelivered at broker speed nor forever.
+// poison message is neither redelivered at broker speed nor forever. Since
+// every redelivery spends one of the broker's deliveries, the adapters
+// also wait out an in-progress key's lease (InProgressError.LeaseRemaining)
+// rather than the one-second RetryAfter, and back off a store outage by
+// the delivery count.
 //
 // A handler that returns the error of Consume's ctx, or one wrapping it
 // (or its cause), after ctx ended is answered ReasonCanceled, not

@@ -1,11 +1,14 @@
 package redelivery
 
 import (
+	"errors"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
 )
 
 func TestBackoffDoublesUpToTheCapWithoutOverflow(t *testing.T) {
@@ -18,4 +21,15 @@ func TestBackoffDoublesUpToTheCapWithoutOverflow(t *testing.T) {
 	require.Equal(t, time.Millisecond, Backoff(time.Hour, time.Millisecond, 3), "the cap bounds the base too")
 	require.Zero(t, Backoff(-1, time.Minute, 3), "a negative base redelivers at once")
 	require.Zero(t, Backoff(time.Second, 0, 3), "a zero limit redelivers at once")
+}
+
+func TestInProgressWaitIsTheLeaseLeftOrTheHold(t *testing.T) {
+	running := once.Decision{Reason: once.ReasonInProgress, RetryAfter: time.Second,
+		Err: &once.InProgressError{RetryAfter: time.Second, LeaseRemaining: 25 * time.Second}}
+	require.Equal(t, 25*time.Second, InProgressWait(running), "the lease left, not the 1s hint")
+	held := once.Decision{Reason: once.ReasonInProgress, RetryAfter: once.HeldRedelivery,
+		Err: &once.InProgressError{RetryAfter: time.Hour, LeaseRemaining: 10 * time.Second, Held: true, HoldRemaining: time.Hour}}
+	require.Equal(t, once.HeldRedelivery, InProgressWait(held), "a held key keeps the decision's hint")
+	bare := once.Decision{Reason: once.ReasonInProgress, RetryAfter: 300 * time.Millisecond, Err: errors.New("wrapped elsewhere")}
+	require.Equal(t, 300*time.Millisecond, InProgressWait(bare))
 }
