@@ -45,5 +45,23 @@ func TestWrapH(t *testing.T) {
 	r.Use(authenticate)
 	r.POST("/orders/:id/payments", gin.WrapH(mw.Handler(h)))
 	s := scenario.Server{Handler: r, Runs: o.runs.Load}
-	scenario.Replays(t, s, scenario.Request{Order: "42", Key: "k-1", User: "alice", Body: `{"amount":100}`})
+	scenario.Replays(t, s, scenario.Request{Order: "42", Key: "k-1", User: "alice", Body: `{"amount":100}`}, http.StatusCreated)
+}
+
+// TestStatusWithoutBody: a gin handler that sets a status and writes no
+// body (c.Status) answers, and is replayed with, that status, not 200.
+func TestStatusWithoutBody(t *testing.T) {
+	mw, err := oncehttp.New(once.New(nil), oncehttp.Config{Scope: scope})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &orders{}
+	r := gin.New()
+	r.Use(authenticate)
+	r.POST("/orders/:id/payments", Idempotent(mw), func(c *gin.Context) {
+		o.runs.Add(1)
+		c.Status(http.StatusAccepted)
+	})
+	s := scenario.Server{Handler: r, Runs: o.runs.Load}
+	scenario.Replays(t, s, scenario.Request{Order: "42", Key: "k-1", User: "alice", Body: `{"amount":100}`}, http.StatusAccepted)
 }

@@ -229,6 +229,10 @@ func whileRunning(t *testing.T, newServer New) {
 			<-release
 		}
 	})
+	// Released before the server closes (cleanups run last first), so
+	// that a failing case ends instead of waiting for the held request.
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
 	req := Request{Order: "42", Key: "k-1", User: "alice", Body: `{"amount":100}`}
 	type result struct {
 		r   Response
@@ -239,13 +243,17 @@ func whileRunning(t *testing.T, newServer New) {
 		r, err := send(url, req)
 		firstc <- result{r, err}
 	}()
-	<-entered // the first request holds the key inside the handler
+	select {
+	case <-entered: // the first request holds the key inside the handler
+	case res := <-firstc:
+		t.Fatalf("the first request was answered %d %q (%v) without running the handler", res.r.Status, res.r.Body, res.err)
+	}
 	dup := Send(t, url, req)
 	wantProblem(t, dup, http.StatusConflict)
 	if dup.Header.Get("Retry-After") == "" {
 		t.Fatal("409 without Retry-After")
 	}
-	close(release)
+	releaseOnce()
 	res := <-firstc
 	if res.err != nil {
 		t.Fatal(res.err)
@@ -333,13 +341,13 @@ func panics(t *testing.T, newServer New) {
 }
 
 // Replays checks that req, sent twice to s, runs s's handler once and that
-// the second answer is the first replayed.
-func Replays(t *testing.T, s Server, req Request) {
+// the second answer is the first, of the given status, replayed.
+func Replays(t *testing.T, s Server, req Request, status int) {
 	t.Helper()
 	srv := httptest.NewServer(s.Handler)
 	t.Cleanup(srv.Close)
 	first := Send(t, srv.URL, req)
-	wantStatus(t, first, http.StatusCreated)
+	wantStatus(t, first, status)
 	wantReplayOf(t, Send(t, srv.URL, req), first)
 	wantRuns(t, s, 1)
 }
