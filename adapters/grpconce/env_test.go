@@ -77,7 +77,16 @@ func startServer(t *testing.T, store backends.Store, impl billing, cfg grpconce.
 	if cfg.Scope == nil {
 		cfg.Scope = userScope
 	}
-	icpt, err := grpconce.ServerInterceptor(once.New(store), cfg)
+	return startServerOn(t, once.New(store), impl, cfg)
+}
+
+// startServerOn is startServer with a Keeper of the caller's.
+func startServerOn(t *testing.T, k *once.Keeper, impl billing, cfg grpconce.Config) string {
+	t.Helper()
+	if cfg.Scope == nil {
+		cfg.Scope = userScope
+	}
+	icpt, err := grpconce.ServerInterceptor(k, cfg)
 	require.NoError(t, err)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

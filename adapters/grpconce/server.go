@@ -3,7 +3,8 @@ package grpconce
 import (
 	"context"
 	"errors"
-	"time"
+	"math"
+	"slices"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -21,11 +22,23 @@ import (
 // default, because keys must never be shared between callers.
 var ErrNoScope = errors.New("grpconce: Config.Scope is required")
 
+// DefaultMaxStoredResponse is the default Config.MaxStoredResponse: 1 MiB,
+// as oncehttp's DefaultMaxStoredBody.
+const DefaultMaxStoredResponse = 1 << 20
+
+// metadataBudget is the room left for the type name, the stored metadata
+// and the framing when the interceptor sizes the Keeper's outcome cap for
+// its calls.
+const metadataBudget = 64 << 10
+
 // Config configures ServerInterceptor.
 type Config struct {
 	// Scope returns the scope of a call: the authenticated principal, so
 	// that callers never see each other's keys. An error answers the call
-	// with its status if it has one, Unauthenticated otherwise. Required.
+	// with its status if it has one (other than Unknown), Unauthenticated
+	// otherwise; an empty scope with a nil error is answered
+	// Unauthenticated too. The error's text is never sent unless it is a
+	// status. Required.
 	Scope func(ctx context.Context, fullMethod string) (string, error)
 	// Required reports whether a call of fullMethod must carry a key: a
 	// call without one is answered InvalidArgument. A method for which it
@@ -36,16 +49,39 @@ type Config struct {
 	// held (once.ClassHold) or never stored (once.ClassRetry). Defaults to
 	// DefaultClassify.
 	Classify func(code codes.Code) once.Class
+	// MaxStoredResponse caps the response that is stored, in bytes of its
+	// wire form. Defaults to DefaultMaxStoredResponse (1 MiB) when zero;
+	// must not be negative. The interceptor sets the Keeper's outcome cap
+	// for its calls to MaxStoredResponse plus 64 KiB for the type name,
+	// the stored metadata and the framing, so a response within
+	// MaxStoredResponse fits. A larger response is still returned to the
+	// call that ran the handler, and the handler never runs again for the
+	// key within the retention; every retry with the key is answered
+	// Internal with an ErrorInfo of reason ReasonResponseUnavailable (the
+	// call was processed, its response cannot be replayed). A final
+	// status is capped the same way.
+	MaxStoredResponse int
+	// Options are applied to the scope of every call (once.Scope.With),
+	// e.g. once.WithWait(2*time.Second) so that a duplicate waits for the
+	// first call's response instead of getting Aborted. Defaults to none:
+	// the Keeper's policy applies. The interceptor sets its own codec (the
+	// reply's compact binary form, whatever the Keeper's codec), the
+	// outcome cap (see MaxStoredResponse) and the default error
+	// classifier after these, so those three cannot be overridden here.
+	Options []once.Option
 	// OnError, when set, is told of failures that the client does not see
-	// in full: an outcome the store did not record (the handler's response
-	// is returned anyway) and stored outcomes that cannot be decoded.
-	// Defaults to nil.
+	// in full: an outcome the store did not record, a lease lost, or a
+	// response too large to store (the handler's response is returned to
+	// its caller anyway), a stored reply that cannot be decoded, and any
+	// internal failure answered with a generic Internal status. Defaults
+	// to nil.
 	OnError func(ctx context.Context, fullMethod string, err error)
 }
 
 // ServerInterceptor returns the unary server interceptor that runs each
 // keyed call at most once per (scope, key) on k, as the package
-// documentation describes. It returns ErrNoScope without cfg.Scope.
+// documentation describes. It returns ErrNoScope without cfg.Scope, and an
+// error for a nil Keeper or a negative MaxStoredResponse.
 func ServerInterceptor(k *once.Keeper, cfg Config) (grpc.UnaryServerInterceptor, error) {
 	if k == nil {
 		return nil, errors.New("grpconce: nil Keeper")
@@ -53,16 +89,28 @@ func ServerInterceptor(k *once.Keeper, cfg Config) (grpc.UnaryServerInterceptor,
 	if cfg.Scope == nil {
 		return nil, ErrNoScope
 	}
+	if cfg.MaxStoredResponse < 0 {
+		return nil, errors.New("grpconce: Config.MaxStoredResponse is negative")
+	}
 	if cfg.Classify == nil {
 		cfg.Classify = DefaultClassify
 	}
+	if cfg.MaxStoredResponse == 0 {
+		cfg.MaxStoredResponse = DefaultMaxStoredResponse
+	}
 	s := &server{k: k, cfg: cfg}
+	s.opts = append(slices.Clone(cfg.Options),
+		once.WithCodec(replyCodec{}),
+		once.WithMaxOutcomeSize(min(cfg.MaxStoredResponse, math.MaxInt-metadataBudget)+metadataBudget),
+		once.WithClassifier(nil),
+	)
 	return s.intercept, nil
 }
 
 type server struct {
-	k   *once.Keeper
-	cfg Config
+	k    *once.Keeper
+	cfg  Config
+	opts []once.Option
 }
 
 func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -90,10 +138,15 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		}
 		return nil, status.Error(codes.Unauthenticated, "grpconce: no scope for the call")
 	}
+	if name == "" {
+		return nil, status.Error(codes.Unauthenticated, "grpconce: no scope for the call")
+	}
 
+	var ran bool
 	var handlerResp any
 	var handlerErr error
-	out, err := once.DoOutcome(ctx, s.k.Scope(name), key, fp, func(ctx context.Context) (storedReply, error) {
+	out, err := once.DoOutcome(ctx, s.k.Scope(name).With(s.opts...), key, fp, func(ctx context.Context) (storedReply, error) {
+		ran = true
 		handlerResp, handlerErr = handler(ctx, req)
 		if handlerErr == nil {
 			return replyOf(handlerResp)
@@ -108,58 +161,63 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 			return storedReply{}, once.Retry(handlerErr)
 		}
 	})
+	if ran {
+		// The handler ran in this call: its caller gets the handler's
+		// answer, whatever became of recording it (a store failure, a
+		// lost lease, a response too large to store).
+		if err != nil && !handlersOwn(out, err, handlerErr) {
+			s.report(ctx, info.FullMethod, err)
+		}
+		return handlerResp, handlerErr
+	}
 	if out.Replayed {
 		_ = grpc.SetHeader(ctx, metadata.Pairs(ReplayedHeader, "true"))
 	}
-	switch {
-	case err == nil && out.Replayed:
+	if err == nil {
 		resp, statusErr, decodeErr := out.Value.answer()
 		if decodeErr != nil {
 			s.report(ctx, info.FullMethod, decodeErr)
-			return nil, status.Error(codes.Internal, "grpconce: the stored response cannot be decoded")
+			return nil, responseUnavailable()
 		}
 		return resp, statusErr
-	case err == nil:
-		if out.Value.Status != nil {
-			return nil, handlerErr
-		}
-		return handlerResp, nil
-	case errors.Is(err, once.ErrOutcomeUnrecorded):
-		s.report(ctx, info.FullMethod, err)
-		return handlerResp, handlerErr
 	}
-	return nil, s.protocolError(ctx, info.FullMethod, err, handlerErr)
+	return nil, s.protocolError(ctx, info.FullMethod, err)
 }
 
-// protocolError maps what once.DoOutcome returned, other than an answer,
-// to a status.
-func (s *server) protocolError(ctx context.Context, method string, err, handlerErr error) error {
+// handlersOwn reports whether err, returned by DoOutcome for a call that
+// ran the handler, is the handler's own retryable or held error, returned
+// as it was, rather than a failure to record the outcome.
+func handlersOwn(out once.Outcome[storedReply], err, handlerErr error) bool {
+	return handlerErr != nil && !out.Unrecorded && !out.LeaseLost && !out.Recorded && errors.Is(err, handlerErr)
+}
+
+// protocolError maps what once.DoOutcome returned, for a call that did
+// not run the handler and has no stored reply, to a status. No internal
+// error text reaches the client: what it does not need is told to OnError.
+func (s *server) protocolError(ctx context.Context, method string, err error) error {
 	var inProgress *once.InProgressError
 	switch {
-	case handlerErr != nil && errors.Is(err, handlerErr):
-		return handlerErr // retryable or held: never stored, returned as is
 	case errors.As(err, &inProgress):
-		return inProgressStatus(inProgress.RetryAfter)
+		return inProgressStatus(inProgress)
 	case errors.Is(err, once.ErrKeyReused):
-		return status.Error(codes.InvalidArgument, once.ErrKeyReused.Error())
-	case errors.Is(err, once.ErrInvalidInput):
-		return status.Error(codes.InvalidArgument, err.Error())
-	case errors.Is(err, once.ErrLeaseLost):
-		return status.Error(codes.Aborted, once.ErrLeaseLost.Error())
+		return withInfo(status.New(codes.InvalidArgument, once.ErrKeyReused.Error()), ReasonKeyReused)
 	case errors.Is(err, once.ErrStore):
+		s.report(ctx, method, err)
 		return status.Error(codes.Unavailable, "grpconce: idempotency store unavailable")
 	case errors.Is(err, once.ErrOutcomeTooLarge):
-		return status.Error(codes.Internal, "grpconce: the response is too large to store")
+		return responseUnavailable()
 	case errors.Is(err, once.ErrUndecodable):
 		s.report(ctx, method, err)
-		return status.Error(codes.Internal, "grpconce: the stored response cannot be decoded")
+		return responseUnavailable()
 	case errors.Is(err, context.Canceled):
-		return status.Error(codes.Canceled, err.Error())
+		return status.Error(codes.Canceled, "grpconce: the call was cancelled")
 	case errors.Is(err, context.DeadlineExceeded):
-		return status.Error(codes.DeadlineExceeded, err.Error())
+		return status.Error(codes.DeadlineExceeded, "grpconce: the call's deadline passed")
 	default:
+		// A scope name the core refuses (over 255 bytes, control
+		// characters), a stored outcome that is not a gRPC reply, ...
 		s.report(ctx, method, err)
-		return status.Error(codes.Internal, "grpconce: "+err.Error())
+		return status.Error(codes.Internal, "grpconce: internal error")
 	}
 }
 
@@ -169,11 +227,52 @@ func (s *server) report(ctx context.Context, method string, err error) {
 	}
 }
 
-// inProgressStatus is Aborted with a RetryInfo detail.
-func inProgressStatus(retryAfter time.Duration) error {
-	st := status.New(codes.Aborted, once.ErrInProgress.Error())
-	if withInfo, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(retryAfter)}); err == nil {
-		st = withInfo
+// ErrorDomain is the domain of the google.rpc.ErrorInfo details the
+// server interceptor attaches to its own answers.
+const ErrorDomain = "once.stagedoor"
+
+// Reasons of the ErrorInfo details (domain ErrorDomain) of the server
+// interceptor's own answers.
+const (
+	// ReasonInProgress (Aborted, with a RetryInfo): a call with the key
+	// is running; retry after the delay.
+	ReasonInProgress = "IDEMPOTENCY_KEY_IN_PROGRESS"
+	// ReasonHeld (Aborted, with a RetryInfo): the outcome of the call
+	// with the key is unknown (it ended with a held status, see
+	// DefaultClassify) and the key is held until the RetryInfo delay has
+	// passed, or until its outcome is resolved. The client interceptor
+	// does not retry it.
+	ReasonHeld = "IDEMPOTENCY_KEY_HELD"
+	// ReasonKeyReused (InvalidArgument): the key was used with another
+	// method or request.
+	ReasonKeyReused = "IDEMPOTENCY_KEY_REUSED"
+	// ReasonResponseUnavailable (Internal): the call with the key was
+	// processed, but its reply cannot be replayed: it was too large to
+	// store (Config.MaxStoredResponse) or can no longer be decoded.
+	ReasonResponseUnavailable = "IDEMPOTENT_RESPONSE_UNAVAILABLE"
+)
+
+// inProgressStatus is Aborted with a RetryInfo and an ErrorInfo detail.
+func inProgressStatus(e *once.InProgressError) error {
+	reason, msg := ReasonInProgress, once.ErrInProgress.Error()
+	if e.Held {
+		reason, msg = ReasonHeld, "grpconce: the outcome of the call with this key is unknown; the key is held"
+	}
+	st := status.New(codes.Aborted, msg)
+	if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(e.RetryAfter)}); err == nil {
+		st = d
+	}
+	return withInfo(st, reason)
+}
+
+func responseUnavailable() error {
+	return withInfo(status.New(codes.Internal, "grpconce: the call with this key was processed, but its response cannot be replayed"), ReasonResponseUnavailable)
+}
+
+// withInfo adds an ErrorInfo of reason to st.
+func withInfo(st *status.Status, reason string) error {
+	if d, err := st.WithDetails(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain}); err == nil {
+		st = d
 	}
 	return st.Err()
 }
