@@ -91,8 +91,9 @@ func serverCases(t *testing.T, newStore func(testing.TB) backends.Store) {
 		}
 		require.Equal(t, int32(1), runs.Load())
 	})
-	t.Run("TransientStatusesAreNeverStored", func(t *testing.T) {
-		for _, code := range []codes.Code{codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Aborted, codes.Internal, codes.Unknown, codes.Unauthenticated} {
+	t.Run("ReleasedStatusesAreNeverStored", func(t *testing.T) {
+		for _, code := range []codes.Code{codes.Unavailable, codes.ResourceExhausted, codes.Aborted, codes.InvalidArgument,
+			codes.OutOfRange, codes.Canceled, codes.Unauthenticated, codes.Unimplemented} {
 			var runs atomic.Int32
 			failing := func(*structpb.Struct) (*wrapperspb.StringValue, error) {
 				if runs.Load() == 1 {
@@ -108,6 +109,39 @@ func serverCases(t *testing.T, newStore func(testing.TB) backends.Store) {
 			require.Equal(t, "ok", reply.GetValue())
 			require.Equal(t, int32(2), runs.Load())
 		}
+	})
+	t.Run("UnknownOutcomesAreHeld", func(t *testing.T) {
+		for _, code := range []codes.Code{codes.DeadlineExceeded, codes.Unknown, codes.Internal, codes.DataLoss} {
+			var runs atomic.Int32
+			failing := func(*structpb.Struct) (*wrapperspb.StringValue, error) {
+				return nil, status.Error(code, "the charge may have gone through")
+			}
+			cc := dial(t, startServer(t, newStore(t), charger(&runs, failing), grpconce.Config{}))
+			_, _, err := call(ctx, cc, chargeMethod, "ann", "k1", order("o1", 5))
+			require.Equal(t, code, status.Code(err), "the first caller gets the handler's status")
+			_, _, err = call(ctx, cc, chargeMethod, "ann", "k1", order("o1", 5))
+			st := status.Convert(err)
+			require.Equal(t, codes.Aborted, st.Code(), "%v holds the key", code)
+			requireReason(t, st, grpconce.ReasonHeld)
+			require.Positive(t, st.Details()[0].(*errdetails.RetryInfo).GetRetryDelay().AsDuration())
+			require.Equal(t, int32(1), runs.Load(), "%v: the retry does not run the handler", code)
+		}
+	})
+	t.Run("TheCorrectedRequestRunsWithTheSameKey", func(t *testing.T) {
+		var runs atomic.Int32
+		validated := func(in *structpb.Struct) (*wrapperspb.StringValue, error) {
+			if in.Fields["amount"].GetNumberValue() <= 0 {
+				return nil, status.Error(codes.InvalidArgument, "amount must be positive")
+			}
+			return receipt(in)
+		}
+		cc := dial(t, startServer(t, newStore(t), charger(&runs, validated), grpconce.Config{}))
+		_, _, err := call(ctx, cc, chargeMethod, "ann", "k1", order("o1", 0))
+		require.Equal(t, codes.InvalidArgument, status.Code(err))
+		reply, _, err := call(ctx, cc, chargeMethod, "ann", "k1", order("o1", 5))
+		require.NoError(t, err)
+		require.Equal(t, "receipt for o1", reply.GetValue())
+		require.Equal(t, int32(2), runs.Load())
 	})
 	t.Run("ClassifyOverride", func(t *testing.T) {
 		var runs atomic.Int32
