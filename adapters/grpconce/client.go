@@ -4,6 +4,7 @@ import (
 	"context"
 	crand "crypto/rand"
 	"encoding/hex"
+	"errors"
 	"math/rand/v2"
 	"time"
 
@@ -16,35 +17,58 @@ import (
 
 // Defaults of ClientConfig.
 const (
-	DefaultMaxAttempts = 4
-	DefaultBaseBackoff = 50 * time.Millisecond
-	DefaultMaxBackoff  = 2 * time.Second
+	DefaultMaxAttempts   = 4
+	DefaultBaseBackoff   = 50 * time.Millisecond
+	DefaultMaxBackoff    = 2 * time.Second
+	DefaultMaxRetryDelay = 30 * time.Second
 )
 
 // ClientConfig configures ClientInterceptor. A nil *ClientConfig means the
 // defaults.
 type ClientConfig struct {
-	// Methods reports whether calls of fullMethod get a key and retries.
-	// Defaults to nil: every unary method.
+	// Methods reports whether calls of fullMethod that carry no key of
+	// their caller's get a random one (and retries with it). Defaults to
+	// nil: no method does, so that reads are not stored for the
+	// retention; list the methods with effects, e.g.
+	// Methods("/shop.Billing/Charge"). A call that carries a key — WithKey,
+	// or an "idempotency-key" already in its outgoing metadata — is keyed
+	// and retried whatever Methods says; every other call passes through
+	// untouched.
 	Methods func(fullMethod string) bool
 	// MaxAttempts bounds the attempts of one call, the first included.
 	// Defaults to DefaultMaxAttempts; 1 attaches the key without retrying.
 	MaxAttempts int
 	// BaseBackoff and MaxBackoff shape the pause before attempt n (n ≥ 1):
 	// a random duration up to min(MaxBackoff, BaseBackoff·2^(n-1)) — full
-	// jitter — or the server's RetryInfo delay when it asks for longer,
-	// capped at MaxBackoff. Default to DefaultBaseBackoff and
-	// DefaultMaxBackoff.
+	// jitter — or the server's RetryInfo delay when it asks for longer.
+	// Default to DefaultBaseBackoff and DefaultMaxBackoff.
 	BaseBackoff, MaxBackoff time.Duration
+	// MaxRetryDelay is the longest RetryInfo delay the interceptor waits
+	// for: a server that asks for longer gets its answer returned to the
+	// caller at once, since waiting less than it asked would only meet the
+	// same answer. Defaults to DefaultMaxRetryDelay (30 s).
+	MaxRetryDelay time.Duration
+}
+
+// Methods returns a ClientConfig.Methods (or Config.Required) that reports
+// true for the listed full method names ("/package.Service/Method") only.
+func Methods(fullMethods ...string) func(fullMethod string) bool {
+	set := make(map[string]bool, len(fullMethods))
+	for _, m := range fullMethods {
+		set[m] = true
+	}
+	return func(fullMethod string) bool { return set[fullMethod] }
 }
 
 type keyContext struct{}
 
 // WithKey returns a context whose calls carry key as their idempotency key:
 // the key of the caller's intent, the same on every retry of every restart
-// (for example once.DerivedKey("order", orderID)). Without it, the client
-// interceptor draws a random key per call, which protects the retries of
-// that call but not a retry of the whole operation after a crash.
+// (for example once.DerivedKey("order", orderID)). Such a call is keyed and
+// retried by the client interceptor whatever ClientConfig.Methods says.
+// Without it, a call of a method that ClientConfig.Methods lists gets a
+// random key, which protects the retries of that call but not a retry of
+// the whole operation after a crash.
 func WithKey(ctx context.Context, key string) context.Context {
 	return context.WithValue(ctx, keyContext{}, key)
 }
@@ -54,7 +78,7 @@ func WithKey(ctx context.Context, key string) context.Context {
 // are safe to retry, as the package documentation describes. A key
 // already in the outgoing metadata is kept.
 func ClientInterceptor(cfg *ClientConfig) grpc.UnaryClientInterceptor {
-	c := ClientConfig{MaxAttempts: DefaultMaxAttempts, BaseBackoff: DefaultBaseBackoff, MaxBackoff: DefaultMaxBackoff}
+	c := ClientConfig{MaxAttempts: DefaultMaxAttempts, BaseBackoff: DefaultBaseBackoff, MaxBackoff: DefaultMaxBackoff, MaxRetryDelay: DefaultMaxRetryDelay}
 	if cfg != nil {
 		c.Methods = cfg.Methods
 		if cfg.MaxAttempts > 0 {
@@ -66,12 +90,15 @@ func ClientInterceptor(cfg *ClientConfig) grpc.UnaryClientInterceptor {
 		if cfg.MaxBackoff > 0 {
 			c.MaxBackoff = cfg.MaxBackoff
 		}
+		if cfg.MaxRetryDelay > 0 {
+			c.MaxRetryDelay = cfg.MaxRetryDelay
+		}
 	}
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-		if c.Methods != nil && !c.Methods(method) {
+		ctx, keyed := c.withOutgoingKey(ctx, method)
+		if !keyed {
 			return invoker(ctx, method, req, reply, cc, opts...)
 		}
-		ctx = withOutgoingKey(ctx)
 		var err error
 		for attempt := 1; ; attempt++ {
 			err = invoker(ctx, method, req, reply, cc, opts...)
@@ -89,24 +116,49 @@ func ClientInterceptor(cfg *ClientConfig) grpc.UnaryClientInterceptor {
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return err
+				return &backoffEndedError{ctxErr: ctx.Err(), last: err}
 			case <-t.C:
 			}
 		}
 	}
 }
 
-// withOutgoingKey makes sure the outgoing metadata carries a key.
-func withOutgoingKey(ctx context.Context) context.Context {
+// backoffEndedError is returned when the call's context ends while the
+// interceptor waits to retry: its status is the context's (Canceled or
+// DeadlineExceeded), errors.Is finds the context's error, and it wraps the
+// last attempt's error too.
+type backoffEndedError struct{ ctxErr, last error }
+
+func (e *backoffEndedError) Error() string {
+	return "grpconce: " + e.ctxErr.Error() + " while waiting to retry; last attempt: " + e.last.Error()
+}
+
+func (e *backoffEndedError) Unwrap() []error { return []error{e.ctxErr, e.last} }
+
+// GRPCStatus makes status.Code and status.FromError see the context's code.
+func (e *backoffEndedError) GRPCStatus() *status.Status {
+	code := codes.Canceled
+	if errors.Is(e.ctxErr, context.DeadlineExceeded) {
+		code = codes.DeadlineExceeded
+	}
+	return status.New(code, e.Error())
+}
+
+// withOutgoingKey makes sure the outgoing metadata of a call that is to be
+// keyed carries a key; keyed is false for a call left as it is.
+func (c ClientConfig) withOutgoingKey(ctx context.Context, method string) (_ context.Context, keyed bool) {
 	md, _ := metadata.FromOutgoingContext(ctx)
 	if len(md.Get(KeyHeader)) > 0 {
-		return ctx
+		return ctx, true
 	}
 	key, _ := ctx.Value(keyContext{}).(string)
 	if key == "" {
+		if c.Methods == nil || !c.Methods(method) {
+			return ctx, false
+		}
 		key = randomKey()
 	}
-	return metadata.AppendToOutgoingContext(ctx, KeyHeader, key)
+	return metadata.AppendToOutgoingContext(ctx, KeyHeader, key), true
 }
 
 func randomKey() string {
@@ -120,19 +172,27 @@ func randomKey() string {
 func (c ClientConfig) retryDelay(err error, attempt int) (time.Duration, bool) {
 	st := status.Convert(err)
 	var asked time.Duration
-	hasRetryInfo := false
+	hasRetryInfo, held := false, false
 	for _, d := range st.Details() {
-		if ri, ok := d.(*errdetails.RetryInfo); ok && ri.GetRetryDelay() != nil {
-			asked, hasRetryInfo = ri.GetRetryDelay().AsDuration(), true
+		switch d := d.(type) {
+		case *errdetails.RetryInfo:
+			if d.GetRetryDelay() != nil {
+				asked, hasRetryInfo = d.GetRetryDelay().AsDuration(), true
+			}
+		case *errdetails.ErrorInfo:
+			held = held || (d.GetDomain() == ErrorDomain && d.GetReason() == ReasonHeld)
 		}
 	}
 	switch st.Code() {
 	case codes.Unavailable, codes.ResourceExhausted:
 	case codes.Aborted:
-		if !hasRetryInfo {
-			return 0, false
+		if !hasRetryInfo || held {
+			return 0, false // not a duplicate in progress; or a held key: its outcome is unknown
 		}
 	default:
+		return 0, false
+	}
+	if asked > c.MaxRetryDelay {
 		return 0, false
 	}
 	ceiling := min(c.BaseBackoff, c.MaxBackoff)
@@ -143,9 +203,5 @@ func (c ClientConfig) retryDelay(err error, attempt int) (time.Duration, bool) {
 			ceiling *= 2
 		}
 	}
-	delay := time.Duration(rand.Int64N(int64(ceiling) + 1))
-	if asked > delay {
-		delay = min(asked, c.MaxBackoff)
-	}
-	return delay, true
+	return max(time.Duration(rand.Int64N(int64(ceiling)+1)), asked), true
 }

@@ -9,11 +9,13 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 
@@ -53,7 +55,7 @@ func (r *keyRecorder) seen() []string {
 }
 
 func fastRetries() *grpconce.ClientConfig {
-	return &grpconce.ClientConfig{BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
+	return &grpconce.ClientConfig{Methods: grpconce.Methods(chargeMethod), BaseBackoff: time.Millisecond, MaxBackoff: 5 * time.Millisecond}
 }
 
 func TestClientOneKeyPerIntent(t *testing.T) {
@@ -99,12 +101,12 @@ func TestClientStopsAtMaxAttemptsAndTheDeadline(t *testing.T) {
 	ctx := context.Background()
 	rec := &keyRecorder{fail: 1000, code: codes.Unavailable}
 	addr := startServer(t, memory.New(nil), rec, grpconce.Config{})
-	cc := dial(t, addr, grpcClientInterceptor(&grpconce.ClientConfig{MaxAttempts: 3, BaseBackoff: time.Millisecond}))
+	cc := dial(t, addr, grpcClientInterceptor(&grpconce.ClientConfig{Methods: grpconce.Methods(chargeMethod), MaxAttempts: 3, BaseBackoff: time.Millisecond}))
 	_, _, err := call(ctx, cc, chargeMethod, "ann", "", order("o1", 5))
 	require.Equal(t, codes.Unavailable, status.Code(err))
 	require.Len(t, rec.seen(), 3)
 
-	cc = dial(t, addr, grpcClientInterceptor(&grpconce.ClientConfig{MaxAttempts: 1000, BaseBackoff: 20 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}))
+	cc = dial(t, addr, grpcClientInterceptor(&grpconce.ClientConfig{Methods: grpconce.Methods(chargeMethod), MaxAttempts: 1000, BaseBackoff: 20 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}))
 	dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	before := len(rec.seen())
@@ -130,7 +132,7 @@ func TestClientRetriesConnectionErrors(t *testing.T) {
 	cc := dial(t, addr,
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.6, MaxDelay: 50 * time.Millisecond}}),
 		grpc.WithChainUnaryInterceptor(
-			grpconce.ClientInterceptor(&grpconce.ClientConfig{MaxAttempts: 50, BaseBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}),
+			grpconce.ClientInterceptor(&grpconce.ClientConfig{Methods: grpconce.Methods(chargeMethod), MaxAttempts: 50, BaseBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}),
 			counting))
 	reply, _, err := call(context.Background(), cc, chargeMethod, "ann", "", order("o1", 5))
 	require.NoError(t, err)
@@ -178,4 +180,97 @@ func TestClientRetriesAnInProgressDuplicateUntilTheReplay(t *testing.T) {
 	require.NoError(t, <-second)
 	require.Equal(t, []string{"true"}, header.Get(grpconce.ReplayedHeader))
 	require.Equal(t, int32(1), runs.Load())
+}
+
+// TestClientKeysOnlyWhatItIsTold: by default only a call that carries a
+// key of its caller's is keyed; Methods adds random keys for the listed
+// methods. A read through the default interceptor is not recorded.
+func TestClientKeysOnlyWhatItIsTold(t *testing.T) {
+	ctx := context.Background()
+	var recorded atomic.Int32
+	k := once.New(memory.New(nil), once.WithObserver(func(_ context.Context, e once.Event) {
+		if e.Kind == once.EventRecorded {
+			recorded.Add(1)
+		}
+	}))
+	rec := &keyRecorder{}
+	addr := startServerOn(t, k, rec, grpconce.Config{})
+	cc := dial(t, addr, grpcClientInterceptor(nil))
+	for range 5 {
+		_, _, err := call(ctx, cc, refundMethod, "ann", "", order("o1", 1))
+		require.NoError(t, err)
+	}
+	require.Empty(t, rec.seen(), "no key on a call nobody asked to key")
+	require.Zero(t, recorded.Load())
+	_, _, err := call(grpconce.WithKey(ctx, "order-o1"), cc, refundMethod, "ann", "", order("o1", 1))
+	require.NoError(t, err)
+	require.Equal(t, []string{"order-o1"}, rec.seen())
+	require.Equal(t, int32(1), recorded.Load())
+
+	cc = dial(t, addr, grpcClientInterceptor(&grpconce.ClientConfig{Methods: grpconce.Methods(chargeMethod)}))
+	_, _, err = call(ctx, cc, refundMethod, "ann", "", order("o1", 1))
+	require.NoError(t, err)
+	require.Len(t, rec.seen(), 1, "Refund is not listed")
+	_, _, err = call(ctx, cc, chargeMethod, "ann", "", order("o1", 1))
+	require.NoError(t, err)
+	require.Len(t, rec.seen(), 2, "Charge is")
+	require.NotEmpty(t, rec.seen()[1])
+}
+
+// countAttempts is a client interceptor, inside ClientInterceptor, that
+// counts its attempts and runs after each one.
+func countAttempts(n *atomic.Int32, after func()) grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		n.Add(1)
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if after != nil {
+			after()
+		}
+		return err
+	}
+}
+
+// TestClientReturnsAHeldKey: a key whose outcome is unknown (held by the
+// server) is not retried: waiting out the hold is the caller's decision.
+func TestClientReturnsAHeldKey(t *testing.T) {
+	ctx := grpconce.WithKey(context.Background(), "order-o1")
+	var runs atomic.Int32
+	var attempts atomic.Int32
+	cc := dial(t, startServer(t, memory.New(nil), charger(&runs, func(*structpb.Struct) (*wrapperspb.StringValue, error) {
+		return nil, status.Error(codes.Internal, "the charge may have gone through")
+	}), grpconce.Config{}), grpc.WithChainUnaryInterceptor(grpconce.ClientInterceptor(fastRetries()), countAttempts(&attempts, nil)))
+	_, _, err := call(ctx, cc, chargeMethod, "ann", "", order("o1", 5))
+	require.Equal(t, codes.Internal, status.Code(err))
+	require.Equal(t, int32(1), attempts.Load())
+
+	attempts.Store(0)
+	_, _, err = call(ctx, cc, chargeMethod, "ann", "", order("o1", 5))
+	st := status.Convert(err)
+	require.Equal(t, codes.Aborted, st.Code(), st.Message())
+	requireReason(t, st, grpconce.ReasonHeld)
+	require.Equal(t, int32(1), attempts.Load(), "one attempt")
+	require.Equal(t, int32(1), runs.Load())
+}
+
+// TestClientReturnsTheContextsErrorDuringBackoff: a context that ends
+// while the interceptor waits to retry ends the call with its own error,
+// which wraps the last attempt's.
+func TestClientReturnsTheContextsErrorDuringBackoff(t *testing.T) {
+	var runs atomic.Int32
+	addr := startServer(t, memory.New(nil), charger(&runs, func(*structpb.Struct) (*wrapperspb.StringValue, error) {
+		st, err := status.New(codes.ResourceExhausted, "quota").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Hour)})
+		require.NoError(t, err)
+		return nil, st.Err()
+	}), grpconce.Config{})
+	ctx, cancel := context.WithCancel(grpconce.WithKey(context.Background(), "order-o1"))
+	defer cancel()
+	var attempts atomic.Int32
+	cc := dial(t, addr, grpc.WithChainUnaryInterceptor(
+		grpconce.ClientInterceptor(&grpconce.ClientConfig{MaxRetryDelay: 2 * time.Hour}),
+		countAttempts(&attempts, cancel)))
+	_, _, err := call(ctx, cc, chargeMethod, "ann", "", order("o1", 5))
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, codes.Canceled, status.Code(err))
+	require.Contains(t, err.Error(), "quota", "the last attempt's error is wrapped")
+	require.Equal(t, int32(1), attempts.Load())
 }

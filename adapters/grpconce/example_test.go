@@ -28,7 +28,7 @@ func ExampleServerInterceptor() {
 			}
 			return "", status.Error(codes.Unauthenticated, "sign in")
 		},
-		Required: func(method string) bool { return method == "/shop.Billing/Charge" },
+		Required: grpconce.Methods("/shop.Billing/Charge"),
 	})
 	if err != nil {
 		log.Fatal(err)
@@ -43,13 +43,16 @@ func ExampleServerInterceptor() {
 	srv.Stop()
 }
 
-// Dial with the client interceptor: every attempt of a call carries the
-// same key, and Unavailable, ResourceExhausted and in-progress answers are
-// retried with it.
+// Dial with the client interceptor: every attempt of a keyed call carries
+// the same key, and Unavailable, ResourceExhausted and in-progress answers
+// are retried with it. Only the methods with effects are keyed; reads pass
+// through untouched.
 func ExampleClientInterceptor() {
 	cc, err := grpc.NewClient("127.0.0.1:50051",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(grpconce.ClientInterceptor(nil)))
+		grpc.WithUnaryInterceptor(grpconce.ClientInterceptor(&grpconce.ClientConfig{
+			Methods: grpconce.Methods("/shop.Billing/Charge", "/shop.Billing/Refund"),
+		})))
 	if err != nil {
 		log.Fatal(err)
 	}
