@@ -69,6 +69,17 @@ type Config struct {
 	// outcome cap (see MaxStoredResponse) and the default error
 	// classifier after these, so those three cannot be overridden here.
 	Options []once.Option
+	// StoreMetadata lists the response header and trailer metadata keys
+	// (grpc.SetHeader, grpc.SendHeader, grpc.SetTrailer) that are stored
+	// with the reply and replayed: a replay carries them, with
+	// "idempotent-replayed: true" added to its header. Keys are matched
+	// case-insensitively; "grpc-" keys, "idempotency-key" and
+	// "idempotent-replayed" are never stored. Defaults to none: a replay
+	// carries none of the metadata the handler set (the call that ran the
+	// handler gets it all), so list what a client acts on, e.g. an order
+	// id a handler sends in a header. Stored metadata counts toward the
+	// 64 KiB beside MaxStoredResponse.
+	StoreMetadata []string
 	// OnError, when set, is told of failures that the client does not see
 	// in full: an outcome the store did not record, a lease lost, or a
 	// response too large to store (the handler's response is returned to
@@ -98,7 +109,7 @@ func ServerInterceptor(k *once.Keeper, cfg Config) (grpc.UnaryServerInterceptor,
 	if cfg.MaxStoredResponse == 0 {
 		cfg.MaxStoredResponse = DefaultMaxStoredResponse
 	}
-	s := &server{k: k, cfg: cfg}
+	s := &server{k: k, cfg: cfg, meta: storedKeys(cfg.StoreMetadata)}
 	s.opts = append(slices.Clone(cfg.Options),
 		once.WithCodec(replyCodec{}),
 		once.WithMaxOutcomeSize(min(cfg.MaxStoredResponse, math.MaxInt-metadataBudget)+metadataBudget),
@@ -111,6 +122,7 @@ type server struct {
 	k    *once.Keeper
 	cfg  Config
 	opts []once.Option
+	meta map[string]bool // Config.StoreMetadata
 }
 
 func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -147,14 +159,21 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 	var handlerErr error
 	out, err := once.DoOutcome(ctx, s.k.Scope(name).With(s.opts...), key, fp, func(ctx context.Context) (storedReply, error) {
 		ran = true
+		ctx, md := recordMetadata(ctx, s.meta)
 		handlerResp, handlerErr = handler(ctx, req)
+		var r storedReply
+		var err error
 		if handlerErr == nil {
-			return replyOf(handlerResp)
+			r, err = replyOf(handlerResp)
+			r.Header, r.Trailer = md.recorded()
+			return r, err
 		}
 		st, _ := status.FromError(handlerErr)
 		switch s.cfg.Classify(st.Code()) {
 		case once.ClassFinal:
-			return statusReply(st)
+			r, err = statusReply(st)
+			r.Header, r.Trailer = md.recorded()
+			return r, err
 		case once.ClassHold:
 			return storedReply{}, once.Hold(handlerErr)
 		default:
@@ -171,7 +190,15 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		return handlerResp, handlerErr
 	}
 	if out.Replayed {
-		_ = grpc.SetHeader(ctx, metadata.Pairs(ReplayedHeader, "true"))
+		header := out.Value.Header.Copy()
+		if header == nil {
+			header = metadata.MD{}
+		}
+		header.Set(ReplayedHeader, "true")
+		_ = grpc.SetHeader(ctx, header)
+		if len(out.Value.Trailer) > 0 {
+			_ = grpc.SetTrailer(ctx, out.Value.Trailer)
+		}
 	}
 	if err == nil {
 		resp, statusErr, decodeErr := out.Value.answer()
