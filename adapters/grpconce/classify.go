@@ -35,8 +35,11 @@ import (
 // stored; the key is held for the Keeper's hold period (once.WithHoldFor,
 // one lease by default), during which a retry is answered Aborted with a
 // RetryInfo and an ErrorInfo of reason ReasonHeld, and afterwards runs the
-// handler again — unless the outcome is resolved meanwhile
-// (once.HoldUntilResolved holds it until then). A handler that knows a
+// handler again. (There is no gRPC resolution helper yet: a verdict of
+// once.Resolve or a Reconciler is stored in the Keeper's codec, which the
+// interceptor cannot replay, so retries would get Internal with
+// ReasonResponseUnavailable; do not combine it with
+// once.HoldUntilResolved.) A handler that knows a
 // failure did nothing (a validation before any effect, an unreachable
 // dependency) should say so with a released code; one that cannot know
 // returns Internal, Unknown or DeadlineExceeded and its key is held.

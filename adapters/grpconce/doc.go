@@ -11,28 +11,59 @@
 // details, without running the handler, and the response header
 // "idempotent-replayed: true".
 //
-// Which outcomes are stored is decided by the status code (Config.Classify,
-// DefaultClassify): OK and the codes that answer the request
-// (InvalidArgument, NotFound, AlreadyExists, PermissionDenied,
-// FailedPrecondition, OutOfRange) are stored and replayed; the transient
-// ones (Unavailable, DeadlineExceeded, ResourceExhausted, Aborted,
-// Internal, Unknown, Canceled, Unauthenticated, Unimplemented, DataLoss)
-// never are: the claim is released and the retry runs the handler again.
+// The call that runs the handler always gets the handler's response or
+// status, whatever becomes of recording it (a store failure, a lost
+// lease, a response too large to store; Config.OnError is told). The
+// reply is stored in the adapter's own compact form (the message's wire
+// bytes), whatever the Keeper's codec; a response over
+// Config.MaxStoredResponse (1 MiB by default) is not stored, and every
+// retry with its key is answered Internal with an ErrorInfo of reason
+// ReasonResponseUnavailable, without running the handler again.
 //
-// Errors of the protocol itself use gRPC's own codes: a key that is
+// Which outcomes are stored is decided by the status code (Config.Classify;
+// DefaultClassify has the table): OK and the codes that answer the
+// request (NotFound, AlreadyExists, PermissionDenied, FailedPrecondition)
+// are stored and replayed; the codes that mean nothing was done or that
+// the request must change (InvalidArgument, OutOfRange, ResourceExhausted,
+// Unavailable, Aborted, Canceled, Unauthenticated, Unimplemented) are
+// released: never stored, the next call with the key runs the handler
+// again, so a corrected request can reuse its key; the codes of an
+// unknown outcome (DeadlineExceeded, Unknown, Internal, DataLoss) hold the
+// key for the Keeper's hold period, during which retries are answered
+// Aborted with ReasonHeld, as oncehttp holds a 5xx.
+//
+// Errors of the protocol itself use gRPC's own codes, with an ErrorInfo
+// (domain ErrorDomain) where a client may act on them: a key that is
 // missing (where required), empty, longer than 255 bytes, sent twice or
-// malformed, a request that cannot be marshalled, or a key reused with
-// another request → InvalidArgument; a call with the same key still in
-// progress → Aborted with a google.rpc.RetryInfo detail; the store
-// unreachable → Unavailable.
+// malformed, or a request that cannot be marshalled → InvalidArgument; a
+// key reused with another request → InvalidArgument, ReasonKeyReused; a
+// call with the same key still in progress → Aborted with a
+// google.rpc.RetryInfo, ReasonInProgress; a held key → Aborted with a
+// RetryInfo, ReasonHeld; no scope (Config.Scope failed or returned "")
+// → Unauthenticated; the store unreachable → Unavailable; any other
+// failure inside the interceptor → Internal with a generic message (the
+// error goes to Config.OnError, never to the client).
+//
+// Metadata the handler sets (grpc.SetHeader, grpc.SetTrailer) reaches the
+// call that ran it; a replay carries only "idempotent-replayed" unless the
+// keys are listed in Config.StoreMetadata.
 //
 // # Client
 //
-// ClientInterceptor attaches one key per intent — the caller's (WithKey,
-// or the metadata already set), or a random one — to every attempt of a
-// call, and retries the attempts that are safe to retry with the same key:
-// Unavailable (connection errors included), ResourceExhausted, and
-// Aborted carrying a RetryInfo (a duplicate in progress), with capped
-// exponential backoff and full jitter, honouring the server's retry delay
-// and never past the context's deadline.
+// ClientInterceptor attaches one key per intent to every attempt of a
+// call — the caller's (WithKey, or the metadata already set), or, for the
+// methods ClientConfig.Methods lists, a random one — and retries the
+// attempts that are safe to retry with the same key: Unavailable
+// (connection errors included), ResourceExhausted, and Aborted carrying a
+// RetryInfo (a duplicate in progress), with capped exponential backoff
+// and full jitter, never past the context's deadline. A server's RetryInfo
+// delay is waited in full up to ClientConfig.MaxRetryDelay (30 s by
+// default); a longer one is returned to the caller at once. A held key
+// (Aborted, ReasonHeld: its outcome is unknown) is returned, not retried.
+// When the context ends while it waits, the call ends with the context's
+// error (status Canceled or DeadlineExceeded), which wraps the last
+// attempt's. By default (a nil ClientConfig, or nil Methods) only the
+// calls that carry a key of their caller's are keyed: every other call,
+// a read say, passes through untouched, so it is neither retried nor
+// stored on the server for the retention.
 package grpconce
