@@ -83,9 +83,9 @@ type Config struct {
 	// OnError, when set, is told of failures that the client does not see
 	// in full: an outcome the store did not record, a lease lost, or a
 	// response too large to store (the handler's response is returned to
-	// its caller anyway), a stored reply that cannot be decoded, and any
-	// internal failure answered with a generic Internal status. Defaults
-	// to nil.
+	// its caller anyway), a stored reply that cannot be decoded, a store
+	// failure answered Unavailable, and any internal failure answered with
+	// a generic Internal status. Defaults to nil.
 	OnError func(ctx context.Context, fullMethod string, err error)
 }
 
