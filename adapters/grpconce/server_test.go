@@ -62,6 +62,21 @@ func serverCases(t *testing.T, newStore func(testing.TB) backends.Store) {
 		require.Equal(t, []string{"true"}, header.Get(grpconce.ReplayedHeader))
 		require.Equal(t, int32(1), runs.Load())
 	})
+	t.Run("ReplaysALargeResponse", func(t *testing.T) {
+		var runs atomic.Int32
+		large := func(*structpb.Struct) (*wrapperspb.StringValue, error) {
+			return wrapperspb.String(strings.Repeat("r", 900<<10)), nil
+		}
+		cc := dial(t, startServer(t, newStore(t), charger(&runs, large), grpconce.Config{}))
+		first, _, err := call(ctx, cc, chargeMethod, "ann", "k1", order("o1", 5))
+		require.NoError(t, err)
+		again, header, err := call(ctx, cc, chargeMethod, "ann", "k1", order("o1", 5))
+		require.NoError(t, err)
+		require.Len(t, again.GetValue(), 900<<10)
+		require.True(t, proto.Equal(first, again))
+		require.Equal(t, []string{"true"}, header.Get(grpconce.ReplayedHeader))
+		require.Equal(t, int32(1), runs.Load())
+	})
 	t.Run("ScopesAreSeparate", func(t *testing.T) {
 		var runs atomic.Int32
 		cc := dial(t, startServer(t, newStore(t), charger(&runs, receipt), grpconce.Config{}))
