@@ -39,8 +39,8 @@
 // key reused with another request → InvalidArgument, ReasonKeyReused; a
 // call with the same key still in progress → Aborted with a
 // google.rpc.RetryInfo, ReasonInProgress; a held key → Aborted with a
-// RetryInfo, ReasonHeld; no scope (Config.Scope failed or returned "")
-// → Unauthenticated; the store unreachable → Unavailable; any other
+// RetryInfo, ReasonHeld; no scope (Config.Scope failed with an error
+// that is not a status, or returned "") → Unauthenticated; the store unreachable → Unavailable; any other
 // failure inside the interceptor → Internal with a generic message (the
 // error goes to Config.OnError, never to the client).
 //
