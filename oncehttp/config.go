@@ -137,7 +137,8 @@ type Config struct {
 	// one lease by default), so duplicates get 409 with a Retry-After of
 	// the hold left meanwhile. Release frees the key at once, so the
 	// next retry runs the handler again; use it for statuses that mean
-	// nothing happened (see ReleaseOn).
+	// nothing happened (see ReleaseOn). A handler's panic is settled as a
+	// 500: OnServerError(500) decides (see the package documentation).
 	OnServerError func(status int) ServerErrorPolicy
 
 	// Options are applied to the scope of every call (once.Scope.With),
@@ -170,9 +171,15 @@ type ProblemTypes struct {
 	// InvalidKey (400): an empty, too long, non-printable or repeated key.
 	// Slug "idempotency-key-invalid".
 	InvalidKey string
-	// InProgress (409): the first request with the key is still running,
-	// or its 5xx is held. Slug "request-in-progress".
+	// InProgress (409): the first request with the key is still running.
+	// Slug "request-in-progress"; the document's key_state member is
+	// "running".
 	InProgress string
+	// OutcomeUnknown (409): the key is held: its request failed with an
+	// unknown outcome (a 5xx under the Hold policy, a panic, a handler's
+	// once.Hold) and nothing runs. Slug "request-outcome-unknown"; the
+	// document's key_state member is "held".
+	OutcomeUnknown string
 	// KeyReused (422): the key was used with another method, path, query
 	// or body. Slug "idempotency-key-reused".
 	KeyReused string
@@ -200,6 +207,10 @@ type ProblemTypes struct {
 	// InvalidInput (400): a nested once.Do refused its input (see
 	// WriteError). Slug "invalid-input".
 	InvalidInput string
+	// RequestFailed (500): the handler panicked before its response was
+	// sent; the request may have been processed in part. Slug
+	// "request-failed".
+	RequestFailed string
 	// Internal (500): the request was not processed because of a server
 	// error, e.g. Scope returned a name the core rejects (over 255 bytes or
 	// with control characters). Slug "internal-error".

@@ -28,13 +28,17 @@
 //     intent.
 //   - Same key, another method, path, query or body: 422 Problem Details
 //     (idempotency-key-reused), never the stored response.
-//   - Same key while the first request runs, or while a 5xx is held: 409
-//     Problem Details (request-in-progress) with Retry-After: the time left
-//     on the key's lease, in whole seconds, at least 1. That is exact for a
-//     held key; for a running request it is the longest the key can stay
-//     busy without its owner renewing it, and the answer may be ready
-//     sooner: to make duplicates wait for it instead, pass
-//     once.WithWait in Config.Options.
+//   - Same key while the first request runs: 409 Problem Details
+//     (request-in-progress, key_state "running") with Retry-After: once's
+//     hint (once.InProgressError.RetryAfter: the owner's lease left, at
+//     most 1 s, since the owner usually answers sooner), in whole seconds,
+//     at least 1. A duplicate that comes back before the answer is ready
+//     is told to wait again; to make duplicates wait for the answer
+//     instead, pass once.WithWait in Config.Options.
+//   - Same key while a 5xx (or a panic) is held: 409 Problem Details
+//     (request-outcome-unknown, key_state "held") with Retry-After: the
+//     hold left, after which a request with the key runs the handler
+//     again. Transport returns this 409 to its caller instead of waiting.
 //   - A response too large to store (Config.MaxStoredBody): 303 See Other
 //     to the Location (or Content-Location) it gave, with the original
 //     status in a Problem Details body (response-too-large); 500
@@ -100,10 +104,22 @@
 //
 // # Panics
 //
-// If the handler panics, once releases the claim (the next retry runs the
-// handler again) and the panic continues unchanged up to net/http, which
-// recovers it and aborts the connection. Nothing of the buffered response
-// is sent and nothing is stored.
+// A handler that panics may have acted first (charged, then failed to
+// render), so a panic is settled as a 500 of unknown outcome: the
+// middleware recovers it, logs it as net/http does (with the stack, to the
+// Server's ErrorLog, else the log package), applies OnServerError(500) to
+// the key (Hold by default: retries get 409 request-outcome-unknown until
+// the hold ends), and answers 500 Problem Details (request-failed). It
+// does not panic again: net/http would abort the connection, which
+// clients retry with the same key (Transport, and net/http's own
+// Transport on a reused connection). Nothing of the buffered response is
+// sent (its representation headers, Location and cookies are dropped;
+// headers set by outer middleware stay) and nothing is stored. A panic
+// with http.ErrAbortHandler, or one after the response started streaming
+// (see Buffering), is settled the same way and then aborts the connection
+// (the middleware panics with http.ErrAbortHandler, which net/http does
+// not log), so that the client does not take a partial response for a
+// complete one.
 //
 // # Buffering
 //
@@ -125,8 +141,9 @@
 //	replayed := oncehttp.Replayed(resp)
 //
 // Transport attaches the key (the request's header, WithKey's, or one made
-// per request), retries connection errors and 409, 429, 502, 503 and 504
-// with Retry-After or capped exponential backoff with jitter, within
-// MaxAttempts and the context's deadline, and never retries a final answer
-// (400, 402, 422…). See Transport.
+// per request), retries connection errors, the in-progress 409 and 429,
+// 502, 503 and 504 with Retry-After or capped exponential backoff with
+// jitter, within MaxAttempts and the context's deadline, and never
+// retries a final answer (400, 402, 422, a held key's 409, a handler's
+// own 409…). See Transport.
 package oncehttp

@@ -79,6 +79,7 @@ func (s *shop) routes() *http.ServeMux {
 	})
 	mux.HandleFunc("POST /panic", func(w http.ResponseWriter, r *http.Request) {
 		if s.panics.Add(1) == 1 {
+			w.Header().Set("Location", "/orders/lost")
 			w.WriteHeader(http.StatusCreated) // buffered, never sent
 			panic("boom")
 		}

@@ -165,25 +165,30 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 	}
 
 	var rec *recorder
+	var panicked *handlerPanic
 	g := &guarded{key: key, scope: name, problems: &m.problems}
 	ctx := withGuarded(r.Context(), g)
 	out, err := once.DoOutcome(ctx, m.keeper.Scope(name).With(m.opts...), key, fp,
 		func(ctx context.Context) (storedResponse, error) {
 			rec = &recorder{rw: w, method: r.Method, allow: m.allow, limit: m.maxStored}
-			next.ServeHTTP(rec, r.WithContext(ctx))
+			if panicked = runHandler(next, rec, r.WithContext(ctx)); panicked != nil {
+				// The handler may have acted before it panicked: settled
+				// as a 500 of unknown outcome, held by default.
+				return storedResponse{}, m.serverError(http.StatusInternalServerError)
+			}
 			rec.finish()
 			if rec.status >= 500 {
-				err := &serverError{status: rec.status}
-				if m.onServerError(rec.status) == Release {
-					return storedResponse{}, err
-				}
-				return storedResponse{}, once.Hold(err)
+				return storedResponse{}, m.serverError(rec.status)
 			}
 			if !m.stores(rec.status, storeChoice(g.choice.Load())) {
 				return storedResponse{}, &notStoredError{status: rec.status}
 			}
 			return rec.response(), nil
 		})
+	if panicked != nil {
+		m.answerPanic(w, r, rec, panicked)
+		return
+	}
 	if rec != nil {
 		// The handler ran in this request: its client gets the response as
 		// written, whatever became of storing it (a 5xx, a lost lease, a
@@ -205,6 +210,16 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 	m.writeError(w, err)
 }
 
+// serverError is what fn returns for a 5xx response: released, or held
+// (wrapped in once.Hold), as OnServerError says.
+func (m *Middleware) serverError(status int) error {
+	err := &serverError{status: status}
+	if m.onServerError(status) == Release {
+		return err
+	}
+	return once.Hold(err)
+}
+
 // stores reports whether a response below 500 is stored.
 func (m *Middleware) stores(status int, choice storeChoice) bool {
 	switch choice {
@@ -222,7 +237,8 @@ func (m *Middleware) writeError(w http.ResponseWriter, err error) {
 	var inProgress *once.InProgressError
 	switch {
 	case errors.As(err, &inProgress):
-		m.problems.write(w, probInProgress, retryAfterSeconds(inProgress.Blocked()))
+		kind, retryAfter := inProgressProblem(inProgress)
+		m.problems.write(w, kind, retryAfter)
 	case errors.Is(err, once.ErrKeyReused):
 		m.problems.write(w, probKeyReused, 0)
 	case errors.Is(err, once.ErrOutcomeTooLarge), errors.Is(err, once.ErrUndecodable):
@@ -235,6 +251,20 @@ func (m *Middleware) writeError(w http.ResponseWriter, err error) {
 		// response (another writer used this scope and key).
 		m.problems.write(w, probInternal, 0)
 	}
+}
+
+// inProgressProblem returns the 409 that answers e and its Retry-After:
+// for a running claim, request-in-progress with the core's hint
+// (InProgressError.RetryAfter: the owner's lease left, capped at one
+// second, since the owner usually answers sooner; a duplicate that comes
+// back too early is told to wait again); for a held key,
+// request-outcome-unknown with the hold left, when the key can next be
+// claimed.
+func inProgressProblem(e *once.InProgressError) (problemKind, int) {
+	if e.Held {
+		return probOutcomeUnknown, retryAfterSeconds(e.RetryAfter)
+	}
+	return probInProgress, retryAfterSeconds(e.RetryAfter)
 }
 
 // retryAfterSeconds rounds d up to whole seconds, at least 1, without

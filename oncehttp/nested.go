@@ -24,7 +24,9 @@ var defaultProblems = sync.OnceValue(func() *problems {
 // the handler answers as it sees fit):
 //
 //	*once.InProgressError      409 request-in-progress, Retry-After: the
-//	                           nested claim's lease time left
+//	                           core's hint (at most 1 s); for a held key
+//	                           409 request-outcome-unknown, Retry-After:
+//	                           the hold left
 //	once.ErrKeyReused          422 idempotency-key-reused
 //	once.ErrInvalidInput       400 invalid-input
 //	once.ErrStore, ErrLeaseLost, ErrOutcomeUnrecorded, a cancelled or
@@ -49,7 +51,7 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) bool {
 	kind, retryAfter := problemKind(0), 0
 	switch {
 	case errors.As(err, &inProgress):
-		kind, retryAfter = probInProgress, retryAfterSeconds(inProgress.Blocked())
+		kind, retryAfter = inProgressProblem(inProgress)
 	case errors.Is(err, once.ErrKeyReused):
 		kind = probKeyReused
 	case errors.Is(err, once.ErrInvalidInput):

@@ -22,6 +22,8 @@ const (
 	probInternal
 	probResponseTooLarge
 	probInvalidInput
+	probOutcomeUnknown
+	probRequestFailed
 	numProblems
 )
 
@@ -66,6 +68,12 @@ var problemSpecs = [numProblems]problemSpec{
 	probInvalidInput: {"invalid-input", http.StatusBadRequest,
 		"Invalid input",
 		"A value derived from this request is not a valid idempotency scope, key or fingerprint."},
+	probOutcomeUnknown: {"request-outcome-unknown", http.StatusConflict,
+		"Request outcome unknown",
+		"A request with this idempotency key failed with an unknown outcome; it will not be processed again before the time in Retry-After, or before its outcome is established. Check the result before retrying."},
+	probRequestFailed: {"request-failed", http.StatusInternalServerError,
+		"Request failed",
+		"The request failed with an internal error before it could answer, and may have been processed in part."},
 	probInternal: {"internal-error", http.StatusInternalServerError,
 		"Internal error",
 		"The request was not processed because of a server error."},
@@ -82,7 +90,19 @@ type problem struct {
 	// status the handler answered and where its result is.
 	OriginalStatus int    `json:"original_status,omitempty"`
 	Location       string `json:"location,omitempty"`
+	// KeyState is an extension member of the 409 answers: "running" (the
+	// first request with the key is being processed: retry after
+	// Retry-After to receive its response) or "held" (its outcome is
+	// unknown: a retry is not answered before Retry-After, and then runs
+	// the request again). Transport retries only "running".
+	KeyState string `json:"key_state,omitempty"`
 }
+
+// Values of problem.KeyState.
+const (
+	keyRunning = "running"
+	keyHeld    = "held"
+)
 
 // problems holds the encoded documents, made once by New.
 type problems struct {
@@ -106,13 +126,22 @@ func newProblems(base string, types ProblemTypes) problems {
 		probInternal:            types.Internal,
 		probResponseTooLarge:    types.ResponseTooLarge,
 		probInvalidInput:        types.InvalidInput,
+		probOutcomeUnknown:      types.OutcomeUnknown,
+		probRequestFailed:       types.RequestFailed,
 	}
 	var p problems
 	for k, spec := range problemSpecs {
 		if uris[k] == "" {
 			uris[k] = base + spec.slug
 		}
-		p.body[k] = encodeProblem(problem{Type: uris[k], Title: spec.title, Status: spec.status, Detail: spec.detail})
+		doc := problem{Type: uris[k], Title: spec.title, Status: spec.status, Detail: spec.detail}
+		switch problemKind(k) {
+		case probInProgress:
+			doc.KeyState = keyRunning
+		case probOutcomeUnknown:
+			doc.KeyState = keyHeld
+		}
+		p.body[k] = encodeProblem(doc)
 	}
 	p.types = uris
 	return p

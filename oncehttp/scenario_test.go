@@ -1,6 +1,7 @@
 package oncehttp
 
 import (
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -16,6 +17,8 @@ import (
 const (
 	reusedType     = "https://stagedoor.example/problems/idempotency-key-reused"
 	inProgressType = "https://stagedoor.example/problems/request-in-progress"
+	heldType       = "https://stagedoor.example/problems/request-outcome-unknown"
+	failedType     = "https://stagedoor.example/problems/request-failed"
 )
 
 // TestScenarioMemory runs the seed's scenario against the in-memory store.
@@ -77,7 +80,7 @@ func runScenario(t *testing.T, k *once.Keeper) {
 		assert.Equal(t, reusedType, r.problem(t).Type)
 	})
 
-	t.Run("a duplicate while the first runs is 409 with Retry-After the lease left", func(t *testing.T) {
+	t.Run("a duplicate while the first runs is 409 with Retry-After the core's hint", func(t *testing.T) {
 		key := newKey(t)
 		var first reply
 		var wg sync.WaitGroup
@@ -86,8 +89,11 @@ func runScenario(t *testing.T, k *once.Keeper) {
 
 		r := call(t, srv, "POST", "/slow", "buyer", key, order)
 		assert.Equal(t, http.StatusConflict, r.status)
-		assertRetryAfter(t, r, 1, int(once.DefaultLease/time.Second))
-		assert.Equal(t, inProgressType, r.problem(t).Type)
+		assert.Equal(t, "1", r.header.Get("Retry-After"),
+			"the owner usually answers sooner than its lease: once's hint, not the 30 s lease left")
+		p := r.problem(t)
+		assert.Equal(t, inProgressType, p.Type)
+		assert.Equal(t, keyRunning, p.KeyState)
 
 		s.slowRelease <- struct{}{}
 		wg.Wait()
@@ -121,7 +127,9 @@ func runScenario(t *testing.T, k *once.Keeper) {
 		second := call(t, srv, "POST", "/timeout", "buyer", key, order)
 		assert.Equal(t, http.StatusConflict, second.status)
 		assertRetryAfter(t, second, int(once.DefaultLease/time.Second)-2, int(once.DefaultLease/time.Second))
-		assert.Equal(t, inProgressType, second.problem(t).Type)
+		p := second.problem(t)
+		assert.Equal(t, heldType, p.Type, "a held key's 409 is told from a running one")
+		assert.Equal(t, keyHeld, p.KeyState)
 		assert.Equal(t, before+1, s.timeouts.Load())
 	})
 
@@ -198,25 +206,30 @@ func runScenario(t *testing.T, k *once.Keeper) {
 		assert.Equal(t, before, s.orders.Load())
 	})
 
-	t.Run("a panic releases the key", func(t *testing.T) {
+	t.Run("a panic is a 500 and holds the key", func(t *testing.T) {
 		key := newKey(t)
+		before := s.panics.Load()
+		// A fresh connection: net/http's client retries a request with an
+		// Idempotency-Key header by itself when a reused connection fails.
+		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 		req, err := http.NewRequest("POST", srv.URL+"/panic", strings.NewReader(order))
 		require.NoError(t, err)
 		req.Header.Set("X-User", "buyer")
 		req.Header.Set("Idempotency-Key", key)
-		// A fresh connection: net/http's client retries a request with an
-		// Idempotency-Key header by itself when a reused connection fails,
-		// which would hide the abort.
-		client := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 		resp, err := client.Do(req)
-		if err == nil { // net/http aborts the connection; no response
-			resp.Body.Close()
-			t.Fatalf("got %d, want an aborted connection", resp.StatusCode)
-		}
+		require.NoError(t, err, "answered, not an aborted connection")
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		resp.Body.Close()
+		first := reply{status: resp.StatusCode, header: resp.Header, body: string(body)}
+		assert.Equal(t, http.StatusInternalServerError, first.status)
+		assert.Equal(t, failedType, first.problem(t).Type)
+		assert.Empty(t, first.header.Get("Location"), "nothing of the unsent response")
+
 		r := call(t, srv, "POST", "/panic", "buyer", key, order)
-		assert.Equal(t, http.StatusCreated, r.status)
-		assert.Empty(t, r.header.Get(ReplayedHeader))
-		assert.Equal(t, int64(2), s.panics.Load())
+		assert.Equal(t, http.StatusConflict, r.status, "the handler may have acted: held, not run again")
+		assert.Equal(t, heldType, r.problem(t).Type)
+		assert.Equal(t, before+1, s.panics.Load())
 	})
 
 	t.Run("a held key runs again after the lease", func(t *testing.T) {

@@ -1,12 +1,15 @@
 package oncehttp
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
@@ -34,9 +37,18 @@ import (
 //
 // An attempt is retried, after a wait, when it failed without an answer (a
 // refused or dropped connection, a reset, an EOF before the response; the
-// server may have processed it, which is what the key is for), or when its
-// status is one of RetryStatus: by default 409 (the first request with the
-// key is in progress), 429, 502, 503 and 504. Every other answer is final
+// server may have processed it, which is what the key is for: a server
+// that implements the draft does not process it again, and oncehttp's
+// Middleware holds the key of a request whose handler panicked), or when
+// its status is one of RetryStatus: by default 409, 429, 502, 503 and 504.
+// A 409 is retried only when it says that the first request with the key
+// is still being processed: it has Retry-After and, if it is a Problem
+// Details document with a key_state member, that member is "running" (the
+// Middleware's request-in-progress). A 409 for a held key (key_state
+// "held": the outcome is unknown, and a retry once its Retry-After passed
+// would run the request again) and a handler's own 409 (a business
+// conflict, without Retry-After) are returned to the caller, the latter
+// with every header its handler set. Every other answer is final
 // and returned at once, 400, 402 and 422 included. So is an answer marked
 // "Idempotent-Replayed: true", whatever its status (a handler's own 409
 // conflict, stored and replayed, say): it is the stored answer for the
@@ -94,7 +106,8 @@ type Transport struct {
 	MaxRetryAfter time.Duration
 
 	// RetryStatus reports whether an answer with the status is retried.
-	// Defaults to DefaultRetryStatus.
+	// Defaults to DefaultRetryStatus. A 409 it retries is retried only
+	// when it is an in-progress answer (see Retries).
 	RetryStatus func(status int) bool
 
 	// NewKey makes the key of a request that has none. Defaults to NewKey
@@ -121,9 +134,10 @@ type Retry struct {
 
 // DefaultRetryStatus is the default Transport.RetryStatus: 409 Conflict
 // (the draft's answer while the first request with the key is in
-// progress), 429 Too Many Requests, 502 Bad Gateway, 503 Service
-// Unavailable and 504 Gateway Timeout. A 500 is not retried: it is an
-// answer the server may have stored as final.
+// progress; the Transport retries only that 409, see Transport), 429 Too
+// Many Requests, 502 Bad Gateway, 503 Service Unavailable and 504 Gateway
+// Timeout. A 500 is not retried: it is an answer the server may have
+// stored as final.
 func DefaultRetryStatus(status int) bool {
 	switch status {
 	case http.StatusConflict, http.StatusTooManyRequests,
@@ -219,8 +233,64 @@ func (t *Transport) retryable(ctx context.Context, resp *http.Response, err erro
 	case "true":
 		return resp.StatusCode >= 400
 	}
-	return t.retryStatus()(resp.StatusCode)
+	if !t.retryStatus()(resp.StatusCode) {
+		return false
+	}
+	if resp.StatusCode == http.StatusConflict {
+		return stillRunning(resp)
+	}
+	return true
 }
+
+// maxProblemRead caps what stillRunning reads of a 409's body.
+const maxProblemRead = 8 << 10
+
+// stillRunning reports whether a 409 is the server's answer that the
+// first request with the key is still being processed, the one 409 a
+// retry resolves: a 409 with Retry-After (the draft's in-progress answer,
+// as oncehttp's request-in-progress sends it), unless it is a Problem
+// Details document whose key_state member is other than "running". So a
+// held key (key_state "held": the outcome is unknown, and a retry once
+// its Retry-After passed would run the request again) is final, and so is
+// a handler's own 409 (a business conflict, which the first execution
+// answers without Retry-After and without the replay marker). The part of
+// the body it reads is put back.
+func stillRunning(resp *http.Response) bool {
+	if resp.Header.Get("Retry-After") == "" {
+		return false
+	}
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "application/problem+json" || resp.Body == nil {
+		return true
+	}
+	body := resp.Body
+	head, err := io.ReadAll(io.LimitReader(body, maxProblemRead))
+	rest := io.Reader(body)
+	if err != nil {
+		rest = errReader{err} // the caller reads what was read, then the error
+	}
+	resp.Body = &rereadBody{Reader: io.MultiReader(bytes.NewReader(head), rest), Closer: body}
+	if err != nil {
+		return false
+	}
+	var doc struct {
+		KeyState *string `json:"key_state"`
+	}
+	if json.Unmarshal(head, &doc) != nil {
+		return false // not the document it says it is (or over maxProblemRead)
+	}
+	return doc.KeyState == nil || *doc.KeyState == keyRunning
+}
+
+// rereadBody is a response body whose first bytes were read and put back.
+type rereadBody struct {
+	io.Reader
+	io.Closer
+}
+
+// errReader returns its error on every read.
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 // shouldRetryHeader is Stripe's explicit advice on a failed request, which
 // overrides the status: "false" (retrying would not help) or "true" (a

@@ -21,13 +21,32 @@ type step struct {
 	status     int
 	retryAfter string
 	drop       bool
+	// problem, for a 409, is the key_state of the Middleware's Problem
+	// Details sent with it ("running", "held"), or "" for a plain 409.
+	problem string
 }
 
 func (s step) String() string {
 	if s.drop {
 		return "drop"
 	}
+	if s.problem != "" {
+		return fmt.Sprintf("%d(ra=%q,%s)", s.status, s.retryAfter, s.problem)
+	}
 	return fmt.Sprintf("%d(ra=%q)", s.status, s.retryAfter)
+}
+
+// retried reports whether the Transport retries s (before MaxAttempts): a
+// status of DefaultRetryStatus, unless its Retry-After is too long; a 409
+// only with a Retry-After and not for a held key.
+func (s step) retried() bool {
+	switch {
+	case !DefaultRetryStatus(s.status) || s.retryAfter == "3600":
+		return false
+	case s.status == http.StatusConflict:
+		return s.problem != keyHeld && s.retryAfter != ""
+	}
+	return true
 }
 
 // modelOutcome is what the Transport must do with a script: how many
@@ -41,7 +60,7 @@ func modelOutcome(script []step, maxAttempts int) (attempts, final int) {
 			}
 			continue
 		}
-		if attempt >= maxAttempts || !DefaultRetryStatus(s.status) || s.retryAfter == "3600" {
+		if attempt >= maxAttempts || !s.retried() {
 			return attempt, s.status
 		}
 	}
@@ -74,6 +93,12 @@ func TestTransportAgainstModel(t *testing.T) {
 		if s.retryAfter != "" {
 			w.Header().Set("Retry-After", s.retryAfter)
 		}
+		if s.problem != "" {
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(s.status)
+			_, _ = fmt.Fprintf(w, `{"type":"x","title":"t","status":%d,"detail":"d","key_state":%q}`, s.status, s.problem)
+			return
+		}
 		w.WriteHeader(s.status)
 	}))
 	defer srv.Close()
@@ -90,6 +115,9 @@ func TestTransportAgainstModel(t *testing.T) {
 				continue
 			}
 			s[i] = step{status: statuses[rng.IntN(len(statuses))], retryAfter: retryAfters[rng.IntN(len(retryAfters))]}
+			if s[i].status == http.StatusConflict {
+				s[i].problem = []string{"", keyRunning, keyRunning, keyHeld}[rng.IntN(4)]
+			}
 		}
 		mu.Lock()
 		script, seen = s, nil

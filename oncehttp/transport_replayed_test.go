@@ -15,11 +15,12 @@ import (
 	"github.com/stagedoor/once/oncehttp"
 )
 
-// A handler's own 409 (a business conflict) is stored by the Middleware;
-// its retry gets it replayed with Idempotent-Replayed: true. The Transport
-// treats a replayed answer as final: it cannot change, so retrying it only
-// makes the caller wait.
-func TestTransportReturnsAReplayedStoredAnswer(t *testing.T) {
+// A handler's own 409 (a business conflict) is its first execution's
+// answer: the Transport returns it as it came, every header and cookie
+// included, instead of retrying it into the stored copy. A later call
+// with the key gets it replayed (Idempotent-Replayed: true), and that is
+// final too: it cannot change, so retrying it only makes the caller wait.
+func TestTransportReturnsAHandlersOwn409(t *testing.T) {
 	var attempts, runs atomic.Int64
 	m, err := oncehttp.New(once.New(nil), oncehttp.Config{
 		Scope: func(*http.Request) (string, error) { return "u", nil },
@@ -27,6 +28,8 @@ func TestTransportReturnsAReplayedStoredAnswer(t *testing.T) {
 	require.NoError(t, err)
 	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs.Add(1)
+		w.Header().Set("X-Existing-User", "/users/7")
+		http.SetCookie(w, &http.Cookie{Name: "s", Value: "v"})
 		http.Error(w, "username taken", http.StatusConflict)
 	}))
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -35,16 +38,26 @@ func TestTransportReturnsAReplayedStoredAnswer(t *testing.T) {
 	}))
 	defer srv.Close()
 	c := oncehttp.NewClient(&oncehttp.Transport{BaseDelay: time.Millisecond, MaxDelay: 2 * time.Millisecond})
-	req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/users", strings.NewReader(`{"name":"a"}`))
-	resp, err := c.Do(req)
-	require.NoError(t, err)
-	require.NoError(t, resp.Body.Close())
-	require.Equal(t, http.StatusConflict, resp.StatusCode)
+	ctx := oncehttp.WithKey(context.Background(), "signup-a")
+	do := func() *http.Response {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/users", strings.NewReader(`{"name":"a"}`))
+		resp, err := c.Do(req)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, http.StatusConflict, resp.StatusCode)
+		return resp
+	}
+
+	first := do()
+	require.Equal(t, int64(1), attempts.Load(), "the first execution's 409 is not retried")
+	require.False(t, oncehttp.Replayed(first))
+	require.Equal(t, "/users/7", first.Header.Get("X-Existing-User"))
+	require.Len(t, first.Cookies(), 1)
+
+	again := do()
+	require.Equal(t, int64(2), attempts.Load(), "the replay is final")
+	require.True(t, oncehttp.Replayed(again))
 	require.Equal(t, int64(1), runs.Load())
-	// The first answer is the handler's own 409 (not replayed, so retried
-	// once, as an in-progress 409 would be); the retry's replay is final.
-	require.Equal(t, int64(2), attempts.Load())
-	require.True(t, oncehttp.Replayed(resp))
 }
 
 // Any status marked as replayed is final, even one RetryStatus or

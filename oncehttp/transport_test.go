@@ -54,6 +54,14 @@ func status(code int, header ...string) func(w http.ResponseWriter) {
 	}
 }
 
+// inProgress is the Middleware's 409 for a request still running, with
+// Retry-After: 0 (the Middleware sends at least 1; 0 keeps tests fast).
+func inProgress(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "0")
+	p := newProblems(DefaultProblemBase, ProblemTypes{})
+	p.write(w, probInProgress, 0)
+}
+
 func startScripted(t *testing.T, steps ...func(w http.ResponseWriter)) (*scripted, *httptest.Server) {
 	t.Helper()
 	s := &scripted{steps: steps}
@@ -107,7 +115,7 @@ func requireOneKey(t *testing.T, attempts []attempt, body []byte) {
 var binaryBody = append([]byte(`{"amount":1250,"note":"`), 0x00, 0xff, 0xfe, '"', '}')
 
 func TestTransportRetries409ThenSucceeds(t *testing.T) {
-	s, srv := startScripted(t, status(409), status(409), status(201, ReplayedHeader, "true"))
+	s, srv := startScripted(t, inProgress, inProgress, status(201, ReplayedHeader, "true"))
 	var retries []Retry
 	resp, body, err := post(t, NewClient(fastTransport(srv, &retries)), context.Background(), srv.URL, binaryBody)
 	require.NoError(t, err)
@@ -155,7 +163,11 @@ func TestTransportNeverRetriesFinalAnswers(t *testing.T) {
 		assert.Len(t, s.seen(), 1, "%d is final", code)
 	}
 	for _, code := range []int{409, 429, 502, 503, 504} {
-		s, srv := startScripted(t, status(code), status(201))
+		first := status(code)
+		if code == http.StatusConflict {
+			first = inProgress // the one 409 that is retried
+		}
+		s, srv := startScripted(t, first, status(201))
 		var retries []Retry
 		resp, _, err := post(t, NewClient(fastTransport(srv, &retries)), context.Background(), srv.URL, []byte("{}"))
 		require.NoError(t, err)
