@@ -31,7 +31,8 @@ const DefaultProblemBase = "https://stagedoor.example/problems/"
 // DefaultStoreHeaders are the response headers stored and replayed by
 // default: the ones a client acts on. To replay another one, list it with
 // these: Config{StoreHeaders: append(slices.Clone(DefaultStoreHeaders),
-// "X-Request-Id")}.
+// "X-Request-Id")}. Content-Encoding, Content-Range and Vary are stored
+// whatever the list says (see Config.StoreHeaders).
 var DefaultStoreHeaders = []string{
 	"Location", "Content-Type", "Content-Language", "Content-Location",
 	"ETag", "Last-Modified", "Cache-Control", "Retry-After", "Link",
@@ -112,7 +113,10 @@ type Config struct {
 
 	// StoreHeaders lists the response headers (and trailers) that are
 	// stored and replayed; those the handler set after WriteHeader are not
-	// part of the response, as in net/http.
+	// part of the response, as in net/http. Content-Encoding,
+	// Content-Range and Vary are stored and replayed whether listed or
+	// not: the stored body is the bytes they describe (a gzip body
+	// replayed without its Content-Encoding would read as garbage).
 	// Defaults to DefaultStoreHeaders (Location, Content-Type,
 	// Content-Language, Content-Location, ETag, Last-Modified, Cache-Control,
 	// Retry-After, Link). Set-Cookie and hop-by-hop headers (Connection,

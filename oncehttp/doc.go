@@ -22,8 +22,9 @@
 //     written and, if Config.StoreStatus says so (see below), stored:
 //     status, body, the allow-listed headers and trailers of
 //     Config.StoreHeaders.
-//   - Same key, same request, completed: the stored response, byte for byte,
-//     with "Idempotent-Replayed: true". The handler does not run. A stored 4xx
+//   - Same key, same request, completed: the stored response, its status
+//     and body byte for byte, with its stored headers (see Headers) and
+//     "Idempotent-Replayed: true". The handler does not run. A stored 4xx
 //     (a 402 card decline) is replayed like a 201: it is the answer to the
 //     intent.
 //   - Same key, another method, path, query or body: 422 Problem Details
@@ -80,7 +81,9 @@
 // which follow the body. The first client gets every header; a replay gets
 // the headers and trailers of Config.StoreHeaders (DefaultStoreHeaders:
 // Location, Content-Type, Content-Language, Content-Location, ETag,
-// Last-Modified, Cache-Control, Retry-After, Link), plus Content-Length
+// Last-Modified, Cache-Control, Retry-After, Link), plus the
+// representation headers the stored bytes depend on (Content-Encoding,
+// Content-Range, Vary), whatever StoreHeaders says, plus Content-Length
 // and "Idempotent-Replayed: true". Set-Cookie and hop-by-hop headers are
 // never stored. To replay another header, list it with the defaults:
 // Config{StoreHeaders: append(slices.Clone(DefaultStoreHeaders),

@@ -52,14 +52,20 @@ func storable(canonical string) bool {
 	return !neverStored[canonical] && !strings.HasPrefix(canonical, "Proxy-")
 }
 
+// representationHeaders are stored whatever the allow-list says: the
+// stored body's bytes are what they describe (a gzip body is only the
+// response with its Content-Encoding, a 206 body only with its
+// Content-Range), and Vary says which request headers chose them.
+var representationHeaders = []string{"Content-Encoding", "Content-Range", "Vary"}
+
 // storeList returns the canonical, de-duplicated allow-list with the
-// never-stored headers removed.
+// never-stored headers removed and representationHeaders added.
 func storeList(names []string) []string {
 	if names == nil {
 		names = DefaultStoreHeaders
 	}
-	out := make([]string, 0, len(names))
-	for _, n := range names {
+	out := make([]string, 0, len(names)+len(representationHeaders))
+	for _, n := range slices.Concat(names, representationHeaders) {
 		c := textproto.CanonicalMIMEHeaderKey(strings.TrimSpace(n))
 		if c != "" && storable(c) && !slices.Contains(out, c) {
 			out = append(out, c)
