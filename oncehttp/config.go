@@ -106,9 +106,12 @@ type Config struct {
 	// Details (response-unavailable) with the original status. Give large
 	// responses a Location.
 	// The middleware sets the Keeper's outcome cap for its own calls to
-	// MaxStoredBody plus 64 KiB for the stored headers, so that a response
-	// within MaxStoredBody fits; a response whose stored headers exceed
-	// that room is treated like a too-large body on replay.
+	// MaxStoredBody plus 64 KiB for the stored headers (math.MaxInt when
+	// that sum would overflow), so that a response within MaxStoredBody
+	// fits; a response whose stored headers and trailers exceed that room
+	// is stored as a too-large one, without its body, and replayed as
+	// above (with only its Content-Location or Location when even its
+	// headers do not fit, and with none when that one does not either).
 	MaxStoredBody int
 
 	// StoreHeaders lists the response headers (and trailers) that are
@@ -148,7 +151,9 @@ type Config struct {
 	// Options are applied to the scope of every call (once.Scope.With),
 	// e.g. once.WithWait(2*time.Second) so that a duplicate waits for the
 	// first request's response instead of getting 409, or a per-route
-	// once.WithLease. Defaults to none: the Keeper's policy applies. The
+	// once.WithLease. New refuses, with a *ConfigError (Field "Options"),
+	// one the core would refuse on every call (once.WithWait(-1), a
+	// non-positive lease). Defaults to none: the Keeper's policy applies. The
 	// middleware sets its own codec (responses are stored in a compact
 	// binary form), the outcome size cap (see MaxStoredBody) and the
 	// default error classifier after these, so those three cannot be

@@ -3,6 +3,7 @@ package oncehttp
 import (
 	"context"
 	"errors"
+	"math"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -17,6 +18,10 @@ import (
 // the middleware sizes the Keeper's outcome cap for its calls.
 const headerBudget = 64 << 10
 
+// envelopeOverhead is what the core adds to the codec's bytes of a value
+// (its envelope header), with room to spare.
+const envelopeOverhead = 16
+
 // Middleware guards handlers with idempotency keys. It is safe for
 // concurrent use and holds no per-request state; make one per Keeper and
 // Config and wrap as many handlers as you like.
@@ -28,6 +33,7 @@ type Middleware struct {
 	allowMissing  bool
 	fingerprint   func(*http.Request) (once.Fingerprint, error)
 	maxStored     int
+	maxOutcome    int // the Keeper's outcome cap for the middleware's calls
 	allow         []string
 	onServerError func(int) ServerErrorPolicy
 	storeStatus   func(int) bool
@@ -38,8 +44,10 @@ type Middleware struct {
 
 // New returns a Middleware that guards requests with k, configured by cfg.
 // It returns a *ConfigError (errors.Is ErrInvalidConfig) and no Middleware
-// when k is nil, cfg.Scope is nil (there is no insecure default), or a
-// field is out of range.
+// when k is nil, cfg.Scope is nil (there is no insecure default), a field
+// is out of range, or k's policy or cfg.Options hold an option the core
+// refuses (once.WithWait(-1), a non-positive lease or retention...: Field
+// "Keeper" or "Options"), with which every request would fail.
 func New(k *once.Keeper, cfg Config) (*Middleware, error) {
 	if k == nil {
 		return nil, &ConfigError{Field: "Keeper", Reason: "nil"}
@@ -95,18 +103,53 @@ func New(k *once.Keeper, cfg Config) (*Middleware, error) {
 	// classifier, so that its 5xx marker errors are released or held as
 	// OnServerError says, and an observer (added to the caller's) that
 	// tells FirstExecution about takeovers.
+	m.maxOutcome = m.maxStored + headerBudget
+	if m.maxStored > math.MaxInt-headerBudget {
+		m.maxOutcome = math.MaxInt
+	}
 	m.opts = append(slices.Clone(cfg.Options),
 		once.WithCodec(responseCodec{}),
-		once.WithMaxOutcomeSize(m.maxStored+headerBudget),
+		once.WithMaxOutcomeSize(m.maxOutcome),
 		once.WithClassifier(nil),
 		once.WithObserver(tookOverObserver),
 	)
+	if err := checkPolicy(k, m.opts); err != nil {
+		return nil, err
+	}
 	base := cfg.ProblemBase
 	if base == "" {
 		base = DefaultProblemBase
 	}
 	m.problems = newProblems(base, cfg.ProblemTypes)
 	return m, nil
+}
+
+// configProbe is a value the middleware's codec refuses to encode, so
+// that checkPolicy's Resolve stops after validating the policy, before
+// any store call.
+type configProbe struct{}
+
+// checkPolicy reports a Keeper policy, or Options on top of it, that the
+// core refuses (a negative wait, a non-positive lease...), with which
+// every request would fail. It validates as every call does, with a
+// Resolve that ends at encoding its value: nothing is sent to the store,
+// traced or observed.
+func checkPolicy(k *once.Keeper, opts []once.Option) error {
+	const name = "oncehttp-config-check"
+	check := func(s once.Scope) error {
+		var invalid *once.InvalidInputError
+		if err := once.Resolve(context.Background(), s, name, nil, configProbe{}, nil); errors.As(err, &invalid) {
+			return invalid
+		}
+		return nil
+	}
+	if err := check(k.Scope(name).With(once.WithCodec(responseCodec{}))); err != nil {
+		return &ConfigError{Field: "Keeper", Reason: "its options are invalid: " + err.Error()}
+	}
+	if err := check(k.Scope(name).With(opts...)); err != nil {
+		return &ConfigError{Field: "Options", Reason: err.Error()}
+	}
+	return nil
 }
 
 // Handler returns next guarded by m. Its type fits routers that take
@@ -183,7 +226,9 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 			if !m.stores(rec.status, storeChoice(g.choice.Load())) {
 				return storedResponse{}, &notStoredError{status: rec.status}
 			}
-			return rec.response(), nil
+			resp := rec.response()
+			resp.fit(m.maxOutcome - envelopeOverhead)
+			return resp, nil
 		})
 	if panicked != nil {
 		m.answerPanic(w, r, rec, panicked)

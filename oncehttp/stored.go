@@ -229,3 +229,55 @@ func setContentLength(h http.Header, status int, method string, n int) {
 	}
 	h["Content-Length"] = []string{strconv.Itoa(n)}
 }
+
+// encodedSize is the length of s in responseCodec's form.
+func (s *storedResponse) encodedSize() int {
+	return 1 + uvarintLen(uint64(s.Status)) + 1 + fieldsLen(s.Header) + fieldsLen(s.Trailer) + len(s.Body)
+}
+
+func fieldsLen(h http.Header) int {
+	n := uvarintLen(uint64(len(h)))
+	for name, vals := range h {
+		n += uvarintLen(uint64(len(name))) + len(name) + uvarintLen(uint64(len(vals)))
+		for _, v := range vals {
+			n += uvarintLen(uint64(len(v))) + len(v)
+		}
+	}
+	return n
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for ; v >= 0x80; v >>= 7 {
+		n++
+	}
+	return n
+}
+
+// fit makes s at most limit bytes in responseCodec's form, so that the
+// Keeper's outcome cap never refuses it: a response whose stored headers
+// and trailers outgrow the room left beside MaxStoredBody is stored as a
+// too-large one (without its body: a replay is 303 See Other to its
+// Content-Location or Location); if even that is too large, with only
+// that header, and then with none (a replay is 500 response-unavailable).
+func (s *storedResponse) fit(limit int) {
+	if s.encodedSize() <= limit {
+		return
+	}
+	s.Body, s.TooLarge = nil, true
+	if s.encodedSize() <= limit {
+		return
+	}
+	s.Trailer = nil
+	var kept http.Header
+	for _, name := range []string{"Content-Location", "Location"} {
+		if v := s.Header.Get(name); v != "" {
+			kept = http.Header{name: {v}}
+			break
+		}
+	}
+	s.Header = kept
+	if s.encodedSize() > limit {
+		s.Header = nil
+	}
+}
