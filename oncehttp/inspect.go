@@ -36,11 +36,14 @@ func DecodeStoredResponse(payload []byte) (resp StoredResponse, ok bool) {
 // recorded) key of the middleware, as once.Resolve does: every later
 // request with the key is answered resp, with Idempotent-Replayed. scope
 // must come from the Keeper the middleware uses. An empty fp keeps the
-// key's stored fingerprint. Only the headers of DefaultStoreHeaders are
-// kept, as the middleware keeps them.
+// key's stored fingerprint. Only the headers of DefaultStoreHeaders (and
+// Content-Encoding, Content-Range and Vary) are kept, as the middleware
+// keeps them, under their canonical names ("location" is Location). A
+// status outside 200-999 (a 1xx is never a final answer) is refused with
+// an *once.InvalidInputError (Field "status") and nothing is stored.
 func ResolveResponse(ctx context.Context, scope once.Scope, key string, fp once.Fingerprint, resp StoredResponse) error {
 	if !validStatus(resp.Status) {
-		return &once.InvalidInputError{Field: "status", Reason: "not an HTTP status code"}
+		return errStatus()
 	}
 	return once.Resolve(ctx, scope.With(once.WithCodec(responseCodec{})), key, fp, toStored(resp), nil)
 }

@@ -69,3 +69,41 @@ func TestStoredResponseForOperators(t *testing.T) {
 	var invalid *once.InvalidInputError
 	require.ErrorAs(t, oncehttp.ResolveResponse(t.Context(), keeper.Scope("client-1"), "k3", nil, oncehttp.StoredResponse{Status: 42}), &invalid)
 }
+
+// ResolveResponse stores only what a replay can send: a final status (a
+// 1xx never ends a response, so every retry would get 500), and headers
+// under their canonical names whatever case the caller wrote them in.
+func TestResolveResponseStoresWhatAReplaySends(t *testing.T) {
+	keeper := once.New(nil)
+	mw, err := oncehttp.New(keeper, oncehttp.Config{Scope: func(*http.Request) (string, error) { return "u", nil }})
+	require.NoError(t, err)
+	h := mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "timeout", http.StatusGatewayTimeout) // held
+	}))
+	post := func(key string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "/pay", strings.NewReader("b"))
+		req.Header.Set("Idempotency-Key", key)
+		h.ServeHTTP(rec, req)
+		return rec
+	}
+	for _, status := range []int{0, 42, 100, 102, 103, 199, 1000} {
+		var invalid *once.InvalidInputError
+		err := oncehttp.ResolveResponse(t.Context(), keeper.Scope("u"), "a", nil, oncehttp.StoredResponse{Status: status, Body: []byte("x")})
+		require.ErrorAs(t, err, &invalid, "status %d", status)
+		require.Equal(t, "status", invalid.Field)
+	}
+
+	require.Equal(t, http.StatusGatewayTimeout, post("b").Code)
+	require.NoError(t, oncehttp.ResolveResponse(t.Context(), keeper.Scope("u"), "b", nil, oncehttp.StoredResponse{
+		Status: http.StatusCreated,
+		Header: http.Header{"location": {"/p/1"}, "CONTENT-TYPE": {"text/plain"}, "content-encoding": {"identity"}},
+		Body:   []byte("done"),
+	}))
+	got := post("b")
+	require.Equal(t, http.StatusCreated, got.Code)
+	require.Equal(t, "/p/1", got.Header().Get("Location"))
+	require.Equal(t, "text/plain", got.Header().Get("Content-Type"))
+	require.Equal(t, "identity", got.Header().Get("Content-Encoding"))
+	require.Equal(t, "done", got.Body.String())
+}

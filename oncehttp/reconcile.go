@@ -3,6 +3,10 @@ package oncehttp
 import (
 	"context"
 	"errors"
+	"maps"
+	"net/http"
+	"net/textproto"
+	"slices"
 
 	"github.com/stagedoor/once"
 )
@@ -20,7 +24,7 @@ var errVerdictNotResponse = errors.New("oncehttp: a settled verdict on a key of 
 // DefaultStoreHeaders), and each later request gets it with
 // Idempotent-Replayed. k must be the Keeper the middleware uses.
 //
-// A settled verdict with Err set, or with a status outside 100-999, is
+// A settled verdict with Err set, or with a status outside 200-999, is
 // not stored: the key stays held and the pass counts it as Failed, with
 // the reason in its Errors. cfg.Codec is ignored (the middleware's codec
 // is the only one its keys replay).
@@ -38,23 +42,54 @@ func NewReconciler(k *once.Keeper, check once.ReconcileFunc[StoredResponse], cfg
 			return once.Verdict[StoredResponse]{}, errVerdictNotResponse
 		}
 		if !validStatus(v.Value.Status) {
-			return once.Verdict[StoredResponse]{}, &once.InvalidInputError{Field: "status", Reason: "not an HTTP status code"}
+			return once.Verdict[StoredResponse]{}, errStatus()
 		}
 		return v, nil
 	}, cfg)
 }
 
-// validStatus reports whether code is a status a response can carry.
-func validStatus(code int) bool { return code >= 100 && code <= 999 }
+// validStatus reports whether code is a final status, which a replay
+// sends (an informational 1xx never ends a response).
+func validStatus(code int) bool { return code >= 200 && code <= 999 }
+
+// errStatus is the error for a StoredResponse whose status validStatus
+// refuses.
+func errStatus() error {
+	return &once.InvalidInputError{Field: "status", Reason: "not a final HTTP status code (200 to 999)"}
+}
 
 // toStored is resp as the middleware stores it: the headers and trailers
-// of DefaultStoreHeaders, never a cookie or a hop-by-hop field.
+// of DefaultStoreHeaders (and the representation headers the body
+// depends on), under their canonical names whatever case resp used,
+// never a cookie or a hop-by-hop field.
 func toStored(resp StoredResponse) storedResponse {
 	allow := storeList(nil)
 	return storedResponse{
 		Format: storedFormat, Status: resp.Status,
-		Header:  storedHeader(resp.Header, allow),
-		Trailer: storedHeader(resp.Trailer, allow),
+		Header:  storedHeader(canonicalHeader(resp.Header), allow),
+		Trailer: storedHeader(canonicalHeader(resp.Trailer), allow),
 		Body:    resp.Body, TooLarge: resp.TooLarge,
 	}
+}
+
+// canonicalHeader returns h with every name in canonical form, merging
+// the values of names that differ only in case; h itself when it already
+// is.
+func canonicalHeader(h http.Header) http.Header {
+	canonical := true
+	for name := range h {
+		if textproto.CanonicalMIMEHeaderKey(name) != name {
+			canonical = false
+			break
+		}
+	}
+	if canonical {
+		return h
+	}
+	out := make(http.Header, len(h))
+	for _, name := range slices.Sorted(maps.Keys(h)) {
+		c := textproto.CanonicalMIMEHeaderKey(name)
+		out[c] = append(out[c], h[name]...)
+	}
+	return out
 }

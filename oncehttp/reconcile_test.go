@@ -61,6 +61,7 @@ func TestReconcilerResolvesAMiddlewareKey(t *testing.T) {
 		for name, v := range map[string]once.Verdict[StoredResponse]{
 			"an error":   {Settled: true, Err: once.Final(errors.New("declined"))},
 			"bad status": {Settled: true, Value: StoredResponse{Status: 42}},
+			"a 1xx":      {Settled: true, Value: StoredResponse{Status: http.StatusProcessing}},
 		} {
 			verdict.Store(func() (once.Verdict[StoredResponse], error) { return v, nil })
 			rep := pass()
@@ -72,7 +73,7 @@ func TestReconcilerResolvesAMiddlewareKey(t *testing.T) {
 		verdict.Store(func() (once.Verdict[StoredResponse], error) {
 			return once.Verdict[StoredResponse]{Settled: true, Value: StoredResponse{
 				Status: http.StatusCreated,
-				Header: http.Header{"Location": {"/orders/9"}, "Content-Type": {"application/json"}, "Set-Cookie": {"secret=1"}},
+				Header: http.Header{"location": {"/orders/9"}, "Content-Type": {"application/json"}, "Set-Cookie": {"secret=1"}}, // any case
 				Body:   []byte(`{"id":9}`),
 			}}, nil
 		})
