@@ -48,7 +48,7 @@ func Run(t *testing.T, newServer New) {
 	t.Run("DuplicateWhileRunningIs409", func(t *testing.T) { whileRunning(t, newServer) })
 	t.Run("ConcurrentDuplicatesRunOnce", func(t *testing.T) { concurrent(t, newServer) })
 	t.Run("RouterErrorAnswerIsStored", func(t *testing.T) { declined(t, newServer) })
-	t.Run("PanicReleasesTheKey", func(t *testing.T) { panics(t, newServer) })
+	t.Run("PanicHoldsTheKey", func(t *testing.T) { panics(t, newServer) })
 }
 
 // Request is one call of the orders API.
@@ -329,15 +329,23 @@ func panics(t *testing.T, newServer New) {
 		}
 	})
 	req := Request{Order: "42", Key: "k-1", User: "alice", Body: `{"amount":100}`}
-	// The router's recovery middleware answers the panic with a 500; the
-	// key was released, so the retry runs the handler.
+	// oncehttp answers the panic with a 500 and holds the key: the panic
+	// may have come after the side effect, so the retry is told the
+	// outcome is unknown (409, key_state "held") and the handler does not
+	// run again.
 	wantStatus(t, Send(t, url, req), http.StatusInternalServerError)
 	second := Send(t, url, req)
-	wantStatus(t, second, http.StatusCreated)
-	if v := second.Header.Get("Idempotent-Replayed"); v != "" {
-		t.Fatalf("the retry after a panic was a replay (%q)", v)
+	wantStatus(t, second, http.StatusConflict)
+	if !strings.Contains(second.Body, `"key_state":"held"`) {
+		t.Fatalf("the retry after a panic was not told the key is held: %s", second.Body)
 	}
-	wantRuns(t, s, 1)
+	if second.Header.Get("Retry-After") == "" {
+		t.Fatal("the held key's 409 has no Retry-After")
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the handler was entered %d times, want 1", n)
+	}
+	wantRuns(t, s, 0) // its one run panicked before the payment
 }
 
 // Replays checks that req, sent twice to s, runs s's handler once and that
