@@ -7,15 +7,50 @@
 //	k := once.New(store, inst.Options()...)
 //	out, err := once.DoOutcome(ctx, k.Scope(user), key, fp, fn) // in a "once.Do" span
 //
+// # What is recorded
+//
 // Scopes are usually per user and keys per request: both have unbounded
-// cardinality, so neither is ever a metric attribute. Metrics carry a scope
-// class (Config.ScopeClass, "default" unless you set it) and keys never
-// appear anywhere in clear.
+// cardinality and can carry personal data, so neither is ever recorded, in
+// a metric or on a span, in clear or hashed. Metrics and spans carry a
+// scope class instead (Config.ScopeClass, "default" unless you set it).
+// The one free text recorded is an error's: the status description of a
+// span whose call failed is the text of the error Do returned, which can
+// be fn's own error (a retryable or held error) and so whatever fn put in
+// it. Config.ErrorText replaces that text (return "" to record none).
+//
+// # An observer never changes a call
+//
+// The tracer and the observer recover every panic raised inside them —
+// by a span processor or exporter called synchronously (OnStart, OnEnd),
+// a meter provider, Config.ScopeClass, Config.ErrorText, or an error's
+// Error method — and report it to otel.Handle (the global error handler),
+// so neither can crash a call nor change what Do returns: the core would
+// otherwise let such a panic out of Do after the outcome was stored. What
+// a recovered panic costs is the telemetry of that step: a panicking
+// ScopeClass records the class "unknown", any other panic drops the rest
+// of that event's or span's data (a span whose End panicked may not be
+// exported).
+//
+// # postgres.DoTx
+//
+// The span covers the once.DoOutcome call that DoTx makes inside its
+// transaction, and it ends before DoTx commits: the commit, and its
+// result, are not part of it. A commit that fails after fn ran (a
+// deferred constraint, a lost connection) leaves a span with outcome
+// executed, status Unset and the events claimed, executed and recorded,
+// though nothing was stored and the next call runs fn again. The commit's
+// result is DoTx's return value (an *postgres.Error with Op "commit"):
+// trace it in the caller, in a span of its own around DoTx. onceotel sees
+// only the core's hooks, which end before the commit, so it cannot do
+// better alone; a span covering the commit needs a hook in DoTx.
 package onceotel
 
 import (
 	"context"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -38,8 +73,14 @@ type Config struct {
 	TracerProvider trace.TracerProvider
 	// ScopeClass maps a scope to a low-cardinality class for the
 	// "once.scope_class" attribute (e.g. "user", "consumer", "cron").
-	// Defaults to a function that returns "default".
+	// Defaults to a function that returns "default". If it panics, the
+	// class is "unknown" and the panic goes to otel.Handle.
 	ScopeClass func(scope string) string
+	// ErrorText returns the status description recorded on the span of a
+	// call that failed, from the error Do returned (fn's own error, for a
+	// retryable or held error). Defaults to err.Error(); return "" to
+	// record no text. The status code is Error either way.
+	ErrorText func(err error) string
 }
 
 // Instrumentation holds the instruments. It is safe for concurrent use.
@@ -47,16 +88,34 @@ type Instrumentation struct {
 	meter      metric.Meter
 	tracer     trace.Tracer
 	scopeClass func(string) string
+	errorText  func(error) string
 	events     metric.Int64Counter
 	fnTime     metric.Float64Histogram
 	storeTime  metric.Float64Histogram
+
+	// retried holds the (scope, key) of completions whose attempt failed
+	// and whose final event is still to come; retrying counts them, so a
+	// completion without failures never takes the lock.
+	retryMu  sync.Mutex
+	retried  map[callKey]struct{}
+	retrying atomic.Int64
 }
+
+type callKey struct{ scope, key string }
 
 // New creates the instruments:
 //   - once.events (counter): every event, by once.event and once.scope_class
 //     (and once.class for executed);
 //   - once.fn.duration (histogram, s): fn's run time, by once.class;
-//   - once.store.duration (histogram, s): store round trips, by once.op.
+//   - once.store.duration (histogram, s): the duration of each store call
+//     the core reports, by once.op: one sample per claim, renewal,
+//     release, hold and resolve, and per completion attempt. A failed
+//     attempt is the sample of its store_error event; the completion's
+//     final event (recorded, lease_lost, unrecorded) is a sample only when
+//     no attempt of it failed, since its time then spans every attempt and
+//     the backoff between them. So an attempt that succeeds after a failed
+//     one is not measured (the core reports no time of its own for it),
+//     and no attempt is ever measured twice.
 func New(cfg *Config) (*Instrumentation, error) {
 	var c Config
 	if cfg != nil {
@@ -71,12 +130,15 @@ func New(cfg *Config) (*Instrumentation, error) {
 	if c.ScopeClass == nil {
 		c.ScopeClass = func(string) string { return "default" }
 	}
+	if c.ErrorText == nil {
+		c.ErrorText = error.Error
+	}
 	meter := c.MeterProvider.Meter(instrumentationName)
 	events, err1 := meter.Int64Counter("once.events", metric.WithDescription("Events of once calls, by kind."))
 	fnTime, err2 := meter.Float64Histogram("once.fn.duration", metric.WithUnit("s"),
 		metric.WithDescription("Run time of fn in calls that executed it."))
 	storeTime, err3 := meter.Float64Histogram("once.store.duration", metric.WithUnit("s"),
-		metric.WithDescription("Store round trips, by operation."))
+		metric.WithDescription("Duration of each store call, by operation; each completion attempt once."))
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return nil, err
 	}
@@ -84,19 +146,54 @@ func New(cfg *Config) (*Instrumentation, error) {
 		meter:      meter,
 		tracer:     c.TracerProvider.Tracer(instrumentationName),
 		scopeClass: c.ScopeClass,
+		errorText:  c.ErrorText,
 		events:     events,
 		fnTime:     fnTime,
 		storeTime:  storeTime,
+		retried:    map[callKey]struct{}{},
 	}, nil
+}
+
+// recovered reports a panic raised in the instrumentation's hooks to
+// otel.Handle; deferred, it keeps the panic from reaching the call.
+func recovered(where string) {
+	if r := recover(); r != nil {
+		otel.Handle(fmt.Errorf("onceotel: %s panicked: %v", where, r))
+	}
+}
+
+// class is the scope's class; a panicking ScopeClass gives "unknown".
+func (i *Instrumentation) class(scope string) (class string) {
+	defer func() {
+		if r := recover(); r != nil {
+			otel.Handle(fmt.Errorf("onceotel: Config.ScopeClass panicked: %v", r))
+			class = "unknown"
+		}
+	}()
+	return i.scopeClass(scope)
 }
 
 // Observer returns the once.Observer that records the metrics and adds a
 // span event ("once.<event>") to the span in the call's context, if any.
+// A panic inside it is recovered and reported to otel.Handle (see the
+// package documentation).
 func (i *Instrumentation) Observer() once.Observer {
 	return func(ctx context.Context, e once.Event) {
+		defer recovered("observer")
+		span := trace.SpanFromContext(ctx)
+		if st, ok := ctx.Value(startKey{}).(*callState); ok {
+			if st == nil { // the call's span did not start: no enclosing span gets its events
+				span = nil
+			} else {
+				span = st.span
+				if e.Kind == once.EventHeld && e.Err == nil && st.scope == e.Scope && st.key == e.Key {
+					st.held.Store(true)
+				}
+			}
+		}
 		attrs := []attribute.KeyValue{
 			attribute.String("once.event", e.Kind.String()),
-			attribute.String("once.scope_class", i.scopeClass(e.Scope)),
+			attribute.String("once.scope_class", i.class(e.Scope)),
 		}
 		if e.Kind == once.EventExecuted {
 			class := "none"
@@ -106,14 +203,58 @@ func (i *Instrumentation) Observer() once.Observer {
 			attrs = append(attrs, attribute.String("once.class", class))
 			i.fnTime.Record(ctx, e.FnTime.Seconds(), metric.WithAttributes(attribute.String("once.class", class)))
 		}
-		if e.Op != "" && e.StoreTime > 0 {
+		if e.Op != "" && e.StoreTime > 0 && i.singleAttempt(e) {
 			i.storeTime.Record(ctx, e.StoreTime.Seconds(), metric.WithAttributes(attribute.String("once.op", e.Op)))
 		}
 		i.events.Add(ctx, 1, metric.WithAttributes(attrs...))
-		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		if span != nil && span.IsRecording() {
 			span.AddEvent("once."+e.Kind.String(), trace.WithAttributes(attrs...))
 		}
 	}
+}
+
+// singleAttempt reports whether e's StoreTime is the time of one store
+// call. A completion's store_error events are; its final event is only if
+// none of its attempts failed (the core retries a failed completion, and
+// the final event's time spans every attempt and the backoff between
+// them). Only one call completes a (scope, key) at a time, its claim's
+// owner, so the failed attempts are told by the (scope, key).
+func (i *Instrumentation) singleAttempt(e once.Event) bool {
+	if e.Op != "complete" {
+		return true
+	}
+	k := callKey{e.Scope, e.Key}
+	if e.Kind == once.EventStoreError {
+		i.retryMu.Lock()
+		if _, ok := i.retried[k]; !ok {
+			i.retried[k] = struct{}{}
+			i.retrying.Add(1)
+		}
+		i.retryMu.Unlock()
+		return true
+	}
+	if e.Kind == once.EventUnrecorded {
+		// Its last attempt failed: its store_error event was the sample.
+		i.forget(k)
+		return false
+	}
+	return !i.forget(k) // recorded, lease_lost
+}
+
+// forget ends the completion of k and reports whether an attempt of it
+// failed.
+func (i *Instrumentation) forget(k callKey) bool {
+	if i.retrying.Load() == 0 {
+		return false
+	}
+	i.retryMu.Lock()
+	defer i.retryMu.Unlock()
+	if _, ok := i.retried[k]; !ok {
+		return false
+	}
+	delete(i.retried, k)
+	i.retrying.Add(-1)
+	return true
 }
 
 // Outcome values of the "once.outcome" span attribute.
@@ -122,8 +263,13 @@ const (
 	OutcomeReplayed   = "replayed"
 	OutcomeInProgress = "in_progress"
 	OutcomeKeyReused  = "key_reused"
-	OutcomeError      = "error"
-	OutcomePanic      = "panic"
+	// OutcomeHeld: fn returned a held error and the key is held (the
+	// once.held event, without a store error). Needs the Observer too, as
+	// Options installs it; with the Tracer alone a held call is
+	// OutcomeError.
+	OutcomeHeld  = "held"
+	OutcomeError = "error"
+	OutcomePanic = "panic"
 )
 
 // Options installs both the tracer and the observer:
@@ -135,23 +281,47 @@ func (i *Instrumentation) Options() []once.Option {
 // Tracer returns the once.Tracer that wraps every call in a span named
 // "once.Do" whose attributes are the scope class and the outcome
 // (OutcomeExecuted, OutcomeReplayed, OutcomeInProgress, OutcomeKeyReused,
-// OutcomeError or OutcomePanic). A call that returns an error other than a
-// recorded or replayed final error, in progress or key reused, or that
-// panics, marks the span as an error.
+// OutcomeHeld, OutcomeError or OutcomePanic). A call that returns an error
+// other than a recorded or replayed final error, in progress or key
+// reused, or that panics, marks the span as an error, with the error's
+// text (Config.ErrorText) as the status description; a held call is one.
+// A panic inside the tracer, a span processor's OnStart or OnEnd
+// included, is recovered and reported to otel.Handle.
 func (i *Instrumentation) Tracer() once.Tracer { return tracer{i} }
 
 type tracer struct{ i *Instrumentation }
 
 type startKey struct{}
 
-func (t tracer) TraceDoStart(ctx context.Context, d once.TraceDoStartData) context.Context {
-	ctx, _ = t.i.tracer.Start(ctx, "once.Do", trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(attribute.String("once.scope_class", t.i.scopeClass(d.Scope))))
-	return context.WithValue(ctx, startKey{}, time.Now())
+// callState is what the tracer keeps for one call, in its context; a
+// nil *callState marks a call whose span could not be started.
+type callState struct {
+	span       trace.Span
+	scope, key string
+	start      time.Time
+	held       atomic.Bool // the observer saw the key held
+}
+
+func (t tracer) TraceDoStart(ctx context.Context, d once.TraceDoStartData) (out context.Context) {
+	defer func() {
+		if r := recover(); r != nil {
+			otel.Handle(fmt.Errorf("onceotel: tracer start panicked: %v", r))
+			// No span: TraceDoEnd must not end an enclosing call's.
+			out = context.WithValue(ctx, startKey{}, (*callState)(nil))
+		}
+	}()
+	ctx2, span := t.i.tracer.Start(ctx, "once.Do", trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(attribute.String("once.scope_class", t.i.class(d.Scope))))
+	return context.WithValue(ctx2, startKey{}, &callState{span: span, scope: d.Scope, key: d.Key, start: time.Now()})
 }
 
 func (t tracer) TraceDoEnd(ctx context.Context, d once.TraceDoEndData) {
-	span := trace.SpanFromContext(ctx)
+	defer recovered("tracer end")
+	st, _ := ctx.Value(startKey{}).(*callState)
+	if st == nil {
+		return
+	}
+	span := st.span
 	defer span.End()
 	outcome := OutcomeExecuted
 	switch {
@@ -166,11 +336,23 @@ func (t tracer) TraceDoEnd(ctx context.Context, d once.TraceDoEndData) {
 		outcome = OutcomeKeyReused
 	case d.Err != nil && !d.Recorded:
 		outcome = OutcomeError
-		span.SetStatus(codes.Error, d.Err.Error())
+		if st.held.Load() {
+			outcome = OutcomeHeld
+		}
+		span.SetStatus(codes.Error, t.i.statusText(d.Err))
 	}
-	attrs := []attribute.KeyValue{attribute.String("once.outcome", outcome)}
-	if start, ok := ctx.Value(startKey{}).(time.Time); ok {
-		attrs = append(attrs, attribute.Float64("once.duration_s", time.Since(start).Seconds()))
-	}
-	span.SetAttributes(attrs...)
+	span.SetAttributes(attribute.String("once.outcome", outcome),
+		attribute.Float64("once.duration_s", time.Since(st.start).Seconds()))
+}
+
+// statusText is Config.ErrorText of err; if it panics, the text is empty
+// and the panic goes to otel.Handle.
+func (i *Instrumentation) statusText(err error) (text string) {
+	defer func() {
+		if r := recover(); r != nil {
+			otel.Handle(fmt.Errorf("onceotel: error text panicked: %v", r))
+			text = ""
+		}
+	}()
+	return i.errorText(err)
 }
