@@ -2,11 +2,39 @@
 //
 //	k := once.New(store, once.WithObserver(onceslog.Observer(slog.Default(), nil)))
 //
+// # What is logged
+//
+// Each line carries the event's scope in clear (often a user or tenant
+// id), its key as key_hash, and, when the event has them, the text of fn's
+// error (fn_error: whatever fn put in it) and of the machinery's (error).
+//
 // Keys are not logged in clear by default: idempotency keys can be
 // guessable (order numbers) or carry personal data, and a log line is read by
 // more people than the store is. Each key is logged as key_hash, the first
 // 16 hex digits of its SHA-256, which is enough to correlate the lines of one
 // key. Set Config.ClearKeys to log keys as they are.
+//
+// Scopes and error texts are logged as they are. To redact them, use the
+// handler's slog.HandlerOptions.ReplaceAttr, which sees every attribute
+// by name, for example:
+//
+//	ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+//		switch a.Key {
+//		case "scope":
+//			return slog.String("scope_hash", onceslog.KeyHash(a.Value.String()))
+//		case "fn_error":
+//			return slog.Attr{} // dropped
+//		}
+//		return a
+//	}
+//
+// # A logger never changes a call
+//
+// The observer recovers a panic raised inside it — by the logger's
+// handler, Config.Level, or an error's Error method — and drops that
+// event's line, so a faulty handler can neither crash a call nor change
+// what Do returns (the core lets an observer's panic out of Do, after the
+// outcome was stored).
 package onceslog
 
 import (
@@ -23,21 +51,29 @@ type Config struct {
 	// ClearKeys logs keys in clear (attribute "key") instead of their hash
 	// (attribute "key_hash"). Defaults to false.
 	ClearKeys bool
-	// Level maps an event kind to the level it is logged at. Defaults to
+	// Level maps an event to the level it is logged at. Defaults to
 	// DefaultLevel.
-	Level func(once.EventKind) slog.Level
+	Level func(once.Event) slog.Level
 }
 
-// DefaultLevel logs the steps of a healthy call (claimed, executed,
-// recorded, replayed, renewed) at Debug; duplicates and releases (in
-// progress, key reused, released, held) at Info; and what an operator must
-// look at (lease lost, unrecorded, store error) at Warn.
-func DefaultLevel(k once.EventKind) slog.Level {
-	switch k {
-	case once.EventInProgress, once.EventKeyReused, once.EventReleased, once.EventHeld:
-		return slog.LevelInfo
+// DefaultLevel logs at Warn every event that carries a failure of the
+// machinery (Event.Err: a store error, a lost lease, an unrecorded
+// outcome, an undecodable replay, a failed hold write, a ReconcileFunc's
+// error), and the kinds that always do (lease lost, unrecorded, store
+// error); at Info duplicates, releases and what settles a key by other
+// means than fn (in progress, key reused, released, held, resolved); and
+// at Debug the steps of a healthy call (claimed, executed, recorded,
+// replayed, renewed) and a Reconciler's visit that left a key held
+// (reconciled, without an error).
+func DefaultLevel(e once.Event) slog.Level {
+	if e.Err != nil {
+		return slog.LevelWarn
+	}
+	switch e.Kind {
 	case once.EventLeaseLost, once.EventUnrecorded, once.EventStoreError:
 		return slog.LevelWarn
+	case once.EventInProgress, once.EventKeyReused, once.EventReleased, once.EventHeld, once.EventResolved:
+		return slog.LevelInfo
 	default:
 		return slog.LevelDebug
 	}
@@ -47,7 +83,8 @@ func DefaultLevel(k once.EventKind) slog.Level {
 // line with the message "once <event>" and the attributes scope, key_hash
 // (or key), and, when the event sets them: op, store_time, fn_time, class,
 // took_over, fn_error (fn's error, or the replayed final error) and error
-// (a failure of the store or of the claim, never fn's).
+// (a failure of the store or of the claim, never fn's). A panic inside it
+// is recovered and the line dropped (see the package documentation).
 func Observer(logger *slog.Logger, cfg *Config) once.Observer {
 	var c Config
 	if cfg != nil {
@@ -57,7 +94,8 @@ func Observer(logger *slog.Logger, cfg *Config) once.Observer {
 		c.Level = DefaultLevel
 	}
 	return func(ctx context.Context, e once.Event) {
-		level := c.Level(e.Kind)
+		defer func() { _ = recover() }() // a faulty handler drops its line, never changes the call
+		level := c.Level(e)
 		if !logger.Enabled(ctx, level) {
 			return
 		}
