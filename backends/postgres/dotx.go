@@ -32,6 +32,15 @@ type TxBeginner interface {
 // committed) or none, so the next call either replays the outcome or runs fn
 // again, never both.
 //
+// The observers and the tracer (once.WithObserver, once.WithTracer, and
+// so onceotel's span and onceslog's lines) see the once.DoOutcome call
+// that DoTx makes inside the transaction, and it ends before the commit.
+// A commit that fails after fn ran (a deferred constraint, a lost
+// connection) therefore leaves a span with outcome executed and status
+// Unset, and the events claimed, executed and recorded, though nothing
+// was stored. The commit's result is DoTx's return value only: trace it
+// in the caller (a span around DoTx, or a log of its error).
+//
 // A concurrent call with the same key, another DoTx or a plain once.Do on
 // a Store of the same table, waits for this transaction (at most the
 // store's LockTimeout, holding one connection meanwhile), then replays its
