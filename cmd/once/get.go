@@ -106,8 +106,8 @@ func newRecordView(scope, key string, rec backends.Record, expiresIn time.Durati
 // text renders the view for people.
 func (v recordView) text() []string {
 	lines := []string{
-		"scope:       " + v.Scope,
-		"key:         " + v.Key,
+		"scope:       " + quoteText(v.Scope),
+		"key:         " + quoteText(v.Key),
 		"state:       " + v.State,
 	}
 	if v.State == "absent" {

@@ -37,7 +37,7 @@ func (v *httpView) text() []string {
 	lines := []string{fmt.Sprintf("  HTTP %d", v.Status)}
 	for _, name := range slices.Sorted(maps.Keys(v.Header)) {
 		for _, val := range v.Header[name] {
-			lines = append(lines, "  "+name+": "+val)
+			lines = append(lines, "  "+quoteText(name)+": "+quoteText(val))
 		}
 	}
 	switch {
@@ -46,14 +46,14 @@ func (v *httpView) text() []string {
 	case v.Body != nil && *v.Body != "":
 		lines = append(lines, "")
 		for line := range strings.SplitSeq(strings.TrimRight(*v.Body, "\n"), "\n") {
-			lines = append(lines, "  "+line)
+			lines = append(lines, "  "+quoteText(line))
 		}
 	case len(v.BodyRaw) > 0:
 		lines = append(lines, fmt.Sprintf("  (binary body, %d bytes; use --json for base64)", len(v.BodyRaw)))
 	}
 	for _, name := range slices.Sorted(maps.Keys(v.Trailer)) {
 		for _, val := range v.Trailer[name] {
-			lines = append(lines, "  trailer "+name+": "+val)
+			lines = append(lines, "  trailer "+quoteText(name)+": "+quoteText(val))
 		}
 	}
 	return lines

@@ -85,7 +85,15 @@ func (l *listCmd) Run(e *env) error {
 		p.Cursor = page.Next
 	}
 	if e.cli.JSON {
-		return e.emitLines(views)
+		if err := e.emitLines(views); err != nil {
+			return err
+		}
+		if truncated {
+			// The last line says the list stopped at --limit: an object
+			// without "scope", so no consumer takes it for a record.
+			return e.emit(truncatedView{Truncated: true, Limit: l.Limit})
+		}
+		return nil
 	}
 	lines := []string{fmt.Sprintf("%-8s %10s  %-24s %s", "STATE", "AGE", "SCOPE", "KEY  (DETAIL)")}
 	for _, v := range views {
@@ -96,6 +104,13 @@ func (l *listCmd) Run(e *env) error {
 		summary += fmt.Sprintf(" (stopped at --limit %d)", l.Limit)
 	}
 	return e.emit(nil, append(lines, summary)...)
+}
+
+// truncatedView is the last line of list --json when it stopped at
+// --limit (more records matched).
+type truncatedView struct {
+	Truncated bool `json:"truncated"`
+	Limit     int  `json:"limit"`
 }
 
 func newListedView(r backends.Listed) listedView {
@@ -123,7 +138,7 @@ func (v listedView) text() string {
 	default:
 		detail = holdText(v)
 	}
-	return fmt.Sprintf("%-8s %10s  %-24s %s  (%s)", v.State, roundAge(ms(v.AgeMS)), v.Scope, v.Key, detail)
+	return fmt.Sprintf("%-8s %10s  %-24s %s  (%s)", v.State, roundAge(ms(v.AgeMS)), quoteText(v.Scope), quoteText(v.Key), detail)
 }
 
 // holdText describes a held record's hold and error.
@@ -142,9 +157,9 @@ func holdText(v listedView) string {
 	}
 	switch {
 	case v.HeldCode != "":
-		parts = append(parts, v.HeldCode+": "+v.HeldMessage)
+		parts = append(parts, quoteText(v.HeldCode)+": "+quoteText(v.HeldMessage))
 	case v.HeldMessage != "":
-		parts = append(parts, v.HeldMessage)
+		parts = append(parts, quoteText(v.HeldMessage))
 	}
 	return strings.Join(parts, "; ")
 }
