@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
@@ -32,20 +34,40 @@ const (
 
 // selectBackend decides the store from the flags, without contacting it:
 // exactly one of --postgres, --redis, --redis-cluster, or else
-// $ONCE_POSTGRES_URL. Schema and table names are checked here too.
+// $ONCE_POSTGRES_URL. A store flag counts as given when it is on the
+// command line, whatever its value: an empty one (--redis "$UNSET") is a
+// usage error, never a fall back to $ONCE_POSTGRES_URL. Schema and table
+// names are checked here too.
 func (c *cli) selectBackend() (kind, error) {
 	n := 0
-	for _, set := range []bool{c.Postgres != "", c.Redis != "", len(c.RedisCluster) > 0} {
-		if set {
+	for _, name := range []string{"postgres", "redis", "redis-cluster"} {
+		if c.given[name] {
 			n++
 		}
 	}
 	switch {
 	case n > 1:
 		return 0, usagef("choose one store: --postgres, --redis or --redis-cluster")
-	case c.Redis != "" || len(c.RedisCluster) > 0:
+	case c.given["postgres"] && c.Postgres == "":
+		return 0, usagef("--postgres is empty: give a URL (an unset shell variable?)")
+	case c.given["redis"] && c.Redis == "":
+		return 0, usagef("--redis is empty: give host:port or a redis:// URL (an unset shell variable?)")
+	case c.given["redis-cluster"]:
+		if len(c.RedisCluster) == 0 || slices.Contains(c.RedisCluster, "") {
+			return 0, usagef("--redis-cluster has an empty address: give host:port[,host:port...] (an unset shell variable?)")
+		}
+		for _, a := range c.RedisCluster {
+			if strings.Contains(a, "@") || strings.Contains(a, "://") {
+				return 0, usagef("--redis-cluster takes host:port seeds, not URLs or credentials: the CLI cannot authenticate to a Redis Cluster")
+			}
+		}
 		return kindRedis, nil
-	case c.Postgres == "":
+	case c.given["redis"]:
+		if _, err := c.redisOptions(); err != nil {
+			return 0, err
+		}
+		return kindRedis, nil
+	case !c.given["postgres"]:
 		c.Postgres = os.Getenv("ONCE_POSTGRES_URL")
 		if c.Postgres == "" {
 			return 0, usagef("no store: give --postgres URL (or set ONCE_POSTGRES_URL), --redis ADDR or --redis-cluster ADDRS")
@@ -55,6 +77,24 @@ func (c *cli) selectBackend() (kind, error) {
 		return 0, usage(err) // an *postgres.IdentifierError
 	}
 	return kindPostgres, nil
+}
+
+// redisOptions are the client options of --redis: a host:port address, or
+// a redis://, rediss:// (TLS) or unix:// URL with user, password and
+// database (redis.ParseURL). A parse error never quotes the flag, which
+// may hold a password.
+func (c *cli) redisOptions() (*redis.Options, error) {
+	if !strings.Contains(c.Redis, "://") {
+		if strings.Contains(c.Redis, "@") {
+			return nil, usagef("invalid --redis address: give host:port, or a redis://user:password@host:port/db URL for credentials")
+		}
+		return &redis.Options{Addr: c.Redis}, nil
+	}
+	opts, err := redis.ParseURL(c.Redis)
+	if err != nil {
+		return nil, usagef("invalid --redis URL (expected redis://[user:password@]host:port[/db], rediss://... for TLS, or unix:///path)")
+	}
+	return opts, nil
 }
 
 func (c *cli) pgConfig() *postgres.Config {
@@ -96,10 +136,16 @@ func (e *env) open(ctx context.Context, k kind) (*conn, error) {
 		return &conn{kind: k, store: pg, admin: pg, pool: pool, pg: pg}, nil
 	}
 	var rdb redis.UniversalClient
+	var addr string
 	if len(c.RedisCluster) > 0 {
 		rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.RedisCluster})
 	} else {
-		rdb = redis.NewClient(&redis.Options{Addr: c.Redis})
+		opts, err := c.redisOptions()
+		if err != nil {
+			return nil, err
+		}
+		addr = opts.Addr // never the URL: it may hold a password
+		rdb = redis.NewClient(opts)
 	}
 	rs, err := redisstore.New(ctx, rdb, &redisstore.Config{
 		KeyPrefix:           c.Prefix,
@@ -109,7 +155,7 @@ func (e *env) open(ctx context.Context, k kind) (*conn, error) {
 		_ = rdb.Close()
 		var ce *redisstore.ClusterModeError
 		if errors.As(err, &ce) {
-			return nil, fmt.Errorf("%w (with this command: --redis-cluster %s)", err, c.Redis)
+			return nil, fmt.Errorf("%w (with this command: --redis-cluster %s)", err, addr)
 		}
 		return nil, err
 	}

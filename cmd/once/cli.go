@@ -13,11 +13,11 @@ type cli struct {
 	Postgres     string        `placeholder:"URL" help:"PostgreSQL connection URL (default: $ONCE_POSTGRES_URL when no Redis flag is given)."`
 	Schema       string        `default:"public" help:"PostgreSQL schema of the records table."`
 	Table        string        `default:"once_records" help:"PostgreSQL records table."`
-	Redis        string        `placeholder:"ADDR" help:"Redis address (host:port) of a single node."`
+	Redis        string        `placeholder:"ADDR" help:"Redis node: host:port, or a redis:// (rediss:// for TLS) URL with user, password and db."`
 	RedisCluster []string      `name:"redis-cluster" sep:"," placeholder:"ADDRS" help:"Comma-separated seed addresses of a Redis Cluster."`
 	Prefix       string        `default:"once:" help:"Redis key prefix of the records."`
 	JSON         bool          `name:"json" help:"Print machine-readable JSON instead of text."`
-	Timeout      time.Duration `default:"30s" help:"Time limit of the command (not of sweep --loop as a whole)."`
+	Timeout      time.Duration `default:"30s" help:"Time limit of the command (not of sweep --loop as a whole); 0: none."`
 
 	Migrate migrateCmd `cmd:"" help:"Create or upgrade the PostgreSQL records table."`
 	Sweep   sweepCmd   `cmd:"" help:"Delete expired PostgreSQL rows in batches, once or in a loop."`
@@ -27,6 +27,10 @@ type cli struct {
 	Check   checkCmd   `cmd:"" help:"Check the store: Redis eviction policy, PostgreSQL connectivity and migration."`
 	List    listCmd    `cmd:"" help:"List pending and held records: state, age, lease, hold, held error."`
 	Stats   statsCmd   `cmd:"" help:"Count records by state, with the oldest pending and held, and the store's size."`
+
+	// given holds the names of the flags on the command line (an empty
+	// value included), as kong reports them.
+	given map[string]bool
 }
 
 // env is what every command's Run receives.

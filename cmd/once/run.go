@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/alecthomas/kong"
+
+	"github.com/stagedoor/once/backends/redisstore"
 )
 
 // Exit codes.
@@ -60,6 +62,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	if err != nil {
 		return report(stderr, usage(err))
 	}
+	c.given = map[string]bool{}
+	for _, f := range kctx.Flags() {
+		if f.Set {
+			c.given[f.Name] = true
+		}
+	}
 	return report(stderr, kctx.Run(&env{ctx: ctx, stdout: stdout, stderr: stderr, cli: &c}))
 }
 
@@ -69,6 +77,10 @@ func report(stderr io.Writer, err error) int {
 		return exitOK
 	}
 	msg := err.Error()
+	var re *redisstore.Error
+	if errors.As(err, &re) {
+		msg = redisMessage(re)
+	}
 	if !strings.HasPrefix(msg, "once") { // the core's and the backends' errors name themselves
 		msg = "once: " + msg
 	}
@@ -79,6 +91,22 @@ func report(stderr io.Writer, err error) int {
 		return exitUsage
 	}
 	return exitFailure
+}
+
+// redisMessage is a Redis store error as the CLI prints it: its operation
+// and kind, as PostgreSQL's errors are printed, never its Detail (the
+// driver's or server's raw text, which can quote an address, a URL with
+// its password, or a command's arguments). A server reply's error code
+// (NOAUTH, WRONGPASS, NOPERM, ...) is kept: it names no data.
+func redisMessage(e *redisstore.Error) string {
+	msg := (&redisstore.Error{Op: e.Op, Kind: e.Kind}).Error()
+	if errors.Is(e.Kind, redisstore.ErrServer) {
+		code, _, _ := strings.Cut(e.Detail, " ")
+		if code != "" && strings.Trim(code, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" {
+			msg += " (the server answered " + code + ")"
+		}
+	}
+	return msg
 }
 
 // usageError is an error of the command line (flags, arguments, scope or
