@@ -91,7 +91,7 @@ func held(t *testing.T, store backends.Store, flags func(...string) []string) {
 	require.ErrorIs(t, err, once.ErrInProgress)
 
 	fp := hex.EncodeToString(testFP)
-	assert.Contains(t, mustRun(t, flags("resolve", "payments", "p1", "--value", `{"id": 9, "status": "paid"}`, "--fingerprint", fp)...), "resolved with a value")
+	assert.Contains(t, mustRun(t, flags("resolve", "payments", "p1", "--value", `{"id": 9, "status": "paid"}`, "--fingerprint", fp)...), "resolved: stored a JSON value")
 	out, err := once.DoOutcome(ctx, scope, "p1", testFP, hold)
 	require.NoError(t, err)
 	assert.True(t, out.Replayed)
