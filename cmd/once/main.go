@@ -5,7 +5,8 @@
 //
 // Exit status: 0 on success, 1 when the command failed (the store was
 // unreachable, the key was already completed, a check found a problem), 2
-// for a usage error (bad flags, arguments, scope or key). See README.md.
+// for a usage error (bad or empty flags, arguments, scope or key, a missing
+// --yes). See README.md.
 package main
 
 import (

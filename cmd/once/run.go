@@ -110,7 +110,8 @@ func redisMessage(e *redisstore.Error) string {
 }
 
 // usageError is an error of the command line (flags, arguments, scope or
-// key): exit status 2, nothing was sent to the store.
+// key), or a missing --yes: exit status 2, nothing was written to the
+// store (resolve reads the key before it refuses a live pending claim).
 type usageError struct{ err error }
 
 func (e *usageError) Error() string { return e.err.Error() }
