@@ -19,11 +19,17 @@ const jsonTag = "once/hashers.JSON/v1"
 //
 // data must hold exactly one JSON value (RFC 8259) that is also I-JSON
 // (RFC 7493): valid UTF-8, no unpaired surrogate escapes, no duplicate key
-// in any object, and nesting at most 10000 deep. Otherwise JSON returns a
-// *JSONError (errors.Is ErrInvalidJSON) and no digest; data after the value
-// other than whitespace is an error too. JSON never panics, does not
-// retain data and is safe for concurrent use. Its cost is linear in
-// len(data) (plus sorting the keys of each object).
+// in any object, and nesting at most [MaxDepth] (1000) deep. Otherwise JSON
+// returns a *JSONError (errors.Is ErrInvalidJSON) and no digest; data after
+// the value other than whitespace is an error too. JSON never panics, does
+// not retain data and is safe for concurrent use.
+//
+// Its cost is O(n log n) at most for n = len(data), and O(n) when the keys
+// of every object are in byte order: one pass over the input; for each
+// object whose keys are not, a sort of its k keys (O(k log k) comparisons,
+// each as long as the two keys' common prefix); and then, if any object
+// was out of order, one pass that writes the canonical form, copying each
+// of its bytes once however deep the nesting. Memory is linear in n.
 func JSON(data []byte) (once.Fingerprint, error) {
 	c := getCanon(data)
 	defer putCanon(c)

@@ -108,7 +108,7 @@ func TestJSONInvalid(t *testing.T) {
 		"bad literal":          `tru`,
 		"literal prefix":       `nulll`,
 		"BOM":                  "\ufeff{}",
-		"too deep":             strings.Repeat("[", maxDepth+1) + strings.Repeat("]", maxDepth+1),
+		"too deep":             strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1),
 		"comment":              `{} // x`,
 		"unescaped quote in s": `"a"b"`,
 	}
@@ -127,6 +127,6 @@ func TestJSONInvalid(t *testing.T) {
 	_, err := JSON([]byte(`{"secret-key":1,"secret-key":2}`))
 	assert.NotContains(t, err.Error(), "secret", "errors do not echo the document")
 
-	deep := strings.Repeat("[", maxDepth) + strings.Repeat("]", maxDepth)
+	deep := strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth)
 	mustJSON(t, deep)
 }
