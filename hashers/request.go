@@ -96,9 +96,11 @@ func Request(r *http.Request, maxBody int64) (once.Fingerprint, error) {
 // Content-Length above MaxBody (then nothing is read), it returns a
 // *BodyTooLargeError (errors.Is ErrBodyTooLarge) and r.Body still yields
 // the whole body: the bytes already read followed by the unread rest.
-// If reading fails (a client disconnect, an http.MaxBytesReader limit), the
-// error is returned wrapped, and r.Body likewise yields the bytes read and
-// then the original body's remaining bytes or error. A Body error is
+// If reading fails (a client disconnect, an http.MaxBytesReader limit), it
+// returns a *BodyReadError (errors.Is ErrBodyRead) that unwraps to the read
+// error, and r.Body likewise yields the bytes read and then the original
+// body's remaining bytes or error. The buffer grows as bytes arrive: a
+// declared Content-Length reserves at most 64 KiB before they do. A Body error is
 // returned wrapped, with r.Body restored as on success.
 //
 // Hash mutates r, so it must not run concurrently with other uses of r.
