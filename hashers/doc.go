@@ -9,7 +9,8 @@
 // whole retention period, so a format change would turn the retries in
 // flight during a deploy into key-reuse errors. [JSON], [Fields] and
 // [RequestHasher] hash inputs that begin with distinct domain tags, so
-// their digests never coincide with one another's.
+// their digests never coincide with one another's; [Parts] and [Strings]
+// have no tag, so theirs can coincide with any (see Parts).
 //
 // # Parts
 //
@@ -17,6 +18,14 @@
 // length, so ("ab", "c") and ("a", "bc") give different digests. Use them
 // to fingerprint anything that is not an HTTP request or a JSON document:
 // a queue message's type and payload, a job's name and arguments.
+//
+// Their input carries no domain tag: it is exactly the parts given, so
+// their digests can equal the other hashers'. Strings(t, c) equals
+// JSON(doc) when t is JSON's domain tag and c the canonical form of doc,
+// and Parts with the right parts equals a RequestHasher digest. The
+// fingerprints of one key must therefore all come from one hasher
+// configured one way; beginning your parts with a fixed tag of your own
+// ("myapp/refund/v1") keeps them apart from any other digest.
 //
 // # HTTP requests
 //
@@ -40,6 +49,8 @@
 // parsers disagree on what such documents mean and, worse, ordinary
 // decoders map different inputs to the same value (every invalid byte
 // becomes U+FFFD), which would make two different payloads look alike.
+// Nesting deeper than [MaxDepth] (1000) is an error too, so that the parser's
+// stack stays small.
 //
 // JSON does not implement the JSON Canonicalization Scheme (RFC 8785).
 // JCS serialises numbers as IEEE 754 doubles, so 0.1 and

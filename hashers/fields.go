@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/stagedoor/once"
 )
@@ -18,8 +19,13 @@ const fieldsTag = "once/hashers.Fields/v1"
 // client-side timestamp, a trace id) and still match.
 //
 // A path names a member of the top-level object ("amount") or, with dots,
-// a member of nested objects ("customer.id"); keys containing a dot cannot
-// be selected, and array elements cannot be addressed. Each selected value
+// a member of nested objects ("customer.id"). Every dot separates two
+// keys: there is no escape, so a member whose key contains a dot (the
+// "a.b" in {"a.b":1}) cannot be selected, and the path "a.b" hashes as
+// missing for that document, whatever the member's value. Array elements
+// cannot be addressed either. A path's segments are compared with the
+// document's keys after their escapes are decoded, byte for byte: no
+// Unicode normalisation ("é" as U+00E9 is not "e" and U+0301). Each selected value
 // is canonicalised as [JSON] does. The digest covers the sorted, distinct
 // paths, each with its value or the fact that it is missing, so:
 //   - the order of paths does not matter, and repeating a path changes
@@ -32,7 +38,8 @@ const fieldsTag = "once/hashers.Fields/v1"
 //
 // The whole document is still validated as [JSON] validates it, and must
 // be an object; otherwise Fields returns a *JSONError (errors.Is
-// ErrInvalidJSON). An empty paths list, or a path with an empty segment,
+// ErrInvalidJSON). An empty paths list, a path with an empty segment, or a
+// path that is not valid UTF-8 (no key of a valid document can match it)
 // returns an error wrapping ErrInvalidPath. Fields does not modify paths.
 func Fields(data []byte, paths ...string) (once.Fingerprint, error) {
 	if len(paths) == 0 {
@@ -41,6 +48,9 @@ func Fields(data []byte, paths ...string) (once.Fingerprint, error) {
 	for _, p := range paths {
 		if p == "" || strings.HasPrefix(p, ".") || strings.HasSuffix(p, ".") || strings.Contains(p, "..") {
 			return nil, fmt.Errorf("%w: %q has an empty segment", ErrInvalidPath, p)
+		}
+		if !utf8.ValidString(p) {
+			return nil, fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidPath, p)
 		}
 	}
 	sorted := slices.Clone(paths)

@@ -69,6 +69,15 @@ func TestFieldsPathNamesAreHashed(t *testing.T) {
 	assert.NotEqual(t, fp, mustFields(t, `{"a":1}`, "a"))
 }
 
+// TestFieldsDottedKey: a dot always separates keys, so a member whose key
+// contains one is never selected; its path hashes as missing.
+func TestFieldsDottedKey(t *testing.T) {
+	missing := mustFields(t, `{}`, "a.b")
+	assert.Equal(t, missing, mustFields(t, `{"a.b":1}`, "a.b"))
+	assert.Equal(t, missing, mustFields(t, `{"a.b":2}`, "a.b"))
+	assert.NotEqual(t, missing, mustFields(t, `{"a":{"b":1}}`, "a.b"))
+}
+
 func TestFieldsDoesNotModifyPaths(t *testing.T) {
 	paths := []string{"b", "a", "b"}
 	mustFields(t, `{"a":1,"b":2}`, paths...)
@@ -76,7 +85,7 @@ func TestFieldsDoesNotModifyPaths(t *testing.T) {
 }
 
 func TestFieldsErrors(t *testing.T) {
-	for _, paths := range [][]string{nil, {""}, {"a", ".b"}, {"a."}, {"a..b"}} {
+	for _, paths := range [][]string{nil, {""}, {"a", ".b"}, {"a."}, {"a..b"}, {"\xff"}, {"a", "b.\xc3"}} {
 		_, err := Fields([]byte(`{"a":1}`), paths...)
 		assert.ErrorIs(t, err, ErrInvalidPath, "%q", paths)
 	}

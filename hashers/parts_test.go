@@ -61,3 +61,16 @@ func TestPartsDeterministic(t *testing.T) {
 	// releases.
 	assert.Equal(t, "43c5cdefea49f60dcf2a0d1394d1312f9b8e9aaed15d0a753c0e5671bbd3b724", hexString(a))
 }
+
+// TestPartsHaveNoTag pins what the package doc says: Parts and Strings
+// hash exactly their parts, so they can give another hasher's digest.
+func TestPartsHaveNoTag(t *testing.T) {
+	doc := []byte(`{"b":1,"a":[2]}`)
+	c := getCanon(doc)
+	require.NoError(t, c.document())
+	canon := string(c.out)
+	putCanon(c)
+	fp, err := JSON(doc)
+	require.NoError(t, err)
+	assert.Equal(t, fp, Strings(jsonTag, canon))
+}
