@@ -23,10 +23,22 @@ func validateName(field, s string, limit int) error {
 // characters. It returns an *InvalidInputError (Field "key") when it is
 // not. Do calls it; HTTP middleware can call it to answer 400 before
 // anything else happens.
+//
+// Control characters are Unicode's category Cc only: U+0000 to U+001F,
+// U+007F and U+0080 to U+009F. Every other code point is accepted,
+// invisible and format characters included: U+200B ZERO WIDTH SPACE,
+// U+202E RIGHT-TO-LEFT OVERRIDE, U+FEFF (a byte order mark, even at the
+// start), U+2028, U+00AD SOFT HYPHEN, private-use and unassigned code
+// points. Keys are compared byte for byte and never Unicode-normalised:
+// "é" written as U+00E9 (NFC) and as "e" followed by U+0301 (NFD) are two
+// different keys, as are keys differing only in case or by an invisible
+// character. A caller that takes keys from people, not programs, and wants
+// them to match must normalise them itself before calling Do.
 func ValidateKey(key string) error { return validateName("key", key, backends.MaxKeyLen) }
 
 // ValidateScope reports whether name is acceptable as a scope name, by the
-// rules of ValidateKey and backends.MaxScopeLen (255 bytes). It returns an
+// rules of ValidateKey (control characters are Unicode's Cc only; no
+// normalisation) and backends.MaxScopeLen (255 bytes). It returns an
 // *InvalidInputError (Field "scope") when it is not.
 func ValidateScope(name string) error { return validateName("scope", name, backends.MaxScopeLen) }
 

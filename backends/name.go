@@ -14,6 +14,13 @@ import (
 // and ValidateScope), so no store holds them; ListParams.Validate refuses
 // them as filters.
 //
+// A control character is one of Unicode's category Cc (unicode.IsControl):
+// U+0000 to U+001F, U+007F and U+0080 to U+009F. Everything else that is
+// valid UTF-8 passes, format and invisible characters included (U+200B,
+// U+202E, U+FEFF, U+00AD), and names are not Unicode-normalised: the NFC
+// and NFD spellings of "é" are two different names, which a store keeps
+// apart byte for byte.
+//
 // Every store call checks its scope and key with it, so a name of
 // printable ASCII, the common case, costs one pass over its bytes.
 func NameProblem(s string, limit int) string {
