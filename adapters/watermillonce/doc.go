@@ -27,14 +27,18 @@
 // hint, at most Config.MaxRetryDelay (1 s by default); one without a hint
 // (a handler error or panic) waits Config.RetryBackoff (100 ms by default)
 // doubled per consecutive failure of the message in this process, at most
-// MaxRetryDelay. A DeadLetter is returned at once the first time; the same
-// message dead-lettered again (the router nacked it: no poison queue, or
-// its publish failed) waits as a RetryLater would. The *RetryError's
-// Decision.RetryAfter, and the decision given to Config.OnDecision, is the
-// wait applied; a *DeadLetterError's Wait is its wait. Every wait ends
-// early when the message's context ends. A wait holds up the messages
-// behind it on a subscriber that delivers one at a time (watermill-amqp),
-// hence the short cap.
+// MaxRetryDelay. A DeadLetter is returned at once the first time the
+// message is dead-lettered, whatever RetryLater failures came before; the
+// same message dead-lettered again (the router nacked it: no poison queue,
+// or its publish failed) waits RetryBackoff doubled per further dead
+// letter, at most MaxRetryDelay. The *RetryError's Decision.RetryAfter,
+// and the decision given to Config.OnDecision, is the wait applied; a
+// *DeadLetterError's Wait is its wait. A message whose context is
+// cancelled (a shutdown) is returned without a wait, and a wait ends early
+// when it is cancelled; a context past its deadline does not shorten the
+// wait, so that a handler that times out on every delivery is paced too.
+// A wait holds up the messages behind it on a subscriber that delivers one
+// at a time (watermill-amqp), hence the short cap.
 //
 // Around it:
 //
@@ -46,6 +50,10 @@
 //     and backed off. Placed outside this middleware it retries in-process
 //     (each retry claims the key again) and also retries dead letters, for
 //     nothing; give it a ShouldRetry that refuses IsDeadLetter errors.
+//   - middleware.Timeout belongs inside this middleware (added after it,
+//     or on the handler), so that it bounds the handler alone; outside,
+//     its deadline also runs while the key is claimed and the outcome
+//     recorded. Either way a failure at the deadline is backed off.
 //   - The middleware may be added to the router (router.AddMiddleware) or
 //     to one handler. Its default keys, UUIDKey and MetadataKey, include
 //     the handler's name (message.HandlerNameFromCtx), so that handlers

@@ -133,10 +133,12 @@ func TestDefaultKeyWithoutHandlerName(t *testing.T) {
 	require.Zero(t, runs)
 }
 
-// A Key or Fingerprint that panics makes a bad message: it is
-// dead-lettered with a *CallbackPanicError, the handler does not run and
-// the middleware does not panic.
-func TestPanickingKeyOrFingerprintDeadLetters(t *testing.T) {
+// A Key or Fingerprint that panics is a bug of the service, not of the
+// message (a bad deploy panics on every message): it is answered RetryLater,
+// once.ReasonMisconfigured, with a *CallbackPanicError, backed off, not
+// dead-lettered; the handler does not run and the middleware does not
+// panic.
+func TestPanickingKeyOrFingerprintIsRetriedLater(t *testing.T) {
 	byUUID := func(m *message.Message) (string, error) { return m.UUID, nil }
 	for name, cfg := range map[string]*watermillonce.Config{
 		"Key":         {Key: func(*message.Message) (string, error) { panic("bad header") }},
@@ -147,19 +149,25 @@ func TestPanickingKeyOrFingerprintDeadLetters(t *testing.T) {
 			runs := 0
 			var seen []once.Decision
 			cfg.OnDecision = func(_ *message.Message, d once.Decision) { seen = append(seen, d) }
+			cfg.RetryBackoff = time.Millisecond
 			h := watermillonce.Middleware(scope, cfg)(func(*message.Message) ([]*message.Message, error) {
 				runs++
 				return nil, nil
 			})
 			var err error
 			require.NotPanics(t, func() { _, err = h(message.NewMessage("m1", []byte("x"))) })
-			require.True(t, watermillonce.IsDeadLetter(err), "%v", err)
+			require.False(t, watermillonce.IsDeadLetter(err), "%v", err)
+			var re *watermillonce.RetryError
+			require.ErrorAs(t, err, &re)
+			require.Equal(t, once.ReasonMisconfigured, re.Decision.Reason)
+			require.Equal(t, time.Millisecond, re.Decision.RetryAfter, "backed off")
 			var pe *watermillonce.CallbackPanicError
 			require.ErrorAs(t, err, &pe)
 			require.Equal(t, name, pe.Callback)
 			require.NotEmpty(t, pe.Stack)
 			require.Len(t, seen, 1)
-			require.Equal(t, once.ReasonInvalidKey, seen[0].Reason)
+			require.Equal(t, once.RetryLater, seen[0].Action)
+			require.Equal(t, once.ReasonMisconfigured, seen[0].Reason)
 			require.Zero(t, runs)
 		})
 	}

@@ -2,10 +2,12 @@ package watermillonce
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"runtime/debug"
-	"strconv"
 	"sync"
 	"time"
 
@@ -38,7 +40,10 @@ var ErrNoHandlerName = errors.New("watermillonce: message context names no route
 
 // CallbackPanicError is the Decision.Err of a message whose Config.Key or
 // Config.Fingerprint panicked: the middleware recovers the panic and
-// dead-letters the message as once.ReasonInvalidKey.
+// answers it once.RetryLater with once.ReasonMisconfigured, backed off as
+// any retryable failure. A callback that panics is a bug of the service
+// (a bad deploy panics on every message), not of the message, which is
+// handled once the callback is fixed instead of being dead-lettered.
 type CallbackPanicError struct {
 	Callback string // "Key" or "Fingerprint"
 	Value    any    // the value it panicked with
@@ -57,16 +62,18 @@ func (e *CallbackPanicError) Unwrap() error {
 
 // Config tunes Middleware. A nil *Config means the defaults.
 type Config struct {
-	// Key returns the idempotency key of a message. An error, a panic, or
-	// an empty or invalid key, dead-letters it as once.ReasonInvalidKey
-	// (ErrNoHandlerName is answered RetryLater, once.ReasonMisconfigured).
+	// Key returns the idempotency key of a message. An error, or an empty
+	// or invalid key, dead-letters it as once.ReasonInvalidKey;
+	// ErrNoHandlerName and a panic (a *CallbackPanicError) are answered
+	// RetryLater, once.ReasonMisconfigured: the message is not at fault.
 	// Defaults to UUIDKey. A Key of your own must tell the handlers that
 	// share the middleware apart (as UUIDKey does, with the handler name):
 	// two handlers given the same key share one outcome, and the second
 	// one never runs.
 	Key func(msg *message.Message) (string, error)
 	// Fingerprint returns the digest the key is bound to (nil for no
-	// check). A panic dead-letters the message as once.ReasonInvalidKey.
+	// check). A panic is answered RetryLater, once.ReasonMisconfigured,
+	// with a *CallbackPanicError.
 	// Defaults to PayloadFingerprint.
 	Fingerprint func(msg *message.Message) once.Fingerprint
 	// MaxRetryDelay caps every wait of the middleware before it returns a
@@ -80,14 +87,19 @@ type Config struct {
 	// misconfiguration, a lost lease): RetryBackoff for the first
 	// consecutive failure of a message in this process, doubled for each
 	// further one, at most MaxRetryDelay. A DeadLetter decision is
-	// returned at once the first time, for the poison queue to move; when
-	// the same message is dead-lettered again (no poison queue, or its
-	// publish failed, so the router nacked it), it waits as the RetryLater
-	// before it did. So a failing message is redelivered ever more slowly
-	// instead of at the broker's speed. The count is reset when the
-	// message is acknowledged; at most 10000 messages are counted, older
-	// counts are dropped. Defaults to DefaultRetryBackoff; a negative value
-	// waits only for a hint.
+	// returned at once the first time the message is dead-lettered, for
+	// the poison queue to move, whatever RetryLater failures came before;
+	// when the same message is dead-lettered again (no poison queue, or
+	// its publish failed, so the router nacked it), it waits RetryBackoff,
+	// doubled for each further dead letter, at most MaxRetryDelay: dead
+	// letters are counted apart from the RetryLater failures. So a failing
+	// message is redelivered ever more slowly instead of at the broker's
+	// speed. A message is named, for the counts, by its handler, key and
+	// UUID, and its payload when it has neither key nor UUID; each count
+	// takes a fixed size (a digest of that name), however long the UUID.
+	// The counts are reset when the message is acknowledged; at most 10000
+	// messages are counted, older counts are dropped. Defaults to
+	// DefaultRetryBackoff; a negative value waits only for a hint.
 	RetryBackoff time.Duration
 	// OnDecision, when set, is called with each message's decision, before
 	// the middleware waits; a RetryLater decision's RetryAfter is then the
@@ -135,8 +147,11 @@ func PayloadFingerprint(msg *message.Message) once.Fingerprint {
 // RetryError is returned for a RetryLater decision: the router nacks the
 // message and it is delivered again. Decision.RetryAfter is the wait the
 // middleware applied before returning it (the hint capped by
-// MaxRetryDelay, or the backoff), cut short only if the message's context
-// ended.
+// MaxRetryDelay, or the backoff): zero if the message's context was
+// cancelled (a shutdown) before it, and cut short if it is cancelled
+// during it. A context past its deadline (middleware.Timeout placed
+// outside the middleware) does not shorten the wait: place Timeout inside
+// Middleware, so that it bounds the handler alone.
 type RetryError struct{ Decision once.Decision }
 
 func (e *RetryError) Error() string {
@@ -188,30 +203,43 @@ type storedMessage struct {
 const maxCounted = 10000
 
 // failures counts the consecutive failures of each message in this
-// process.
+// process, keyed by a digest of its failureID: a fixed 32 bytes however
+// long its UUID or key.
 type failures struct {
 	mu sync.Mutex
-	n  map[string]uint64
+	n  map[[sha256.Size]byte]counts
 }
 
-// add counts a failure of id and returns the count.
-func (f *failures) add(id string) uint64 {
+// counts are a message's consecutive RetryLater failures and, apart, its
+// dead letters.
+type counts struct{ retries, deadLetters uint64 }
+
+// add counts a failure of id, a dead letter if deadLetter, and returns the
+// count of that kind.
+func (f *failures) add(id [sha256.Size]byte, deadLetter bool) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.n == nil {
-		f.n = map[string]uint64{}
+		f.n = map[[sha256.Size]byte]counts{}
 	}
-	if _, ok := f.n[id]; !ok && len(f.n) >= maxCounted {
+	c, ok := f.n[id]
+	if !ok && len(f.n) >= maxCounted {
 		for k := range f.n { // drop one count, arbitrary
 			delete(f.n, k)
 			break
 		}
 	}
-	f.n[id]++
-	return f.n[id]
+	if deadLetter {
+		c.deadLetters++
+		f.n[id] = c
+		return c.deadLetters
+	}
+	c.retries++
+	f.n[id] = c
+	return c.retries
 }
 
-func (f *failures) reset(id string) {
+func (f *failures) reset(id [sha256.Size]byte) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	delete(f.n, id)
@@ -252,9 +280,9 @@ func Middleware(scope once.Scope, cfg *Config) message.HandlerMiddleware {
 				notify(c.OnDecision, msg, d)
 				return produced, nil
 			}
-			wait := c.wait(d, fails.add(id))
-			if msg.Context().Err() != nil {
-				wait = 0
+			wait := c.wait(d, fails.add(id, d.Action == once.DeadLetter))
+			if errors.Is(msg.Context().Err(), context.Canceled) {
+				wait = 0 // a shutdown: nothing to pace
 			}
 			if d.Action == once.RetryLater {
 				d.RetryAfter = wait
@@ -287,13 +315,34 @@ func (c Config) wait(d once.Decision, n uint64) time.Duration {
 	return redelivery.Backoff(c.RetryBackoff, c.MaxRetryDelay, n)
 }
 
-// failureID names a message for the failure counts: its handler, its key
-// (empty when there is none) and its UUID, length-prefixed.
-func failureID(msg *message.Message, key string) string {
-	handler := message.HandlerNameFromCtx(msg.Context())
-	return strconv.Itoa(len(handler)) + ":" + handler + strconv.Itoa(len(key)) + ":" + key + msg.UUID
+// failureID names a message for the failure counts: the SHA-256 of its
+// handler, its key (empty when there is none) and its UUID,
+// length-prefixed, and of its payload when it has neither key nor UUID
+// (distinct messages of a publisher that sets no UUID must not share one
+// count).
+func failureID(msg *message.Message, key string) [sha256.Size]byte {
+	h := sha256.New()
+	writePart(h, message.HandlerNameFromCtx(msg.Context()))
+	writePart(h, key)
+	writePart(h, msg.UUID)
+	if key == "" && msg.UUID == "" {
+		writePart(h, string(msg.Payload))
+	}
+	var id [sha256.Size]byte
+	h.Sum(id[:0])
+	return id
 }
 
+func writePart(h hash.Hash, s string) {
+	var n [binary.MaxVarintLen64]byte
+	_, _ = h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+	_, _ = h.Write([]byte(s))
+}
+
+// sleep waits d, or until ctx is cancelled. A ctx past its deadline
+// (middleware.Timeout outside the middleware) does not end the wait: the
+// failure is paced all the same, instead of being redelivered at the
+// broker's speed.
 func sleep(ctx context.Context, d time.Duration) {
 	if d <= 0 {
 		return
@@ -302,7 +351,11 @@ func sleep(ctx context.Context, d time.Duration) {
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return
 	case <-ctx.Done():
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		<-t.C
 	}
 }
 
@@ -341,12 +394,16 @@ func run(scope once.Scope, msg *message.Message, h message.HandlerFunc, c Config
 	if errors.Is(err, ErrNoHandlerName) {
 		return nil, once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}, ""
 	}
+	var pe *CallbackPanicError
+	if errors.As(err, &pe) {
+		return nil, once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}, ""
+	}
 	if err != nil {
 		return nil, once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}, ""
 	}
 	fp, err := callFingerprint(c, msg)
-	if err != nil {
-		return nil, once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}, key
+	if err != nil { // only a panic: a *CallbackPanicError
+		return nil, once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}, key
 	}
 	outer := msg.Context()
 	stored, d := once.ConsumeValue(outer, scope, key, fp, func(ctx context.Context) ([]storedMessage, error) {
