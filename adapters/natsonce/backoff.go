@@ -22,11 +22,12 @@ const (
 // pace applies the delivery limit and the backoff of cfg to d, the
 // decision for msg's delivery: a handler that failed (error or panic) on
 // the MaxDeliveries-th delivery dead-letters the message; an in-progress
-// key waits the owner's lease left (a held key the hold's, at most
-// once.HeldRedelivery); a store outage waits once.StoreRetryAfter doubled
-// per earlier delivery, and a RetryLater without a hint RetryBackoff
-// doubled per earlier delivery, both at most MaxRetryBackoff. The
-// decision's RetryAfter is the delay of the Nak.
+// key waits the owner's lease left, at most MaxRetryBackoff (a held key
+// the hold's, at most once.HeldRedelivery); a shutdown waits RetryBackoff
+// (nothing failed); a store outage waits once.StoreRetryAfter doubled per
+// earlier delivery, and a RetryLater without a hint RetryBackoff doubled
+// per earlier delivery, both at most MaxRetryBackoff. The decision's
+// RetryAfter is the delay of the Nak.
 func pace(msg jetstream.Msg, d once.Decision, cfg *Config) once.Decision {
 	if d.Action != once.RetryLater || msg == nil {
 		return d
@@ -40,17 +41,30 @@ func pace(msg jetstream.Msg, d once.Decision, cfg *Config) once.Decision {
 		return once.Decision{Action: once.DeadLetter, Reason: once.ReasonExhausted,
 			Err: fmt.Errorf("natsonce: delivery %d of at most %d, %s: %w", n, c.MaxDeliveries, d.Reason, d.Err)}
 	}
+	limit := orDefault(c.MaxRetryBackoff, DefaultMaxRetryBackoff)
 	switch {
+	case d.Reason == once.ReasonCanceled:
+		// A shutdown: nothing failed, so no backoff by the delivery count
+		// (it would park the message up to MaxRetryBackoff during a
+		// rolling restart); the first delivery's wait, so that a consumer
+		// whose context ended but which still receives does not spin.
+		d.RetryAfter = redelivery.Backoff(orDefault(c.RetryBackoff, DefaultRetryBackoff), limit, 1)
 	case d.Reason == once.ReasonInProgress:
 		// Every Nak spends a delivery: wait out the owner's lease (or the
-		// hold), not the core's one-second hint.
+		// hold), not the core's one-second hint, but at most
+		// MaxRetryBackoff: a Nak-ed message stays pending (it counts
+		// toward the consumer's MaxAckPending) until it is redelivered,
+		// and a long lease would park a duplicate for all of it.
 		d.RetryAfter = redelivery.InProgressWait(d)
+		if limit > 0 {
+			d.RetryAfter = min(d.RetryAfter, limit)
+		}
 	case d.Reason == once.ReasonStoreDown:
 		// A store outage may last: back off from StoreRetryAfter per
 		// delivery, at most MaxRetryBackoff.
-		d.RetryAfter = redelivery.Backoff(max(d.RetryAfter, once.StoreRetryAfter), orDefault(c.MaxRetryBackoff, DefaultMaxRetryBackoff), n)
+		d.RetryAfter = redelivery.Backoff(max(d.RetryAfter, once.StoreRetryAfter), limit, n)
 	case d.RetryAfter == 0:
-		d.RetryAfter = redelivery.Backoff(orDefault(c.RetryBackoff, DefaultRetryBackoff), orDefault(c.MaxRetryBackoff, DefaultMaxRetryBackoff), n)
+		d.RetryAfter = redelivery.Backoff(orDefault(c.RetryBackoff, DefaultRetryBackoff), limit, n)
 	}
 	return d
 }

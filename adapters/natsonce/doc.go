@@ -17,8 +17,10 @@
 // without a usable key is terminated, never processed and never a panic.
 // The fingerprint is a digest of the subject and the payload, so a key
 // reused with another payload is terminated too. A panic in Config.Key,
-// Config.Fingerprint or Config.OnDecision is recovered: the first two
-// terminate the message (*ConfigPanicError), the last is ignored.
+// Config.Fingerprint or Config.OnDecision is recovered: the first two Nak
+// the message as once.ReasonMisconfigured (*ConfigPanicError), backed off
+// and never terminated, since the service is at fault, not the message;
+// the last is ignored.
 //
 // # Redelivery
 //
@@ -27,16 +29,22 @@
 // Naks with the delay that spends the fewest deliveries:
 //
 //   - a key in progress elsewhere (once.ReasonInProgress): the owner's
-//     lease left (up to the scope's lease, 30 s by default), not the core's
-//     one-second hint; a held key: the hold left, at most
-//     once.HeldRedelivery (1 min);
+//     lease left (up to the scope's lease, 30 s by default), at most
+//     Config.MaxRetryBackoff (1 min by default), not the core's one-second
+//     hint; a held key: the hold left, at most once.HeldRedelivery (1 min).
+//     A message Nak-ed with a delay stays pending until it is redelivered:
+//     it counts toward the consumer's MaxAckPending meanwhile (with
+//     MaxAckPending 1, nothing else is delivered), so keep MaxAckPending
+//     well above the duplicates that may wait at once;
 //   - a Hold error (once.ReasonHeld): the scope's lease;
 //   - the store unreachable (once.ReasonStoreDown): once.StoreRetryAfter
 //     (1 s) doubled per earlier delivery, at most Config.MaxRetryBackoff;
-//   - no hint (a handler error or panic, a misconfiguration, a lost lease,
-//     a consumer shutting down): Config.RetryBackoff doubled per earlier
-//     delivery, at most Config.MaxRetryBackoff, so that a poison message is
-//     not redelivered at broker speed.
+//   - no hint (a handler error or panic, a misconfiguration, a lost lease):
+//     Config.RetryBackoff doubled per earlier delivery, at most
+//     Config.MaxRetryBackoff, so that a poison message is not redelivered
+//     at broker speed;
+//   - a consumer shutting down (once.ReasonCanceled): Config.RetryBackoff
+//     (1 s by default), whatever the delivery count, since nothing failed.
 //
 // Config.MaxDeliveries terminates a message (once.ReasonExhausted) whose
 // handler fails (error or panic) on a delivery whose NumDelivered is at

@@ -21,13 +21,16 @@ type Handler func(ctx context.Context, msg jetstream.Msg) error
 
 // Config tunes Process. A nil *Config means the defaults.
 type Config struct {
-	// Key returns the idempotency key of a message. An error, a panic (a
-	// *ConfigPanicError), or an empty or invalid key, terminates the
-	// message as once.ReasonInvalidKey. Defaults to MsgIDKey.
+	// Key returns the idempotency key of a message. An error, or an empty
+	// or invalid key, terminates the message as once.ReasonInvalidKey. A
+	// panic (a *ConfigPanicError) is a bug of the service, not of the
+	// message: it is Nak-ed as once.ReasonMisconfigured, backed off as
+	// RetryBackoff says and never terminated by MaxDeliveries. Defaults to
+	// MsgIDKey.
 	Key func(msg jetstream.Msg) (string, error)
 	// Fingerprint returns the digest the key is bound to; nil disables the
-	// check. A panic in it terminates the message as once.ReasonRejected,
-	// with a *ConfigPanicError. Defaults to PayloadFingerprint.
+	// check. A panic in it is Nak-ed as a Key's is (once.ReasonMisconfigured,
+	// a *ConfigPanicError). Defaults to PayloadFingerprint.
 	Fingerprint func(msg jetstream.Msg) once.Fingerprint
 	// Heartbeat, when positive, makes Process tell JetStream every
 	// Heartbeat that the message is still being worked on
@@ -44,13 +47,17 @@ type Config struct {
 	TermWithReason bool
 	// RetryBackoff is the Nak delay of a RetryLater decision without a
 	// RetryAfter hint (a handler error or panic, a misconfiguration, a lost
-	// lease, a shutdown): RetryBackoff on the first delivery, doubled for
-	// every further one (JetStream's NumDelivered), at most
-	// MaxRetryBackoff. A poison message is so redelivered ever more slowly,
-	// not at broker speed. MaxRetryBackoff also bounds the Nak delay of a
-	// store outage, once.StoreRetryAfter doubled per delivery. Defaults to
-	// DefaultRetryBackoff and DefaultMaxRetryBackoff; a negative value Naks
-	// at once.
+	// lease): RetryBackoff on the first delivery, doubled for every
+	// further one (JetStream's NumDelivered), at most MaxRetryBackoff. A
+	// poison message is so redelivered ever more slowly, not at broker
+	// speed. A shutdown (once.ReasonCanceled: nothing failed) is Nak-ed
+	// after RetryBackoff (at most MaxRetryBackoff), whatever the delivery
+	// count, so that another consumer takes the message soon.
+	// MaxRetryBackoff also bounds the Nak delay of a store outage,
+	// once.StoreRetryAfter doubled per delivery, and of a key in progress
+	// elsewhere, the owner's lease left. Defaults to DefaultRetryBackoff
+	// and DefaultMaxRetryBackoff; a negative value Naks at once (a
+	// negative MaxRetryBackoff leaves an in-progress key's delay uncapped).
 	RetryBackoff    time.Duration
 	MaxRetryBackoff time.Duration
 	// MaxDeliveries, when positive, terminates (Term) a message whose
@@ -78,8 +85,9 @@ type Config struct {
 // and the acknowledgement's error. It never panics: a panic in h is
 // answered with a Nak (once.ReasonPanicked). The returned decision's
 // RetryAfter is the delay of the Nak actually sent: the owner's lease left
-// for an in-progress key, a backoff by the delivery count for a store
-// outage or a RetryLater without a hint (see the package doc). A handler
+// for an in-progress key (at most Config.MaxRetryBackoff), a backoff by
+// the delivery count for a store outage or a RetryLater without a hint,
+// RetryBackoff for a shutdown (see the package doc). A handler
 // failing on the Config.MaxDeliveries-th delivery terminates the message
 // (once.ReasonExhausted).
 func Process(ctx context.Context, scope once.Scope, msg jetstream.Msg, h Handler, cfg *Config) (once.Decision, error) {
@@ -184,21 +192,27 @@ func identify(msg jetstream.Msg, cfg *Config) (key string, fp once.Fingerprint, 
 		heartbeat = cfg.Heartbeat
 	}
 	key, err := callKey(keyOf, msg)
+	var pe *ConfigPanicError
+	if errors.As(err, &pe) {
+		return "", nil, 0, &once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}
+	}
 	if err != nil {
 		return "", nil, 0, &once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}
 	}
 	fp, err = callFingerprint(fpOf, msg)
-	if err != nil {
-		return "", nil, 0, &once.Decision{Action: once.DeadLetter, Reason: once.ReasonRejected, Err: err}
+	if err != nil { // only a panic: a *ConfigPanicError
+		return "", nil, 0, &once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}
 	}
 	return key, fp, heartbeat, nil
 }
 
 // ConfigPanicError is the Err of the decision for a message whose
-// Config.Key or Config.Fingerprint panicked (Func names which): the
-// message is terminated, as once.ReasonInvalidKey for Key and
-// once.ReasonRejected for Fingerprint (it matches once.ErrRejected), since
-// the same message would panic the same way on every delivery.
+// Config.Key or Config.Fingerprint panicked (Func names which). The
+// message is Nak-ed as once.ReasonMisconfigured, as the core answers a
+// misconfiguration: a callback that panics is a bug of the service (a bad
+// deploy may panic on every message), and terminating each message would
+// dead-letter the whole stream; once the callback is fixed, the messages
+// are processed.
 type ConfigPanicError struct {
 	Func  string // "Key" or "Fingerprint"
 	Value any    // the value it panicked with
@@ -213,11 +227,6 @@ func (e *ConfigPanicError) Error() string {
 func (e *ConfigPanicError) Unwrap() error {
 	err, _ := e.Value.(error)
 	return err
-}
-
-// Is reports a Fingerprint panic as once.ErrRejected.
-func (e *ConfigPanicError) Is(target error) bool {
-	return e.Func == "Fingerprint" && target == once.ErrRejected
 }
 
 func callKey(f func(jetstream.Msg) (string, error), msg jetstream.Msg) (key string, err error) {

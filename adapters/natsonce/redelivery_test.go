@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -204,31 +205,43 @@ func (m *streamMsg) Metadata() (*jetstream.MsgMetadata, error) {
 }
 func (m *streamMsg) Headers() nats.Header { return nats.Header{nats.MsgIdHdr: []string{m.id}} }
 
-// A panicking Config.Key or Config.Fingerprint terminates the message with
-// a *natsonce.ConfigPanicError; a panicking OnDecision changes nothing.
-// Under HandlerFunc they run on nats.go's goroutine, where a panic would
-// end the process.
+// A Config.Key or Config.Fingerprint that panics is a bug of the service,
+// not of the message: the message is Nak-ed as once.ReasonMisconfigured
+// with the *ConfigPanicError, backed off, not terminated (nor exhausted by
+// MaxDeliveries), so that a bad deploy whose Key panics on every message
+// does not dead-letter the stream; once the callback is fixed, the
+// messages are processed. A panic in OnDecision is ignored. Under
+// HandlerFunc they run on nats.go's goroutine, where a panic would end the
+// process.
 func TestConfigFuncPanicsAreRecovered(t *testing.T) {
 	e := newEnv(t, 30*time.Second)
 	scope := once.New(memory.New(nil)).Scope("billing")
-	decisions := make(chan once.Decision, 3)
+	type seen struct {
+		payload string
+		d       once.Decision
+	}
+	decisions := make(chan seen, 1000)
+	var broken atomic.Bool
+	broken.Store(true)
 	cfg := &natsonce.Config{
 		Key: func(msg jetstream.Msg) (string, error) {
-			if string(msg.Data()) == "bad key" {
+			if broken.Load() && string(msg.Data()) == "bad key" {
 				panic("index out of range")
 			}
 			return natsonce.MsgIDKey(msg)
 		},
 		Fingerprint: func(msg jetstream.Msg) once.Fingerprint {
-			if string(msg.Data()) == "bad fp" {
+			if broken.Load() && string(msg.Data()) == "bad fp" {
 				panic("nil map")
 			}
 			return natsonce.PayloadFingerprint(msg)
 		},
-		OnDecision: func(_ jetstream.Msg, d once.Decision, _ error) {
-			decisions <- d
+		OnDecision: func(msg jetstream.Msg, d once.Decision, _ error) {
+			decisions <- seen{string(msg.Data()), d}
 			panic("logger broke")
 		},
+		RetryBackoff:  10 * time.Millisecond,
+		MaxDeliveries: 1,
 	}
 	cc, err := e.cons.Consume(natsonce.HandlerFunc(context.Background(), scope, func(context.Context, jetstream.Msg) error { return nil }, cfg))
 	require.NoError(t, err)
@@ -236,16 +249,65 @@ func TestConfigFuncPanicsAreRecovered(t *testing.T) {
 	e.publish(t, "bad key", map[string]string{nats.MsgIdHdr: "a"})
 	e.publish(t, "bad fp", map[string]string{nats.MsgIdHdr: "b"})
 	e.publish(t, "good", map[string]string{nats.MsgIdHdr: "c"})
-	var p *natsonce.ConfigPanicError
-	d := <-decisions
-	require.Equal(t, once.ReasonInvalidKey, d.Reason)
-	require.ErrorAs(t, d.Err, &p)
-	require.Equal(t, "Key", p.Func)
-	d = <-decisions
-	require.Equal(t, once.ReasonRejected, d.Reason)
-	require.ErrorAs(t, d.Err, &p)
-	require.Equal(t, "Fingerprint", p.Func)
-	require.ErrorIs(t, d.Err, once.ErrRejected)
-	require.Equal(t, once.ReasonDone, (<-decisions).Reason)
+	panicked := map[string]string{"bad key": "Key", "bad fp": "Fingerprint"}
+	done := map[string]bool{}
+	for len(done) < 3 {
+		s := <-decisions
+		if s.d.Reason == once.ReasonDone {
+			done[s.payload] = true
+			continue
+		}
+		fn, ok := panicked[s.payload]
+		require.True(t, ok, "%q: %v", s.payload, s.d)
+		require.Equal(t, once.RetryLater, s.d.Action, "%q: %v", s.payload, s.d)
+		require.Equal(t, once.ReasonMisconfigured, s.d.Reason)
+		require.Equal(t, 10*time.Millisecond, s.d.RetryAfter, "backed off as RetryBackoff says")
+		var p *natsonce.ConfigPanicError
+		require.ErrorAs(t, s.d.Err, &p)
+		require.Equal(t, fn, p.Func)
+		require.NotEmpty(t, p.Stack)
+		delete(panicked, s.payload)
+		if len(panicked) == 0 {
+			broken.Store(false) // the fix is deployed
+		}
+	}
+	require.Empty(t, panicked)
 	e.settled(t)
+}
+
+// A shutdown (once.ReasonCanceled) is Nak-ed after RetryBackoff, whatever
+// the delivery count: nothing failed, and the backoff by the delivery count
+// parked the message up to MaxRetryBackoff (1 min after six earlier
+// deliveries) during a rolling restart.
+func TestShutdownIsNakedWithoutTheDeliveryBackoff(t *testing.T) {
+	scope := once.New(memory.New(nil)).Scope("billing")
+	msg := &deliveredMsg{n: 7}
+	ctx, cancel := context.WithCancel(context.Background())
+	d, err := natsonce.Process(ctx, scope, msg, func(ctx context.Context, _ jetstream.Msg) error {
+		cancel() // SIGTERM while the handler runs
+		return ctx.Err()
+	}, nil)
+	require.NoError(t, err)
+	require.Equal(t, once.ReasonCanceled, d.Reason, "decision %v", d)
+	require.Equal(t, natsonce.DefaultRetryBackoff, d.RetryAfter)
+	require.Equal(t, natsonce.DefaultRetryBackoff, msg.delay, "the Nak's delay")
+}
+
+// The Nak of a key in progress elsewhere waits the owner's lease left, at
+// most MaxRetryBackoff: under a 1 h lease a duplicate was parked (and
+// counted toward MaxAckPending) for the whole hour.
+func TestInProgressNakIsCappedByMaxRetryBackoff(t *testing.T) {
+	scope := once.New(memory.New(nil), once.WithLease(time.Hour)).Scope("billing")
+	release := holdKey(t, scope, "ORDERS.order-5", nil)
+	defer release(nil)
+	msg := &deliveredMsg{n: 1}
+	cfg := &natsonce.Config{Fingerprint: func(jetstream.Msg) once.Fingerprint { return nil }, MaxRetryBackoff: 2 * time.Second}
+	d, err := natsonce.Process(context.Background(), scope, msg, func(context.Context, jetstream.Msg) error { return nil }, cfg)
+	require.NoError(t, err)
+	require.Equal(t, once.ReasonInProgress, d.Reason, "decision %v", d)
+	require.Equal(t, 2*time.Second, d.RetryAfter)
+	require.Equal(t, 2*time.Second, msg.delay)
+	d, err = natsonce.Process(context.Background(), scope, msg, func(context.Context, jetstream.Msg) error { return nil }, &natsonce.Config{Fingerprint: cfg.Fingerprint})
+	require.NoError(t, err)
+	require.Equal(t, natsonce.DefaultMaxRetryBackoff, d.RetryAfter, "the default cap")
 }
