@@ -52,13 +52,16 @@ func handlerCopy(d *amqp.Delivery) *amqp.Delivery {
 
 // Config tunes Process. A nil *Config means the defaults.
 type Config struct {
-	// Key returns the idempotency key of a delivery. An error, a panic (a
-	// *ConfigPanicError), or an empty or invalid key, dead-letters it as
-	// once.ReasonInvalidKey. Defaults to MessageIDKey.
+	// Key returns the idempotency key of a delivery. An error, or an empty
+	// or invalid key, dead-letters it as once.ReasonInvalidKey. A panic (a
+	// *ConfigPanicError) is a bug of the service, not of the message: the
+	// delivery is requeued as once.ReasonMisconfigured, backed off as
+	// RequeueBackoff says and never dead-lettered by MaxDeliveries.
+	// Defaults to MessageIDKey.
 	Key func(d *amqp.Delivery) (string, error)
 	// Fingerprint returns the digest the key is bound to; nil disables the
-	// check. A panic in it dead-letters the delivery as
-	// once.ReasonRejected, with a *ConfigPanicError. Defaults to
+	// check. A panic in it is requeued as a Key's is
+	// (once.ReasonMisconfigured, a *ConfigPanicError). Defaults to
 	// BodyFingerprint.
 	Fingerprint func(d *amqp.Delivery) once.Fingerprint
 	// MaxRequeueDelay caps how long a RetryLater decision waits before it
@@ -118,12 +121,13 @@ var (
 // acknowledgement's error. It never panics: a panic in h is answered with
 // a requeue (once.ReasonPanicked). A RetryLater waits before its requeue
 // (see the package doc); the returned decision's RetryAfter is the wait
-// applied, at most Config.MaxRequeueDelay, not the hint. A handler failing
+// applied, at most Config.MaxRequeueDelay, not the hint: zero when ctx had
+// ended before the wait, the time waited when ctx ended during it. A
+// handler failing
 // on the Config.MaxDeliveries-th delivery dead-letters it
 // (once.ReasonExhausted).
 func Process(ctx context.Context, scope once.Scope, d *amqp.Delivery, h Handler, cfg *Config) (once.Decision, error) {
-	dec := pace(d, decide(ctx, scope, d, h, cfg), cfg)
-	return dec, settleAndReport(ctx, d, dec, cfg)
+	return settleAndReport(ctx, d, pace(d, decide(ctx, scope, d, h, cfg), cfg), cfg)
 }
 
 // ProcessTx is Process with the handler inside one database transaction,
@@ -142,8 +146,7 @@ func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, d *amqp.Deliver
 		hd := handlerCopy(d)
 		dec = once.ConsumeTx(ctx, scope, key, fp, begin, func(ctx context.Context, tx X) error { return h(ctx, tx, hd) })
 	}
-	dec = pace(d, dec, cfg)
-	return dec, settleAndReport(ctx, d, dec, cfg)
+	return settleAndReport(ctx, d, pace(d, dec, cfg), cfg)
 }
 
 // Settle acknowledges d as dec says, waiting at most maxDelay before a
@@ -151,32 +154,49 @@ func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, d *amqp.Deliver
 // if ctx ends during the wait, after requeueing. Unlike Process, it
 // applies no backoff or delivery limit.
 func Settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay time.Duration) error {
+	_, err := settle(ctx, d, dec, maxDelay)
+	return err
+}
+
+// settle is Settle; it also returns the wait applied before a requeue.
+func settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay time.Duration) (time.Duration, error) {
 	if d == nil {
-		return errNilDelivery
+		return 0, errNilDelivery
 	}
 	switch dec.Action {
 	case once.Ack:
-		return d.Ack(false)
+		return 0, d.Ack(false)
 	case once.DeadLetter:
-		return d.Nack(false, false)
+		return 0, d.Nack(false, false)
 	}
 	var waitErr error
-	if wait := min(dec.RetryAfter, maxDelay); wait > 0 {
+	wait := max(min(dec.RetryAfter, maxDelay), 0)
+	switch {
+	case wait == 0:
+	case ctx.Err() != nil:
+		wait, waitErr = 0, ctx.Err()
+	default:
+		start := time.Now()
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			waitErr = ctx.Err()
+			wait, waitErr = min(time.Since(start), wait), ctx.Err()
 		}
 	}
-	return errors.Join(d.Nack(false, true), waitErr)
+	return wait, errors.Join(d.Nack(false, true), waitErr)
 }
 
-func settleAndReport(ctx context.Context, d *amqp.Delivery, dec once.Decision, cfg *Config) error {
-	err := Settle(ctx, d, dec, maxRequeueDelay(cfg))
+// settleAndReport settles d and reports dec with, for a requeue, the wait
+// actually applied as its RetryAfter.
+func settleAndReport(ctx context.Context, d *amqp.Delivery, dec once.Decision, cfg *Config) (once.Decision, error) {
+	wait, err := settle(ctx, d, dec, maxRequeueDelay(cfg))
+	if dec.Action == once.RetryLater && d != nil {
+		dec.RetryAfter = wait
+	}
 	report(cfg, d, dec, err)
-	return err
+	return dec, err
 }
 
 // report calls cfg.OnDecision, if any; a panic in it is recovered and
@@ -224,21 +244,27 @@ func identify(d *amqp.Delivery, cfg *Config) (string, once.Fingerprint, *once.De
 		}
 	}
 	key, err := callKey(keyOf, d)
+	var pe *ConfigPanicError
+	if errors.As(err, &pe) {
+		return "", nil, &once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}
+	}
 	if err != nil {
 		return "", nil, &once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}
 	}
 	fp, err := callFingerprint(fpOf, d)
-	if err != nil {
-		return "", nil, &once.Decision{Action: once.DeadLetter, Reason: once.ReasonRejected, Err: err}
+	if err != nil { // only a panic: a *ConfigPanicError
+		return "", nil, &once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}
 	}
 	return key, fp, nil
 }
 
 // ConfigPanicError is the Err of the decision for a delivery whose
-// Config.Key or Config.Fingerprint panicked (Func names which): the
-// delivery is dead-lettered, as once.ReasonInvalidKey for Key and
-// once.ReasonRejected for Fingerprint (it matches once.ErrRejected), since
-// the same message would panic the same way on every delivery.
+// Config.Key or Config.Fingerprint panicked (Func names which). The
+// delivery is requeued as once.ReasonMisconfigured, as the core answers a
+// misconfiguration: a callback that panics is a bug of the service (a bad
+// deploy may panic on every message), and dead-lettering each delivery
+// would dead-letter the whole queue; once the callback is fixed, the
+// messages are processed.
 type ConfigPanicError struct {
 	Func  string // "Key" or "Fingerprint"
 	Value any    // the value it panicked with
@@ -253,11 +279,6 @@ func (e *ConfigPanicError) Error() string {
 func (e *ConfigPanicError) Unwrap() error {
 	err, _ := e.Value.(error)
 	return err
-}
-
-// Is reports a Fingerprint panic as once.ErrRejected.
-func (e *ConfigPanicError) Is(target error) bool {
-	return e.Func == "Fingerprint" && target == once.ErrRejected
 }
 
 func callKey(f func(*amqp.Delivery) (string, error), d *amqp.Delivery) (key string, err error) {

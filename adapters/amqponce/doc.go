@@ -19,8 +19,10 @@
 // never processed and never a panic. The fingerprint is a digest of the
 // routing key and the body, so a key reused with another body is
 // dead-lettered too. A panic in Config.Key, Config.Fingerprint or
-// Config.OnDecision is recovered: the first two dead-letter the delivery
-// (*ConfigPanicError), the last is ignored.
+// Config.OnDecision is recovered: the first two requeue the delivery as
+// once.ReasonMisconfigured (*ConfigPanicError), backed off and never
+// dead-lettered, since the service is at fault, not the message; the last
+// is ignored.
 //
 // # Requeues
 //
@@ -31,7 +33,9 @@
 // once.StoreRetryAfter doubled per earlier delivery; a RetryLater without
 // a hint (a handler error or panic, a shutdown) Config.RequeueBackoff
 // doubled per earlier delivery, so that a poison message is not requeued
-// at broker speed. The decision's RetryAfter is the wait applied. The wait
+// at broker speed. The decision's RetryAfter is the wait applied: zero
+// when Process's context had ended (a shutdown requeues at once), the time
+// waited when it ended during the wait. The wait
 // holds the delivery's prefetch slot and the goroutine that called
 // Process: a consumer that processes its deliveries one at a time stalls
 // behind it, so process them concurrently (one goroutine per delivery,

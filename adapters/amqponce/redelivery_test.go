@@ -135,22 +135,27 @@ func TestHandlerCannotSettleTheDelivery(t *testing.T) {
 	}
 }
 
-// A panicking Config.Key or Config.Fingerprint dead-letters the delivery
-// with a *amqponce.ConfigPanicError; a panicking OnDecision changes
-// nothing.
+// A panicking Config.Key or Config.Fingerprint is a bug of the service,
+// not of the message: the delivery is requeued as
+// once.ReasonMisconfigured with the *amqponce.ConfigPanicError, backed off,
+// not dead-lettered (nor exhausted by MaxDeliveries), so that a bad deploy
+// whose Key panics on every message does not dead-letter the queue; once
+// the callback is fixed, the message is processed. A panicking OnDecision
+// changes nothing.
 func TestConfigFuncPanicsAreRecovered(t *testing.T) {
 	e := newEnv(t)
 	scope := once.New(memory.New(nil)).Scope("billing")
 	var reported []once.Reason
+	var broken bool
 	cfg := &amqponce.Config{
 		Key: func(d *amqp.Delivery) (string, error) {
-			if string(d.Body) == "bad key" {
+			if broken && string(d.Body) == "bad key" {
 				panic("index out of range")
 			}
 			return amqponce.MessageIDKey(d)
 		},
 		Fingerprint: func(d *amqp.Delivery) once.Fingerprint {
-			if string(d.Body) == "bad fp" {
+			if broken && string(d.Body) == "bad fp" {
 				panic("nil map")
 			}
 			return amqponce.BodyFingerprint(d)
@@ -159,28 +164,68 @@ func TestConfigFuncPanicsAreRecovered(t *testing.T) {
 			reported = append(reported, dec.Reason)
 			panic("logger broke")
 		},
+		RequeueBackoff: time.Millisecond,
+		MaxDeliveries:  1,
 	}
 	h := func(context.Context, *amqp.Delivery) error { return nil }
-	var p *amqponce.ConfigPanicError
-	e.publish(t, "bad key", "a", nil)
-	dec, err := amqponce.Process(context.Background(), scope, e.next(t, e.queue), h, cfg)
-	require.NoError(t, err)
-	require.Equal(t, once.ReasonInvalidKey, dec.Reason)
-	require.ErrorAs(t, dec.Err, &p)
-	require.Equal(t, "Key", p.Func)
-	e.publish(t, "bad fp", "b", nil)
-	dec, err = amqponce.Process(context.Background(), scope, e.next(t, e.queue), h, cfg)
-	require.NoError(t, err)
-	require.Equal(t, once.ReasonRejected, dec.Reason)
-	require.ErrorAs(t, dec.Err, &p)
-	require.Equal(t, "Fingerprint", p.Func)
-	require.ErrorIs(t, dec.Err, once.ErrRejected)
-	e.publish(t, "good", "c", nil)
-	dec, err = amqponce.Process(context.Background(), scope, e.next(t, e.queue), h, cfg)
-	require.NoError(t, err)
-	require.Equal(t, once.ReasonDone, dec.Reason)
-	require.Equal(t, []once.Reason{once.ReasonInvalidKey, once.ReasonRejected, once.ReasonDone}, reported)
+	for _, tc := range []struct{ body, id, fn string }{{"bad key", "a", "Key"}, {"bad fp", "b", "Fingerprint"}} {
+		broken = true
+		e.publish(t, tc.body, tc.id, nil)
+		for i, wait := range []time.Duration{time.Millisecond, 2 * time.Millisecond} { // first delivery, redelivery
+			dec, err := amqponce.Process(context.Background(), scope, e.next(t, e.queue), h, cfg)
+			require.NoError(t, err)
+			require.Equal(t, once.RetryLater, dec.Action, "%s, delivery %d: %v", tc.fn, i+1, dec)
+			require.Equal(t, once.ReasonMisconfigured, dec.Reason)
+			require.Equal(t, wait, dec.RetryAfter, "backed off as RequeueBackoff says")
+			var p *amqponce.ConfigPanicError
+			require.ErrorAs(t, dec.Err, &p)
+			require.Equal(t, tc.fn, p.Func)
+			require.NotEmpty(t, p.Stack)
+		}
+		broken = false // the fix is deployed
+		dec, err := amqponce.Process(context.Background(), scope, e.next(t, e.queue), h, cfg)
+		require.NoError(t, err)
+		require.Equal(t, once.ReasonDone, dec.Reason)
+	}
+	m := once.ReasonMisconfigured
+	require.Equal(t, []once.Reason{m, m, once.ReasonDone, m, m, once.ReasonDone}, reported)
 	ready, dead := e.counts(t)
 	require.Zero(t, ready)
-	require.Equal(t, 2, dead)
+	require.Zero(t, dead)
+}
+
+// fakeAck records how a delivery was settled.
+type fakeAck struct {
+	acks, nacks int
+	requeue     bool
+}
+
+func (f *fakeAck) Ack(uint64, bool) error { f.acks++; return nil }
+func (f *fakeAck) Nack(_ uint64, _ bool, requeue bool) error {
+	f.nacks++
+	f.requeue = requeue
+	return nil
+}
+func (f *fakeAck) Reject(uint64, bool) error { return nil }
+
+// When Process's context has ended (a shutdown), the requeue waits
+// nothing, and the decision's RetryAfter says so: it reported the backoff
+// of the delivery count (4 s on a fifth delivery) while the wait applied
+// was zero.
+func TestCanceledContextReportsTheWaitApplied(t *testing.T) {
+	scope := once.New(memory.New(nil)).Scope("billing")
+	ack := &fakeAck{}
+	d := &amqp.Delivery{Acknowledger: ack, MessageId: "m-1", Body: []byte("x"), Headers: amqp.Table{"x-delivery-count": int64(4)}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var reported once.Decision
+	dec, err := amqponce.Process(ctx, scope, d, func(ctx context.Context, _ *amqp.Delivery) error {
+		cancel() // SIGTERM while the handler runs
+		return ctx.Err()
+	}, &amqponce.Config{OnDecision: func(_ *amqp.Delivery, dec once.Decision, _ error) { reported = dec }})
+	require.ErrorIs(t, err, context.Canceled)
+	require.Equal(t, once.ReasonCanceled, dec.Reason)
+	require.Zero(t, dec.RetryAfter)
+	require.Zero(t, reported.RetryAfter, "OnDecision sees the wait applied too")
+	require.Equal(t, 1, ack.nacks)
+	require.True(t, ack.requeue)
 }
