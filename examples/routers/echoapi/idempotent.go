@@ -22,7 +22,11 @@ import (
 //     response mw has already recorded as an empty 200 and stored: the
 //     client and every retry get that 200, whatever the error was.
 //   - The context's response is restored on the way out, a panic's too, so
-//     that middleware.Recover answers the panic on the real response.
+//     that the middleware before it see the real response. A handler's
+//     panic is answered by mw itself (500, key held), through either
+//     wrapper: middleware.Recover sees only the http.ErrAbortHandler with
+//     which mw aborts the connection (after a panic with it, or one once
+//     the response started streaming).
 //
 // The error is still returned, as echo's own middleware do after c.Error,
 // for outer middleware (a logger) to see; echo's error handler does

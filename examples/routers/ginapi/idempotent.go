@@ -21,13 +21,32 @@ import (
 // gin.ResponseWriter over the response mw records (with gin's semantics:
 // the last status set before the body is written wins), and c.Request is
 // the request mw passes on, whose context carries the key.
+//
+// Errors: a handler that only records an error (c.Error, or c.Status
+// then c.Error) and writes nothing is answered here, inside mw, with
+// {"error": "<status text>"}: its status if it set one of 400 or more,
+// else 500. So that failure is what mw stores and replays, not an empty
+// 200 telling a retry the request succeeded. A middleware that renders
+// c.Errors must come after Idempotent (on the group or route, after it),
+// so that its answer is the one recorded: one registered before it runs
+// after mw has sent and stored the answer, and its writes are dropped
+// here (they would have been appended to a body already sent, the client
+// getting other bytes than every retry).
 func Idempotent(mw *oncehttp.Middleware) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		outer := c.Writer
+		answered := false
 		// Restored on the way out, a panic's too, so that gin.Recovery
 		// and the engine answer on the real writer, not on the recorder
-		// of a response mw has dropped.
-		defer func() { c.Writer = outer }()
+		// of a response mw has dropped. Once mw has answered, the
+		// middleware before Idempotent get the real writer behind one
+		// that drops what they write after it.
+		defer func() {
+			c.Writer = outer
+			if answered {
+				c.Writer = answeredWriter{outer}
+			}
+		}()
 		ran := false
 		mw.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			ran = true
@@ -35,13 +54,33 @@ func Idempotent(mw *oncehttp.Middleware) gin.HandlerFunc {
 			rw := &recordedWriter{ResponseWriter: outer, w: w, status: http.StatusOK, size: -1}
 			c.Writer = rw
 			c.Next()
+			if !rw.Written() && len(c.Errors) > 0 {
+				status := http.StatusInternalServerError
+				if rw.status >= http.StatusBadRequest {
+					status = rw.status
+				}
+				c.JSON(status, gin.H{"error": http.StatusText(status)})
+			}
 			rw.WriteHeaderNow() // a handler that set a status and wrote no body
 		})).ServeHTTP(outer, c.Request)
+		answered = true
 		if !ran {
 			c.Abort()
 		}
 	}
 }
+
+// answeredWriter is the writer of the middleware before Idempotent once
+// mw has answered: the real one, whose status and size they may read,
+// but whose body and header are final, so that the client gets what mw
+// stored.
+type answeredWriter struct{ gin.ResponseWriter }
+
+func (answeredWriter) WriteHeader(int)                   {}
+func (answeredWriter) WriteHeaderNow()                   {}
+func (answeredWriter) Write(p []byte) (int, error)       { return len(p), nil }
+func (answeredWriter) WriteString(s string) (int, error) { return len(s), nil }
+func (answeredWriter) Header() http.Header               { return http.Header{} }
 
 // recordedWriter is a gin.ResponseWriter over w, the writer oncehttp gives
 // the handler, written the way gin's own writer is: the status is kept

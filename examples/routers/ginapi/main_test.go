@@ -1,9 +1,12 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/gin-gonic/gin"
@@ -64,4 +67,95 @@ func TestStatusWithoutBody(t *testing.T) {
 	})
 	s := scenario.Server{Handler: r, Runs: o.runs.Load}
 	scenario.Replays(t, s, scenario.Request{Order: "42", Key: "k-1", User: "alice", Body: `{"amount":100}`}, http.StatusAccepted)
+}
+
+// renderErrors is gin's common error middleware: handlers record errors
+// (c.Error, AbortWithError) and it renders c.Errors after c.Next, here
+// with status, a 500 unless the handler set one (-1).
+func renderErrors(status int) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		c.Next()
+		if len(c.Errors) > 0 {
+			c.JSON(status, gin.H{"error": c.Errors.Last().Error()})
+		}
+	}
+}
+
+// errorServer is a router with before, authenticate, Idempotent, after
+// and h on the payment route.
+func errorServer(t *testing.T, before, after []gin.HandlerFunc, h func(c *gin.Context)) scenario.Server {
+	t.Helper()
+	mw, err := oncehttp.New(once.New(nil), oncehttp.Config{Scope: scope})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &orders{}
+	r := gin.New()
+	r.Use(append(before, authenticate)...)
+	chain := append(append([]gin.HandlerFunc{Idempotent(mw)}, after...), func(c *gin.Context) {
+		o.runs.Add(1)
+		h(c)
+	})
+	r.POST("/orders/:id/payments", chain...)
+	return scenario.Server{Handler: r, Runs: o.runs.Load}
+}
+
+// TestRecordedErrors: a handler's error recorded with c.Error, and no
+// body written, is answered as a failure, not as an empty 200 stored and
+// replayed to tell every retry the request succeeded. With the error
+// renderer before Idempotent (which can no longer change the answer) or
+// without one, Idempotent answers it: a 500, which oncehttp holds (the
+// retry gets the held key's 409), or the 4xx the handler set, stored and
+// replayed. AbortWithError's 402, sent before the renderer ran, is
+// replayed with the body and Content-Type the client got. A renderer
+// after Idempotent is the answer recorded.
+func TestRecordedErrors(t *testing.T) {
+	req := scenario.Request{Order: "42", Key: "k-1", User: "alice", Body: `{"amount":100}`}
+	dbDown := func(c *gin.Context) { _ = c.Error(errors.New("db down")) }
+	for name, tc := range map[string]struct {
+		before, after []gin.HandlerFunc
+		h             func(*gin.Context)
+		status        int
+		body          string
+	}{
+		"CErrorRendererBefore": {before: []gin.HandlerFunc{renderErrors(http.StatusInternalServerError)}, h: dbDown,
+			status: http.StatusInternalServerError, body: `{"error":"Internal Server Error"}`},
+		"CErrorNoRenderer": {h: dbDown, status: http.StatusInternalServerError, body: `{"error":"Internal Server Error"}`},
+		"CErrorRendererAfter": {after: []gin.HandlerFunc{renderErrors(http.StatusInternalServerError)}, h: dbDown,
+			status: http.StatusInternalServerError, body: `{"error":"db down"}`},
+		"StatusThenCErrorRendererBefore": {before: []gin.HandlerFunc{renderErrors(-1)},
+			h:      func(c *gin.Context) { c.Status(http.StatusPaymentRequired); dbDown(c) },
+			status: http.StatusPaymentRequired, body: `{"error":"Payment Required"}`},
+		"AbortWithErrorRendererBefore": {before: []gin.HandlerFunc{renderErrors(-1)},
+			h:      func(c *gin.Context) { _ = c.AbortWithError(http.StatusPaymentRequired, errors.New("card declined")) },
+			status: http.StatusPaymentRequired, body: ""},
+		"AbortWithErrorRendererAfter": {after: []gin.HandlerFunc{renderErrors(-1)},
+			h:      func(c *gin.Context) { _ = c.AbortWithError(http.StatusPaymentRequired, errors.New("card declined")) },
+			status: http.StatusPaymentRequired, body: `{"error":"card declined"}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := errorServer(t, tc.before, tc.after, tc.h)
+			var first scenario.Response
+			if tc.status < 500 {
+				first = scenario.Replays(t, s, req, tc.status)
+			} else {
+				srv := httptest.NewServer(s.Handler)
+				defer srv.Close()
+				first = scenario.Send(t, srv.URL, req)
+				if first.Status != tc.status {
+					t.Fatalf("status %d %q, want %d", first.Status, first.Body, tc.status)
+				}
+				retry := scenario.Send(t, srv.URL, req)
+				if retry.Status != http.StatusConflict || !strings.Contains(retry.Body, `"key_state":"held"`) {
+					t.Fatalf("retry got %d %q, want the held key's 409", retry.Status, retry.Body)
+				}
+				if n := s.Runs(); n != 1 {
+					t.Fatalf("the handler ran %d times, want 1", n)
+				}
+			}
+			if first.Body != tc.body {
+				t.Fatalf("body %q, want %q", first.Body, tc.body)
+			}
+		})
+	}
 }

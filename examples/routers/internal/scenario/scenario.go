@@ -349,8 +349,9 @@ func panics(t *testing.T, newServer New) {
 }
 
 // Replays checks that req, sent twice to s, runs s's handler once and that
-// the second answer is the first, of the given status, replayed.
-func Replays(t *testing.T, s Server, req Request, status int) {
+// the second answer is the first, of the given status, replayed (status,
+// body, Content-Type, Location, Content-Length); it returns the first.
+func Replays(t *testing.T, s Server, req Request, status int) Response {
 	t.Helper()
 	srv := httptest.NewServer(s.Handler)
 	t.Cleanup(srv.Close)
@@ -358,4 +359,5 @@ func Replays(t *testing.T, s Server, req Request, status int) {
 	wantStatus(t, first, status)
 	wantReplayOf(t, Send(t, srv.URL, req), first)
 	wantRuns(t, s, 1)
+	return first
 }
