@@ -22,8 +22,8 @@ const (
 // pace applies the delivery limit and the backoff of cfg to d, the
 // decision for msg's delivery: a handler that failed (error or panic) on
 // the MaxDeliveries-th delivery dead-letters the message; an in-progress
-// key waits the owner's lease left, at most MaxRetryBackoff (a held key
-// the hold's, at most once.HeldRedelivery); a shutdown waits RetryBackoff
+// key waits the owner's lease left (a held key the hold's, at most
+// once.HeldRedelivery), at most MaxRetryBackoff; a shutdown waits RetryBackoff
 // (nothing failed); a store outage waits once.StoreRetryAfter doubled per
 // earlier delivery, and a RetryLater without a hint RetryBackoff doubled
 // per earlier delivery, both at most MaxRetryBackoff. The decision's

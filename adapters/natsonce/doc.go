@@ -31,7 +31,8 @@
 //   - a key in progress elsewhere (once.ReasonInProgress): the owner's
 //     lease left (up to the scope's lease, 30 s by default), at most
 //     Config.MaxRetryBackoff (1 min by default), not the core's one-second
-//     hint; a held key: the hold left, at most once.HeldRedelivery (1 min).
+//     hint; a held key: the hold left, at most once.HeldRedelivery (1 min)
+//     and at most Config.MaxRetryBackoff.
 //     A message Nak-ed with a delay stays pending until it is redelivered:
 //     it counts toward the consumer's MaxAckPending meanwhile (with
 //     MaxAckPending 1, nothing else is delivered), so keep MaxAckPending
