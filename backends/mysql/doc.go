@@ -56,8 +56,12 @@
 // never on the application's clock, and stored as DATETIME(6) in UTC, so the
 // session time zone does not matter. Durations are sent in whole
 // microseconds, a positive sub-microsecond duration rounding up to one. The
-// longest time.Duration (about 292 years) fits in DATETIME; a deadline that
-// would pass 9999-12-31 23:59:59.999999, DATETIME's maximum, saturates there.
+// longest time.Duration (about 292 years) fits in DATETIME: today it lands
+// around 2318, and a deadline could pass 9999-12-31 23:59:59.999999,
+// DATETIME's maximum, only after about the year 9700 (in strict mode the
+// write would then fail with error 1441, datetime field overflow; it does
+// not saturate). The session must run with autocommit on and an unpinned
+// timestamp (see New).
 //
 // # Guarantees and what can be lost
 //

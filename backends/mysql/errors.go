@@ -32,9 +32,10 @@ const (
 )
 
 // Error is every error the Store returns when it could not reach a
-// decision: the server refused a statement, the connection failed, or the
-// context ended. It carries the server's error number and SQLSTATE but none
-// of its message, which may quote stored values. When the context ended,
+// decision: the server refused a statement, the connection failed, the
+// context ended, or the session is unfit (ErrSession). It carries the
+// server's error number and SQLSTATE but none of its message, which may
+// quote stored values. When the context ended,
 // errors.Is(err, context.Canceled) or errors.Is(err,
 // context.DeadlineExceeded) holds.
 type Error struct {
@@ -65,9 +66,9 @@ func (e *Error) Error() string {
 	return msg
 }
 
-// Unwrap returns context.Canceled, context.DeadlineExceeded or
-// backends.ErrClosed when the operation ended for that reason, and nil
-// otherwise.
+// Unwrap returns context.Canceled, context.DeadlineExceeded,
+// backends.ErrClosed or ErrSession when the operation ended for that
+// reason, and nil otherwise.
 func (e *Error) Unwrap() error { return e.cause }
 
 // interpretError is the one place where driver errors are translated. It

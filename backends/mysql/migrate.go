@@ -132,6 +132,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return err
 	}
 	defer func() { _ = conn.Close() }()
+	if err := s.checkSession(ctx, "migrate", conn.QueryRowContext); err != nil {
+		return err
+	}
 
 	lockName := "CONCAT('once:', SHA1(CONCAT(DATABASE(), '.', ?)))"
 	var got sql.NullInt64

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/stagedoor/once/backends"
@@ -139,15 +140,24 @@ type Store struct {
 	cfg   resolved
 	sql   statements
 	stmts stmtCache
+	// sessionOK is set once checkSession passed.
+	sessionOK atomic.Bool
 }
 
 var _ backends.Store = (*Store)(nil)
 
 // New returns a Store over db, which the caller keeps owning: the Store
-// never closes it. Any DSN of the driver works: the Store scans no DATETIME
-// value, so parseTime and loc do not matter. The records table must exist
-// (see Migrate). New checks cfg and returns an *IdentifierError
-// for an invalid table name; it does not contact the server.
+// never closes it. The Store scans no DATETIME value, so the DSN's
+// parseTime and loc do not matter, nor does the session time_zone; but the
+// sessions must run with autocommit on (the default: no autocommit=0 in
+// the DSN or init_connect) and the server's clock (no timestamp in the
+// DSN), or a claim would never commit, or leases would not run out. The
+// Store checks both on its first operation (and Migrate), on the session it
+// runs on, until a check passes: one connection of the pool speaks for all,
+// since they share the DSN. A failed check is an *Error wrapping
+// ErrSession, returned before any write. The records table must exist (see
+// Migrate). New checks cfg and returns an *IdentifierError for an invalid
+// table name; it does not contact the server.
 func New(db *sql.DB, cfg *Config) (*Store, error) {
 	r, err := resolveConfig(cfg)
 	if err != nil {
@@ -216,8 +226,14 @@ type runner struct {
 
 func (r runner) stmt(ctx context.Context, op, query string) (*sql.Stmt, error) {
 	st, err := r.s.stmts.get(ctx, op, query)
-	if err != nil || r.tx == nil {
-		return st, err
+	if err != nil {
+		return nil, err
+	}
+	if r.tx == nil {
+		return st, r.s.checkSession(ctx, op, r.s.db.QueryRowContext)
+	}
+	if err := r.s.checkSession(ctx, op, r.tx.QueryRowContext); err != nil {
+		return nil, err
 	}
 	return r.tx.StmtContext(ctx, st), nil
 }
