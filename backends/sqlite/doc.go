@@ -4,7 +4,8 @@
 // It is meant for one process that must survive its own restarts — a
 // single-instance service, a CLI, a desktop or edge agent — where the
 // in-memory store would forget every key on a restart and let a retry that
-// spans the restart charge twice. A file path is all it needs:
+// spans the restart charge twice. A file path (a plain file name, not a
+// SQLite URI, and not ":memory:": see Open) is all it needs:
 //
 //	store, err := sqlitestore.Open(ctx, "/var/lib/myapp/once.db", nil)
 //	...

@@ -20,6 +20,16 @@ func micros(d time.Duration) int64 {
 	return us
 }
 
+// ageMicros converts a List age (OlderThan) to whole microseconds as
+// micros does, except that a non-positive age is 0: every record, one
+// created in this very microsecond included.
+func ageMicros(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return micros(d)
+}
+
 // deadline is now plus d in microseconds, saturating at the largest int64.
 func deadline(now int64, d time.Duration) int64 {
 	us := micros(d)

@@ -75,7 +75,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if held {
 		q = s.sql.listHeld
 	}
-	rows, err := s.reader.QueryContext(ctx, q, now-micros(p.OlderThan), p.Scope, p.KeyPrefix, scope, key, now, limit)
+	rows, err := s.reader.QueryContext(ctx, q, now-ageMicros(p.OlderThan), p.Scope, p.KeyPrefix, scope, key, now, limit)
 	if err != nil {
 		return backends.ListPage{}, interpretError(op, err)
 	}

@@ -1,8 +1,10 @@
 package sqlitestore
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -39,4 +41,23 @@ func TestParseCursor(t *testing.T) {
 	pending := backends.ListParams{State: backends.StatePending}.Cursors()
 	_, _, _, err := parseCursor(cursor(pending, true, "", ""), pending)
 	require.ErrorIs(t, err, backends.ErrInvalidListParams, "a pending walk's cursor does not walk the held records")
+}
+
+// List with OlderThan 0 left out the records created in the current
+// microsecond (the age became 1 µs); 0 means every record, as on MySQL.
+func TestListOlderThanZeroIncludesThisMicrosecond(t *testing.T) {
+	clock := &fakeClock{now: time.Now()}
+	s := openStore(t, tempDB(t), &Options{Now: clock.Now})
+	ctx := context.Background()
+	if r, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "k", Owner: "a", Lease: time.Minute, Retention: time.Hour}); err != nil || !r.Claimed {
+		t.Fatal(r, err)
+	}
+	page, err := s.List(ctx, backends.ListParams{State: backends.StatePending})
+	if err != nil || len(page.Records) != 1 {
+		t.Fatalf("OlderThan 0 at the claim's instant: %d records, err %v; want 1", len(page.Records), err)
+	}
+	page, err = s.List(ctx, backends.ListParams{State: backends.StatePending, OlderThan: time.Nanosecond})
+	if err != nil || len(page.Records) != 0 {
+		t.Fatalf("OlderThan 1 ns at the claim's instant: %d records, err %v; want 0", len(page.Records), err)
+	}
 }

@@ -4,12 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"path"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 //go:embed migrations/*.sql
@@ -61,12 +65,49 @@ func loadMigrations(table string) ([]migration, error) {
 // Migrate creates or upgrades the records table in one transaction,
 // recording each applied version in <Table>_migrations and applying only
 // the missing ones, so running it again is a no-op. Open calls it; a second
-// process opening the same file waits for the first's transaction.
+// process (or Store) opening the same file waits for the first's
+// transaction. While another connection creates the file and switches it
+// to WAL mode, SQLite answers SQLITE_BUSY at once, without its busy
+// handler: Migrate then runs its transaction again, after a backoff from
+// 1 ms doubling up to 50 ms, until Options.BusyTimeout has passed or ctx
+// ends, and returns the last error.
 func (s *Store) Migrate(ctx context.Context) error {
 	ms, err := loadMigrations(s.table)
 	if err != nil {
 		return err
 	}
+	deadline := time.Now().Add(s.busyTimeout)
+	wait := migrateFirstBackoff
+	for {
+		err := s.migrateOnce(ctx, ms)
+		if !isBusy(err) || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return interpretError("migrate", ctx.Err())
+		case <-t.C:
+		}
+		wait = min(2*wait, migrateMaxBackoff)
+	}
+}
+
+// The bounds of Migrate's backoff on SQLITE_BUSY.
+const (
+	migrateFirstBackoff = time.Millisecond
+	migrateMaxBackoff   = 50 * time.Millisecond
+)
+
+// isBusy reports whether err is an *Error of SQLITE_BUSY (any extended
+// code).
+func isBusy(err error) bool {
+	var e *Error
+	return errors.As(err, &e) && e.Code&0xff == sqlite3.SQLITE_BUSY
+}
+
+func (s *Store) migrateOnce(ctx context.Context, ms []migration) error {
 	versions := `"` + s.table + `_migrations"`
 	return s.writeTx(ctx, "migrate", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+versions+` (

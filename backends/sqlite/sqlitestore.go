@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,11 @@ const (
 	DefaultSweepBatchSize = 1000
 	DefaultReaders        = 4
 )
+
+// MaxBusyTimeout is the longest BusyTimeout, about 24.8 days: SQLite takes
+// the busy timeout as a 32-bit count of milliseconds. A longer one is
+// clamped to it.
+const MaxBusyTimeout = math.MaxInt32 * time.Millisecond
 
 // Options configures Open. A nil *Options means defaults; so does the zero
 // value of each field.
@@ -41,7 +47,10 @@ type Options struct {
 
 	// BusyTimeout bounds how long a write waits for another connection's
 	// write lock — another process's, since this Store's writes are
-	// serialised. Defaults to 5 seconds.
+	// serialised — and how long Open (Migrate) retries while another
+	// process is creating the file or switching it to WAL mode. Counted
+	// in whole milliseconds (a positive value below one is one), at most
+	// MaxBusyTimeout (a longer one is clamped). Defaults to 5 seconds.
 	BusyTimeout time.Duration
 
 	// Readers is the number of read connections, which serve replays,
@@ -66,6 +75,7 @@ type Store struct {
 	now            func() time.Time
 	sweepBatchSize int
 	onSweepError   func(error)
+	busyTimeout    time.Duration
 	watch          watchers
 
 	closeOnce sync.Once
@@ -83,6 +93,14 @@ var (
 // connections: Close it when done. Open returns an *OptionsError for
 // invalid options, and an *Error when the file cannot be opened or
 // migrated.
+//
+// The path is a file name, never a SQLite URI: "file:x.db" creates a file
+// named exactly "file:x.db", and "?", "#" and "%" are part of the name, so
+// no URI parameter (mode=memory, cache=shared, ...) reaches SQLite. The
+// path ":memory:" is refused with an *OptionsError of Field "path": each of
+// the Store's connections would have its own empty in-memory database, so
+// every operation would fail. For a store in memory use the memory backend;
+// for tests, a file in a temporary directory.
 func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	o, err := resolveOptions(path, opts)
 	if err != nil {
@@ -94,6 +112,7 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		now:            o.now,
 		sweepBatchSize: o.sweepBatchSize,
 		onSweepError:   o.onSweepError,
+		busyTimeout:    o.busyTimeout,
 	}
 	base := "file:" + escapePath(path) + "?_txlock=immediate" +
 		"&_pragma=busy_timeout(" + fmt.Sprint(o.busyTimeout.Milliseconds()) + ")" +
@@ -179,6 +198,9 @@ func resolveOptions(path string, opts *Options) (options, error) {
 	if strings.ContainsRune(path, 0) {
 		return options{}, &OptionsError{Field: "path", Reason: "contains a NUL byte"}
 	}
+	if path == ":memory:" {
+		return options{}, &OptionsError{Field: "path", Reason: `":memory:" is refused: each of the Store's connections would have its own empty database; use a file (in a temporary directory for tests)`}
+	}
 	if opts != nil {
 		if opts.Table != "" {
 			o.table = opts.Table
@@ -190,7 +212,7 @@ func resolveOptions(path string, opts *Options) (options, error) {
 			o.synchronous = strings.ToUpper(opts.Synchronous)
 		}
 		if opts.BusyTimeout > 0 {
-			o.busyTimeout = max(opts.BusyTimeout, time.Millisecond)
+			o.busyTimeout = min(max(opts.BusyTimeout, time.Millisecond), MaxBusyTimeout)
 		}
 		if opts.Readers > 0 {
 			o.readers = opts.Readers
