@@ -1,0 +1,44 @@
+package oncehttp
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestResponseCodecGolden pins responseCodec's exact encoding: stored
+// responses written by an earlier build must keep decoding, and a new
+// build must keep writing what an older one can read.
+func TestResponseCodecGolden(t *testing.T) {
+	for _, c := range []struct {
+		in   storedResponse
+		want string
+	}{{
+		in: storedResponse{Format: storedFormat, Status: 201,
+			Header:   http.Header{"Location": {"/a"}},
+			Trailer:  http.Header{"X-T": {"1", "2"}},
+			TooLarge: true, Body: []byte("hi")},
+		want: "\x02\xc9\x01\x01" +
+			"\x01\x08Location\x01\x02/a" +
+			"\x01\x03X-T\x02\x011\x012" +
+			"hi",
+	}, {
+		in:   storedResponse{Format: storedFormat, Status: 204},
+		want: "\x02\xcc\x01\x00\x00\x00",
+	}} {
+		data, err := responseCodec{}.Marshal(c.in)
+		require.NoError(t, err)
+		require.Equal(t, c.want, string(data))
+		var out storedResponse
+		require.NoError(t, responseCodec{}.Unmarshal([]byte(c.want), &out))
+		require.Equal(t, c.in, out)
+	}
+	// Format 1 has no trailer section.
+	var out storedResponse
+	require.NoError(t, responseCodec{}.Unmarshal([]byte("\x01\xc8\x01\x00\x01\x01A\x01\x01bbody"), &out))
+	require.Equal(t, storedResponse{Format: storedFormat, Status: 200, Header: http.Header{"A": {"b"}}, Body: []byte("body")}, out)
+	for _, junk := range []string{"", "\x02", "\x02\xc9", "\x02\xc9\x01\x00\x05", "\x02\xc9\x01\x00\x01\x08Loc", "\x02\xc9\x01\x00\x01\x01A\x09\x01b"} {
+		require.ErrorIs(t, responseCodec{}.Unmarshal([]byte(junk), &out), errNotResponse, "%q", junk)
+	}
+}
