@@ -24,6 +24,13 @@ func TestResponseCodecGolden(t *testing.T) {
 			"\x01\x03X-T\x02\x011\x012" +
 			"hi",
 	}, {
+		// Names are written sorted, so one response has one encoding.
+		in: storedResponse{Format: storedFormat, Status: 200,
+			Header: http.Header{"Link": {"<b>"}, "Etag": {`"1"`}, "Location": {"/c"}}},
+		want: "\x02\xc8\x01\x00" +
+			"\x03\x04Etag\x01\x03\"1\"\x04Link\x01\x03<b>\x08Location\x01\x02/c" +
+			"\x00",
+	}, {
 		in:   storedResponse{Format: storedFormat, Status: 204},
 		want: "\x02\xcc\x01\x00\x00\x00",
 	}} {

@@ -1,10 +1,8 @@
 package grpconce
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"sort"
 
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/metadata"
@@ -12,6 +10,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/stagedoor/once/internal/wire"
 )
 
 // storedReply is what the store keeps for a call: the response message
@@ -81,9 +81,9 @@ func (r storedReply) answer() (resp any, statusErr, decodeErr error) {
 //
 //	format byte | kind byte | string type | md header | md trailer | payload (the rest)
 //
-// where kind is kindMessage or kindStatus, md is uvarint #keys { string
-// key | uvarint #values | string value… }…, and a string is a uvarint
-// length and its bytes.
+// where kind is kindMessage or kindStatus, md is a wire multimap (uvarint
+// #keys { string key | uvarint #values | string value… }…, keys sorted),
+// and a string is a uvarint length and its bytes.
 type replyCodec struct{}
 
 const (
@@ -104,12 +104,14 @@ func (replyCodec) Marshal(v any) ([]byte, error) {
 	if r.Status != nil {
 		kind, payload = kindStatus, r.Status
 	}
-	b := make([]byte, 0, 2+binary.MaxVarintLen64+len(r.Type)+mdSize(r.Header)+mdSize(r.Trailer)+len(payload))
-	b = append(b, replyFormat, kind)
-	b = appendString(b, r.Type)
-	b = appendMD(b, r.Header)
-	b = appendMD(b, r.Trailer)
-	return append(b, payload...), nil
+	e := wire.NewEncoder(2 + wire.StringSize(r.Type) + wire.MultimapSize(r.Header) + wire.MultimapSize(r.Trailer) + len(payload))
+	e.Byte(replyFormat)
+	e.Byte(kind)
+	e.String(r.Type)
+	e.Multimap(r.Header) // keys sorted: one reply always encodes to the same bytes
+	e.Multimap(r.Trailer)
+	e.Raw(payload)
+	return e.Bytes(), nil
 }
 
 // Unmarshal implements once.Codec for *storedReply. The decoded payload
@@ -123,115 +125,18 @@ func (replyCodec) Unmarshal(data []byte, v any) error {
 		return errNotReply
 	}
 	kind := data[1]
-	d := decoder{data: data[2:]}
-	typ := d.string()
-	header := d.md()
-	trailer := d.md()
-	if d.err != nil {
-		return d.err
+	d := wire.NewDecoder(data[2:])
+	typ := d.String()
+	header := metadata.MD(d.Multimap())
+	trailer := metadata.MD(d.Multimap())
+	if d.Err() != nil {
+		return errNotReply
 	}
 	*r = storedReply{Type: typ, Header: header, Trailer: trailer}
-	if kind == kindStatus {
-		r.Status = d.data[:len(d.data):len(d.data)]
+	if rest := d.Rest(); kind == kindStatus {
+		r.Status = rest[:len(rest):len(rest)]
 	} else {
-		r.Message = d.data
+		r.Message = rest
 	}
 	return nil
-}
-
-func mdSize(md metadata.MD) int {
-	size := binary.MaxVarintLen64
-	for k, vals := range md {
-		size += binary.MaxVarintLen64*2 + len(k)
-		for _, v := range vals {
-			size += binary.MaxVarintLen64 + len(v)
-		}
-	}
-	return size
-}
-
-// appendMD appends md with its keys sorted, so that one reply always
-// encodes to the same bytes.
-func appendMD(b []byte, md metadata.MD) []byte {
-	keys := make([]string, 0, len(md))
-	for k := range md {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	b = binary.AppendUvarint(b, uint64(len(keys)))
-	for _, k := range keys {
-		b = appendString(b, k)
-		b = binary.AppendUvarint(b, uint64(len(md[k])))
-		for _, v := range md[k] {
-			b = appendString(b, v)
-		}
-	}
-	return b
-}
-
-func appendString(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// decoder reads the fields of replyCodec's form; the first error sticks.
-type decoder struct {
-	data []byte
-	err  error
-}
-
-func (d *decoder) uvarint() uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(d.data)
-	if n <= 0 {
-		d.err = errNotReply
-		return 0
-	}
-	d.data = d.data[n:]
-	return v
-}
-
-func (d *decoder) string() string {
-	n := d.uvarint()
-	if d.err != nil || n > uint64(len(d.data)) {
-		d.err = errNotReply
-		return ""
-	}
-	s := string(d.data[:n])
-	d.data = d.data[n:]
-	return s
-}
-
-// md reads a metadata section; nil when it has no key. Every count is
-// checked against the bytes left (each entry takes at least one), so a
-// corrupt count cannot make it allocate more than the input's size.
-func (d *decoder) md() metadata.MD {
-	n := d.uvarint()
-	if d.err != nil || n > uint64(len(d.data)) {
-		d.err = errNotReply
-		return nil
-	}
-	var md metadata.MD
-	if n > 0 {
-		md = make(metadata.MD, n)
-	}
-	for range n {
-		k := d.string()
-		m := d.uvarint()
-		if d.err != nil || m > uint64(len(d.data)) {
-			d.err = errNotReply
-			return nil
-		}
-		vals := make([]string, m)
-		for i := range vals {
-			vals[i] = d.string()
-		}
-		if d.err != nil {
-			return nil
-		}
-		md[k] = vals
-	}
-	return md
 }
