@@ -5,6 +5,7 @@ import (
 	crand "crypto/rand"
 	"encoding/hex"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"time"
 
@@ -36,17 +37,21 @@ type ClientConfig struct {
 	// untouched.
 	Methods func(fullMethod string) bool
 	// MaxAttempts bounds the attempts of one call, the first included.
-	// Defaults to DefaultMaxAttempts; 1 attaches the key without retrying.
+	// Defaults to DefaultMaxAttempts (4) when zero; 1 attaches the key
+	// without retrying; must not be negative.
 	MaxAttempts int
 	// BaseBackoff and MaxBackoff shape the pause before attempt n (n ≥ 1):
 	// a random duration up to min(MaxBackoff, BaseBackoff·2^(n-1)) — full
 	// jitter — or the server's RetryInfo delay when it asks for longer.
-	// Default to DefaultBaseBackoff and DefaultMaxBackoff.
+	// Default to DefaultBaseBackoff (50 ms) and DefaultMaxBackoff (2 s)
+	// when zero; must not be negative. A MaxBackoff below BaseBackoff caps
+	// every pause at MaxBackoff.
 	BaseBackoff, MaxBackoff time.Duration
 	// MaxRetryDelay is the longest RetryInfo delay the interceptor waits
 	// for: a server that asks for longer gets its answer returned to the
 	// caller at once, since waiting less than it asked would only meet the
-	// same answer. Defaults to DefaultMaxRetryDelay (30 s).
+	// same answer. Defaults to DefaultMaxRetryDelay (30 s) when zero; must
+	// not be negative.
 	MaxRetryDelay time.Duration
 }
 
@@ -76,10 +81,26 @@ func WithKey(ctx context.Context, key string) context.Context {
 // ClientInterceptor returns a unary client interceptor that attaches one
 // idempotency key per call to every attempt and retries the attempts that
 // are safe to retry, as the package documentation describes. A key
-// already in the outgoing metadata is kept.
-func ClientInterceptor(cfg *ClientConfig) grpc.UnaryClientInterceptor {
+// already in the outgoing metadata is kept. It returns a *ConfigError
+// (errors.Is ErrInvalidConfig) and no interceptor for a negative
+// MaxAttempts, BaseBackoff, MaxBackoff or MaxRetryDelay; a zero field
+// takes its default.
+func ClientInterceptor(cfg *ClientConfig) (grpc.UnaryClientInterceptor, error) {
 	c := ClientConfig{MaxAttempts: DefaultMaxAttempts, BaseBackoff: DefaultBaseBackoff, MaxBackoff: DefaultMaxBackoff, MaxRetryDelay: DefaultMaxRetryDelay}
 	if cfg != nil {
+		for _, f := range []struct {
+			name     string
+			negative bool
+		}{
+			{"MaxAttempts", cfg.MaxAttempts < 0},
+			{"BaseBackoff", cfg.BaseBackoff < 0},
+			{"MaxBackoff", cfg.MaxBackoff < 0},
+			{"MaxRetryDelay", cfg.MaxRetryDelay < 0},
+		} {
+			if f.negative {
+				return nil, &ConfigError{Field: f.name, Reason: "negative"}
+			}
+		}
 		c.Methods = cfg.Methods
 		if cfg.MaxAttempts > 0 {
 			c.MaxAttempts = cfg.MaxAttempts
@@ -120,7 +141,7 @@ func ClientInterceptor(cfg *ClientConfig) grpc.UnaryClientInterceptor {
 			case <-t.C:
 			}
 		}
-	}
+	}, nil
 }
 
 // backoffEndedError is returned when the call's context ends while the
@@ -203,5 +224,9 @@ func (c ClientConfig) retryDelay(err error, attempt int) (time.Duration, bool) {
 			ceiling *= 2
 		}
 	}
-	return max(time.Duration(rand.Int64N(int64(ceiling)+1)), asked), true
+	n := int64(ceiling) // ≥ 1: BaseBackoff and MaxBackoff are positive
+	if n < math.MaxInt64 {
+		n++ // up to ceiling inclusive, without overflowing at math.MaxInt64
+	}
+	return max(time.Duration(rand.Int64N(n)), asked), true
 }

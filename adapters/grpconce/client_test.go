@@ -24,8 +24,15 @@ import (
 	"github.com/stagedoor/once/backends/memory"
 )
 
-func grpcClientInterceptor(cfg *grpconce.ClientConfig) grpc.DialOption {
-	return grpc.WithUnaryInterceptor(grpconce.ClientInterceptor(cfg))
+func grpcClientInterceptor(t *testing.T, cfg *grpconce.ClientConfig) grpc.DialOption {
+	return grpc.WithUnaryInterceptor(clientInterceptor(t, cfg))
+}
+
+func clientInterceptor(t *testing.T, cfg *grpconce.ClientConfig) grpc.UnaryClientInterceptor {
+	t.Helper()
+	icpt, err := grpconce.ClientInterceptor(cfg)
+	require.NoError(t, err)
+	return icpt
 }
 
 // keyRecorder records the key of every attempt and fails the first fail
@@ -62,7 +69,7 @@ func TestClientOneKeyPerIntent(t *testing.T) {
 	ctx := context.Background()
 	for _, code := range []codes.Code{codes.Unavailable, codes.ResourceExhausted} {
 		rec := &keyRecorder{fail: 2, code: code}
-		cc := dial(t, startServer(t, memory.New(nil), rec, grpconce.Config{}), grpcClientInterceptor(fastRetries()))
+		cc := dial(t, startServer(t, memory.New(nil), rec, grpconce.Config{}), grpcClientInterceptor(t, fastRetries()))
 		_, _, err := call(ctx, cc, chargeMethod, "ann", "", order("o1", 5))
 		require.NoError(t, err, "%v is retried", code)
 		keys := rec.seen()
@@ -78,7 +85,7 @@ func TestClientOneKeyPerIntent(t *testing.T) {
 func TestClientKeepsTheCallersKey(t *testing.T) {
 	ctx := context.Background()
 	rec := &keyRecorder{}
-	cc := dial(t, startServer(t, memory.New(nil), rec, grpconce.Config{}), grpcClientInterceptor(nil))
+	cc := dial(t, startServer(t, memory.New(nil), rec, grpconce.Config{}), grpcClientInterceptor(t, nil))
 	_, _, err := call(grpconce.WithKey(ctx, once.DerivedKey("order", "o1")), cc, chargeMethod, "ann", "", order("o1", 5))
 	require.NoError(t, err)
 	_, _, err = call(ctx, cc, chargeMethod, "ann", "explicit", order("o1", 5))
@@ -90,7 +97,7 @@ func TestClientDoesNotRetryFinalOrUnsafeCodes(t *testing.T) {
 	ctx := context.Background()
 	for _, code := range []codes.Code{codes.InvalidArgument, codes.FailedPrecondition, codes.Aborted, codes.Internal, codes.DeadlineExceeded, codes.Unknown} {
 		rec := &keyRecorder{fail: 1, code: code}
-		cc := dial(t, startServer(t, memory.New(nil), rec, grpconce.Config{}), grpcClientInterceptor(fastRetries()))
+		cc := dial(t, startServer(t, memory.New(nil), rec, grpconce.Config{}), grpcClientInterceptor(t, fastRetries()))
 		_, _, err := call(ctx, cc, chargeMethod, "ann", "", order("o1", 5))
 		require.Equal(t, code, status.Code(err))
 		require.Len(t, rec.seen(), 1, "%v is not retried", code)
@@ -101,12 +108,12 @@ func TestClientStopsAtMaxAttemptsAndTheDeadline(t *testing.T) {
 	ctx := context.Background()
 	rec := &keyRecorder{fail: 1000, code: codes.Unavailable}
 	addr := startServer(t, memory.New(nil), rec, grpconce.Config{})
-	cc := dial(t, addr, grpcClientInterceptor(&grpconce.ClientConfig{Methods: grpconce.Methods(chargeMethod), MaxAttempts: 3, BaseBackoff: time.Millisecond}))
+	cc := dial(t, addr, grpcClientInterceptor(t, &grpconce.ClientConfig{Methods: grpconce.Methods(chargeMethod), MaxAttempts: 3, BaseBackoff: time.Millisecond}))
 	_, _, err := call(ctx, cc, chargeMethod, "ann", "", order("o1", 5))
 	require.Equal(t, codes.Unavailable, status.Code(err))
 	require.Len(t, rec.seen(), 3)
 
-	cc = dial(t, addr, grpcClientInterceptor(&grpconce.ClientConfig{Methods: grpconce.Methods(chargeMethod), MaxAttempts: 1000, BaseBackoff: 20 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}))
+	cc = dial(t, addr, grpcClientInterceptor(t, &grpconce.ClientConfig{Methods: grpconce.Methods(chargeMethod), MaxAttempts: 1000, BaseBackoff: 20 * time.Millisecond, MaxBackoff: 20 * time.Millisecond}))
 	dctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 	defer cancel()
 	before := len(rec.seen())
@@ -132,7 +139,7 @@ func TestClientRetriesConnectionErrors(t *testing.T) {
 	cc := dial(t, addr,
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.6, MaxDelay: 50 * time.Millisecond}}),
 		grpc.WithChainUnaryInterceptor(
-			grpconce.ClientInterceptor(&grpconce.ClientConfig{Methods: grpconce.Methods(chargeMethod), MaxAttempts: 50, BaseBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}),
+			clientInterceptor(t, &grpconce.ClientConfig{Methods: grpconce.Methods(chargeMethod), MaxAttempts: 50, BaseBackoff: 10 * time.Millisecond, MaxBackoff: 50 * time.Millisecond}),
 			counting))
 	reply, _, err := call(context.Background(), cc, chargeMethod, "ann", "", order("o1", 5))
 	require.NoError(t, err)
@@ -163,7 +170,7 @@ func TestClientRetriesAnInProgressDuplicateUntilTheReplay(t *testing.T) {
 		}
 		return receipt(in)
 	})
-	cc := dial(t, startServer(t, memory.New(nil), slow, grpconce.Config{}), grpcClientInterceptor(&grpconce.ClientConfig{MaxAttempts: 100, MaxBackoff: 20 * time.Millisecond}))
+	cc := dial(t, startServer(t, memory.New(nil), slow, grpconce.Config{}), grpcClientInterceptor(t, &grpconce.ClientConfig{MaxAttempts: 100, MaxBackoff: 20 * time.Millisecond}))
 	first := make(chan error, 1)
 	kctx := grpconce.WithKey(ctx, "k1")
 	go func() { _, _, err := call(kctx, cc, chargeMethod, "ann", "", order("o1", 5)); first <- err }()
@@ -195,7 +202,7 @@ func TestClientKeysOnlyWhatItIsTold(t *testing.T) {
 	}))
 	rec := &keyRecorder{}
 	addr := startServerOn(t, k, rec, grpconce.Config{})
-	cc := dial(t, addr, grpcClientInterceptor(nil))
+	cc := dial(t, addr, grpcClientInterceptor(t, nil))
 	for range 5 {
 		_, _, err := call(ctx, cc, refundMethod, "ann", "", order("o1", 1))
 		require.NoError(t, err)
@@ -207,7 +214,7 @@ func TestClientKeysOnlyWhatItIsTold(t *testing.T) {
 	require.Equal(t, []string{"order-o1"}, rec.seen())
 	require.Equal(t, int32(1), recorded.Load())
 
-	cc = dial(t, addr, grpcClientInterceptor(&grpconce.ClientConfig{Methods: grpconce.Methods(chargeMethod)}))
+	cc = dial(t, addr, grpcClientInterceptor(t, &grpconce.ClientConfig{Methods: grpconce.Methods(chargeMethod)}))
 	_, _, err = call(ctx, cc, refundMethod, "ann", "", order("o1", 1))
 	require.NoError(t, err)
 	require.Len(t, rec.seen(), 1, "Refund is not listed")
@@ -238,7 +245,7 @@ func TestClientReturnsAHeldKey(t *testing.T) {
 	var attempts atomic.Int32
 	cc := dial(t, startServer(t, memory.New(nil), charger(&runs, func(*structpb.Struct) (*wrapperspb.StringValue, error) {
 		return nil, status.Error(codes.Internal, "the charge may have gone through")
-	}), grpconce.Config{}), grpc.WithChainUnaryInterceptor(grpconce.ClientInterceptor(fastRetries()), countAttempts(&attempts, nil)))
+	}), grpconce.Config{}), grpc.WithChainUnaryInterceptor(clientInterceptor(t, fastRetries()), countAttempts(&attempts, nil)))
 	_, _, err := call(ctx, cc, chargeMethod, "ann", "", order("o1", 5))
 	require.Equal(t, codes.Internal, status.Code(err))
 	require.Equal(t, int32(1), attempts.Load())
@@ -266,7 +273,7 @@ func TestClientReturnsTheContextsErrorDuringBackoff(t *testing.T) {
 	defer cancel()
 	var attempts atomic.Int32
 	cc := dial(t, addr, grpc.WithChainUnaryInterceptor(
-		grpconce.ClientInterceptor(&grpconce.ClientConfig{MaxRetryDelay: 2 * time.Hour}),
+		clientInterceptor(t, &grpconce.ClientConfig{MaxRetryDelay: 2 * time.Hour}),
 		countAttempts(&attempts, cancel)))
 	_, _, err := call(ctx, cc, chargeMethod, "ann", "", order("o1", 5))
 	require.ErrorIs(t, err, context.Canceled)

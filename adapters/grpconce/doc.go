@@ -66,4 +66,13 @@
 // calls that carry a key of their caller's are keyed: every other call,
 // a read say, passes through untouched, so it is neither retried nor
 // stored on the server for the retention.
+//
+// # Configuration errors
+//
+// ServerInterceptor and ClientInterceptor check their configuration when
+// they are called, so that no call fails on a configuration they
+// accepted: a field out of range, a StoreMetadata key that can never be
+// stored, or an option the core refuses (in the Keeper's policy or
+// Config.Options, checked without a store call) is a *ConfigError naming
+// the field (errors.Is ErrInvalidConfig), and no interceptor is returned.
 package grpconce

@@ -48,11 +48,15 @@ func ExampleServerInterceptor() {
 // are retried with it. Only the methods with effects are keyed; reads pass
 // through untouched.
 func ExampleClientInterceptor() {
+	icpt, err := grpconce.ClientInterceptor(&grpconce.ClientConfig{
+		Methods: grpconce.Methods("/shop.Billing/Charge", "/shop.Billing/Refund"),
+	})
+	if err != nil {
+		log.Fatal(err) // a *grpconce.ConfigError: a negative MaxAttempts, ...
+	}
 	cc, err := grpc.NewClient("127.0.0.1:50051",
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithUnaryInterceptor(grpconce.ClientInterceptor(&grpconce.ClientConfig{
-			Methods: grpconce.Methods("/shop.Billing/Charge", "/shop.Billing/Refund"),
-		})))
+		grpc.WithUnaryInterceptor(icpt))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -61,7 +61,7 @@ func TestKilledServerOneEffectPerCall(t *testing.T) {
 
 			cc := dial(t, addr,
 				grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.6, MaxDelay: 100 * time.Millisecond}}),
-				grpcClientInterceptor(&grpconce.ClientConfig{MaxAttempts: 1000, BaseBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}))
+				grpcClientInterceptor(t, &grpconce.ClientConfig{MaxAttempts: 1000, BaseBackoff: 10 * time.Millisecond, MaxBackoff: 100 * time.Millisecond}))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			var wg sync.WaitGroup

@@ -2,6 +2,7 @@ package grpconce
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -18,18 +19,42 @@ const (
 	ReplayedHeader = "idempotent-replayed"
 )
 
-// storedKeys is the allow-list of Config.StoreMetadata, lower-cased,
-// without the keys that are never stored.
-func storedKeys(keys []string) map[string]bool {
+// storedKeys is the allow-list of Config.StoreMetadata, lower-cased. A
+// key that can never be stored (empty, not a metadata key, reserved) is a
+// *ConfigError rather than an entry silently ignored.
+func storedKeys(keys []string) (map[string]bool, error) {
 	set := make(map[string]bool, len(keys))
-	for _, k := range keys {
-		k = strings.ToLower(k)
-		if k == "" || k == ReplayedHeader || k == KeyHeader || strings.HasPrefix(k, "grpc-") || strings.HasPrefix(k, ":") {
-			continue
+	for _, key := range keys {
+		k := strings.ToLower(key)
+		reason := ""
+		switch {
+		case k == "":
+			reason = "empty key"
+		case strings.HasPrefix(k, "grpc-"), strings.HasPrefix(k, ":"):
+			reason = "reserved key " + strconv.Quote(key) + ": gRPC's own metadata is never stored"
+		case k == KeyHeader, k == ReplayedHeader:
+			reason = "reserved key " + strconv.Quote(key) + ": the interceptor's own metadata is never stored"
+		case !validMetadataKey(k):
+			reason = "not a metadata key: " + strconv.Quote(key) + " (letters, digits, '-', '_' and '.' only)"
+		}
+		if reason != "" {
+			return nil, &ConfigError{Field: "StoreMetadata", Reason: reason}
 		}
 		set[k] = true
 	}
-	return set
+	return set, nil
+}
+
+// validMetadataKey reports whether k, lower-cased, holds only the
+// characters gRPC allows in a metadata key: 0-9 a-z - _ .
+func validMetadataKey(k string) bool {
+	for i := 0; i < len(k); i++ {
+		c := k[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // recordingStream is the handler's grpc.ServerTransportStream: it passes

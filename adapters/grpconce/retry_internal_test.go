@@ -1,6 +1,7 @@
 package grpconce
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -41,4 +42,18 @@ func TestRetryDelayHonoursRetryInfo(t *testing.T) {
 	require.Equal(t, time.Second, delay)
 	_, retry = c.retryDelay(inProgressStatus(&once.InProgressError{RetryAfter: time.Second, Held: true}), 1)
 	require.False(t, retry, "a held key: its outcome is unknown")
+}
+
+// TestRetryDelayAtTheLargestBackoff: a MaxBackoff of math.MaxInt64, which
+// ClientInterceptor accepts, overflowed the jitter's bound and made
+// rand.Int64N panic on the first retry.
+func TestRetryDelayAtTheLargestBackoff(t *testing.T) {
+	c := ClientConfig{BaseBackoff: math.MaxInt64, MaxBackoff: math.MaxInt64, MaxRetryDelay: DefaultMaxRetryDelay}
+	for attempt := 1; attempt <= 3; attempt++ {
+		require.NotPanics(t, func() {
+			delay, retry := c.retryDelay(status.Error(codes.Unavailable, "down"), attempt)
+			require.True(t, retry)
+			require.GreaterOrEqual(t, delay, time.Duration(0))
+		})
+	}
 }

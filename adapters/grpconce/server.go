@@ -19,7 +19,9 @@ import (
 )
 
 // ErrNoScope: ServerInterceptor was given no Config.Scope. There is no
-// default, because keys must never be shared between callers.
+// default, because keys must never be shared between callers. It is
+// wrapped by the *ConfigError (Field "Scope") that ServerInterceptor
+// returns.
 var ErrNoScope = errors.New("grpconce: Config.Scope is required")
 
 // DefaultMaxStoredResponse is the default Config.MaxStoredResponse: 1 MiB,
@@ -73,8 +75,11 @@ type Config struct {
 	// (grpc.SetHeader, grpc.SendHeader, grpc.SetTrailer) that are stored
 	// with the reply and replayed: a replay carries them, with
 	// "idempotent-replayed: true" added to its header. Keys are matched
-	// case-insensitively; "grpc-" keys, "idempotency-key" and
-	// "idempotent-replayed" are never stored. Defaults to none: a replay
+	// case-insensitively. "grpc-" and ":" keys, "idempotency-key" and
+	// "idempotent-replayed" are never stored, so ServerInterceptor refuses
+	// them, an empty key and a key with a character gRPC does not allow
+	// (other than letters, digits, '-', '_' and '.') with a *ConfigError
+	// (Field "StoreMetadata"). Defaults to none: a replay
 	// carries none of the metadata the handler set (the call that ran the
 	// handler gets it all), so list what a client acts on, e.g. an order
 	// id a handler sends in a header. Stored metadata counts toward the
@@ -91,17 +96,27 @@ type Config struct {
 
 // ServerInterceptor returns the unary server interceptor that runs each
 // keyed call at most once per (scope, key) on k, as the package
-// documentation describes. It returns ErrNoScope without cfg.Scope, and an
-// error for a nil Keeper or a negative MaxStoredResponse.
+// documentation describes. It returns a *ConfigError (errors.Is
+// ErrInvalidConfig) and no interceptor for a nil Keeper, a nil cfg.Scope
+// (Field "Scope", wrapping ErrNoScope), a negative MaxStoredResponse, a
+// StoreMetadata key that can never be stored (see StoreMetadata), or an
+// option the core refuses in k's policy or cfg.Options (once.WithWait(-1),
+// a non-positive lease or retention...: Field "Keeper" or "Options",
+// wrapping the core's *once.InvalidInputError), with which every call
+// would fail. These checks send nothing to the store.
 func ServerInterceptor(k *once.Keeper, cfg Config) (grpc.UnaryServerInterceptor, error) {
 	if k == nil {
-		return nil, errors.New("grpconce: nil Keeper")
+		return nil, &ConfigError{Field: "Keeper", Reason: "nil"}
 	}
 	if cfg.Scope == nil {
-		return nil, ErrNoScope
+		return nil, &ConfigError{Field: "Scope", Reason: "required: return the authenticated principal of the call", Err: ErrNoScope}
 	}
 	if cfg.MaxStoredResponse < 0 {
-		return nil, errors.New("grpconce: Config.MaxStoredResponse is negative")
+		return nil, &ConfigError{Field: "MaxStoredResponse", Reason: "negative"}
+	}
+	meta, err := storedKeys(cfg.StoreMetadata)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Classify == nil {
 		cfg.Classify = DefaultClassify
@@ -109,13 +124,44 @@ func ServerInterceptor(k *once.Keeper, cfg Config) (grpc.UnaryServerInterceptor,
 	if cfg.MaxStoredResponse == 0 {
 		cfg.MaxStoredResponse = DefaultMaxStoredResponse
 	}
-	s := &server{k: k, cfg: cfg, meta: storedKeys(cfg.StoreMetadata)}
+	s := &server{k: k, cfg: cfg, meta: meta}
 	s.opts = append(slices.Clone(cfg.Options),
 		once.WithCodec(replyCodec{}),
 		once.WithMaxOutcomeSize(min(cfg.MaxStoredResponse, math.MaxInt-metadataBudget)+metadataBudget),
 		once.WithClassifier(nil),
 	)
+	if err := checkPolicy(k, s.opts); err != nil {
+		return nil, err
+	}
 	return s.intercept, nil
+}
+
+// configProbe is a value the interceptor's codec refuses to encode, so
+// that checkPolicy's Resolve stops after validating the policy, before
+// any store call.
+type configProbe struct{}
+
+// checkPolicy reports a Keeper policy, or Options on top of it, that the
+// core refuses (a negative wait, a non-positive lease...), with which
+// every call would fail. It validates as every call does, with a Resolve
+// that ends at encoding its value: nothing is sent to the store, traced
+// or observed.
+func checkPolicy(k *once.Keeper, opts []once.Option) error {
+	const name = "grpconce-config-check"
+	check := func(s once.Scope) error {
+		var invalid *once.InvalidInputError
+		if err := once.Resolve(context.Background(), s, name, nil, configProbe{}, nil); errors.As(err, &invalid) {
+			return invalid
+		}
+		return nil
+	}
+	if err := check(k.Scope(name).With(once.WithCodec(replyCodec{}))); err != nil {
+		return &ConfigError{Field: "Keeper", Reason: "its options are invalid: " + err.Error(), Err: err}
+	}
+	if err := check(k.Scope(name).With(opts...)); err != nil {
+		return &ConfigError{Field: "Options", Reason: err.Error(), Err: err}
+	}
+	return nil
 }
 
 type server struct {

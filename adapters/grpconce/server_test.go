@@ -244,7 +244,7 @@ func serverCases(t *testing.T, newStore func(testing.TB) backends.Store) {
 	t.Run("ConcurrentDuplicatesThroughTheClientInterceptor", func(t *testing.T) {
 		var runs atomic.Int32
 		addr := startServer(t, newStore(t), charger(&runs, receipt), grpconce.Config{})
-		cc := dial(t, addr, grpcClientInterceptor(&grpconce.ClientConfig{MaxAttempts: 50}))
+		cc := dial(t, addr, grpcClientInterceptor(t, &grpconce.ClientConfig{MaxAttempts: 50}))
 		var wg sync.WaitGroup
 		replies := make([]string, 16)
 		errs := make([]error, 16)
@@ -268,5 +268,7 @@ func TestServerInterceptorNeedsAScope(t *testing.T) {
 	_, err := grpconce.ServerInterceptor(once.New(nil), grpconce.Config{})
 	require.ErrorIs(t, err, grpconce.ErrNoScope)
 	_, err = grpconce.ServerInterceptor(nil, grpconce.Config{Scope: userScope})
-	require.Error(t, err)
+	var ce *grpconce.ConfigError
+	require.ErrorAs(t, err, &ce)
+	require.Equal(t, "Keeper", ce.Field)
 }
