@@ -40,9 +40,12 @@ import (
 // "Durations": at least 290 years on every backend).
 const HoldUntilResolved time.Duration = math.MaxInt64
 
-// Limits on what a hold stores about its error. The core cuts longer
-// values (at a UTF-8 boundary) before calling Hold; a backend may reject
-// longer ones.
+// Limits on what a hold stores about its error (HoldParams.Code and
+// Message), in bytes. Every store refuses a longer code or message, or one
+// that is not valid UTF-8 or contains NUL (HeldProblem; see "Inputs" in
+// the package documentation). The core never sends one: it replaces
+// invalid UTF-8 and NUL in an error's text and code with U+FFFD, and cuts
+// them to these limits at a UTF-8 boundary, before calling Hold.
 const (
 	MaxHeldCodeLen    = 64
 	MaxHeldMessageLen = 512
@@ -74,8 +77,9 @@ type HoldParams struct {
 	// For is the hold period, counted from now by the store's clock;
 	// HoldUntilResolved holds until resolved.
 	For time.Duration
-	// Code and Message describe the held error for operators; at most
-	// MaxHeldCodeLen and MaxHeldMessageLen bytes.
+	// Code and Message describe the held error for operators: valid
+	// UTF-8 without NUL, at most MaxHeldCodeLen and MaxHeldMessageLen
+	// bytes (HeldProblem); either may be empty.
 	Code, Message string
 	// Retention is how long the held record lives from now, and at least
 	// until its hold ends.

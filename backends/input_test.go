@@ -43,7 +43,33 @@ func TestInputProblemsDoNotAllocate(t *testing.T) {
 		_ = OwnerProblem(long, true)
 		_ = OwnerProblem("", true)
 		_ = FingerprintProblem(fp)
+		_, _ = HeldProblem(long, long)
+		_, _ = HeldProblem("c", "m\xff")
+		_, _ = HeldProblem("c", "m")
 	}); n != 0 {
 		t.Errorf("%v allocations", n)
+	}
+}
+
+func TestHeldProblem(t *testing.T) {
+	for _, c := range []struct {
+		code, message string
+		field, reason string
+	}{
+		{"", "", "", ""},
+		{"provider_timeout", "the provider did not answer\n\tafter 30s", "", ""},
+		{strings.Repeat("c", MaxHeldCodeLen), strings.Repeat("é", MaxHeldMessageLen/2), "", ""},
+		{strings.Repeat("c", MaxHeldCodeLen+1), "", "Code", "longer than 64 bytes"},
+		{"", strings.Repeat("m", MaxHeldMessageLen+1), "Message", "longer than 512 bytes"},
+		{strings.Repeat("c", MaxHeldCodeLen+1), strings.Repeat("m", MaxHeldMessageLen+1), "Code", "longer than 64 bytes"},
+		{"c\xff", "", "Code", "not valid UTF-8"},
+		{"", "m\xe9", "Message", "not valid UTF-8"},
+		{"c\x00", "", "Code", "contains NUL"},
+		{"", "m\x00", "Message", "contains NUL"},
+	} {
+		field, reason := HeldProblem(c.code, c.message)
+		if field != c.field || reason != c.reason {
+			t.Errorf("HeldProblem(%.20q, %.20q) = %q, %q, want %q, %q", c.code, c.message, field, reason, c.field, c.reason)
+		}
 	}
 }

@@ -107,13 +107,17 @@
 //     Resolve's may be empty (see ResolveParams.Owner);
 //   - a Fingerprint longer than MaxFingerprintLen bytes, which
 //     FingerprintProblem refuses (Claim, Resolve); an empty one means "no
-//     check".
+//     check";
+//   - a held Code or Message that HeldProblem refuses (Hold): longer than
+//     MaxHeldCodeLen or MaxHeldMessageLen bytes, not valid UTF-8, or
+//     containing NUL. The pending record stays pending and its owner's.
 //
 // The core never sends any of them (it validates scopes, keys and
-// fingerprints first, and its owner tokens are 32 bytes), so only a
+// fingerprints first, its owner tokens are 32 bytes, and it makes a held
+// error's code and text valid and cuts them to the limits), so only a
 // direct caller meets these errors. The checks cost a length check, and a
-// pass over a scope's and a key's bytes, with no allocation when the
-// input is valid.
+// pass over a scope's and a key's bytes (and a hold's code and message),
+// with no allocation when the input is valid.
 //
 // # Implementing a backend
 //

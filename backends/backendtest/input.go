@@ -146,6 +146,36 @@ func EachBadOwnerOrFingerprintCall(ctx context.Context, store backends.Store, sc
 	call("resolve", rr.Resolved, err)
 }
 
+// badHelds are the held codes and messages no Hold may store (see
+// "Inputs" in package backends, and backends.HeldProblem): one byte over
+// backends.MaxHeldCodeLen or MaxHeldMessageLen (the message's bytes of
+// two-byte characters but the last), invalid UTF-8, and NUL. Each comes
+// with a valid other half.
+var badHelds = []struct{ field, value, code, message string }{
+	{"code", "65 bytes", strings.Repeat("c", backends.MaxHeldCodeLen+1), "m"},
+	{"message", "513 bytes", "c", strings.Repeat("é", backends.MaxHeldMessageLen/2) + "m"},
+	{"code", "invalid UTF-8", "c\xff", "m"},
+	{"message", "invalid UTF-8", "c", "m\xe9t"},
+	{"code", "NUL", "c\x00", "m"},
+	{"message", "NUL", "c", "m\x00"},
+}
+
+// EachBadHeldCall calls Hold on (scope, key) as owner once with each held
+// code or message no Hold may store (one byte too long, invalid UTF-8, or
+// containing NUL: backends.HeldProblem), the other half valid, and passes
+// each call's result to check, with Op "hold", Field "code" or "message"
+// and Value "65 bytes", "513 bytes", "invalid UTF-8" or "NUL". When owner
+// owns a pending record at the key, each Hold would apply on a store that
+// accepted it. A store's own tests use it to check the type of the error
+// it returns; the conformance suite checks that each call fails and
+// changes nothing.
+func EachBadHeldCall(ctx context.Context, store backends.Store, scope, key, owner string, check func(BadParamCall)) {
+	for _, b := range badHelds {
+		ok, err := store.Hold(ctx, backends.HoldParams{Scope: scope, Key: key, Owner: owner, For: longLease, Code: b.code, Message: b.message, Retention: longRetention})
+		check(BadParamCall{Op: "hold", Field: b.field, Value: b.value, Err: err, Applied: ok})
+	}
+}
+
 func exerciseInput(t *testing.T, newStore NewStore) {
 	// Every operation with a bad scope or key returns an error, not a
 	// panic and not a claim, and leaves no record a List walk meets.
@@ -199,6 +229,25 @@ func exerciseInput(t *testing.T, newStore NewStore) {
 		e.requirePending(e.probe("pending"), nil, "the pending record is untouched")
 		e.requireHeld(e.probe("held"), nil, "the held record is untouched")
 		require.True(e.t, e.leaseHeld("held", Token(), longLease).Leased, "no reconciler lease was given on the held record")
+		require.True(e.t, e.complete("pending", owner, []byte("v"), longRetention), "the pending claim is still its owner's")
+	})
+	// A Hold with a code or a message no record can store returns an
+	// error, not a panic and not an applied hold, and changes nothing: the
+	// pending record stays pending and its owner's, and a held record (a
+	// re-sent Hold by its owner) keeps its code and message.
+	run(t, newStore, "RefusesHeldCodesAndMessagesOutOfBounds", func(e *env) {
+		owner, holder := Token(), Token()
+		e.mustClaim("pending", owner, nil, longLease, longRetention)
+		e.mustHold("held", holder, nil, longLease)
+		for _, c := range []struct{ key, owner string }{{"pending", owner}, {"held", holder}} {
+			EachBadHeldCall(e.ctx, e.store, e.scope, c.key, c.owner, func(b BadParamCall) {
+				msg := fmt.Sprintf("hold of the %s record, %s: %s", c.key, b.Field, b.Value)
+				require.Error(e.t, b.Err, msg)
+				require.False(e.t, b.Applied, msg)
+			})
+		}
+		e.requirePending(e.probe("pending"), nil, "the pending record is untouched")
+		e.requireHeld(e.probe("held"), nil, "the held record keeps its code and message")
 		require.True(e.t, e.complete("pending", owner, []byte("v"), longRetention), "the pending claim is still its owner's")
 	})
 }

@@ -14,6 +14,9 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	if err := checkWrite("hold", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
+	if field, r := backends.HeldProblem(p.Code, p.Message); r != "" {
+		return false, &InputError{Op: "hold", Field: field, Reason: r}
+	}
 	k := recordKey{p.Scope, p.Key}
 	sh := s.shardFor(p.Scope, p.Key)
 	sh.mu.Lock()

@@ -8,7 +8,9 @@ import "github.com/stagedoor/once/backends"
 // that backends.NameProblem refuses (invalid UTF-8, a control character,
 // NUL included); an owner token that backends.OwnerProblem refuses (empty
 // on any operation but Resolve, longer than backends.MaxOwnerLen bytes);
-// a fingerprint longer than backends.MaxFingerprintLen bytes. The core
+// a fingerprint longer than backends.MaxFingerprintLen bytes; a held code
+// or message that backends.HeldProblem refuses (too long, invalid UTF-8,
+// NUL). The core
 // never sends them, so only a direct caller meets it; without the check
 // such a record could be stored, and no List cursor could name it. It
 // never contains the value.
@@ -17,7 +19,8 @@ type InputError struct {
 	// "hold", "leaseheld", "resolve", "watch", or Admin's "get" and
 	// "delete".
 	Op string
-	// Field is "Scope", "Key", "Owner" or "Fingerprint".
+	// Field is "Scope", "Key", "Owner", "Fingerprint", or Hold's "Code"
+	// or "Message".
 	Field string
 	// Reason says what is wrong with it, e.g. "empty".
 	Reason string

@@ -119,3 +119,18 @@ func TestRefusesOwnersAndFingerprintsOutOfBounds(t *testing.T) {
 	})
 	require.Zero(t, s.Len(), "nothing stored")
 }
+
+// A held code or message backends.HeldProblem refuses is refused with an
+// *InputError naming the field, as a bad owner is.
+func TestRefusesHeldCodesAndMessagesOutOfBounds(t *testing.T) {
+	s := memory.New(nil)
+	backendtest.EachBadHeldCall(context.Background(), s, "s", "k", "o", func(c backendtest.BadParamCall) {
+		msg := fmt.Sprintf("%s %s %s", c.Op, c.Value, c.Field)
+		var ie *memory.InputError
+		require.ErrorAs(t, c.Err, &ie, msg)
+		assert.Equal(t, c.Op, ie.Op, msg)
+		assert.True(t, strings.EqualFold(c.Field, ie.Field), msg)
+		assert.False(t, c.Applied, msg)
+	})
+	require.Zero(t, s.Len(), "nothing stored")
+}

@@ -2,7 +2,6 @@ package mysqlstore
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/stagedoor/once/backends"
 )
@@ -74,11 +73,8 @@ func (r runner) hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	if err := checkInput(op, p.Scope, p.Key, nil, p.Owner, true); err != nil {
 		return false, err
 	}
-	switch {
-	case len(p.Code) > backends.MaxHeldCodeLen:
-		return false, &InputError{Op: op, Field: "Code", Reason: fmt.Sprintf("longer than %d bytes", backends.MaxHeldCodeLen)}
-	case len(p.Message) > backends.MaxHeldMessageLen:
-		return false, &InputError{Op: op, Field: "Message", Reason: fmt.Sprintf("longer than %d bytes", backends.MaxHeldMessageLen)}
+	if field, r := backends.HeldProblem(p.Code, p.Message); r != "" {
+		return false, &InputError{Op: op, Field: field, Reason: r}
 	}
 	hold := micros(p.For)
 	n, err := r.exec(ctx, op, r.s.sql.hold,

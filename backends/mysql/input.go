@@ -17,7 +17,8 @@ import (
 type InputError struct {
 	// Op is the operation, as in Error.Op.
 	Op string
-	// Field is "Scope", "Key", "Fingerprint" or "Owner".
+	// Field is "Scope", "Key", "Fingerprint", "Owner", or Hold's "Code"
+	// or "Message" (which backends.HeldProblem refuses).
 	Field string
 	// Reason says what is wrong with it.
 	Reason string

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"strings"
 
 	"github.com/stagedoor/once/backends"
 )
@@ -22,8 +23,8 @@ func (s *Store) hold(ctx context.Context, q querier, p backends.HoldParams) (boo
 	if err := checkInput("hold", p.Scope, p.Key, nil, p.Owner); err != nil {
 		return false, err
 	}
-	if len(p.Code) > backends.MaxHeldCodeLen || len(p.Message) > backends.MaxHeldMessageLen {
-		return false, &Error{Op: "hold", kind: "invalid input: held code or message too long"}
+	if field, r := backends.HeldProblem(p.Code, p.Message); r != "" {
+		return false, invalidInput("hold", strings.ToLower(field)+" "+r)
 	}
 	var ok bool
 	_, err := interpretError("hold", q.QueryRow(ctx, s.sql.Hold,

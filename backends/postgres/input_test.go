@@ -33,4 +33,7 @@ func TestRefusesInputNoCallMaySend(t *testing.T) {
 	backendtest.EachBadOwnerOrFingerprintCall(ctx, s, "s", "k", func(c backendtest.BadParamCall) {
 		check(c.Op, c.Field, fmt.Sprintf("%s %s %s", c.Op, c.Value, c.Field), c.Err, c.Applied)
 	})
+	backendtest.EachBadHeldCall(ctx, s, "s", "k", "o", func(c backendtest.BadParamCall) {
+		check(c.Op, c.Field, fmt.Sprintf("%s %s %s", c.Op, c.Value, c.Field), c.Err, c.Applied)
+	})
 }

@@ -29,8 +29,9 @@ var (
 	// character), an owner token that backends.OwnerProblem refuses
 	// (empty on any operation but Resolve, longer than
 	// backends.MaxOwnerLen bytes), a fingerprint longer than
-	// backends.MaxFingerprintLen bytes, or a held code or message too
-	// long (see "Inputs" in package backends).
+	// backends.MaxFingerprintLen bytes, or a held code or message that
+	// backends.HeldProblem refuses (too long, invalid UTF-8, NUL; see
+	// "Inputs" in package backends).
 	ErrInvalid = errors.New("once/redisstore: invalid argument")
 )
 

@@ -2,6 +2,7 @@ package redisstore
 
 import (
 	"context"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -23,8 +24,8 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
-	if len(p.Code) > backends.MaxHeldCodeLen || len(p.Message) > backends.MaxHeldMessageLen {
-		return false, invalid(op, "held code or message too long")
+	if field, r := backends.HeldProblem(p.Code, p.Message); r != "" {
+		return false, invalid(op, strings.ToLower(field)+" "+r)
 	}
 	return s.runBool(ctx, op, holdScript, p.Scope, p.Key,
 		p.Owner, millis(p.For), p.Code, p.Message, millis(p.Retention), s.notify)

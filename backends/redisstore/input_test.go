@@ -48,3 +48,19 @@ func TestRefusesOwnersAndFingerprintsOutOfBounds(t *testing.T) {
 		assert.True(t, strings.HasPrefix(e.Detail, c.Field+" "), "%q names the field", e.Detail)
 	})
 }
+
+// A held code or message backends.HeldProblem refuses is refused with
+// ErrInvalid before anything is sent, as a bad name is.
+func TestRefusesHeldCodesAndMessagesOutOfBounds(t *testing.T) {
+	client := redis.NewClient(&redis.Options{Addr: singleAddr()})
+	s := newStore(t, client, nil)
+	require.NoError(t, client.Close())
+	backendtest.EachBadHeldCall(context.Background(), s, "s", "k", "o", func(c backendtest.BadParamCall) {
+		msg := fmt.Sprintf("%s %s %s", c.Op, c.Value, c.Field)
+		require.ErrorIs(t, c.Err, redisstore.ErrInvalid, msg)
+		var e *redisstore.Error
+		require.ErrorAs(t, c.Err, &e, msg)
+		assert.Equal(t, c.Op, e.Op, msg)
+		assert.True(t, strings.HasPrefix(e.Detail, c.Field+" "), "%q names the field", e.Detail)
+	})
+}

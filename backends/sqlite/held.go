@@ -16,6 +16,9 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	if err := checkWrite("hold", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
+	if err := checkHeld("hold", p.Code, p.Message); err != nil {
+		return false, err
+	}
 	now := s.nowMicros()
 	until := deadline(now, p.For)
 	res, err := s.writer.ExecContext(ctx, s.sql.hold, now, until, p.Code, p.Message,

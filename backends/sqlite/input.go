@@ -1,6 +1,10 @@
 package sqlitestore
 
-import "github.com/stagedoor/once/backends"
+import (
+	"strings"
+
+	"github.com/stagedoor/once/backends"
+)
 
 // checkNames returns an *Error, before any statement, when scope or key is
 // not one a record can have: empty, longer than backends.MaxScopeLen or
@@ -34,6 +38,18 @@ func checkWrite(op, scope, key, owner string, fp []byte) error {
 	}
 	if r := backends.FingerprintProblem(fp); r != "" {
 		return &Error{Op: op, kind: "invalid input: fingerprint " + r}
+	}
+	return nil
+}
+
+// checkHeld returns an *Error, before any statement, when a hold's code
+// or message is one backends.HeldProblem refuses (longer than
+// backends.MaxHeldCodeLen or MaxHeldMessageLen bytes, not valid UTF-8, or
+// containing NUL: see "Inputs" in package backends). nil costs no
+// allocation.
+func checkHeld(op, code, message string) error {
+	if field, r := backends.HeldProblem(code, message); r != "" {
+		return &Error{Op: op, kind: "invalid input: " + strings.ToLower(field) + " " + r}
 	}
 	return nil
 }

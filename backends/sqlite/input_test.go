@@ -49,3 +49,20 @@ func TestRefusesOwnersAndFingerprintsOutOfBounds(t *testing.T) {
 		assert.Contains(t, c.Err.Error(), "invalid input: "+c.Field+" ", msg)
 	})
 }
+
+// A held code or message backends.HeldProblem refuses is refused with an
+// *Error before any statement, as a bad name is.
+func TestRefusesHeldCodesAndMessagesOutOfBounds(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, tempDB(t), nil)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	backendtest.EachBadHeldCall(ctx, s, "s", "k", "o", func(c backendtest.BadParamCall) {
+		msg := fmt.Sprintf("%s %s %s", c.Op, c.Value, c.Field)
+		var e *Error
+		require.ErrorAs(t, c.Err, &e, msg)
+		assert.Equal(t, c.Op, e.Op, msg)
+		assert.NotErrorIs(t, c.Err, backends.ErrClosed, "refused before any statement")
+		assert.Contains(t, c.Err.Error(), "invalid input: "+c.Field+" ", msg)
+	})
+}
