@@ -2,6 +2,7 @@ package once
 
 import (
 	"errors"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -47,16 +48,30 @@ func (c *config) holdPeriod() time.Duration {
 	return c.holdFor
 }
 
-// heldCode returns the code of a held error (its ErrorCode method), cut to
-// backends.MaxHeldCodeLen, and its message, cut to MaxHeldMessageLen, both
-// at a UTF-8 boundary. They are kept for operators (once get, once list),
-// never answered to another caller.
+// heldCode returns the code of a held error (its ErrorCode method) and
+// its message, each made storable (backends.HeldProblem): invalid UTF-8
+// and NUL replaced with U+FFFD, then cut to backends.MaxHeldCodeLen and
+// MaxHeldMessageLen at a UTF-8 boundary. A store refuses anything else,
+// and a Hold must not fail on an error's text. They are kept for
+// operators (once get, once list), never answered to another caller.
 func heldCode(err error) (code, message string) {
 	var coded interface{ ErrorCode() string }
 	if errors.As(err, &coded) {
 		code = coded.ErrorCode()
 	}
-	return cut(code, backends.MaxHeldCodeLen), cut(err.Error(), backends.MaxHeldMessageLen)
+	return heldText(code, backends.MaxHeldCodeLen), heldText(err.Error(), backends.MaxHeldMessageLen)
+}
+
+// heldText returns s with invalid UTF-8 and NUL replaced with U+FFFD, cut
+// to at most n bytes at a UTF-8 boundary. It allocates only when s has
+// such bytes.
+func heldText(s string, n int) string {
+	s = cut(s, n)
+	if utf8.ValidString(s) && strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	// The replacements may make s longer than n again: cut once more.
+	return cut(strings.ReplaceAll(strings.ToValidUTF8(s, "\uFFFD"), "\x00", "\uFFFD"), n)
 }
 
 func cut(s string, n int) string {

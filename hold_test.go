@@ -144,6 +144,46 @@ func TestHeldMessageIsCutAtARuneBoundary(t *testing.T) {
 	require.Equal(t, repeat("é", backends.MaxHeldMessageLen/2), rec.Held.Message)
 }
 
+type heldTextError struct{ code, msg string }
+
+func (e heldTextError) Error() string     { return e.msg }
+func (e heldTextError) ErrorCode() string { return e.code }
+
+// TestHoldMakesTheHeldTextStorable: a held error's text and code with invalid
+// UTF-8 or NUL, which every store refuses (backends.HeldProblem; a
+// PostgreSQL text column cannot store them), do not fail the Hold: the
+// core replaces them with U+FFFD and cuts the result to the limits.
+func TestHoldMakesTheHeldTextStorable(t *testing.T) {
+	for name, newStore := range reconcilableStores() {
+		t.Run(name, func(t *testing.T) {
+			store := newStore(t)
+			scope := once.New(store, once.WithHoldFor(time.Hour)).Scope("s")
+			ctx := context.Background()
+			for _, c := range []struct {
+				key                   string
+				err                   heldTextError
+				wantCode, wantMessage string
+			}{
+				{"bytes", heldTextError{"code\xff\x00", "bad \xff\xfe byte\x00end"}, "code\uFFFD\uFFFD", "bad \uFFFD byte\uFFFDend"},
+				// 255 "é" and an invalid byte fill 511 bytes: its U+FFFD
+				// would make 513, so the cut drops it.
+				{"long", heldTextError{repeat("c", 70) + "\x00", repeat("é", 255) + "\xff" + repeat("é", 100)}, repeat("c", backends.MaxHeldCodeLen), repeat("é", 255)},
+			} {
+				_, err := once.Do(ctx, scope, c.key, nil, func(context.Context) (int, error) { return 0, once.Hold(c.err) })
+				require.ErrorIs(t, err, c.err, c.key)
+				rec, _, found, err := store.(backends.Admin).Get(ctx, "s", c.key)
+				require.NoError(t, err, c.key)
+				require.True(t, found, c.key)
+				require.Equal(t, backends.StateHeld, rec.State, "%s: the Hold did not fail", c.key)
+				require.Equal(t, c.wantCode, rec.Held.Code, c.key)
+				require.Equal(t, c.wantMessage, rec.Held.Message, c.key)
+				field, reason := backends.HeldProblem(rec.Held.Code, rec.Held.Message)
+				require.Empty(t, reason, "%s: %s", c.key, field)
+			}
+		})
+	}
+}
+
 func repeat(s string, n int) string {
 	out := make([]byte, 0, len(s)*n)
 	for range n {
