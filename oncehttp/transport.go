@@ -54,13 +54,25 @@ import (
 // conflict, stored and replayed, say): it is the stored answer for the
 // key, which no retry can change. A server's explicit advice wins over
 // the status (not over the replay marker): "Stripe-Should-Retry: false" makes any
-// answer final, and "true" makes a 4xx or 5xx retried. The wait is the answer's
-// Retry-After when it has one (up to MaxRetryAfter: a longer one ends the
-// retries), else a capped exponential backoff with jitter. Retries stop at
-// MaxAttempts, when the request's context ends, and before a wait that
-// would outlast the context's deadline: then the last answer (or error) is
-// returned as is, and a response that is returned is never read or closed
-// by the Transport.
+// answer final, and "true" makes a 4xx or 5xx retried (as a failure, below).
+//
+// A retried in-progress 409 is a poll, not a failure: the first request
+// with the key is running, and the Transport waits for it to finish. Polls
+// do not count toward MaxAttempts; they are bounded by MaxInProgressWait,
+// the sum of the waits planned between them (not the time that passed):
+// a poll whose wait would take that sum past it is not made, and the
+// running 409 is returned. A poll's wait is its Retry-After, but at least
+// BaseDelay (100ms by default, without jitter; also for a Retry-After that
+// does not parse), so that "Retry-After: 0" cannot spin. Every other retried outcome is a failure (a connection
+// error, 429, 502, 503, 504, a retry Stripe-Should-Retry asks for), and
+// MaxAttempts counts the attempts that failed; its wait is the answer's
+// Retry-After when it has one, else a capped exponential backoff with
+// jitter. Either wait must be at most MaxRetryAfter: an answer that asks
+// for longer ends the retries. Retries also stop when the request's
+// context ends, and before a wait that would outlast the context's
+// deadline. When retries stop, the last answer (or error) is returned as
+// is, and a response that is returned is never read or closed by the
+// Transport.
 //
 // Each retry resends the body byte for byte through req.GetBody (which
 // http.NewRequest sets for bytes, strings and their readers). A request
@@ -88,14 +100,24 @@ type Transport struct {
 	// Methods lists the guarded methods. Defaults to POST and PATCH.
 	Methods []string
 
-	// MaxAttempts caps the attempts of one request, the first included.
-	// Defaults to 5 when zero; 1 attaches the key and never retries.
+	// MaxAttempts caps the attempts of one request that fail (see
+	// Retries): the one that makes the count reach it is returned. Polls
+	// of a running 409 are not counted; MaxInProgressWait bounds them.
+	// Defaults to 5 when zero; 1 attaches the key and never retries, nor
+	// polls.
 	MaxAttempts int
 
-	// BaseDelay is the backoff before the second attempt; it doubles for
-	// each further attempt, up to MaxDelay, and a random part of up to
+	// MaxInProgressWait is the longest the Transport waits in total, across
+	// polls, for the first request with the key to finish (the sum of the
+	// planned waits after running 409s, see Retries); an answer after that
+	// is returned to the caller. Defaults to 60s.
+	MaxInProgressWait time.Duration
+
+	// BaseDelay is the backoff after the first failed attempt; it doubles
+	// for each further failure, up to MaxDelay, and a random part of up to
 	// half of it is taken off (jitter), so that clients that failed
-	// together do not retry together. Defaults to 100ms.
+	// together do not retry together. It is also the shortest wait between
+	// polls of a running 409. Defaults to 100ms.
 	BaseDelay time.Duration
 
 	// MaxDelay caps the backoff. Defaults to 5s.
@@ -120,7 +142,8 @@ type Transport struct {
 
 // Retry describes one retry decision of a Transport.
 type Retry struct {
-	// Attempt is the number of the attempt that failed, from 1.
+	// Attempt is the number of the attempt that failed (or was answered
+	// with a running 409), from 1, polls included.
 	Attempt int
 	// Key is the idempotency key sent with every attempt.
 	Key string
@@ -189,6 +212,8 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		attempts = 1 // the body cannot be sent again
 	}
+	failures := 0            // attempts that failed, the ones MaxAttempts counts
+	var polled time.Duration // the waits planned for a running 409, the ones MaxInProgressWait bounds
 	for attempt := 1; ; attempt++ {
 		r := req.Clone(ctx)
 		r.Header.Set(header, value)
@@ -198,11 +223,29 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 			}
 		}
 		resp, err := t.base().RoundTrip(r)
-		if attempt >= attempts || !t.retryable(ctx, resp, err) {
+		retry, poll := t.retryable(ctx, resp, err)
+		if !retry || attempts == 1 {
 			return resp, err
 		}
-		delay, ok := t.delay(attempt, resp)
-		if !ok || !fitsDeadline(ctx, delay) {
+		var delay time.Duration
+		if poll {
+			var ok bool
+			delay, ok = t.pollDelay(resp)
+			if !ok || delay > t.maxInProgressWait()-polled {
+				return resp, err
+			}
+			polled += delay
+		} else {
+			failures++
+			if failures >= attempts {
+				return resp, err
+			}
+			var ok bool
+			if delay, ok = t.delay(failures, resp); !ok {
+				return resp, err
+			}
+		}
+		if !fitsDeadline(ctx, delay) {
 			return resp, err
 		}
 		info := Retry{Attempt: attempt, Key: key, Err: err, Delay: delay}
@@ -219,27 +262,30 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
-// retryable reports whether an attempt's outcome calls for another.
-func (t *Transport) retryable(ctx context.Context, resp *http.Response, err error) bool {
+// retryable reports whether an attempt's outcome calls for another, and
+// whether that one is a poll: the outcome is a running 409 (stillRunning),
+// which is not a failure of the attempt.
+func (t *Transport) retryable(ctx context.Context, resp *http.Response, err error) (retry, poll bool) {
 	if err != nil {
-		return ctx.Err() == nil && !permanent(err)
+		return ctx.Err() == nil && !permanent(err), false
 	}
 	if strings.EqualFold(resp.Header.Get(ReplayedHeader), "true") {
-		return false // a stored answer, replayed: every retry gets it again
+		return false, false // a stored answer, replayed: every retry gets it again
 	}
 	switch resp.Header.Get(shouldRetryHeader) {
 	case "false":
-		return false
+		return false, false
 	case "true":
-		return resp.StatusCode >= 400
+		return resp.StatusCode >= 400, false
 	}
 	if !t.retryStatus()(resp.StatusCode) {
-		return false
+		return false, false
 	}
 	if resp.StatusCode == http.StatusConflict {
-		return stillRunning(resp)
+		running := stillRunning(resp)
+		return running, running
 	}
-	return true
+	return true, false
 }
 
 // maxProblemRead caps what stillRunning reads of a 409's body.

@@ -23,13 +23,38 @@ func (t *Transport) delay(attempt int, resp *http.Response) (time.Duration, bool
 	return t.backoff(attempt), true
 }
 
+// pollDelay returns the wait after a running 409: its Retry-After, but at
+// least baseDelay (a Retry-After of 0, a date in the past or a malformed
+// one waits baseDelay), and false when the answer asks for a longer wait
+// than MaxRetryAfter.
+func (t *Transport) pollDelay(resp *http.Response) (time.Duration, bool) {
+	d, _ := retryAfter(resp.Header.Get("Retry-After"), time.Now())
+	if d > t.maxRetryAfter() {
+		return 0, false
+	}
+	return max(d, t.baseDelay()), true
+}
+
+// baseDelay is BaseDelay or its default, 100ms: the first backoff, and the
+// shortest wait between polls of a running 409 (without jitter).
+func (t *Transport) baseDelay() time.Duration {
+	if t.BaseDelay > 0 {
+		return t.BaseDelay
+	}
+	return 100 * time.Millisecond
+}
+
+func (t *Transport) maxInProgressWait() time.Duration {
+	if t.MaxInProgressWait > 0 {
+		return t.MaxInProgressWait
+	}
+	return 60 * time.Second
+}
+
 // backoff is BaseDelay·2^(attempt−1), capped at MaxDelay, less a random
 // part of up to half ("equal jitter").
 func (t *Transport) backoff(attempt int) time.Duration {
-	base, ceiling := t.BaseDelay, t.MaxDelay
-	if base <= 0 {
-		base = 100 * time.Millisecond
-	}
+	base, ceiling := t.baseDelay(), t.MaxDelay
 	if ceiling <= 0 {
 		ceiling = 5 * time.Second
 	}

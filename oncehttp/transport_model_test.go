@@ -36,9 +36,10 @@ func (s step) String() string {
 	return fmt.Sprintf("%d(ra=%q)", s.status, s.retryAfter)
 }
 
-// retried reports whether the Transport retries s (before MaxAttempts): a
-// status of DefaultRetryStatus, unless its Retry-After is too long; a 409
-// only with a Retry-After and not for a held key.
+// retried reports whether the Transport retries s (before MaxAttempts or
+// MaxInProgressWait): a status of DefaultRetryStatus, unless its
+// Retry-After is too long; a 409 only with a Retry-After and not for a
+// held key.
 func (s step) retried() bool {
 	switch {
 	case !DefaultRetryStatus(s.status) || s.retryAfter == "3600":
@@ -49,18 +50,36 @@ func (s step) retried() bool {
 	return true
 }
 
+// running reports whether s is a running 409 the Transport polls: one that
+// does not count toward MaxAttempts.
+func (s step) running() bool {
+	return s.status == http.StatusConflict && s.retried()
+}
+
 // modelOutcome is what the Transport must do with a script: how many
 // attempts reach the server, and the final status (0 for an error).
-func modelOutcome(script []step, maxAttempts int) (attempts, final int) {
+// Failures (drops and retried answers but running 409s) count toward
+// maxAttempts; running 409s are polls, and the Transport under test waits
+// the floor (BaseDelay) after each, with a MaxInProgressWait of maxPolls
+// floors, so it makes maxPolls polls and returns the next running 409.
+// MaxAttempts 1 retries nothing. No script needs more than
+// maxAttempts+maxPolls steps.
+func modelOutcome(script []step, maxAttempts, maxPolls int) (attempts, final int) {
+	failures, polls := 0, 0
 	for i, s := range script {
 		attempt := i + 1
-		if s.drop {
-			if attempt >= maxAttempts {
-				return attempt, 0
+		switch {
+		case s.running():
+			polls++
+			if maxAttempts == 1 || polls > maxPolls {
+				return attempt, s.status
 			}
-			continue
-		}
-		if attempt >= maxAttempts || !s.retried() {
+		case s.drop || s.retried():
+			failures++
+			if failures >= maxAttempts {
+				return attempt, s.status // 0 for a drop
+			}
+		default:
 			return attempt, s.status
 		}
 	}
@@ -82,7 +101,7 @@ func TestTransportAgainstModel(t *testing.T) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
 		seen = append(seen, attempt{r.Header.Get(DefaultHeader), body})
-		s := script[len(seen)-1]
+		s := script[min(len(seen), len(script))-1] // past the script (a Transport the model does not describe): the last step
 		mu.Unlock()
 		if s.drop {
 			if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
@@ -108,8 +127,14 @@ func TestTransportAgainstModel(t *testing.T) {
 	const runs = 300
 	for run := range runs {
 		maxAttempts := 1 + rng.IntN(5)
-		s := make([]step, maxAttempts)
+		maxPolls := 1 + rng.IntN(6)
+		runningOften := rng.IntN(2) == 0 // long runs of polls, to reach MaxInProgressWait
+		s := make([]step, maxAttempts+maxPolls)
 		for i := range s {
+			if runningOften && rng.IntN(3) > 0 {
+				s[i] = step{status: http.StatusConflict, retryAfter: []string{"0", "soon"}[rng.IntN(2)], problem: []string{"", keyRunning}[rng.IntN(2)]}
+				continue
+			}
 			if rng.IntN(5) == 0 {
 				s[i] = step{drop: true}
 				continue
@@ -122,17 +147,19 @@ func TestTransportAgainstModel(t *testing.T) {
 		mu.Lock()
 		script, seen = s, nil
 		mu.Unlock()
-		wantAttempts, wantFinal := modelOutcome(s, maxAttempts)
+		wantAttempts, wantFinal := modelOutcome(s, maxAttempts, maxPolls)
 
 		body := make([]byte, rng.IntN(2048))
 		for i := range body {
 			body[i] = byte(rng.Uint32())
 		}
-		tr := &Transport{Base: base, MaxAttempts: maxAttempts, BaseDelay: time.Microsecond, MaxDelay: time.Millisecond}
+		const floor = time.Microsecond // BaseDelay: the wait after a running 409 with Retry-After 0 or malformed
+		tr := &Transport{Base: base, MaxAttempts: maxAttempts, BaseDelay: floor, MaxDelay: time.Millisecond,
+			MaxInProgressWait: time.Duration(maxPolls) * floor}
 		req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL, bytes.NewReader(body))
 		require.NoError(t, err)
 		resp, err := NewClient(tr).Do(req)
-		msg := fmt.Sprintf("run %d: script %v, max %d", run, s, maxAttempts)
+		msg := fmt.Sprintf("run %d: script %v, max %d, polls %d", run, s, maxAttempts, maxPolls)
 		if wantFinal == 0 {
 			require.Error(t, err, msg)
 		} else {

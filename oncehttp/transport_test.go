@@ -188,6 +188,77 @@ func TestTransportStopsAtMaxAttempts(t *testing.T) {
 	assert.Len(t, retries, 2)
 }
 
+// Polls of a running 409 do not use up MaxAttempts: eight of them, then
+// the answer, with the default MaxAttempts (5).
+func TestTransportPollsRunning409WithoutUsingAttempts(t *testing.T) {
+	const polls = 8
+	steps := make([]func(w http.ResponseWriter), 0, polls+1)
+	for range polls {
+		steps = append(steps, inProgress)
+	}
+	s, srv := startScripted(t, append(steps, status(http.StatusCreated))...)
+	var retries []Retry
+	tr := fastTransport(srv, &retries)
+	require.Zero(t, tr.MaxAttempts, "the default")
+	resp, _, err := post(t, NewClient(tr), context.Background(), srv.URL, binaryBody)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusCreated, resp.StatusCode)
+	require.Len(t, s.seen(), polls+1)
+	requireOneKey(t, s.seen(), binaryBody)
+	require.Len(t, retries, polls)
+	for i, r := range retries {
+		assert.Equal(t, i+1, r.Attempt)
+		assert.Equal(t, http.StatusConflict, r.Status)
+		assert.Equal(t, tr.BaseDelay, r.Delay, "Retry-After: 0 waits BaseDelay, the floor")
+	}
+
+	// Failures still count: 503s between the polls end it at MaxAttempts.
+	s, srv = startScripted(t, inProgress, status(503), inProgress, status(503), inProgress, status(503), status(201))
+	retries = nil
+	tr = fastTransport(srv, &retries)
+	tr.MaxAttempts = 3
+	resp, _, err = post(t, NewClient(tr), context.Background(), srv.URL, []byte("{}"))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode, "the third failure is returned")
+	assert.Len(t, s.seen(), 6)
+}
+
+// A first request that never finishes: the Transport polls until the sum
+// of its planned waits would pass MaxInProgressWait, then returns the
+// running 409.
+func TestTransportPollsUntilMaxInProgressWait(t *testing.T) {
+	s, srv := startScripted(t, inProgress)
+	var retries []Retry
+	tr := fastTransport(srv, &retries)
+	tr.MaxAttempts = 1 << 20 // not what ends it
+	tr.MaxInProgressWait = 10*tr.BaseDelay + tr.BaseDelay/2
+	resp, body, err := post(t, NewClient(tr), context.Background(), srv.URL, []byte("{}"))
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusConflict, resp.StatusCode)
+	p := reply{status: resp.StatusCode, header: resp.Header, body: string(body)}.problem(t)
+	assert.Equal(t, keyRunning, p.KeyState, "the running 409, as sent")
+	assert.Len(t, retries, 10, "ten waits of BaseDelay fit in the budget, the eleventh does not")
+	assert.Len(t, s.seen(), 11)
+
+	// A Retry-After the budget left cannot hold is not waited for at all,
+	// nor one beyond MaxRetryAfter.
+	for ra, budget := range map[string]time.Duration{"2": time.Second, "3600": 2 * time.Hour} {
+		s, srv = startScripted(t, func(w http.ResponseWriter) {
+			w.Header().Set("Retry-After", ra)
+			p := newProblems(DefaultProblemBase, ProblemTypes{})
+			p.write(w, probInProgress, 0)
+		}, status(http.StatusCreated))
+		retries = nil
+		tr = fastTransport(srv, &retries)
+		tr.MaxInProgressWait = budget
+		resp, _, err = post(t, NewClient(tr), context.Background(), srv.URL, []byte("{}"))
+		require.NoError(t, err)
+		assert.Equal(t, http.StatusConflict, resp.StatusCode, "Retry-After %s", ra)
+		assert.Len(t, s.seen(), 1, "Retry-After %s", ra)
+		assert.Empty(t, retries, "Retry-After %s", ra)
+	}
+}
+
 func TestTransportContextDeadlineEndsRetries(t *testing.T) {
 	// A wait that would outlast the deadline is not started: the answer
 	// in hand is returned at once.
