@@ -135,7 +135,7 @@ func TestDefaultKeyWithoutHandlerName(t *testing.T) {
 
 // A Key or Fingerprint that panics is a bug of the service, not of the
 // message (a bad deploy panics on every message): it is answered RetryLater,
-// once.ReasonMisconfigured, with a *CallbackPanicError, backed off, not
+// once.ReasonMisconfigured, with a *ConfigPanicError, backed off, not
 // dead-lettered; the handler does not run and the middleware does not
 // panic.
 func TestPanickingKeyOrFingerprintIsRetriedLater(t *testing.T) {
@@ -161,9 +161,9 @@ func TestPanickingKeyOrFingerprintIsRetriedLater(t *testing.T) {
 			require.ErrorAs(t, err, &re)
 			require.Equal(t, once.ReasonMisconfigured, re.Decision.Reason)
 			require.Equal(t, time.Millisecond, re.Decision.RetryAfter, "backed off")
-			var pe *watermillonce.CallbackPanicError
+			var pe *watermillonce.ConfigPanicError
 			require.ErrorAs(t, err, &pe)
-			require.Equal(t, name, pe.Callback)
+			require.Equal(t, name, pe.Func)
 			require.NotEmpty(t, pe.Stack)
 			require.Len(t, seen, 1)
 			require.Equal(t, once.RetryLater, seen[0].Action)

@@ -38,24 +38,24 @@ var ErrMissingKey = errors.New("watermillonce: message has no idempotency key")
 // not at fault.
 var ErrNoHandlerName = errors.New("watermillonce: message context names no router handler (message.HandlerNameFromCtx is empty)")
 
-// CallbackPanicError is the Decision.Err of a message whose Config.Key or
+// ConfigPanicError is the Decision.Err of a message whose Config.Key or
 // Config.Fingerprint panicked: the middleware recovers the panic and
 // answers it once.RetryLater with once.ReasonMisconfigured, backed off as
 // any retryable failure. A callback that panics is a bug of the service
 // (a bad deploy panics on every message), not of the message, which is
 // handled once the callback is fixed instead of being dead-lettered.
-type CallbackPanicError struct {
-	Callback string // "Key" or "Fingerprint"
-	Value    any    // the value it panicked with
-	Stack    []byte // the stack at the panic
+type ConfigPanicError struct {
+	Func  string // "Key" or "Fingerprint"
+	Value any    // the value it panicked with
+	Stack []byte // the stack at the panic
 }
 
-func (e *CallbackPanicError) Error() string {
-	return fmt.Sprintf("watermillonce: Config.%s panicked: %v", e.Callback, e.Value)
+func (e *ConfigPanicError) Error() string {
+	return fmt.Sprintf("watermillonce: Config.%s panicked: %v", e.Func, e.Value)
 }
 
 // Unwrap returns the panic value when it is an error.
-func (e *CallbackPanicError) Unwrap() error {
+func (e *ConfigPanicError) Unwrap() error {
 	err, _ := e.Value.(error)
 	return err
 }
@@ -64,7 +64,7 @@ func (e *CallbackPanicError) Unwrap() error {
 type Config struct {
 	// Key returns the idempotency key of a message. An error, or an empty
 	// or invalid key, dead-letters it as once.ReasonInvalidKey;
-	// ErrNoHandlerName and a panic (a *CallbackPanicError) are answered
+	// ErrNoHandlerName and a panic (a *ConfigPanicError) are answered
 	// RetryLater, once.ReasonMisconfigured: the message is not at fault.
 	// Defaults to UUIDKey. A Key of your own must tell the handlers that
 	// share the middleware apart (as UUIDKey does, with the handler name):
@@ -73,7 +73,7 @@ type Config struct {
 	Key func(msg *message.Message) (string, error)
 	// Fingerprint returns the digest the key is bound to (nil for no
 	// check). A panic is answered RetryLater, once.ReasonMisconfigured,
-	// with a *CallbackPanicError.
+	// with a *ConfigPanicError.
 	// Defaults to PayloadFingerprint.
 	Fingerprint func(msg *message.Message) once.Fingerprint
 	// MaxRetryDelay caps every wait of the middleware before it returns a
@@ -369,7 +369,7 @@ func notify(fn func(*message.Message, once.Decision), msg *message.Message, d on
 }
 
 // callKey and callFingerprint run the Config callbacks, answering a
-// panic with a *CallbackPanicError.
+// panic with a *ConfigPanicError.
 func callKey(c Config, msg *message.Message) (key string, err error) {
 	defer recoverCallback("Key", &err)
 	return c.Key(msg)
@@ -382,7 +382,7 @@ func callFingerprint(c Config, msg *message.Message) (fp once.Fingerprint, err e
 
 func recoverCallback(name string, err *error) {
 	if p := recover(); p != nil {
-		*err = &CallbackPanicError{Callback: name, Value: p, Stack: debug.Stack()}
+		*err = &ConfigPanicError{Func: name, Value: p, Stack: debug.Stack()}
 	}
 }
 
@@ -394,7 +394,7 @@ func run(scope once.Scope, msg *message.Message, h message.HandlerFunc, c Config
 	if errors.Is(err, ErrNoHandlerName) {
 		return nil, once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}, ""
 	}
-	var pe *CallbackPanicError
+	var pe *ConfigPanicError
 	if errors.As(err, &pe) {
 		return nil, once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}, ""
 	}
@@ -402,7 +402,7 @@ func run(scope once.Scope, msg *message.Message, h message.HandlerFunc, c Config
 		return nil, once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}, ""
 	}
 	fp, err := callFingerprint(c, msg)
-	if err != nil { // only a panic: a *CallbackPanicError
+	if err != nil { // only a panic: a *ConfigPanicError
 		return nil, once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}, key
 	}
 	outer := msg.Context()
