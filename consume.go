@@ -168,8 +168,8 @@ func Reject(err error) error {
 //	ConsumeValue: value over the outcome cap          DeadLetter  ReasonTooLarge (first run and replays)
 //
 // Consume itself never answers ReasonExhausted: a broker adapter (natsonce,
-// amqponce) turns a handler error or panic into it when the message has
-// reached the adapter's delivery limit, and backs off the redelivery of a
+// amqponce, watermillonce) turns a handler error or panic into it when the
+// message has reached the adapter's delivery limit, and backs off the redelivery of a
 // RetryLater without a RetryAfter hint by the delivery count, so that a
 // poison message is neither redelivered at broker speed nor forever. Since
 // every redelivery spends one of the broker's deliveries, the adapters
@@ -184,7 +184,9 @@ func Reject(err error) error {
 // dead-letter it. A deadline set on the ctx given to Consume therefore
 // counts as canceled too; a handler's own timeout belongs inside the
 // handler (context.WithTimeout of the handler's ctx), whose expiry is a
-// handler error.
+// handler error. (watermillonce counts a message context past its
+// deadline as a handler failure: Watermill's deadline is a per-message
+// one, middleware.Timeout's, while its shutdown cancels.)
 //
 // The unrecorded and lease-lost rows are the core's own completion
 // failures (Outcome.Unrecorded, Outcome.LeaseLost), never read from the

@@ -40,6 +40,21 @@
 // A wait holds up the messages behind it on a subscriber that delivers one
 // at a time (watermill-amqp), hence the short cap.
 //
+// Config.MaxDeliveries bounds a poison message: when positive, the
+// handler's MaxDeliveries-th failure of a message in this process (a
+// retryable error, a panic, or a failure at the deadline of a
+// middleware.Timeout placed outside the middleware) and every later one
+// are dead-lettered as once.ReasonExhausted, for the poison queue to move.
+// A Watermill message carries no delivery count, so the middleware counts
+// the handler's failures itself: unlike amqponce and natsonce, whose
+// broker counts every delivery, the redeliveries of a key in progress or
+// held, of a store outage, a misconfiguration, a lost lease or a shutdown
+// do not count (an in-progress key waits its owner or the end of its
+// lease). The count is per process and per Middleware, reset when the
+// message is acknowledged: with several consumers a message may fail
+// MaxDeliveries times on each. It defaults to 0, no limit, as in the other
+// adapters: a poison message is then redelivered forever, backed off.
+//
 // Around it:
 //
 //   - A poison queue, outside this middleware, takes the dead letters:

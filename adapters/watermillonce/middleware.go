@@ -98,13 +98,40 @@ type Config struct {
 	// UUID, and its payload when it has neither key nor UUID; each count
 	// takes a fixed size (a digest of that name), however long the UUID.
 	// The counts are reset when the message is acknowledged; at most 10000
-	// messages are counted, older counts are dropped. Defaults to
+	// messages are counted: a new one drops the counts of an arbitrary
+	// other. Defaults to
 	// DefaultRetryBackoff; a negative value waits only for a hint.
 	RetryBackoff time.Duration
+	// MaxDeliveries, when positive, dead-letters a message whose handler
+	// has failed on MaxDeliveries of its deliveries in this process: the
+	// failure that reaches the limit, and every one after it, is returned
+	// as a *DeadLetterError with once.ReasonExhausted instead of a
+	// *RetryError, for the poison queue to move (see RetryBackoff for its
+	// waits: it is counted as a dead letter). A handler failure is a
+	// retryable error (once.ReasonHandlerError), a panic
+	// (once.ReasonPanicked), or a failure at the deadline of a
+	// middleware.Timeout placed outside the middleware (once.ReasonCanceled
+	// with the message's context past its deadline, which no shutdown
+	// sets). A Watermill message carries no delivery count, so the
+	// middleware counts the handler's failures itself, with the failure
+	// counts of RetryBackoff: the other deliveries (a key in progress
+	// elsewhere or held, a store outage, a misconfiguration, a lost lease, a
+	// shutdown) are not counted and never dead-letter the message, unlike
+	// amqponce's and natsonce's limits, whose broker counts every delivery.
+	// A key in progress is retried until its owner finishes or its lease
+	// ends; a held key until the hold ends or the key is resolved. The
+	// count is this Middleware's, in this process: a message redelivered
+	// to another process or after a restart starts from zero there, so
+	// with several consumers a message may fail up to MaxDeliveries times
+	// on each. It is reset when the message is acknowledged, and lost when
+	// the message's counts are dropped (see RetryBackoff). Defaults to 0:
+	// no limit (a poison message is redelivered forever, backed off).
+	MaxDeliveries int
 	// OnDecision, when set, is called with each message's decision, before
 	// the middleware waits; a RetryLater decision's RetryAfter is then the
-	// wait the middleware applies. A panic in it is recovered and changes
-	// nothing. Defaults to nil.
+	// wait the middleware applies, and a message dead-lettered by
+	// MaxDeliveries is told once.ReasonExhausted. A panic in it is
+	// recovered and changes nothing. Defaults to nil.
 	OnDecision func(msg *message.Message, d once.Decision)
 }
 
@@ -211,12 +238,13 @@ type failures struct {
 }
 
 // counts are a message's consecutive RetryLater failures and, apart, its
-// dead letters.
-type counts struct{ retries, deadLetters uint64 }
+// dead letters, and the handler's failures among them (MaxDeliveries).
+type counts struct{ retries, deadLetters, handlerFailures uint64 }
 
-// add counts a failure of id, a dead letter if deadLetter, and returns the
-// count of that kind.
-func (f *failures) add(id [sha256.Size]byte, deadLetter bool) uint64 {
+// update applies fn to the counts of id, under the lock, and returns
+// fn's result. A new id drops the counts of an arbitrary other when
+// maxCounted messages are counted.
+func (f *failures) update(id [sha256.Size]byte, fn func(*counts) uint64) uint64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.n == nil {
@@ -229,14 +257,30 @@ func (f *failures) add(id [sha256.Size]byte, deadLetter bool) uint64 {
 			break
 		}
 	}
-	if deadLetter {
-		c.deadLetters++
-		f.n[id] = c
-		return c.deadLetters
-	}
-	c.retries++
+	n := fn(&c)
 	f.n[id] = c
-	return c.retries
+	return n
+}
+
+// add counts a failure of id, a dead letter if deadLetter, and returns the
+// count of that kind.
+func (f *failures) add(id [sha256.Size]byte, deadLetter bool) uint64 {
+	return f.update(id, func(c *counts) uint64 {
+		if deadLetter {
+			c.deadLetters++
+			return c.deadLetters
+		}
+		c.retries++
+		return c.retries
+	})
+}
+
+// handlerFailed counts a handler failure of id and returns the count.
+func (f *failures) handlerFailed(id [sha256.Size]byte) uint64 {
+	return f.update(id, func(c *counts) uint64 {
+		c.handlerFailures++
+		return c.handlerFailures
+	})
 }
 
 func (f *failures) reset(id [sha256.Size]byte) {
@@ -264,6 +308,7 @@ func Middleware(scope once.Scope, cfg *Config) message.HandlerMiddleware {
 		if cfg.RetryBackoff != 0 {
 			c.RetryBackoff = cfg.RetryBackoff
 		}
+		c.MaxDeliveries = cfg.MaxDeliveries
 		c.OnDecision = cfg.OnDecision
 	}
 	fails := &failures{}
@@ -280,6 +325,12 @@ func Middleware(scope once.Scope, cfg *Config) message.HandlerMiddleware {
 				notify(c.OnDecision, msg, d)
 				return produced, nil
 			}
+			if handlerFailure(msg, d) {
+				if n := fails.handlerFailed(id); c.MaxDeliveries > 0 && n >= uint64(c.MaxDeliveries) {
+					d = once.Decision{Action: once.DeadLetter, Reason: once.ReasonExhausted,
+						Err: fmt.Errorf("watermillonce: handler failure %d of at most %d, %s: %w", n, c.MaxDeliveries, d.Reason, d.Err)}
+				}
+			}
 			wait := c.wait(d, fails.add(id, d.Action == once.DeadLetter))
 			if errors.Is(msg.Context().Err(), context.Canceled) {
 				wait = 0 // a shutdown: nothing to pace
@@ -294,6 +345,22 @@ func Middleware(scope once.Scope, cfg *Config) message.HandlerMiddleware {
 			}
 			return nil, &RetryError{Decision: d}
 		}
+	}
+}
+
+// handlerFailure reports a decision that counts toward MaxDeliveries: the
+// handler returned a retryable error or panicked, or failed at the
+// deadline of a middleware.Timeout placed outside the middleware (the
+// core answers once.ReasonCanceled for any ended context; a router's
+// shutdown cancels, it sets no deadline).
+func handlerFailure(msg *message.Message, d once.Decision) bool {
+	switch d.Reason {
+	case once.ReasonHandlerError, once.ReasonPanicked:
+		return true
+	case once.ReasonCanceled:
+		return errors.Is(msg.Context().Err(), context.DeadlineExceeded)
+	default:
+		return false
 	}
 }
 
