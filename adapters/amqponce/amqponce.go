@@ -10,6 +10,7 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/adapters/internal/redelivery"
 	"github.com/stagedoor/once/backends"
 )
 
@@ -20,6 +21,14 @@ import (
 // enough that a delivery waiting holds its prefetch slot (and a consumer
 // that processes deliveries one at a time) for at most 5 s.
 const DefaultMaxRequeueDelay = 5 * time.Second
+
+// MaxShutdownWait bounds how long Process waits before a requeue once its
+// context has ended (a shutdown): RequeueBackoff, at most MaxRequeueDelay
+// and at most MaxShutdownWait. A consumer shutting down that still
+// receives deliveries would otherwise get each requeued one back at once,
+// hundreds of times a second, each a delivery that a quorum queue counts
+// toward its x-delivery-limit; a longer wait would hold up the shutdown.
+const MaxShutdownWait = time.Second
 
 // Handler processes one delivery. Its error is classified as once.Do
 // classifies fn's errors: wrap it with once.Final for an answer that must
@@ -76,9 +85,12 @@ type Config struct {
 	MaxRequeueDelay time.Duration
 	// RequeueBackoff is the wait of a RetryLater decision without a
 	// RetryAfter hint (a handler error or panic, a misconfiguration, a lost
-	// lease, a shutdown): RequeueBackoff on the first delivery, doubled for
-	// every further one (Deliveries), at most MaxRequeueDelay. A store
-	// outage waits once.StoreRetryAfter doubled the same way. The delivery
+	// lease): RequeueBackoff on the first delivery, doubled for every
+	// further one (Deliveries), at most MaxRequeueDelay. A store outage
+	// waits once.StoreRetryAfter doubled the same way. Once Process's
+	// context has ended (a shutdown), a requeue waits RequeueBackoff
+	// whatever the count, at most MaxRequeueDelay and MaxShutdownWait (see
+	// the package doc). The delivery
 	// count is only known on quorum queues (x-delivery-count); classic
 	// queues tell only whether a delivery is a redelivery (counted 2).
 	// Defaults to DefaultRequeueBackoff; a negative value requeues at once.
@@ -121,10 +133,12 @@ var (
 // acknowledgement's error. It never panics: a panic in h is answered with
 // a requeue (once.ReasonPanicked). A RetryLater waits before its requeue
 // (see the package doc); the returned decision's RetryAfter is the wait
-// applied, at most Config.MaxRequeueDelay, not the hint: zero when ctx had
-// ended before the wait, the time waited when ctx ended during it. A
-// handler failing
-// on the Config.MaxDeliveries-th delivery dead-letters it
+// applied, at most Config.MaxRequeueDelay, not the hint. Once ctx has
+// ended (a shutdown), the requeue waits Config.RequeueBackoff, at most
+// MaxShutdownWait, or what is left of the wait if less, and Process
+// returns ctx's error with the acknowledgement's after such a wait. A
+// handler failing on
+// the Config.MaxDeliveries-th delivery dead-letters it
 // (once.ReasonExhausted).
 func Process(ctx context.Context, scope once.Scope, d *amqp.Delivery, h Handler, cfg *Config) (once.Decision, error) {
 	return settleAndReport(ctx, d, pace(d, decide(ctx, scope, d, h, cfg), cfg), cfg)
@@ -154,12 +168,14 @@ func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, d *amqp.Deliver
 // if ctx ends during the wait, after requeueing. Unlike Process, it
 // applies no backoff or delivery limit.
 func Settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay time.Duration) error {
-	_, err := settle(ctx, d, dec, maxDelay)
+	_, err := settle(ctx, d, dec, maxDelay, 0)
 	return err
 }
 
 // settle is Settle; it also returns the wait applied before a requeue.
-func settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay time.Duration) (time.Duration, error) {
+// Once ctx has ended, before the wait or during it, the requeue waits at
+// most grace more, within the wait planned.
+func settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay, grace time.Duration) (time.Duration, error) {
 	if d == nil {
 		return 0, errNilDelivery
 	}
@@ -171,19 +187,28 @@ func settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay t
 	}
 	var waitErr error
 	wait := max(min(dec.RetryAfter, maxDelay), 0)
-	switch {
-	case wait == 0:
-	case ctx.Err() != nil:
-		wait, waitErr = 0, ctx.Err()
-	default:
-		start := time.Now()
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
-			wait, waitErr = min(time.Since(start), wait), ctx.Err()
+	if wait > 0 {
+		var waited time.Duration
+		if ctx.Err() == nil {
+			start := time.Now()
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+				waited = wait
+			case <-ctx.Done():
+				t.Stop()
+				waited = min(time.Since(start), wait)
+			}
 		}
+		if waited < wait { // ctx ended: a shutdown
+			waitErr = ctx.Err()
+			rest := min(wait-waited, max(grace, 0))
+			if rest > 0 {
+				time.Sleep(rest)
+			}
+			waited += rest
+		}
+		wait = waited
 	}
 	return wait, errors.Join(d.Nack(false, true), waitErr)
 }
@@ -191,7 +216,7 @@ func settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay t
 // settleAndReport settles d and reports dec with, for a requeue, the wait
 // actually applied as its RetryAfter.
 func settleAndReport(ctx context.Context, d *amqp.Delivery, dec once.Decision, cfg *Config) (once.Decision, error) {
-	wait, err := settle(ctx, d, dec, maxRequeueDelay(cfg))
+	wait, err := settle(ctx, d, dec, maxRequeueDelay(cfg), shutdownWait(cfg))
 	if dec.Action == once.RetryLater && d != nil {
 		dec.RetryAfter = wait
 	}
@@ -207,6 +232,16 @@ func report(cfg *Config, d *amqp.Delivery, dec once.Decision, ackErr error) {
 	}
 	defer func() { _ = recover() }()
 	cfg.OnDecision(d, dec, ackErr)
+}
+
+// shutdownWait is the wait of a requeue once Process's context has ended:
+// the first delivery's backoff, at most MaxShutdownWait.
+func shutdownWait(cfg *Config) time.Duration {
+	base := DefaultRequeueBackoff
+	if cfg != nil && cfg.RequeueBackoff != 0 {
+		base = cfg.RequeueBackoff
+	}
+	return min(redelivery.Backoff(base, maxRequeueDelay(cfg), 1), MaxShutdownWait)
 }
 
 func maxRequeueDelay(cfg *Config) time.Duration {

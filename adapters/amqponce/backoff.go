@@ -42,6 +42,11 @@ func pace(d *amqp.Delivery, dec once.Decision, cfg *Config) once.Decision {
 		// Every requeue is a counted delivery: wait out the owner's lease
 		// (or the hold) up to the cap, not the core's one-second hint.
 		dec.RetryAfter = redelivery.InProgressWait(dec)
+	case dec.Reason == once.ReasonCanceled:
+		// A shutdown: nothing failed, so no backoff by the delivery count,
+		// and a short wait (Settle's grace once ctx has ended) so that a
+		// consumer still receiving does not requeue at broker speed.
+		dec.RetryAfter = shutdownWait(cfg)
 	case dec.Reason == once.ReasonStoreDown:
 		dec.RetryAfter = redelivery.Backoff(max(dec.RetryAfter, once.StoreRetryAfter), limit, uint64(n))
 	case dec.RetryAfter == 0:

@@ -31,11 +31,23 @@
 // default): an in-progress key waits the owner's lease left (a held key
 // the hold left); a Hold error the lease; a store outage
 // once.StoreRetryAfter doubled per earlier delivery; a RetryLater without
-// a hint (a handler error or panic, a shutdown) Config.RequeueBackoff
-// doubled per earlier delivery, so that a poison message is not requeued
-// at broker speed. The decision's RetryAfter is the wait applied: zero
-// when Process's context had ended (a shutdown requeues at once), the time
-// waited when it ended during the wait. The wait
+// a hint (a handler error or panic) Config.RequeueBackoff doubled per
+// earlier delivery, so that a poison message is not requeued at broker
+// speed. The decision's RetryAfter is the wait applied.
+//
+// A shutdown (Process's context has ended) waits too, but briefly:
+// RequeueBackoff (250 ms by default), whatever the delivery count, at
+// most MaxRequeueDelay and at most MaxShutdownWait (1 s). A decision
+// taken after ctx ended (once.ReasonCanceled, or any other) waits that
+// long before its requeue, and a wait that ctx ends midway goes on for at
+// most that long more, so that Process returns within MaxShutdownWait of
+// the end of ctx. Requeued at once, a delivery came straight back to a
+// consumer still receiving while it shut down (869 times a second on the
+// local RabbitMQ), each time a delivery that a quorum queue counts toward
+// its x-delivery-limit, past which the broker dead-letters or drops it;
+// natsonce Naks a shutdown after its RetryBackoff for the same reason.
+// Cancel the consumer (Channel.Cancel) or close the channel when
+// shutting down, so that the broker stops delivering. The wait
 // holds the delivery's prefetch slot and the goroutine that called
 // Process: a consumer that processes its deliveries one at a time stalls
 // behind it, so process them concurrently (one goroutine per delivery,
@@ -60,7 +72,8 @@
 // failures: requeues while in progress, held, the store down or the
 // consumer shutting down, and redeliveries after a killed consumer, all
 // count, so fewer than MaxDeliveries failures can exhaust it (a shutdown
-// itself never does). Classic queues keep no count: a delivery counts 1,
+// itself never does; each one costs a delivery per RequeueBackoff while
+// the consumer still receives). Classic queues keep no count: a delivery counts 1,
 // or 2 once redelivered, so a MaxDeliveries of 3 or more never fires (a
 // poison message is requeued forever) and 2 fires on the first failure of
 // any redelivered message, whatever requeued it. Use quorum queues.

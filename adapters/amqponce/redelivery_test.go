@@ -209,23 +209,25 @@ func (f *fakeAck) Nack(_ uint64, _ bool, requeue bool) error {
 func (f *fakeAck) Reject(uint64, bool) error { return nil }
 
 // When Process's context has ended (a shutdown), the requeue waits
-// nothing, and the decision's RetryAfter says so: it reported the backoff
-// of the delivery count (4 s on a fifth delivery) while the wait applied
-// was zero.
+// RequeueBackoff (the first delivery's, whatever the count: it reported
+// the 4 s backoff of a fifth delivery while it waited nothing), and the
+// decision's RetryAfter says so.
 func TestCanceledContextReportsTheWaitApplied(t *testing.T) {
 	scope := once.New(memory.New(nil)).Scope("billing")
 	ack := &fakeAck{}
 	d := &amqp.Delivery{Acknowledger: ack, MessageId: "m-1", Body: []byte("x"), Headers: amqp.Table{"x-delivery-count": int64(4)}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var reported once.Decision
+	start := time.Now()
 	dec, err := amqponce.Process(ctx, scope, d, func(ctx context.Context, _ *amqp.Delivery) error {
 		cancel() // SIGTERM while the handler runs
 		return ctx.Err()
-	}, &amqponce.Config{OnDecision: func(_ *amqp.Delivery, dec once.Decision, _ error) { reported = dec }})
+	}, &amqponce.Config{RequeueBackoff: 30 * time.Millisecond, OnDecision: func(_ *amqp.Delivery, dec once.Decision, _ error) { reported = dec }})
+	require.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond, "waited before the requeue")
 	require.ErrorIs(t, err, context.Canceled)
 	require.Equal(t, once.ReasonCanceled, dec.Reason)
-	require.Zero(t, dec.RetryAfter)
-	require.Zero(t, reported.RetryAfter, "OnDecision sees the wait applied too")
+	require.Equal(t, 30*time.Millisecond, dec.RetryAfter)
+	require.Equal(t, 30*time.Millisecond, reported.RetryAfter, "OnDecision sees the wait applied too")
 	require.Equal(t, 1, ack.nacks)
 	require.True(t, ack.requeue)
 }
