@@ -180,13 +180,15 @@ func Reject(err error) error {
 // A handler that returns the error of Consume's ctx, or one wrapping it
 // (or its cause), after ctx ended is answered ReasonCanceled, not
 // ReasonHandlerError: a consumer shutting down is not a failure of the
-// message, and the adapters never count it toward MaxDeliveries nor
-// dead-letter it. A deadline set on the ctx given to Consume therefore
-// counts as canceled too; a handler's own timeout belongs inside the
-// handler (context.WithTimeout of the handler's ctx), whose expiry is a
-// handler error. (watermillonce counts a message context past its
-// deadline as a handler failure: Watermill's deadline is a per-message
-// one, middleware.Timeout's, while its shutdown cancels.)
+// message. A deadline set on the ctx given to Consume therefore counts as
+// canceled too; a handler's own timeout belongs inside the handler
+// (context.WithTimeout of the handler's ctx), whose expiry is a handler
+// error. The broker adapters tell the two apart by ctx's error: a
+// cancelled ctx is a shutdown, never counted toward MaxDeliveries nor
+// dead-lettered, while a ctx past its deadline (a per-message timeout
+// around the adapter's call, a Watermill middleware.Timeout) is backed
+// off and counted as a handler failure, so that a handler that always
+// outlives it is not redelivered forever.
 //
 // The unrecorded and lease-lost rows are the core's own completion
 // failures (Outcome.Unrecorded, Outcome.LeaseLost), never read from the

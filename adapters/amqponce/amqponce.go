@@ -23,7 +23,7 @@ import (
 const DefaultMaxRequeueDelay = 5 * time.Second
 
 // MaxShutdownWait bounds how long Process waits before a requeue once its
-// context has ended (a shutdown): RequeueBackoff, at most MaxRequeueDelay
+// context is cancelled (a shutdown): RequeueBackoff, at most MaxRequeueDelay
 // and at most MaxShutdownWait. A consumer shutting down that still
 // receives deliveries would otherwise get each requeued one back at once,
 // hundreds of times a second, each a delivery that a quorum queue counts
@@ -88,9 +88,10 @@ type Config struct {
 	// lease): RequeueBackoff on the first delivery, doubled for every
 	// further one (Deliveries), at most MaxRequeueDelay. A store outage
 	// waits once.StoreRetryAfter doubled the same way. Once Process's
-	// context has ended (a shutdown), a requeue waits RequeueBackoff
+	// context is cancelled (a shutdown), a requeue waits RequeueBackoff
 	// whatever the count, at most MaxRequeueDelay and MaxShutdownWait (see
-	// the package doc). The delivery
+	// the package doc); a context past its deadline is backed off as a
+	// handler error. The delivery
 	// count is only known on quorum queues (x-delivery-count); classic
 	// queues tell only whether a delivery is a redelivery (counted 2).
 	// Defaults to DefaultRequeueBackoff; a negative value requeues at once.
@@ -102,9 +103,12 @@ type Config struct {
 	// not its handler failures: the requeues of an in-progress or held key,
 	// of a store outage or of a shutdown, and the redeliveries of a killed
 	// consumer's deliveries count too, so a message may be dead-lettered
-	// on fewer than MaxDeliveries handler failures. A shutdown
-	// (once.ReasonCanceled) and the other retry reasons (in progress,
-	// store down, held) are never dead-lettered by it.
+	// on fewer than MaxDeliveries handler failures. A handler that
+	// outlives a deadline on Process's context (once.ReasonCanceled,
+	// context.DeadlineExceeded) counts as failing. A shutdown
+	// (once.ReasonCanceled, the context cancelled) and the other retry
+	// reasons (in progress, store down, held) are never dead-lettered by
+	// it.
 	//
 	// It needs the x-delivery-count header of a quorum queue. On a classic
 	// queue a delivery counts 1, or 2 once redelivered, forever: a
@@ -133,15 +137,15 @@ var (
 // acknowledgement's error. It never panics: a panic in h is answered with
 // a requeue (once.ReasonPanicked). A RetryLater waits before its requeue
 // (see the package doc); the returned decision's RetryAfter is the wait
-// applied, at most Config.MaxRequeueDelay, not the hint. Once ctx has
-// ended (a shutdown), the requeue waits Config.RequeueBackoff, at most
+// applied, at most Config.MaxRequeueDelay, not the hint. Once ctx is
+// cancelled (a shutdown), the requeue waits Config.RequeueBackoff, at most
 // MaxShutdownWait, or what is left of the wait if less, and Process
-// returns ctx's error with the acknowledgement's after such a wait. A
-// handler failing on
+// returns ctx's error with the acknowledgement's after such a wait; a ctx
+// past its deadline does not shorten the wait. A handler failing on
 // the Config.MaxDeliveries-th delivery dead-letters it
 // (once.ReasonExhausted).
 func Process(ctx context.Context, scope once.Scope, d *amqp.Delivery, h Handler, cfg *Config) (once.Decision, error) {
-	return settleAndReport(ctx, d, pace(d, decide(ctx, scope, d, h, cfg), cfg), cfg)
+	return settleAndReport(ctx, d, pace(ctx, d, decide(ctx, scope, d, h, cfg), cfg), cfg)
 }
 
 // ProcessTx is Process with the handler inside one database transaction,
@@ -160,7 +164,7 @@ func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, d *amqp.Deliver
 		hd := handlerCopy(d)
 		dec = once.ConsumeTx(ctx, scope, key, fp, begin, func(ctx context.Context, tx X) error { return h(ctx, tx, hd) })
 	}
-	return settleAndReport(ctx, d, pace(d, dec, cfg), cfg)
+	return settleAndReport(ctx, d, pace(ctx, d, dec, cfg), cfg)
 }
 
 // Settle acknowledges d as dec says, waiting at most maxDelay before a
@@ -168,14 +172,15 @@ func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, d *amqp.Deliver
 // if ctx ends during the wait, after requeueing. Unlike Process, it
 // applies no backoff or delivery limit.
 func Settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay time.Duration) error {
-	_, err := settle(ctx, d, dec, maxDelay, 0)
+	_, err := settle(ctx, d, dec, maxDelay, 0, false)
 	return err
 }
 
 // settle is Settle; it also returns the wait applied before a requeue.
 // Once ctx has ended, before the wait or during it, the requeue waits at
-// most grace more, within the wait planned.
-func settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay, grace time.Duration) (time.Duration, error) {
+// most grace more, within the wait planned; with paceDeadline, a ctx past
+// its deadline (a per-message timeout, not a shutdown) waits all of it.
+func settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay, grace time.Duration, paceDeadline bool) (time.Duration, error) {
 	if d == nil {
 		return 0, errNilDelivery
 	}
@@ -187,17 +192,30 @@ func settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay, 
 	}
 	var waitErr error
 	wait := max(min(dec.RetryAfter, maxDelay), 0)
+	shutdown := func() bool {
+		err := ctx.Err()
+		return err != nil && !(paceDeadline && errors.Is(err, context.DeadlineExceeded))
+	}
 	if wait > 0 {
 		var waited time.Duration
-		if ctx.Err() == nil {
+		if !shutdown() {
 			start := time.Now()
 			t := time.NewTimer(wait)
+			var done <-chan struct{}
+			if ctx.Err() == nil {
+				done = ctx.Done()
+			}
 			select {
 			case <-t.C:
 				waited = wait
-			case <-ctx.Done():
-				t.Stop()
-				waited = min(time.Since(start), wait)
+			case <-done:
+				if shutdown() {
+					t.Stop()
+					waited = min(time.Since(start), wait)
+				} else { // past its deadline: paced all the same
+					<-t.C
+					waited = wait
+				}
 			}
 		}
 		if waited < wait { // ctx ended: a shutdown
@@ -216,7 +234,7 @@ func settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay, 
 // settleAndReport settles d and reports dec with, for a requeue, the wait
 // actually applied as its RetryAfter.
 func settleAndReport(ctx context.Context, d *amqp.Delivery, dec once.Decision, cfg *Config) (once.Decision, error) {
-	wait, err := settle(ctx, d, dec, maxRequeueDelay(cfg), shutdownWait(cfg))
+	wait, err := settle(ctx, d, dec, maxRequeueDelay(cfg), shutdownWait(cfg), true)
 	if dec.Action == once.RetryLater && d != nil {
 		dec.RetryAfter = wait
 	}

@@ -1,6 +1,8 @@
 package amqponce
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -22,8 +24,10 @@ const DefaultRequeueBackoff = 250 * time.Millisecond
 // once.StoreRetryAfter doubled per earlier delivery; a RetryLater without
 // a hint waits RequeueBackoff doubled per earlier delivery. Every wait is
 // at most MaxRequeueDelay, and the decision's RetryAfter is the wait that
-// Settle applies.
-func pace(d *amqp.Delivery, dec once.Decision, cfg *Config) once.Decision {
+// Settle applies. A shutdown (ReasonCanceled) waits shutdownWait; one
+// whose ctx is past its deadline (a per-message timeout) is no shutdown:
+// it is a handler failure, backed off and limited as one.
+func pace(ctx context.Context, d *amqp.Delivery, dec once.Decision, cfg *Config) once.Decision {
 	if dec.Action != once.RetryLater || d == nil {
 		return dec
 	}
@@ -32,7 +36,8 @@ func pace(d *amqp.Delivery, dec once.Decision, cfg *Config) once.Decision {
 		c = *cfg
 	}
 	n := Deliveries(d)
-	if c.MaxDeliveries > 0 && n >= int64(c.MaxDeliveries) && (dec.Reason == once.ReasonHandlerError || dec.Reason == once.ReasonPanicked) {
+	timedOut := dec.Reason == once.ReasonCanceled && ctx != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
+	if c.MaxDeliveries > 0 && n >= int64(c.MaxDeliveries) && (dec.Reason == once.ReasonHandlerError || dec.Reason == once.ReasonPanicked || timedOut) {
 		return once.Decision{Action: once.DeadLetter, Reason: once.ReasonExhausted,
 			Err: fmt.Errorf("amqponce: delivery %d of at most %d, %s: %w", n, c.MaxDeliveries, dec.Reason, dec.Err)}
 	}
@@ -42,7 +47,7 @@ func pace(d *amqp.Delivery, dec once.Decision, cfg *Config) once.Decision {
 		// Every requeue is a counted delivery: wait out the owner's lease
 		// (or the hold) up to the cap, not the core's one-second hint.
 		dec.RetryAfter = redelivery.InProgressWait(dec)
-	case dec.Reason == once.ReasonCanceled:
+	case dec.Reason == once.ReasonCanceled && !timedOut:
 		// A shutdown: nothing failed, so no backoff by the delivery count,
 		// and a short wait (Settle's grace once ctx has ended) so that a
 		// consumer still receiving does not requeue at broker speed.

@@ -35,19 +35,25 @@
 // earlier delivery, so that a poison message is not requeued at broker
 // speed. The decision's RetryAfter is the wait applied.
 //
-// A shutdown (Process's context has ended) waits too, but briefly:
+// A shutdown (Process's context cancelled) waits too, but briefly:
 // RequeueBackoff (250 ms by default), whatever the delivery count, at
 // most MaxRequeueDelay and at most MaxShutdownWait (1 s). A decision
-// taken after ctx ended (once.ReasonCanceled, or any other) waits that
-// long before its requeue, and a wait that ctx ends midway goes on for at
-// most that long more, so that Process returns within MaxShutdownWait of
-// the end of ctx. Requeued at once, a delivery came straight back to a
-// consumer still receiving while it shut down (869 times a second on the
-// local RabbitMQ), each time a delivery that a quorum queue counts toward
-// its x-delivery-limit, past which the broker dead-letters or drops it;
+// taken after ctx was cancelled (once.ReasonCanceled, or any other) waits
+// that long before its requeue, and a wait that the cancellation
+// interrupts goes on for at most that long more, so that Process returns
+// within MaxShutdownWait of it. Requeued at once, a delivery came
+// straight back to a consumer still receiving while it shut down (869
+// times a second on the local RabbitMQ), each time a delivery that a
+// quorum queue counts toward its x-delivery-limit, past which the broker
+// dead-letters or drops it;
 // natsonce Naks a shutdown after its RetryBackoff for the same reason.
 // Cancel the consumer (Channel.Cancel) or close the channel when
-// shutting down, so that the broker stops delivering. The wait
+// shutting down, so that the broker stops delivering. A context past its
+// deadline (a per-message timeout around Process) is no shutdown: the
+// core answers once.ReasonCanceled for it too, but Process backs it off
+// by the delivery count, waits all of the wait, and counts it toward
+// MaxDeliveries, as a handler error, so that a handler that always
+// outlives the timeout is not requeued forever. The wait
 // holds the delivery's prefetch slot and the goroutine that called
 // Process: a consumer that processes its deliveries one at a time stalls
 // behind it, so process them concurrently (one goroutine per delivery,
@@ -73,8 +79,8 @@
 // consumer shutting down, and redeliveries after a killed consumer, all
 // count, so fewer than MaxDeliveries failures can exhaust it (a shutdown
 // itself never does; each one costs a delivery per RequeueBackoff while
-// the consumer still receives). Classic queues keep no count: a delivery counts 1,
-// or 2 once redelivered, so a MaxDeliveries of 3 or more never fires (a
+// the consumer still receives). Classic queues keep no count: a delivery
+// counts 1, or 2 once redelivered, so a MaxDeliveries of 3 or more never fires (a
 // poison message is requeued forever) and 2 fires on the first failure of
 // any redelivered message, whatever requeued it. Use quorum queues.
 //

@@ -93,3 +93,48 @@ func TestShutdownWaitIsBounded(t *testing.T) {
 		require.True(t, ack.requeue)
 	})
 }
+
+// A per-message timeout on Process's context (context.WithTimeout around
+// each call) made a handler that always outlives it a shutdown on every
+// delivery: the core answers once.ReasonCanceled for any ended context,
+// so the delivery was requeued at once, never backed off and never
+// dead-lettered, whatever MaxDeliveries. A context past its deadline is no
+// shutdown: the requeue waits the delivery count's backoff, all of it,
+// and the MaxDeliveries-th delivery is dead-lettered as a handler error
+// is.
+func TestDeadlineOnProcessContextIsAHandlerFailure(t *testing.T) {
+	e := newEnv(t)
+	q := quorumQueue(t, e)
+	require.NoError(t, e.ch.PublishWithContext(context.Background(), "", q, false, false, amqp.Publishing{Body: []byte("slow"), MessageId: "slow-1"}))
+	scope := once.New(memory.New(nil)).Scope("billing")
+	cfg := &amqponce.Config{RequeueBackoff: 10 * time.Millisecond, MaxRequeueDelay: time.Second, MaxDeliveries: 3}
+	outlives := func(ctx context.Context, _ *amqp.Delivery) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	process := func(d *amqp.Delivery) (once.Decision, time.Duration) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		dec, err := amqponce.Process(ctx, scope, d, outlives, cfg)
+		require.NoError(t, err)
+		return dec, time.Since(start)
+	}
+	for i, want := range []time.Duration{10 * time.Millisecond, 20 * time.Millisecond} {
+		d := e.next(t, q)
+		require.EqualValues(t, i+1, amqponce.Deliveries(d))
+		dec, took := process(d)
+		require.Equal(t, once.RetryLater, dec.Action, "delivery %d: %v", i+1, dec)
+		require.Equal(t, once.ReasonCanceled, dec.Reason)
+		require.ErrorIs(t, dec.Err, context.DeadlineExceeded)
+		require.Equal(t, want, dec.RetryAfter, "delivery %d: backed off by the count", i+1)
+		require.GreaterOrEqual(t, took, want, "delivery %d: the wait was applied", i+1)
+	}
+	dec, _ := process(e.next(t, q))
+	require.Equal(t, once.DeadLetter, dec.Action, "decision %v", dec)
+	require.Equal(t, once.ReasonExhausted, dec.Reason)
+	require.ErrorIs(t, dec.Err, context.DeadlineExceeded)
+	dead := e.next(t, e.dlq)
+	require.Equal(t, "slow-1", dead.MessageId)
+	require.NoError(t, dead.Ack(false))
+}

@@ -1,6 +1,8 @@
 package natsonce
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -26,9 +28,11 @@ const (
 // once.HeldRedelivery), at most MaxRetryBackoff; a shutdown waits RetryBackoff
 // (nothing failed); a store outage waits once.StoreRetryAfter doubled per
 // earlier delivery, and a RetryLater without a hint RetryBackoff doubled
-// per earlier delivery, both at most MaxRetryBackoff. The decision's
+// per earlier delivery, both at most MaxRetryBackoff. A ReasonCanceled
+// whose ctx is past its deadline (a per-message timeout) is no shutdown:
+// it is a handler failure, backed off and limited as one. The decision's
 // RetryAfter is the delay of the Nak.
-func pace(msg jetstream.Msg, d once.Decision, cfg *Config) once.Decision {
+func pace(ctx context.Context, msg jetstream.Msg, d once.Decision, cfg *Config) once.Decision {
 	if d.Action != once.RetryLater || msg == nil {
 		return d
 	}
@@ -37,13 +41,14 @@ func pace(msg jetstream.Msg, d once.Decision, cfg *Config) once.Decision {
 		c = *cfg
 	}
 	n := deliveries(msg)
-	if c.MaxDeliveries > 0 && n >= uint64(c.MaxDeliveries) && (d.Reason == once.ReasonHandlerError || d.Reason == once.ReasonPanicked) {
+	timedOut := d.Reason == once.ReasonCanceled && ctx != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
+	if c.MaxDeliveries > 0 && n >= uint64(c.MaxDeliveries) && (d.Reason == once.ReasonHandlerError || d.Reason == once.ReasonPanicked || timedOut) {
 		return once.Decision{Action: once.DeadLetter, Reason: once.ReasonExhausted,
 			Err: fmt.Errorf("natsonce: delivery %d of at most %d, %s: %w", n, c.MaxDeliveries, d.Reason, d.Err)}
 	}
 	limit := orDefault(c.MaxRetryBackoff, DefaultMaxRetryBackoff)
 	switch {
-	case d.Reason == once.ReasonCanceled:
+	case d.Reason == once.ReasonCanceled && !timedOut:
 		// A shutdown: nothing failed, so no backoff by the delivery count
 		// (it would park the message up to MaxRetryBackoff during a
 		// rolling restart); the first delivery's wait, so that a consumer

@@ -44,8 +44,13 @@
 //     Config.RetryBackoff doubled per earlier delivery, at most
 //     Config.MaxRetryBackoff, so that a poison message is not redelivered
 //     at broker speed;
-//   - a consumer shutting down (once.ReasonCanceled): Config.RetryBackoff
-//     (1 s by default), whatever the delivery count, since nothing failed.
+//   - a consumer shutting down (once.ReasonCanceled, Process's context
+//     cancelled): Config.RetryBackoff (1 s by default), whatever the
+//     delivery count, since nothing failed. A context past its deadline (a
+//     per-message timeout around Process) is no shutdown: the core answers
+//     once.ReasonCanceled for it too, but Process backs it off and limits
+//     it as a handler error, so that a handler that always outlives the
+//     timeout is not redelivered every RetryBackoff forever.
 //
 // Config.MaxDeliveries terminates a message (once.ReasonExhausted) whose
 // handler fails (error or panic) on a delivery whose NumDelivered is at
@@ -55,7 +60,8 @@
 // was killed or stalled, and the failures all count. A message that waited
 // in progress for three deliveries is terminated on its handler's first
 // failure when MaxDeliveries is 4. A shutdown itself (the handler returns
-// the context's error) is never terminated.
+// the error of the cancelled context) is never terminated; a handler that
+// outlives a deadline on Process's context is, as a handler error.
 //
 // The consumer's MaxDeliver: leave it at -1 (unlimited, JetStream's
 // default) and bound a poison message with Config.MaxDeliveries. A message

@@ -50,9 +50,11 @@ type Config struct {
 	// lease): RetryBackoff on the first delivery, doubled for every
 	// further one (JetStream's NumDelivered), at most MaxRetryBackoff. A
 	// poison message is so redelivered ever more slowly, not at broker
-	// speed. A shutdown (once.ReasonCanceled: nothing failed) is Nak-ed
-	// after RetryBackoff (at most MaxRetryBackoff), whatever the delivery
-	// count, so that another consumer takes the message soon.
+	// speed. A shutdown (once.ReasonCanceled with Process's context
+	// cancelled: nothing failed) is Nak-ed after RetryBackoff (at most
+	// MaxRetryBackoff), whatever the delivery count, so that another
+	// consumer takes the message soon; a context past its deadline is
+	// backed off as a handler error.
 	// MaxRetryBackoff also bounds the Nak delay of a store outage,
 	// once.StoreRetryAfter doubled per delivery, and of a key in progress
 	// elsewhere, the owner's lease left. Defaults to DefaultRetryBackoff
@@ -68,8 +70,10 @@ type Config struct {
 	// held key, of a store outage or of a shutdown, and the redeliveries
 	// after AckWait of a killed consumer count too, so a message may be
 	// terminated on fewer than MaxDeliveries handler failures (see the
-	// package doc). A shutdown (once.ReasonCanceled) and the other retry
-	// reasons (in progress, store down, held) are never terminated. Leave
+	// package doc). A handler that outlives a deadline on Process's context
+	// (once.ReasonCanceled, context.DeadlineExceeded) counts as failing. A
+	// shutdown (once.ReasonCanceled, the context cancelled) and the other
+	// retry reasons (in progress, store down, held) are never terminated. Leave
 	// the consumer's MaxDeliver unlimited (-1): past it JetStream drops the
 	// message without terminating it. Defaults to 0: no limit.
 	MaxDeliveries int
@@ -91,7 +95,7 @@ type Config struct {
 // failing on the Config.MaxDeliveries-th delivery terminates the message
 // (once.ReasonExhausted).
 func Process(ctx context.Context, scope once.Scope, msg jetstream.Msg, h Handler, cfg *Config) (once.Decision, error) {
-	d := pace(msg, decide(ctx, scope, msg, h, cfg), cfg)
+	d := pace(ctx, msg, decide(ctx, scope, msg, h, cfg), cfg)
 	err := settle(msg, d, cfg != nil && cfg.TermWithReason)
 	report(cfg, msg, d, err)
 	return d, err
@@ -106,7 +110,7 @@ func Process(ctx context.Context, scope once.Scope, msg jetstream.Msg, h Handler
 // redelivery is acknowledged as a replay) or not at all (the redelivery
 // runs the handler).
 func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, msg jetstream.Msg, begin func(context.Context) (X, backends.Store, error), h func(ctx context.Context, tx X, msg jetstream.Msg) error, cfg *Config) (once.Decision, error) {
-	d := pace(msg, decideTx(ctx, scope, msg, begin, h, cfg), cfg)
+	d := pace(ctx, msg, decideTx(ctx, scope, msg, begin, h, cfg), cfg)
 	err := settle(msg, d, cfg != nil && cfg.TermWithReason)
 	report(cfg, msg, d, err)
 	return d, err
