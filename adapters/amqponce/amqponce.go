@@ -252,7 +252,7 @@ func report(cfg *Config, d *amqp.Delivery, dec once.Decision, ackErr error) {
 	cfg.OnDecision(d, dec, ackErr)
 }
 
-// shutdownWait is the wait of a requeue once Process's context has ended:
+// shutdownWait is the wait of a requeue once Process's context is cancelled:
 // the first delivery's backoff, at most MaxShutdownWait.
 func shutdownWait(cfg *Config) time.Duration {
 	base := DefaultRequeueBackoff

@@ -49,7 +49,7 @@ func pace(ctx context.Context, d *amqp.Delivery, dec once.Decision, cfg *Config)
 		dec.RetryAfter = redelivery.InProgressWait(dec)
 	case dec.Reason == once.ReasonCanceled && !timedOut:
 		// A shutdown: nothing failed, so no backoff by the delivery count,
-		// and a short wait (Settle's grace once ctx has ended) so that a
+		// and a short wait (settle's grace once ctx is cancelled) so that a
 		// consumer still receiving does not requeue at broker speed.
 		dec.RetryAfter = shutdownWait(cfg)
 	case dec.Reason == once.ReasonStoreDown:
