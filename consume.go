@@ -102,6 +102,14 @@ func (d Decision) String() string {
 
 // PanicError is the Err of a ReasonPanicked decision: the value the
 // handler panicked with and the stack at the panic.
+//
+// It is also how fn reports to Do a panic it recovered itself, to settle
+// the key otherwise than by the release a panic gets (oncehttp's
+// middleware holds the key of a panicking handler and answers 500): an
+// error from fn whose chain holds a *PanicError makes the call traced as
+// panicked (TraceDoEndData.Panicked), and observers find it in the
+// EventExecuted's FnErr. It changes nothing else: the error's class is
+// that of any error fn returns (Hold, Final, Retry, the classifier's).
 type PanicError struct {
 	Value any
 	Stack []byte

@@ -21,7 +21,8 @@ const (
 	// EventKeyReused: the key is bound to another fingerprint. Op "claim".
 	EventKeyReused
 	// EventExecuted: fn returned. FnTime is its run time; FnErr its error
-	// without a class marker, and Class that error's class.
+	// without a class marker, and Class that error's class (a panic fn
+	// recovered itself is a *PanicError in FnErr's chain).
 	EventExecuted
 	// EventRecorded: the outcome was stored. Op "complete"; StoreTime
 	// includes the retries.

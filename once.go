@@ -57,8 +57,15 @@ func Do[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, fn 
 // the store and whether it is recorded there.
 func DoOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, fn func(context.Context) (T, error)) (Outcome[T], error) {
 	if ctx != nil && scope.cfg != nil && scope.cfg.tracer != nil {
-		return traced(ctx, scope.cfg.tracer, scope.name, key, func(ctx context.Context) (Outcome[T], error) {
-			return doOutcome(ctx, scope, key, fp, fn)
+		return traced(ctx, scope.cfg.tracer, scope.name, key, func(ctx context.Context, recovered *bool) (Outcome[T], error) {
+			if fn == nil {
+				return doOutcome(ctx, scope, key, fp, fn)
+			}
+			return doOutcome(ctx, scope, key, fp, func(ctx context.Context) (T, error) {
+				v, err := fn(ctx)
+				*recovered = returnsPanic(err)
+				return v, err
+			})
 		})
 	}
 	return doOutcome(ctx, scope, key, fp, fn)

@@ -1,6 +1,9 @@
 package once
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Tracer wraps every call of Do and DoOutcome in a start/end pair, as
 // pgx's QueryTracer wraps a query: TraceDoStart runs first, before any
@@ -35,8 +38,11 @@ type TraceDoEndData struct {
 	Recorded bool
 	// Err is the error the call returned.
 	Err error
-	// Panicked reports that the call is panicking (in fn or a hook); the
-	// panic continues after TraceDoEnd.
+	// Panicked reports that fn or a hook panicked: either the call is
+	// panicking, and the panic continues after TraceDoEnd; or fn ran in
+	// this call and returned an error whose chain holds a *PanicError, a
+	// panic it recovered itself (as oncehttp's middleware does, to hold
+	// the key and answer 500; see PanicError), and the call returned Err.
 	Panicked bool
 }
 
@@ -66,14 +72,22 @@ func (p tracerPair) TraceDoEnd(ctx context.Context, d TraceDoEndData) {
 	p.outer.TraceDoEnd(ctx, d)
 }
 
-// traced runs call between the tracer's start and end.
-func traced[T any](ctx context.Context, t Tracer, scope, key string, call func(context.Context) (Outcome[T], error)) (out Outcome[T], err error) {
+// traced runs call between the tracer's start and end. call sets
+// recovered when fn returned a panic it recovered (returnsPanic).
+func traced[T any](ctx context.Context, t Tracer, scope, key string, call func(ctx context.Context, recovered *bool) (Outcome[T], error)) (out Outcome[T], err error) {
 	ctx = t.TraceDoStart(ctx, TraceDoStartData{Scope: scope, Key: key})
-	returned := false
+	returned, recovered := false, false
 	defer func() {
-		t.TraceDoEnd(ctx, TraceDoEndData{Scope: scope, Key: key, Replayed: out.Replayed, Recorded: out.Recorded, Err: err, Panicked: !returned})
+		t.TraceDoEnd(ctx, TraceDoEndData{Scope: scope, Key: key, Replayed: out.Replayed, Recorded: out.Recorded, Err: err, Panicked: !returned || recovered})
 	}()
-	out, err = call(ctx)
+	out, err = call(ctx, &recovered)
 	returned = true
 	return out, err
+}
+
+// returnsPanic reports whether fn's error reports a panic fn recovered:
+// its chain holds a *PanicError.
+func returnsPanic(err error) bool {
+	var p *PanicError
+	return err != nil && errors.As(err, &p)
 }

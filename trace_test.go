@@ -3,6 +3,7 @@ package once_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -73,4 +74,60 @@ func TestTracersNest(t *testing.T) {
 	_, err := once.Do(context.Background(), scope, "k", nil, func(context.Context) (int, error) { return 0, errors.New("x") })
 	require.Error(t, err)
 	assert.Equal(t, []string{"outer start k", "inner start k", "inner end k in inner", "outer end k in inner"}, log)
+}
+
+// An fn that recovers its own panic and returns it as (or wrapped around)
+// a *PanicError, whatever its class, is traced as panicked, as a panic is
+// that leaves Do; its class decides the key's fate as for any error. An
+// error without one, a replay, and a nil fn are not.
+func TestTracerSeesAPanicFnRecovered(t *testing.T) {
+	tr := &spanTracer{name: "a", log: new([]string)}
+	var executed []once.Event
+	scope := once.New(nil, once.WithTracer(tr), once.WithObserver(func(_ context.Context, e once.Event) {
+		if e.Kind == once.EventExecuted {
+			executed = append(executed, e)
+		}
+	})).Scope("s")
+	ctx := context.Background()
+	recovered := func(wrap func(error) error) func(context.Context) (int, error) {
+		return func(context.Context) (v int, err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					err = wrap(&once.PanicError{Value: p})
+				}
+			}()
+			panic("boom")
+		}
+	}
+	_, err := once.Do(ctx, scope, "held", nil, recovered(once.Hold))
+	require.Error(t, err)
+	_, err = once.Do(ctx, scope, "retried", nil, recovered(func(err error) error { return fmt.Errorf("render: %w", err) }))
+	require.Error(t, err)
+	_, err = once.Do(ctx, scope, "final", nil, recovered(once.Final))
+	require.Error(t, err)
+	_, err = once.Do(ctx, scope, "final", nil, recovered(once.Final))
+	require.Error(t, err, "the replay of the stored final error")
+	_, err = once.Do(ctx, scope, "plain", nil, func(context.Context) (int, error) { return 0, errors.New("plain") })
+	require.Error(t, err)
+	_, err = once.Do[int](ctx, scope, "nil", nil, nil)
+	require.ErrorIs(t, err, once.ErrInvalidInput)
+
+	require.Len(t, tr.ends, 6)
+	var p *once.PanicError
+	for i, want := range []bool{true, true, true, false, false, false} {
+		assert.Equal(t, want, tr.ends[i].Panicked, "call %d (%s)", i, tr.ends[i].Key)
+	}
+	require.ErrorAs(t, tr.ends[0].Err, &p)
+	assert.Equal(t, "boom", p.Value)
+	assert.ErrorAs(t, tr.ends[1].Err, &p)
+	_, err = once.Do(ctx, scope, "held", nil, func(context.Context) (int, error) { return 1, nil })
+	assert.ErrorIs(t, err, once.ErrInProgress, "held, as its class says")
+	_, err = once.Do(ctx, scope, "retried", nil, func(context.Context) (int, error) { return 1, nil })
+	assert.NoError(t, err, "released, as its class says")
+
+	require.Len(t, executed, 5) // the four that ran fn, and the retried key again
+	for _, e := range executed[:3] {
+		assert.ErrorAs(t, e.FnErr, &p, e.Key)
+	}
+	assert.Equal(t, []once.Class{once.ClassHold, once.ClassRetry, once.ClassFinal}, []once.Class{executed[0].Class, executed[1].Class, executed[2].Class})
 }
