@@ -115,9 +115,14 @@
 // the hold ends), and answers 500 Problem Details (request-failed). It
 // does not panic again: net/http would abort the connection, which
 // clients retry with the same key (Transport, and net/http's own
-// Transport on a reused connection). Nothing of the buffered response is
-// sent (its representation headers, Location and cookies are dropped;
-// headers set by outer middleware stay) and nothing is stored. A panic
+// Transport on a reused connection). The core's tracer and observers see
+// the panic all the same: the held 500 wraps a *once.PanicError, so the
+// call's once.TraceDoEndData.Panicked is true (onceotel's OutcomePanic)
+// and the once.EventExecuted's FnErr holds it; the held record keeps the
+// 500's message and no code, whatever the panic value. Nothing of the
+// buffered response is sent (its representation headers, Location and
+// cookies are dropped; headers set by outer middleware stay) and nothing
+// is stored. A panic
 // with http.ErrAbortHandler, or one after the response started streaming
 // (see Buffering), is settled the same way and then aborts the connection
 // (the middleware panics with http.ErrAbortHandler, which net/http does

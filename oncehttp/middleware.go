@@ -216,12 +216,13 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 			rec = &recorder{rw: w, method: r.Method, allow: m.allow, limit: m.maxStored}
 			if panicked = runHandler(next, rec, r.WithContext(ctx)); panicked != nil {
 				// The handler may have acted before it panicked: settled
-				// as a 500 of unknown outcome, held by default.
-				return storedResponse{}, m.serverError(http.StatusInternalServerError)
+				// as a 500 of unknown outcome, held by default, that
+				// tells the core's tracer and observers of the panic.
+				return storedResponse{}, m.serverError(http.StatusInternalServerError, panicked)
 			}
 			rec.finish()
 			if rec.status >= 500 {
-				return storedResponse{}, m.serverError(rec.status)
+				return storedResponse{}, m.serverError(rec.status, nil)
 			}
 			if !m.stores(rec.status, storeChoice(g.choice.Load())) {
 				return storedResponse{}, &notStoredError{status: rec.status}
@@ -255,10 +256,13 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 	m.writeError(w, err)
 }
 
-// serverError is what fn returns for a 5xx response: released, or held
-// (wrapped in once.Hold), as OnServerError says.
-func (m *Middleware) serverError(status int) error {
+// serverError is what fn returns for a 5xx response, or a panic p:
+// released, or held (wrapped in once.Hold), as OnServerError says.
+func (m *Middleware) serverError(status int, p *handlerPanic) error {
 	err := &serverError{status: status}
+	if p != nil {
+		err.panic = &once.PanicError{Value: p.value, Stack: p.stack}
+	}
 	if m.onServerError(status) == Release {
 		return err
 	}
@@ -323,11 +327,29 @@ func retryAfterSeconds(d time.Duration) int {
 }
 
 // serverError is what fn returns for a 5xx response: retryable (released)
-// or, wrapped in once.Hold, held.
-type serverError struct{ status int }
+// or, wrapped in once.Hold, held. For a handler's panic, it wraps the
+// panic as a *once.PanicError, so that the core traces the call as
+// panicked (once.TraceDoEndData.Panicked); its text and code, which a
+// held record keeps, are those of the 500 all the same.
+type serverError struct {
+	status int
+	panic  *once.PanicError
+}
 
 func (e *serverError) Error() string {
 	return "oncehttp: handler answered " + strconv.Itoa(e.status)
+}
+
+// ErrorCode is the held record's code: none, whatever the panic value's
+// (errors.As finds this one first).
+func (e *serverError) ErrorCode() string { return "" }
+
+// Unwrap returns the handler's panic, if any.
+func (e *serverError) Unwrap() error {
+	if e.panic == nil {
+		return nil
+	}
+	return e.panic
 }
 
 // notStoredError is what fn returns for a response that is not stored

@@ -17,6 +17,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/memory"
 )
 
 // syncBuffer is a log destination the server's goroutines write to.
@@ -180,3 +182,83 @@ func TestPanicThatAbortsTheConnectionHoldsTheKey(t *testing.T) {
 		assert.Equal(t, int64(1), runs.Load())
 	})
 }
+
+// endTracer records the end of every call.
+type endTracer struct {
+	mu   sync.Mutex
+	ends []once.TraceDoEndData
+}
+
+func (t *endTracer) TraceDoStart(ctx context.Context, _ once.TraceDoStartData) context.Context {
+	return ctx
+}
+
+func (t *endTracer) TraceDoEnd(_ context.Context, d once.TraceDoEndData) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.ends = append(t.ends, d)
+}
+
+// A handler's panic, which the middleware recovers to hold the key, is a
+// panic to the core's tracer (TraceDoEndData.Panicked) and observers (a
+// *once.PanicError with the value in the executed event's FnErr), as a
+// panic of fn is: onceotel records it as OutcomePanic, not a held call.
+// What is stored (the held record's code and message) and answered is
+// that of any 500, whatever the panic value; a handler's own 500 is not a
+// panic.
+func TestPanicIsTracedAsAPanic(t *testing.T) {
+	store := memory.New(nil)
+	tr := &endTracer{}
+	var mu sync.Mutex
+	var executed []once.Event
+	k := once.New(store, once.WithTracer(tr), once.WithObserver(func(_ context.Context, e once.Event) {
+		if e.Kind == once.EventExecuted {
+			mu.Lock()
+			executed = append(executed, e)
+			mu.Unlock()
+		}
+	}))
+	srv, _ := panicServer(t, k, Config{}, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/panic":
+			panic(codedPanic{})
+		case "/500":
+			http.Error(w, "failed", http.StatusInternalServerError)
+		}
+	})
+	first := call(t, srv, "POST", "/panic", "", "p", "x")
+	assert.Equal(t, http.StatusInternalServerError, first.status)
+	assert.Equal(t, DefaultProblemBase+"request-failed", first.problem(t).Type)
+	own := call(t, srv, "POST", "/500", "", "e", "x")
+	assert.Equal(t, http.StatusInternalServerError, own.status)
+
+	require.Len(t, tr.ends, 2)
+	assert.True(t, tr.ends[0].Panicked, "the handler panicked")
+	var pe *once.PanicError
+	require.ErrorAs(t, tr.ends[0].Err, &pe)
+	assert.Equal(t, codedPanic{}, pe.Value)
+	assert.NotEmpty(t, pe.Stack)
+	assert.False(t, tr.ends[1].Panicked, "a handler's own 500 is no panic")
+	assert.NotErrorAs(t, tr.ends[1].Err, &pe)
+
+	mu.Lock()
+	require.Len(t, executed, 2)
+	assert.ErrorAs(t, executed[0].FnErr, &pe)
+	assert.Equal(t, once.ClassHold, executed[0].Class)
+	mu.Unlock()
+
+	for _, key := range []string{"p", "e"} {
+		rec, _, found, err := store.Get(context.Background(), "u", key)
+		require.NoError(t, err)
+		require.True(t, found, key)
+		assert.Equal(t, backends.StateHeld, rec.State, key)
+		assert.Empty(t, rec.Held.Code, "%s: the panic value's code is not the held record's", key)
+		assert.Equal(t, "oncehttp: handler answered 500", rec.Held.Message, key)
+	}
+}
+
+// codedPanic is a panic value with an error code.
+type codedPanic struct{}
+
+func (codedPanic) Error() string     { return "coded panic" }
+func (codedPanic) ErrorCode() string { return "coded" }

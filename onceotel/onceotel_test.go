@@ -153,6 +153,35 @@ func TestHTTPMiddlewareCallsAreTraced(t *testing.T) {
 	assert.Equal(t, onceotel.OutcomeReplayed, spanOutcome(ended[1]))
 }
 
+// A handler's panic, which the middleware recovers to hold the key and
+// answer 500, is a panic to the tracer, not a held call; a handler's own
+// 500 is held.
+func TestHTTPMiddlewarePanicIsTracedAsAPanic(t *testing.T) {
+	inst, _, spans := setup(t)
+	m, err := oncehttp.New(once.New(nil, inst.Options()...), oncehttp.Config{
+		Scope: func(*http.Request) (string, error) { return "buyer-1", nil },
+	})
+	require.NoError(t, err)
+	h := m.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/panic" {
+			panic("boom")
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	for _, path := range []string{"/panic", "/fail"} {
+		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(`{}`))
+		req.Header.Set("Idempotency-Key", "k"+path)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		require.Equal(t, http.StatusInternalServerError, w.Code)
+	}
+	ended := spans.Ended()
+	require.Len(t, ended, 2)
+	assert.Equal(t, onceotel.OutcomePanic, spanOutcome(ended[0]))
+	assert.Equal(t, codes.Error, ended[0].Status().Code)
+	assert.Equal(t, onceotel.OutcomeHeld, spanOutcome(ended[1]))
+}
+
 // postgres.DoTx calls the core with the scope's policy, tracer included.
 func TestDoTxCallsAreTraced(t *testing.T) {
 	inst, _, spans := setup(t)
