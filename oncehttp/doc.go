@@ -149,10 +149,11 @@
 //	replayed := oncehttp.Replayed(resp)
 //
 // Transport attaches the key (the request's header, WithKey's, or one made
-// per request), retries connection errors, 429, 502, 503 and 504 with
-// Retry-After or capped exponential backoff with jitter, within
-// MaxAttempts and the context's deadline, polls the in-progress 409 at its
-// Retry-After for at most MaxInProgressWait in all, and never
-// retries a final answer (400, 402, 422, a held key's 409, a handler's
-// own 409…). See Transport.
+// per request), retries connection errors, 429, 502, 503 and 504 (and
+// another server's 409 with Retry-After) with Retry-After or capped
+// exponential backoff with jitter, within MaxAttempts and the context's
+// deadline, polls the running 409 (key_state "running") at its
+// Retry-After for at most MaxInProgressWait in all, and never retries a
+// final answer (400, 402, 422, a held key's 409, a handler's own 409…).
+// See Transport.
 package oncehttp

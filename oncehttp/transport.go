@@ -41,38 +41,47 @@ import (
 // that implements the draft does not process it again, and oncehttp's
 // Middleware holds the key of a request whose handler panicked), or when
 // its status is one of RetryStatus: by default 409, 429, 502, 503 and 504.
-// A 409 is retried only when it says that the first request with the key
-// is still being processed: it has Retry-After and, if it is a Problem
-// Details document with a key_state member, that member is "running" (the
-// Middleware's request-in-progress). A 409 for a held key (key_state
-// "held": the outcome is unknown, and a retry once its Retry-After passed
-// would run the request again) and a handler's own 409 (a business
-// conflict, without Retry-After) are returned to the caller, the latter
-// with every header its handler set. Every other answer is final
-// and returned at once, 400, 402 and 422 included. So is an answer marked
-// "Idempotent-Replayed: true", whatever its status (a handler's own 409
-// conflict, stored and replayed, say): it is the stored answer for the
-// key, which no retry can change. A server's explicit advice wins over
-// the status (not over the replay marker): "Stripe-Should-Retry: false" makes any
-// answer final, and "true" makes a 4xx or 5xx retried (as a failure, below).
+// A 409 is retried only with Retry-After. One that is a Problem Details
+// document (application/problem+json) with a key_state member is retried
+// only when that member is "running" (the Middleware's
+// request-in-progress): the first request with the key is still being
+// processed, and the retry is a poll (below). A 409 for a held key
+// (key_state "held": the outcome is unknown, and a retry once its
+// Retry-After passed would run the request again) and a handler's own 409
+// (a business conflict, without Retry-After) are returned to the caller,
+// the latter with every header its handler set. Any other 409 with
+// Retry-After, from a server that is not oncehttp, cannot be told from a
+// conflict that asks to come back: it may be the draft's answer while the
+// first request with the key is in progress (the draft answers a
+// concurrent request 409), so it is retried, but as a failure, counted
+// toward MaxAttempts as a 429 or 503 is, never polled. Every other answer
+// is final and returned at once, 400, 402 and 422 included. So is an
+// answer marked "Idempotent-Replayed: true", whatever its status (a
+// handler's own 409 conflict, stored and replayed, say): it is the stored
+// answer for the key, which no retry can change. A server's explicit
+// advice wins over the status (not over the replay marker):
+// "Stripe-Should-Retry: false" makes any answer final, and "true" makes a
+// 4xx or 5xx retried (as a failure, below).
 //
-// A retried in-progress 409 is a poll, not a failure: the first request
-// with the key is running, and the Transport waits for it to finish. Polls
-// do not count toward MaxAttempts; they are bounded by MaxInProgressWait,
-// the sum of the waits planned between them (not the time that passed):
-// a poll whose wait would take that sum past it is not made, and the
-// running 409 is returned. A poll's wait is its Retry-After, but at least
+// A retried running 409 is a poll, not a failure: the first request with
+// the key is running, and the Transport waits for it to finish. Polls do
+// not count toward MaxAttempts; they are bounded by MaxInProgressWait, the
+// sum of the waits planned between them (not the time that passed): a
+// poll whose wait would take that sum past it is not made, and the running
+// 409 is returned. A poll's wait is its Retry-After, but at least
 // BaseDelay (100ms by default, without jitter; also for a Retry-After that
-// does not parse), so that "Retry-After: 0" cannot spin. Every other retried outcome is a failure (a connection
-// error, 429, 502, 503, 504, a retry Stripe-Should-Retry asks for), and
-// MaxAttempts counts the attempts that failed; its wait is the answer's
-// Retry-After when it has one, else a capped exponential backoff with
-// jitter. Either wait must be at most MaxRetryAfter: an answer that asks
-// for longer ends the retries. Retries also stop when the request's
-// context ends, and before a wait that would outlast the context's
-// deadline. When retries stop, the last answer (or error) is returned as
-// is, and a response that is returned is never read or closed by the
-// Transport.
+// does not parse), so that "Retry-After: 0" cannot spin. A RetryStatus
+// without 409 turns polls off (and every other retry of a 409), and so
+// does MaxAttempts 1. Every other retried outcome is a failure (a
+// connection error, 429, 502, 503, 504, a 409 that is not a running one,
+// a retry Stripe-Should-Retry asks for), and MaxAttempts counts the
+// attempts that failed; its wait is the answer's Retry-After when it has
+// one, else a capped exponential backoff with jitter. Either wait must be
+// at most MaxRetryAfter: an answer that asks for longer ends the retries.
+// Retries also stop when the request's context ends, and before a wait
+// that would outlast the context's deadline. When retries stop, the last
+// answer (or error) is returned as is, and a response that is returned is
+// never read or closed by the Transport.
 //
 // Each retry resends the body byte for byte through req.GetBody (which
 // http.NewRequest sets for bytes, strings and their readers). A request
@@ -110,7 +119,8 @@ type Transport struct {
 	// MaxInProgressWait is the longest the Transport waits in total, across
 	// polls, for the first request with the key to finish (the sum of the
 	// planned waits after running 409s, see Retries); an answer after that
-	// is returned to the caller. Defaults to 60s.
+	// is returned to the caller. Defaults to 60s. To poll not at all, leave
+	// 409 out of RetryStatus.
 	MaxInProgressWait time.Duration
 
 	// BaseDelay is the backoff after the first failed attempt; it doubles
@@ -129,7 +139,9 @@ type Transport struct {
 
 	// RetryStatus reports whether an answer with the status is retried.
 	// Defaults to DefaultRetryStatus. A 409 it retries is retried only
-	// when it is an in-progress answer (see Retries).
+	// with Retry-After and not for a held key, and polled only when it
+	// says the key is running (see Retries); leave 409 out to return every
+	// 409 at once, with no polls.
 	RetryStatus func(status int) bool
 
 	// NewKey makes the key of a request that has none. Defaults to NewKey
@@ -263,7 +275,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 }
 
 // retryable reports whether an attempt's outcome calls for another, and
-// whether that one is a poll: the outcome is a running 409 (stillRunning),
+// whether that one is a poll: the outcome is a running 409 (retryConflict),
 // which is not a failure of the attempt.
 func (t *Transport) retryable(ctx context.Context, resp *http.Response, err error) (retry, poll bool) {
 	if err != nil {
@@ -282,31 +294,32 @@ func (t *Transport) retryable(ctx context.Context, resp *http.Response, err erro
 		return false, false
 	}
 	if resp.StatusCode == http.StatusConflict {
-		running := stillRunning(resp)
-		return running, running
+		return retryConflict(resp)
 	}
 	return true, false
 }
 
-// maxProblemRead caps what stillRunning reads of a 409's body.
+// maxProblemRead caps what retryConflict reads of a 409's body.
 const maxProblemRead = 8 << 10
 
-// stillRunning reports whether a 409 is the server's answer that the
-// first request with the key is still being processed, the one 409 a
-// retry resolves: a 409 with Retry-After (the draft's in-progress answer,
-// as oncehttp's request-in-progress sends it), unless it is a Problem
-// Details document whose key_state member is other than "running". So a
-// held key (key_state "held": the outcome is unknown, and a retry once
-// its Retry-After passed would run the request again) is final, and so is
-// a handler's own 409 (a business conflict, which the first execution
-// answers without Retry-After and without the replay marker). The part of
-// the body it reads is put back.
-func stillRunning(resp *http.Response) bool {
+// retryConflict reports whether a 409 is retried, and whether as a poll.
+// A 409 without Retry-After is final (a handler's own conflict, which the
+// first execution answers without it and without the replay marker), and
+// so is a Problem Details document whose key_state member is other than
+// "running" ("held": the outcome is unknown, and a retry once its
+// Retry-After passed would run the request again), or that does not
+// parse. One whose key_state is "running" (oncehttp's request-in-progress)
+// says that the first request with the key is being processed: a poll.
+// Any other 409 with Retry-After (the draft's in-progress answer from a
+// server that is not oncehttp, or a conflict that asks to come back) is
+// retried as a failure, counted toward MaxAttempts. The part of the body
+// it reads is put back.
+func retryConflict(resp *http.Response) (retry, poll bool) {
 	if resp.Header.Get("Retry-After") == "" {
-		return false
+		return false, false
 	}
 	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err != nil || mt != "application/problem+json" || resp.Body == nil {
-		return true
+		return true, false
 	}
 	body := resp.Body
 	head, err := io.ReadAll(io.LimitReader(body, maxProblemRead))
@@ -316,15 +329,21 @@ func stillRunning(resp *http.Response) bool {
 	}
 	resp.Body = &rereadBody{Reader: io.MultiReader(bytes.NewReader(head), rest), Closer: body}
 	if err != nil {
-		return false
+		return false, false
 	}
 	var doc struct {
 		KeyState *string `json:"key_state"`
 	}
 	if json.Unmarshal(head, &doc) != nil {
-		return false // not the document it says it is (or over maxProblemRead)
+		return false, false // not the document it says it is (or over maxProblemRead)
 	}
-	return doc.KeyState == nil || *doc.KeyState == keyRunning
+	switch {
+	case doc.KeyState == nil:
+		return true, false
+	case *doc.KeyState == keyRunning:
+		return true, true
+	}
+	return false, false
 }
 
 // rereadBody is a response body whose first bytes were read and put back.

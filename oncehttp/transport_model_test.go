@@ -51,9 +51,10 @@ func (s step) retried() bool {
 }
 
 // running reports whether s is a running 409 the Transport polls: one that
-// does not count toward MaxAttempts.
+// does not count toward MaxAttempts. A retried 409 that does not say its
+// key is running (a plain one) is a failure.
 func (s step) running() bool {
-	return s.status == http.StatusConflict && s.retried()
+	return s.status == http.StatusConflict && s.retried() && s.problem == keyRunning
 }
 
 // modelOutcome is what the Transport must do with a script: how many
