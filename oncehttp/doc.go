@@ -47,8 +47,13 @@
 //     again.
 //   - Missing key (unless Config.AllowMissingKey), a malformed key or one
 //     Config.ValidateKey refuses: 400. A body over Config.MaxBody: 413.
-//     Scope failure: 401 (or the status of a *ScopeError). Store failure:
-//     503, never the store's error text.
+//     A body that cannot be read in full (the client went away while
+//     sending it): 400 (request-body-invalid), before the key is claimed,
+//     so nothing is stored and a retry with the key runs the handler (a
+//     Config.Fingerprint that does not read the body leaves the read, and
+//     the answer to its failure, to the handler). Scope failure: 401 (or
+//     the status of a *ScopeError). Store failure: 503, never the store's
+//     error text.
 //
 // Every answer of the middleware's own is an RFC 9457
 // application/problem+json document with type, title, status and detail;
