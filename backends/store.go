@@ -290,6 +290,14 @@ type ResolveParams struct {
 	Owner     string
 	Outcome   []byte
 	Retention time.Duration
+	// RefuseLiveClaim makes Resolve leave a pending record whose lease is
+	// live (its owner is running now) as it is: Resolved false, Existing
+	// that record, decided in the same atomic step as the write, so a
+	// claim taken between an earlier read and this Resolve is refused too.
+	// A pending record whose lease has lapsed, a held record and an absent
+	// key are resolved as without it. False (the default) resolves a
+	// pending record whoever owns it, live or not.
+	RefuseLiveClaim bool
 }
 
 // ResolveResult is the result of Store.Resolve.
@@ -298,7 +306,8 @@ type ResolveResult struct {
 	Resolved bool
 	// Existing is the record that prevented it when Resolved is false: a
 	// completed record, a pending or held one whose fingerprint does not
-	// match, a held one under another token's live reconciler lease, or a
+	// match, a held one under another token's live reconciler lease, a
+	// pending one with a live lease (with ResolveParams.RefuseLiveClaim), or a
 	// pending stand-in for a record the store could not see (see "A record
 	// the store cannot see" in the package documentation).
 	Existing Record
@@ -347,6 +356,8 @@ type Store interface {
 	// p.Owner as its owner. Resolve never overwrites a completed record;
 	// it reports Resolved for a completed record that holds p.Owner (non
 	// empty) and p.Outcome already: a re-send of a Resolve that applied.
+	// With p.RefuseLiveClaim it also leaves a pending record whose lease is
+	// live, deciding so atomically with the write.
 	Resolve(ctx context.Context, p ResolveParams) (ResolveResult, error)
 
 	// Hold turns the pending record owned by p.Owner (its lease may have

@@ -1,6 +1,7 @@
 package backendtest
 
 import (
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -85,5 +86,97 @@ func exerciseResolve(t *testing.T, newStore NewStore) {
 		e.elapse(shortLease)
 		require.True(e.t, e.resolve("k", nil, []byte("reconciled")).Resolved)
 		e.requireCompleted(e.probe("k"), []byte("original"), []byte("reconciled"), "a lapsed claim still binds the key")
+	})
+
+	run(t, newStore, "RefuseLiveClaim", func(e *env) {
+		// ResolveParams.RefuseLiveClaim leaves a pending record whose
+		// owner's lease is live as it is, and reports it.
+		owner := Token()
+		e.mustClaim("k", owner, []byte("fp"), longLease, longRetention)
+		for _, fp := range [][]byte{[]byte("fp"), nil} {
+			res := e.resolveRefusing("k", Token(), fp, []byte("reconciled"))
+			require.False(e.t, res.Resolved, "a live claim is refused (fingerprint %q)", fp)
+			require.Equal(e.t, backends.StatePending, res.Existing.State)
+			require.Equal(e.t, []byte("fp"), res.Existing.Fingerprint)
+			require.Nil(e.t, res.Existing.Outcome)
+			require.Positive(e.t, res.Existing.LeaseRemaining, "the owner's lease left")
+			require.LessOrEqual(e.t, res.Existing.LeaseRemaining, longLease)
+		}
+		require.True(e.t, e.renew("k", owner, longLease), "the owner keeps its claim")
+		require.True(e.t, e.complete("k", owner, []byte("owner's"), longRetention), "and completes it")
+		e.requireCompleted(e.probe("k"), []byte("fp"), []byte("owner's"), "the owner's outcome stays")
+
+		// Anything else resolves as without the flag.
+		lapsed := Token()
+		e.mustClaim("lapsed", lapsed, []byte("fp"), shortLease, longRetention)
+		e.mustHold("held", Token(), []byte("fp"), longLease)
+		e.elapse(shortLease)
+		fps := map[string][]byte{"lapsed": []byte("fp"), "held": []byte("fp")}
+		for _, key := range []string{"absent", "lapsed", "held"} {
+			res := e.resolveRefusing(key, Token(), nil, []byte("reconciled"))
+			require.True(e.t, res.Resolved, "%s: %+v", key, res)
+			e.requireCompleted(e.probe(key), fps[key], []byte("reconciled"), key)
+		}
+		require.False(e.t, e.complete("lapsed", lapsed, []byte("late"), longRetention), "the lapsed owner no longer completes")
+
+		// A mismatched fingerprint is refused as ever; a re-send reports
+		// Resolved; a completed record stays.
+		e.mustClaim("mismatch", Token(), []byte("fp"), shortLease, longRetention)
+		e.elapse(shortLease)
+		res := e.resolveRefusing("mismatch", Token(), []byte("other"), []byte("x"))
+		require.False(e.t, res.Resolved)
+		require.Equal(e.t, backends.StatePending, res.Existing.State)
+		resolver := Token()
+		require.True(e.t, e.resolveRefusing("resent", resolver, nil, []byte("v")).Resolved)
+		require.True(e.t, e.resolveRefusing("resent", resolver, nil, []byte("v")).Resolved, "a re-send reports Resolved")
+		res = e.resolveRefusing("resent", Token(), nil, []byte("w"))
+		require.False(e.t, res.Resolved)
+		require.Equal(e.t, []byte("v"), res.Existing.Outcome)
+	})
+
+	run(t, newStore, "RefuseLiveClaimRacesClaim", func(e *env) {
+		// A refusing Resolve and a Claim of one key, concurrently: one of
+		// them wins, never both (a Resolve that read the key absent, then
+		// wrote over the claim taken meanwhile, fails here).
+		const keys = 40
+		for i := range keys {
+			key := "race-" + Token()[:8]
+			owner := Token()
+			var (
+				wg       sync.WaitGroup
+				claim    backends.ClaimResult
+				resolved backends.ResolveResult
+				cErr     error
+				rErr     error
+			)
+			doClaim := func() {
+				defer wg.Done()
+				claim, cErr = e.store.Claim(e.ctx, e.claimParams(key, owner, nil, longLease, longRetention))
+			}
+			doResolve := func() {
+				defer wg.Done()
+				resolved, rErr = e.store.Resolve(e.ctx, backends.ResolveParams{
+					Scope: e.scope, Key: key, Owner: Token(), Outcome: []byte("reconciled"), Retention: longRetention, RefuseLiveClaim: true,
+				})
+			}
+			wg.Add(2)
+			if i%2 == 0 { // both orders of start
+				go doClaim()
+				go doResolve()
+			} else {
+				go doResolve()
+				go doClaim()
+			}
+			wg.Wait()
+			require.NoError(e.t, cErr)
+			require.NoError(e.t, rErr)
+			require.NotEqual(e.t, claim.Claimed, resolved.Resolved, "round %d: exactly one of the claim (%+v) and the resolve (%+v) wins", i, claim, resolved)
+			if claim.Claimed {
+				require.Equal(e.t, backends.StatePending, resolved.Existing.State, "round %d", i)
+				require.True(e.t, e.complete(key, owner, []byte("owner's"), longRetention), "round %d: the owner keeps its claim", i)
+			} else {
+				require.Equal(e.t, backends.StateCompleted, claim.Existing.State, "round %d", i)
+			}
+		}
 	})
 }

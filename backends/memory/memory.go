@@ -350,6 +350,10 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 			// Another reconciler's lease is live: it resolves this key.
 			return backends.ResolveResult{Existing: view(e, now)}, nil
 		}
+		if p.RefuseLiveClaim && e.state == backends.StatePending && now.Before(e.leaseUntil) {
+			// Its owner is running now, and the caller asked to leave it.
+			return backends.ResolveResult{Existing: view(e, now)}, nil
+		}
 		fingerprint = backends.BoundFingerprint(e.fingerprint, p.Fingerprint)
 	}
 	sh.put(k, entry{

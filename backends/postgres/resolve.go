@@ -22,7 +22,9 @@ type resolveRow struct {
 
 // decide turns a resolveRow into a result, or reports that the statement
 // must run again because it lost a race with a concurrent commit.
-func (r resolveRow) decide(given []byte) (res backends.ResolveResult, retry bool) {
+// refuseLive is the call's RefuseLiveClaim: a pending row with a live
+// lease is then an answer, not a race lost.
+func (r resolveRow) decide(given []byte, refuseLive bool) (res backends.ResolveResult, retry bool) {
 	switch {
 	case r.resolved:
 		return backends.ResolveResult{Resolved: true}, false
@@ -31,7 +33,8 @@ func (r resolveRow) decide(given []byte) (res backends.ResolveResult, retry bool
 	}
 	rec := existing(r.state, r.fp, r.outcome, fromMicros(r.leaseUS))
 	if backends.FingerprintMatches(r.fp, given) &&
-		(rec.State == backends.StatePending || rec.State == backends.StateHeld && rec.LeaseRemaining <= 0) {
+		(rec.State == backends.StatePending && (!refuseLive || rec.LeaseRemaining <= 0) ||
+			rec.State == backends.StateHeld && rec.LeaseRemaining <= 0) {
 		return backends.ResolveResult{}, true
 	}
 	if rec.State == backends.StatePending {
@@ -41,7 +44,7 @@ func (r resolveRow) decide(given []byte) (res backends.ResolveResult, retry bool
 }
 
 func (q statements) resolveArgs(p backends.ResolveParams) []any {
-	return []any{p.Scope, p.Key, nonNil(p.Fingerprint), nonNil(p.Outcome), micros(p.Retention), p.Owner, q.lockTimeout}
+	return []any{p.Scope, p.Key, nonNil(p.Fingerprint), nonNil(p.Outcome), micros(p.Retention), p.Owner, q.lockTimeout, p.RefuseLiveClaim}
 }
 
 func (r *resolveRow) scan(row pgx.Row) error {
@@ -65,7 +68,7 @@ func resolveLoop(ctx context.Context, p backends.ResolveParams, attempt func(con
 	if err := checkInput("resolve", p.Scope, p.Key, p.Fingerprint, p.Owner); err != nil {
 		return backends.ResolveResult{}, err
 	}
-	res, err := raceLoop(ctx, "resolve", attempt, func(r resolveRow) (backends.ResolveResult, bool) { return r.decide(p.Fingerprint) })
+	res, err := raceLoop(ctx, "resolve", attempt, func(r resolveRow) (backends.ResolveResult, bool) { return r.decide(p.Fingerprint, p.RefuseLiveClaim) })
 	if code(err) == CodeLockNotAvailable {
 		return backends.ResolveResult{Existing: heldByTx(p.Fingerprint)}, nil
 	}

@@ -284,6 +284,14 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 	return s.runBool(ctx, op, releaseScript, p.Scope, p.Key, p.Owner, s.notify)
 }
 
+// refuseArg is resolve.lua's ARGV[6].
+func refuseArg(refuse bool) string {
+	if refuse {
+		return "1"
+	}
+	return ""
+}
+
 // Resolve implements backends.Store with one EVALSHA. The completed
 // record stores p.Owner, so that a re-send reports Resolved.
 func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
@@ -292,7 +300,7 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 		return backends.ResolveResult{}, err
 	}
 	v, err := resolveScript.Run(ctx, s.client, []string{s.key(p.Scope, p.Key)},
-		p.Fingerprint, p.Owner, p.Outcome, millis(p.Retention), s.notify).Result()
+		p.Fingerprint, p.Owner, p.Outcome, millis(p.Retention), s.notify, refuseArg(p.RefuseLiveClaim)).Result()
 	if err != nil {
 		return backends.ResolveResult{}, translate(ctx, op, err)
 	}

@@ -1,12 +1,14 @@
 -- resolve.lua: store an outcome decided out of band for an absent, pending
--- (whoever owns it) or held record when the fingerprints match (on a held
--- record, unless another token's reconciler lease is live); never
--- overwrite a completed record.
+-- (whoever owns it; with ARGV[6], only once its lease lapsed) or held
+-- record when the fingerprints match (on a held record, unless another
+-- token's reconciler lease is live); never overwrite a completed record.
 --
 -- KEYS[1] record key
 -- ARGV[1] fingerprint ('' = none: keep the stored one)  ARGV[2] owner token
 -- ARGV[3] outcome  ARGV[4] retention ms (canonical decimal)
 -- ARGV[5] notification command ('PUBLISH', 'SPUBLISH' or '')
+-- ARGV[6] '1': leave a pending record whose lease is live
+--         (ResolveParams.RefuseLiveClaim); '' otherwise
 --
 -- Returns 1 when stored, or when the record already holds this owner
 -- token (non-empty) and this outcome (a driver's re-send); otherwise
@@ -25,6 +27,10 @@ if cur then
 	-- A live reconciler lease of another token on a held record: that
 	-- reconciler resolves this key.
 	if r.state == 'H' and t > r.lease_tail and r.owner ~= ARGV[2] then
+		return {cur, t}
+	end
+	-- A live claim the caller asked to leave: its owner is running.
+	if r.state == 'P' and t > r.lease_tail and ARGV[6] == '1' then
 		return {cur, t}
 	end
 	fp = bound_fp(r.fp, fp)

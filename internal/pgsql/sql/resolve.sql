@@ -1,9 +1,12 @@
 -- Resolve: $1 scope, $2 key, $3 fingerprint, $4 outcome, $5 retention µs,
 -- $6 the Resolve's owner token ('' for none), $7 lock_timeout for the
--- statement. Built like claim.sql.
+-- statement, $8 refuse a live claim (ResolveParams.RefuseLiveClaim). Built
+-- like claim.sql.
 --
 -- ins stores the outcome when e saw no row; upd when e saw an expired row,
--- or a live pending row (whoever owns it) with a matching fingerprint
+-- or a live pending row (whoever owns it, unless $8 and its lease is
+-- live; upd writes only the row version e read, so a claim committed after
+-- that read is never written over) with a matching fingerprint
 -- (either side empty matches), or a live held row with a matching
 -- fingerprint unless another token's reconciler lease on it is live; a
 -- resolved row leaves the held index. A live completed row is never touched; one
@@ -32,7 +35,7 @@ WITH c AS (
 	SELECT e.state, e.fingerprint, e.owner, e.lease_until, e.expires_at, e.expires_at <= c.now AS expired, c.now
 	FROM e, c
 	WHERE e.expires_at <= c.now
-		OR ((e.state = 1 OR (e.state = 3 AND (e.lease_until <= c.now OR e.owner = nullif($6::text, ''))))
+		OR (((e.state = 1 AND NOT ($8::boolean AND e.lease_until > c.now)) OR (e.state = 3 AND (e.lease_until <= c.now OR e.owner = nullif($6::text, ''))))
 			AND (octet_length($3::bytea) = 0 OR octet_length(e.fingerprint) = 0 OR e.fingerprint = $3::bytea))
 ), upd AS (
 	UPDATE {table} r SET
