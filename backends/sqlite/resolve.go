@@ -20,6 +20,9 @@ func decideResolve(r row, p backends.ResolveParams, now int64) (resolveDecision,
 	switch {
 	case !r.live(now):
 		return resolveInsert, backends.ResolveResult{Resolved: true}
+	case p.RefuseLiveClaim && r.state == 1 && !r.held() && r.leaseUntil.Int64 > now:
+		// A live claim the caller asked to leave: its owner is running.
+		return resolveReport, backends.ResolveResult{Existing: r.record(now)}
 	case r.state == 1 && backends.FingerprintMatches(r.fp, p.Fingerprint) &&
 		(!r.held() || r.leaseUntil.Int64 <= now || r.owner.String == p.Owner):
 		// Pending, or held without another token's live reconciler lease.
