@@ -99,8 +99,12 @@ func (r runner) resolve(ctx context.Context, p backends.ResolveParams) (backends
 	if err := checkInput("resolve", p.Scope, p.Key, p.Fingerprint, p.Owner, false); err != nil {
 		return backends.ResolveResult{}, err
 	}
+	query := r.s.sql.resolve
+	if p.RefuseLiveClaim {
+		query = r.s.sql.resolveRefusing
+	}
 	var row procRow
-	err := r.call(ctx, "resolve", r.s.sql.resolve,
+	err := r.call(ctx, "resolve", query,
 		row.withDetails(&row.done, &row.state, &row.fp, &row.outcome, &row.leaseUS),
 		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, nonNil(p.Outcome), micros(p.Retention), r.s.cfg.lockWaitS)
 	if err != nil {

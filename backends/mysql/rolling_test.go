@@ -248,3 +248,41 @@ func newTableStore(tb testing.TB, db *sql.DB, table string, cfg Config) *Store {
 	tb.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// TestRefuseLiveClaimNeedsMigration004: on schema 003 the code serves every
+// call but a Resolve with RefuseLiveClaim, which fails with
+// CodeNoSuchProcedure (never a Resolve that ignores the flag); Migrate
+// makes it work.
+func TestRefuseLiveClaimNeedsMigration004(t *testing.T) {
+	db := newDB(t, nil)
+	ctx := context.Background()
+	table := "once_r004_" + randomSuffix()
+	created = append(created, table)
+	ms, err := loadMigrations(table)
+	require.NoError(t, err)
+	require.Equal(t, 4, ms[3].version)
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	require.NoError(t, migrateConn(ctx, conn, table, ms[:3]))
+	require.NoError(t, conn.Close())
+
+	s := newTableStore(t, db, table, Config{})
+	owner := backendtest.Token()
+	r, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "k", Owner: owner, Lease: time.Minute, Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+	refusing := backends.ResolveParams{Scope: "s", Key: "k", Owner: backendtest.Token(), Outcome: []byte("v"), Retention: time.Hour, RefuseLiveClaim: true}
+	_, err = s.Resolve(ctx, refusing)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, CodeNoSuchProcedure, e.Code)
+
+	require.NoError(t, s.Migrate(ctx))
+	res, err := s.Resolve(ctx, refusing)
+	require.NoError(t, err)
+	require.False(t, res.Resolved, "the live claim is left")
+	require.Equal(t, backends.StatePending, res.Existing.State)
+	applied, err := s.Complete(ctx, backends.CompleteParams{Scope: "s", Key: "k", Owner: owner, Outcome: []byte("owner's"), Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, applied)
+}

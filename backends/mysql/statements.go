@@ -21,6 +21,9 @@ const (
 	// then on, and the old name keeps working for the code still running.
 	claimSQL   = "CALL `once_records_call_v2`(1, ?, ?, ?, ?, NULL, ?, ?, ?, 2)"
 	resolveSQL = "CALL `once_records_call_v2`(2, ?, ?, ?, ?, ?, 0, ?, ?, 2)"
+	// resolveRefusingSQL is resolveSQL with RefuseLiveClaim: migration
+	// 004's procedure, which takes one argument more. Only it needs 004.
+	resolveRefusingSQL = "CALL `once_records_call_v3`(2, ?, ?, ?, ?, ?, 0, ?, ?, 2, TRUE)"
 
 	// completeSQL: retention µs, outcome, scope, key, owner. Assignments
 	// read only parameters and the server's clock, never a column assigned
@@ -81,9 +84,9 @@ const placeholderTable = "`once_records"
 
 // statements holds the SQL of every operation, rendered for one table.
 type statements struct {
-	claim, resolve, complete, completedBy, renew, release, get, delete, sweep string
-	peek, insertClaim, takeover                                               string
-	hold, heldBy, leaseHeld, list, count                                      string
+	claim, resolve, resolveRefusing, complete, completedBy, renew, release string
+	get, delete, sweep, peek, insertClaim, takeover                        string
+	hold, heldBy, leaseHeld, list, count                                   string
 }
 
 // newStatements renders the SQL for table, every statement that may wait
@@ -94,23 +97,24 @@ func newStatements(table string, lockWaitS int64) statements {
 	r := strings.NewReplacer(placeholderTable, "`"+table)
 	bound := func(query string) string { return boundLockWait(r.Replace(query), lockWaitS) }
 	return statements{
-		claim:       bound(claimSQL),
-		resolve:     bound(resolveSQL),
-		complete:    bound(completeSQL),
-		completedBy: r.Replace(completedBySQL),
-		renew:       bound(renewSQL),
-		release:     bound(releaseSQL),
-		get:         r.Replace(getSQL),
-		peek:        r.Replace(peekSQL),
-		insertClaim: bound(insertClaimSQL),
-		takeover:    bound(takeoverSQL),
-		delete:      bound(deleteSQL),
-		sweep:       bound(sweepSQL),
-		hold:        bound(holdSQL),
-		heldBy:      r.Replace(heldBySQL),
-		leaseHeld:   bound(leaseHeldSQL),
-		list:        r.Replace(listSQL),
-		count:       r.Replace(countSQL),
+		claim:           bound(claimSQL),
+		resolve:         bound(resolveSQL),
+		resolveRefusing: bound(resolveRefusingSQL),
+		complete:        bound(completeSQL),
+		completedBy:     r.Replace(completedBySQL),
+		renew:           bound(renewSQL),
+		release:         bound(releaseSQL),
+		get:             r.Replace(getSQL),
+		peek:            r.Replace(peekSQL),
+		insertClaim:     bound(insertClaimSQL),
+		takeover:        bound(takeoverSQL),
+		delete:          bound(deleteSQL),
+		sweep:           bound(sweepSQL),
+		hold:            bound(holdSQL),
+		heldBy:          r.Replace(heldBySQL),
+		leaseHeld:       bound(leaseHeldSQL),
+		list:            r.Replace(listSQL),
+		count:           r.Replace(countSQL),
 	}
 }
 
