@@ -40,10 +40,12 @@ func DecodeStoredResponse(payload []byte) (resp StoredResponse, ok bool) {
 // Content-Encoding, Content-Range and Vary) are kept, as the middleware
 // keeps them, under their canonical names ("location" is Location). A
 // status outside 200-999 (a 1xx is never a final answer) is refused with
-// an *once.InvalidInputError (Field "status") and nothing is stored.
-func ResolveResponse(ctx context.Context, scope once.Scope, key string, fp once.Fingerprint, resp StoredResponse) error {
+// an *once.InvalidInputError (Field "status") and nothing is stored. opts
+// are once.Resolve's (once.RefuseLiveClaim leaves a request that is
+// running now).
+func ResolveResponse(ctx context.Context, scope once.Scope, key string, fp once.Fingerprint, resp StoredResponse, opts ...once.ResolveOption) error {
 	if !validStatus(resp.Status) {
 		return errStatus()
 	}
-	return once.Resolve(ctx, scope.With(once.WithCodec(responseCodec{})), key, fp, toStored(resp), nil)
+	return once.Resolve(ctx, scope.With(once.WithCodec(responseCodec{})), key, fp, toStored(resp), nil, opts...)
 }
