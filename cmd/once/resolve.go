@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -96,20 +97,6 @@ func (r *resolveCmd) Run(e *env) error {
 	}
 	defer done()
 
-	if !r.Yes {
-		// Resolve stores over a pending claim; a live one is an owner
-		// running fn right now, who would then lose its lease, its result
-		// and every retry would replay this outcome instead. (A claim
-		// taken between this read and the resolve is overridden too.)
-		rec, _, found, err := c.admin.Get(ctx, r.Scope, r.Key)
-		if err != nil {
-			return err
-		}
-		if found && rec.State == backends.StatePending && rec.LeaseRemaining > 0 {
-			return usagef("the key is pending and its owner's lease is live (%v left): it is running its function now; resolving takes the claim from it (it gets lease lost, its result is dropped, every retry replays what you store). Wait for it, or give --yes", rec.LeaseRemaining.Round(time.Millisecond))
-		}
-	}
-
 	opts := []once.Option{once.WithRetention(r.Retention)}
 	var finalErr error
 	if r.Data != "" {
@@ -119,11 +106,23 @@ func (r *resolveCmd) Run(e *env) error {
 		finalErr = &once.StoredError{Code: r.Code, Message: r.Error}
 	}
 	scope := once.New(c.store, opts...).Scope(r.Scope)
+	// Resolve stores over a pending claim; a live one is an owner running
+	// fn right now, who would then lose its lease, its result, and every
+	// retry would replay this outcome instead. Without --yes the store
+	// refuses it in the same atomic step as the write, so a claim taken
+	// just before is refused too.
+	var resolveOpts []once.ResolveOption
+	if !r.Yes {
+		resolveOpts = append(resolveOpts, once.RefuseLiveClaim())
+	}
+	if resolveHook != nil {
+		resolveHook()
+	}
 	var what, stored string
 	switch {
 	case r.Status != 0:
 		what, stored = fmt.Sprintf("an HTTP %d response (%d header(s), %d-byte body)", r.Status, len(header), len(r.Body)), "http_response"
-		err = oncehttp.ResolveResponse(ctx, scope, r.Key, fp, oncehttp.StoredResponse{Status: r.Status, Header: header, Body: []byte(r.Body)})
+		err = oncehttp.ResolveResponse(ctx, scope, r.Key, fp, oncehttp.StoredResponse{Status: r.Status, Header: header, Body: []byte(r.Body)}, resolveOpts...)
 	case finalErr != nil:
 		what, stored = "a final error", "final_error"
 		if r.Code != "" {
@@ -132,12 +131,20 @@ func (r *resolveCmd) Run(e *env) error {
 		if r.Data != "" {
 			what += " with data for the app's error type registered under that code (JSON codec)"
 		}
-		err = once.Resolve(ctx, scope, r.Key, fp, json.RawMessage(nil), finalErr)
+		err = once.Resolve(ctx, scope, r.Key, fp, json.RawMessage(nil), finalErr, resolveOpts...)
 	default:
 		what, stored = "a JSON value (decoded into the app's type with the JSON codec)", "value"
-		err = once.Resolve(ctx, scope, r.Key, fp, json.RawMessage(r.Value), nil)
+		err = once.Resolve(ctx, scope, r.Key, fp, json.RawMessage(r.Value), nil, resolveOpts...)
 	}
 	var inProgress *once.InProgressError
+	if errors.As(err, &inProgress) && !inProgress.Held && !r.Yes {
+		// Refused by RefuseLiveClaim, or by the store's lock timeout,
+		// which looks the same; a read tells them apart (it does not see
+		// a claim a transaction holds uncommitted).
+		if left := liveLease(ctx, c, r.Scope, r.Key); left > 0 {
+			return usagef("the key is pending and its owner's lease is live (%v left): it is running its function now; resolving takes the claim from it (it gets lease lost, its result is dropped, every retry replays what you store). Wait for it, or give --yes", left.Round(time.Millisecond))
+		}
+	}
 	switch {
 	case errors.As(err, &inProgress) && inProgress.Held:
 		// A reconciler's live lease on a held key refuses a resolve.
@@ -156,6 +163,19 @@ func (r *resolveCmd) Run(e *env) error {
 	}
 	return e.emit(resolveView{r.Scope, r.Key, true, stored, r.Retention.Milliseconds()},
 		fmt.Sprintf("resolved: stored %s, kept for %v; calls with the key replay it until then, and after it the key is a new intent", what, r.Retention))
+}
+
+// resolveHook, when set (by tests), runs just before the Resolve.
+var resolveHook func()
+
+// liveLease returns the lease left on the pending record of (scope, key),
+// or 0 when it is not pending with a live lease (or the read failed).
+func liveLease(ctx context.Context, c *conn, scope, key string) time.Duration {
+	rec, _, found, err := c.admin.Get(ctx, scope, key)
+	if err != nil || !found || rec.State != backends.StatePending {
+		return 0
+	}
+	return max(rec.LeaseRemaining, 0)
 }
 
 // dataError is a final error given with --data: a registered error type

@@ -71,6 +71,23 @@ func resolveGuards(t *testing.T, store backends.Store, flags func(...string) []s
 	assert.NotContains(t, out, "now replays it")
 	assert.Equal(t, "completed", getJSON(t, flags(), "g", "live").State)
 
+	// A claim taken after resolve started (here: just before its store
+	// call, which any read of resolve's own came before) is refused too,
+	// by the store in the same step as the write: the owner keeps its
+	// claim and completes it.
+	resolveHook = func() {
+		r, err := store.Claim(ctx, backends.ClaimParams{Scope: "g", Key: "raced", Owner: "racer", Lease: time.Hour, Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+	}
+	res = runCLI(t, flags("resolve", "g", "raced", "--value", `{"id":1}`)...)
+	resolveHook = nil
+	assert.Equal(t, exitUsage, res.code, "%s", res)
+	assert.Contains(t, res.stderr, "its owner's lease is live")
+	applied, err := store.Complete(ctx, backends.CompleteParams{Scope: "g", Key: "raced", Owner: "racer", Outcome: []byte(`{"id":2}`), Retention: time.Hour})
+	require.NoError(t, err)
+	assert.True(t, applied, "the racing owner keeps its claim")
+
 	// A lapsed lease: nobody is running; no --yes needed.
 	r, err = store.Claim(ctx, backends.ClaimParams{Scope: "g", Key: "lapsed", Owner: "owner", Lease: time.Millisecond, Retention: time.Hour})
 	require.NoError(t, err)
