@@ -62,7 +62,7 @@ func (r checkResult) summary() string {
 	if r.Store == "redis" {
 		return "redis: reachable; maxmemory-policy is noeviction on every primary"
 	}
-	return fmt.Sprintf("postgres: reachable; %s at migration version %d (latest %d)", r.Table, *r.Version, r.LatestVersion)
+	return fmt.Sprintf("postgres: reachable; %s at migration version %d (latest %d)", quoteText(r.Table), *r.Version, r.LatestVersion)
 }
 
 // checkRedis reads maxmemory-policy on the server or every Cluster
@@ -75,10 +75,17 @@ func checkRedis(e *env, c *conn) (checkResult, error) {
 	var pe *redisstore.EvictionPolicyError
 	if errors.As(err, &pe) {
 		res.OK, res.EvictionPolicy = false, pe.Policy
-		res.Problem = fmt.Sprintf("redis %s has maxmemory-policy %q: records can be evicted under memory pressure, and an evicted key runs again; set it to noeviction", pe.Addr, pe.Policy)
+		res.Problem = evictionProblem(pe)
 		return res, nil
 	}
 	return res, err
+}
+
+// evictionProblem is check's finding for pe. The address comes from the
+// server (a Cluster's topology) or the user, the policy from the server:
+// both are quoted, so neither can forge an output line.
+func evictionProblem(pe *redisstore.EvictionPolicyError) string {
+	return fmt.Sprintf("redis %s has maxmemory-policy %q: records can be evicted under memory pressure, and an evicted key runs again; set it to noeviction", quoteText(pe.Addr), pe.Policy)
 }
 
 // checkPostgres reads a probe key (connectivity, and the table exists) and
@@ -91,7 +98,7 @@ func checkPostgres(e *env, c *conn) (checkResult, error) {
 	var pe *postgres.Error
 	if errors.As(err, &pe) && pe.Code == postgres.CodeUndefinedTable {
 		res.OK = false
-		res.Problem = fmt.Sprintf("postgres: reachable, but table %s does not exist; run once migrate", res.Table)
+		res.Problem = fmt.Sprintf("postgres: reachable, but table %s does not exist; run once migrate", quoteText(res.Table))
 	} else if err != nil {
 		return res, err
 	}
@@ -102,7 +109,7 @@ func checkPostgres(e *env, c *conn) (checkResult, error) {
 	res.Version = &v
 	if res.OK && v < res.LatestVersion {
 		res.OK = false
-		res.Problem = fmt.Sprintf("postgres: %s is at migration version %d, latest is %d; run once migrate", res.Table, v, res.LatestVersion)
+		res.Problem = fmt.Sprintf("postgres: %s is at migration version %d, latest is %d; run once migrate", quoteText(res.Table), v, res.LatestVersion)
 	}
 	return res, nil
 }

@@ -32,9 +32,10 @@ func (m *migrateCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	text := fmt.Sprintf("%s: migrated from version %d to %d", pgTable(e.cli), before, after)
+	table := quoteText(pgTable(e.cli))
+	text := fmt.Sprintf("%s: migrated from version %d to %d", table, before, after)
 	if before == after {
-		text = fmt.Sprintf("%s: up to date at version %d", pgTable(e.cli), after)
+		text = fmt.Sprintf("%s: up to date at version %d", table, after)
 	}
 	return e.emit(struct {
 		Table string `json:"table"`

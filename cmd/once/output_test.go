@@ -88,3 +88,24 @@ func TestRedisOutput(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckQuotesStoreText: check's texts quote what came from the server
+// or the user (a Redis node's address from a Cluster's topology, a table
+// name), as list and get do, so it never forges a line or sends an escape.
+// (Schema and table names are refused unless ASCII letters, digits and
+// underscores before any output; the quoting is the second line.)
+func TestCheckQuotesStoreText(t *testing.T) {
+	forged := "10.0.0.1:6379\nredis: reachable; maxmemory-policy is noeviction on every primary\x1b[2J"
+	version := 3
+	for _, text := range []string{
+		evictionProblem(&redisstore.EvictionPolicyError{Addr: forged, Policy: "allkeys-lru\r\n"}),
+		checkResult{Store: "postgres", OK: true, Table: forged, Version: &version, LatestVersion: 3}.summary(),
+	} {
+		assert.NotContains(t, text, "\n", "%q", text)
+		assert.NotContains(t, text, "\r", "%q", text)
+		assert.NotContains(t, text, "\x1b", "%q", text)
+		assert.Contains(t, text, `"10.0.0.1:6379\nredis: reachable;`, "quoted as a Go string literal")
+	}
+	assert.Equal(t, `redis 10.0.0.1:6379 has maxmemory-policy "allkeys-lru": records can be evicted under memory pressure, and an evicted key runs again; set it to noeviction`,
+		evictionProblem(&redisstore.EvictionPolicyError{Addr: "10.0.0.1:6379", Policy: "allkeys-lru"}), "printable text is printed as it is")
+}

@@ -47,7 +47,7 @@ func (s *sweepCmd) Run(e *env) error {
 		if err != nil {
 			return err
 		}
-		return e.emit(sweepResult{Table: table, Swept: n}, fmt.Sprintf("%s: swept %d expired records", table, n))
+		return e.emit(sweepResult{Table: table, Swept: n}, fmt.Sprintf("%s: swept %d expired records", quoteText(table), n))
 	}
 	t := time.NewTicker(s.Loop)
 	defer t.Stop()
@@ -62,7 +62,7 @@ func (s *sweepCmd) Run(e *env) error {
 		default:
 			at := time.Now().UTC().Format(time.RFC3339)
 			if err := e.emit(sweepResult{Table: table, Swept: n, At: at},
-				fmt.Sprintf("%s %s: swept %d expired records", at, table, n)); err != nil {
+				fmt.Sprintf("%s %s: swept %d expired records", at, quoteText(table), n)); err != nil {
 				return err
 			}
 		}
