@@ -113,6 +113,7 @@ type op struct {
 	retention time.Duration
 	code, msg string // Hold
 	list      listOp // List
+	refuse    bool   // Resolve: RefuseLiveClaim
 }
 
 func (o op) String() string {
@@ -126,7 +127,7 @@ func (o op) String() string {
 	case opRelease:
 		return fmt.Sprintf("Release(%s, owner=%s)", o.key, o.owner)
 	case opResolve:
-		return fmt.Sprintf("Resolve(%s, owner=%q, fp=%q, outcome=%q, retention=%v)", o.key, o.owner, o.fp, o.outcome, o.retention)
+		return fmt.Sprintf("Resolve(%s, owner=%q, fp=%q, outcome=%q, retention=%v, refuseLiveClaim=%v)", o.key, o.owner, o.fp, o.outcome, o.retention, o.refuse)
 	case opHold:
 		return fmt.Sprintf("Hold(%s, owner=%s, for=%v, code=%.12q, message=%.12q, retention=%v)", o.key, o.owner, o.lease, o.code, o.msg, o.retention)
 	case opLeaseHeld:
@@ -207,7 +208,7 @@ func generate(r *rand.Rand, n int) []op {
 		case w < 50:
 			o = op{kind: opRelease, key: key, owner: owner(key)}
 		case w < 58:
-			o = op{kind: opResolve, key: key, owner: resolver(key), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur()}
+			o = op{kind: opResolve, key: key, owner: resolver(key), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur(), refuse: len(ops)%2 == 0}
 		case w < 65:
 			o = op{kind: opHold, key: key, owner: owner(key), lease: holdFor(), code: pick(heldCodes), msg: pick(heldMessages), retention: dur()}
 		case w < 71:
@@ -231,7 +232,7 @@ func generate(r *rand.Rand, n int) []op {
 			// Then someone else meets it.
 			switch r.IntN(4) {
 			case 0:
-				o = op{kind: opResolve, key: key, owner: pick(resolveOwners), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur()}
+				o = op{kind: opResolve, key: key, owner: pick(resolveOwners), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur(), refuse: len(ops)%2 == 0}
 			case 1:
 				o = op{kind: opLeaseHeld, key: key, owner: pick(leaseOwners), lease: dur()}
 			case 2:
@@ -558,6 +559,8 @@ func applyContract(w world, o op, epoch int) (result, mrec) {
 		switch {
 		case r.state == 0:
 			return result{ok: true}, resolved(o.fp)
+		case pending && o.refuse && w.leaseLive:
+			return existingResult(w, epoch), r // its owner is running
 		case (pending || held && !otherReconciler) && fpMatch(r.fp, o.fp):
 			return result{ok: true}, resolved(boundFP(r.fp, o.fp))
 		case completed && o.owner != "" && r.owner == o.owner && r.outcome == o.outcome:
@@ -648,7 +651,7 @@ func do(e *env, c capabilities, o op) (result, error) {
 		ok, err := s.Release(ctx, backends.ReleaseParams{Scope: e.scope, Key: o.key, Owner: o.owner})
 		return result{ok: ok}, err
 	case opResolve:
-		r, err := s.Resolve(ctx, backends.ResolveParams{Scope: e.scope, Key: o.key, Fingerprint: bytesOf(o.fp), Owner: o.owner, Outcome: []byte(o.outcome), Retention: o.retention})
+		r, err := s.Resolve(ctx, backends.ResolveParams{Scope: e.scope, Key: o.key, Fingerprint: bytesOf(o.fp), Owner: o.owner, Outcome: []byte(o.outcome), Retention: o.retention, RefuseLiveClaim: o.refuse})
 		if err != nil || r.Resolved {
 			return result{ok: r.Resolved}, err
 		}
