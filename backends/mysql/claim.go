@@ -60,10 +60,10 @@ func (r procRow) existing(given []byte) backends.Record {
 	switch rec.State {
 	case backends.StatePending:
 		rec.LeaseRemaining = fromMicros(r.leaseUS.Int64)
-		rec.Age = fromMicros(r.ageUS)
+		rec.Age = ageFromMicros(r.ageUS)
 	case backends.StateHeld:
 		rec.LeaseRemaining = fromMicros(r.leaseUS.Int64)
-		rec.Age = fromMicros(r.ageUS)
+		rec.Age = ageFromMicros(r.ageUS)
 		rec.Held = backends.HeldInfo{Remaining: fromMicros(r.holdUS), Code: string(r.code), Message: string(r.message)}
 	default:
 		rec.Outcome = r.outcome

@@ -122,7 +122,8 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 
 // Count implements backends.Lister in one statement that reads the whole
 // table (for stats). SizeBytes is InnoDB's estimate of the table's data
-// and index size.
+// and index size. OldestPending and OldestHeld are never negative (see
+// ageFromMicros).
 func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
 	var (
 		c                backends.Counts
@@ -133,7 +134,7 @@ func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
 	if err != nil {
 		return backends.Counts{}, err
 	}
-	c.OldestPending, c.OldestHeld = fromMicros(oldestP), fromMicros(oldestH)
+	c.OldestPending, c.OldestHeld = ageFromMicros(oldestP), ageFromMicros(oldestH)
 	return c, nil
 }
 

@@ -58,3 +58,10 @@ func remaining(now, t int64) time.Duration {
 	}
 	return time.Duration(diff) * time.Microsecond
 }
+
+// age is how long before now, in microseconds, t was: a record's age,
+// never negative. A read may see a claim made after the now it read (Count
+// reads its clock before its query's snapshot, and a write by another
+// connection may commit in between), or a clock that stepped back (the
+// wall clock, corrected): such a record is zero old, not in the future.
+func age(t, now int64) time.Duration { return max(remaining(t, now), 0) }

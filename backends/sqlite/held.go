@@ -140,6 +140,7 @@ func parseCursor(c string, codec backends.CursorCodec) (held bool, scope, key st
 
 // Count implements backends.Lister in one statement that reads the whole
 // table. SizeBytes is the bytes of keys, fingerprints and outcomes.
+// OldestPending and OldestHeld are never negative (see age).
 func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
 	now := s.nowMicros()
 	var c backends.Counts
@@ -152,6 +153,6 @@ func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
 	if err != nil {
 		return backends.Counts{}, interpretError("count", err)
 	}
-	c.OldestPending, c.OldestHeld = remaining(oldestP, now), remaining(oldestH, now)
+	c.OldestPending, c.OldestHeld = age(oldestP, now), age(oldestH, now)
 	return c, nil
 }

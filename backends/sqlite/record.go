@@ -47,11 +47,11 @@ func (r row) record(now int64) backends.Record {
 	case r.held():
 		rec.State = backends.StateHeld
 		rec.LeaseRemaining = remaining(now, r.leaseUntil.Int64)
-		rec.Age = remaining(r.heldAt.Int64, now)
+		rec.Age = age(r.heldAt.Int64, now)
 		rec.Held = backends.HeldInfo{Remaining: remaining(now, r.holdUntil.Int64), Code: r.code, Message: r.message}
 	case rec.State == backends.StatePending:
 		rec.LeaseRemaining = remaining(now, r.leaseUntil.Int64)
-		rec.Age = remaining(r.createdAt, now)
+		rec.Age = age(r.createdAt, now)
 	default:
 		rec.Outcome = r.outcome
 		if rec.Outcome == nil {
