@@ -61,8 +61,8 @@
 // around 2318, and a deadline could pass 9999-12-31 23:59:59.999999,
 // DATETIME's maximum, only after about the year 9700 (in strict mode the
 // write would then fail with error 1441, datetime field overflow; it does
-// not saturate). The session must run with autocommit on and an unpinned
-// timestamp (see New).
+// not saturate). The session must run with autocommit on, an unpinned
+// timestamp and an isolation level above READ UNCOMMITTED (see New).
 //
 // # Guarantees and what can be lost
 //

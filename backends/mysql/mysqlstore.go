@@ -150,11 +150,14 @@ var _ backends.Store = (*Store)(nil)
 // never closes it. The Store scans no DATETIME value, so the DSN's
 // parseTime and loc do not matter, nor does the session time_zone; but the
 // sessions must run with autocommit on (the default: no autocommit=0 in
-// the DSN or init_connect) and the server's clock (no timestamp in the
-// DSN), or a claim would never commit, or leases would not run out. The
-// Store checks both on its first operation (and Migrate), on the session it
-// runs on, until a check passes: one connection of the pool speaks for all,
-// since they share the DSN. A failed check is an *Error wrapping
+// the DSN or init_connect), the server's clock (no timestamp in the DSN)
+// and an isolation level above READ UNCOMMITTED (no
+// tx_isolation='READ-UNCOMMITTED' in the DSN nor as the server's default),
+// or a claim would never commit, leases would not run out, or a duplicate
+// would be answered an uncommitted outcome. The Store checks all three on
+// its first operation (and Migrate), on the session it runs on, until a
+// check passes: one connection of the pool speaks for all, since they
+// share the DSN. A failed check is an *Error wrapping
 // ErrSession, returned before any write. The records table must exist (see
 // Migrate). New checks cfg and returns an *IdentifierError for an invalid
 // table name; it does not contact the server.

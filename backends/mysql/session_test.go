@@ -2,6 +2,7 @@ package mysqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"testing"
 	"time"
@@ -107,5 +108,55 @@ func TestInTxPinnedTimestampRefused(t *testing.T) {
 	defer func() { _ = tx.Rollback() }()
 	if _, err := sessionClaim(s.InTx(tx), randomSuffix(), "tx"); !errors.Is(err, ErrSession) {
 		t.Fatalf("claim in a pinned-timestamp transaction: %v, want ErrSession", err)
+	}
+}
+
+// A pool whose sessions ran at READ UNCOMMITTED (tx_isolation in the DSN,
+// or the server's default) let a Claim's lock-free read see another
+// transaction's uncommitted claim and outcome (a DoTx in flight): the
+// duplicate was answered with an outcome that was then rolled back, and
+// the key ran again. The Store now refuses such a session, on every claim
+// order, in Migrate and in a transaction begun on it; a READ COMMITTED
+// one is fine.
+func TestReadUncommittedSessionRefused(t *testing.T) {
+	ctx := context.Background()
+	good := newDB(t, nil)
+	dirty := newDB(t, withParam("tx_isolation", "'READ-UNCOMMITTED'"))
+	s := newStore(t, good, Config{})
+	for _, cfg := range []Config{{}, {ReadFirstClaims: true}, {OneRoundTripClaims: true}} {
+		d := newStore(t, dirty, cfg)
+		key := randomSuffix()
+		tx, err := good.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := s.InTx(tx)
+		if r, err := sessionClaim(ts, key, "tx"); err != nil || !r.Claimed {
+			t.Fatalf("claim in tx: %+v %v", r, err)
+		}
+		if ok, err := ts.Complete(ctx, backends.CompleteParams{Scope: "session", Key: key, Owner: "tx", Outcome: []byte("uncommitted"), Retention: time.Hour}); err != nil || !ok {
+			t.Fatalf("complete in tx: %v %v", ok, err)
+		}
+		r, err := sessionClaim(d, key, "dirty")
+		_ = tx.Rollback() // the DoTx failed after all: nothing was recorded
+		if !errors.Is(err, ErrSession) {
+			t.Fatalf("%+v: claim on a READ UNCOMMITTED session: %+v err=%v, want an ErrSession", cfg, r, err)
+		}
+	}
+	if err := newStore(t, dirty, Config{}).Migrate(ctx); !errors.Is(err, ErrSession) {
+		t.Fatalf("Migrate on a READ UNCOMMITTED session: %v, want ErrSession", err)
+	}
+	tx, err := dirty.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	if _, err := sessionClaim(newStore(t, dirty, Config{}).InTx(tx), randomSuffix(), "tx"); !errors.Is(err, ErrSession) {
+		t.Fatalf("claim in a READ UNCOMMITTED session's transaction: %v, want ErrSession", err)
+	}
+
+	rc := newStore(t, newDB(t, withParam("tx_isolation", "'READ-COMMITTED'")), Config{})
+	if r, err := sessionClaim(rc, randomSuffix(), "rc"); err != nil || !r.Claimed {
+		t.Fatalf("claim on a READ COMMITTED session: %+v %v", r, err)
 	}
 }

@@ -22,7 +22,11 @@ import (
 // rolled back (unless the server runs with innodb_rollback_on_timeout), so
 // tx stays usable.
 //
-// tx should run at READ COMMITTED, as DoTx's does. At MySQL's default
+// tx must not run at READ UNCOMMITTED: the claim's first read would see
+// another transaction's uncommitted outcome, which may yet roll back. The
+// Store refuses a session at that level (ErrSession, see New), but a level
+// set for tx alone (sql.TxOptions.Isolation) shows in no variable, so it
+// cannot refuse that. tx should run at READ COMMITTED, as DoTx's does. At MySQL's default
 // REPEATABLE READ the claim still decides correctly (it re-reads with a
 // locking read when its snapshot is stale), but InnoDB's gap and
 // shared-then-exclusive locks make deadlocks between concurrent claims of
