@@ -2,6 +2,7 @@ package mysqlstore
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/stagedoor/once/internal/sqlident"
 )
@@ -16,9 +17,19 @@ const (
 )
 
 // IdentifierError reports a Config table name that New refuses. Names are
-// restricted to plain identifiers (ASCII letters, digits and underscores,
-// not starting with a digit) so that they mean the same quoted or not and
-// on every lower_case_table_names setting; they are still always quoted.
+// restricted to plain lower-case identifiers (ASCII lower-case letters,
+// digits and underscores, not starting with a digit) so that they mean the
+// same quoted or not and on every lower_case_table_names setting; they are
+// still always quoted.
+//
+// Upper-case letters are refused because MySQL's routine names are
+// case-insensitive on every lower_case_table_names setting while its table
+// names are case-sensitive at 0 (Linux's default): the tables "Orders" and
+// "orders" are two tables there, but their procedures <Table>_call_v2 are
+// one, and the second Migrate would point it at its own table, so the
+// first table's Store would claim in one CALL and resolve in the other
+// table. A table created with capitals by an earlier version keeps its
+// data: rename it (see the README's "Table names").
 type IdentifierError struct {
 	// Field is "Table".
 	Field string
@@ -33,8 +44,17 @@ func (e *IdentifierError) Error() string {
 	return fmt.Sprintf("once/mysql: invalid %s name %q: %s", e.Field, e.Name, e.Reason)
 }
 
+// upperCaseReason is why a name with an upper-case letter is refused.
+const upperCaseReason = "upper-case letters are not allowed: MySQL's procedure names ignore case, " +
+	"so a table named differently only in case would share this table's procedures; " +
+	"use a lower-case name (see the README's \"Table names\" to rename a table created with capitals)"
+
 func validateIdentifier(field, name string, maxLen int) error {
-	if reason := sqlident.Check(name, maxLen); reason != "" {
+	reason := sqlident.Check(name, maxLen)
+	if reason == "" && strings.ToLower(name) != name {
+		reason = upperCaseReason
+	}
+	if reason != "" {
 		return &IdentifierError{Field: field, Name: name, Reason: reason}
 	}
 	return nil

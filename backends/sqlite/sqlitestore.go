@@ -32,7 +32,9 @@ const MaxBusyTimeout = math.MaxInt32 * time.Millisecond
 type Options struct {
 	// Table is the name of the records table. ASCII letters, digits and
 	// underscores, not starting with a digit, at most 48 bytes. Defaults
-	// to "once_records".
+	// to "once_records". Like every SQLite identifier it ignores ASCII
+	// case: "Orders" and "orders" name one table (with one index and one
+	// versions table), so Stores given either share their records.
 	Table string
 
 	// Now is the store's clock (see the package doc). Defaults to

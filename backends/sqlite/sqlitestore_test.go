@@ -356,6 +356,35 @@ func TestTwoStoresOneFile(t *testing.T) {
 	require.EqualValues(t, 1, winners.Load())
 }
 
+// TestTableNamesIgnoreCase: SQLite's identifiers ignore ASCII case, so
+// "Once_Case" and "once_case" name one table, with one index and one
+// versions table: two Stores given them share every record, as two Stores
+// given one name do (MySQL, whose procedure names ignore case and whose
+// table names need not, refuses upper case for that reason). The second
+// Open's Migrate finds every version applied.
+func TestTableNamesIgnoreCase(t *testing.T) {
+	path := tempDB(t)
+	upper := openStore(t, path, &Options{Table: "Once_Case"})
+	lower := openStore(t, path, &Options{Table: "once_case"})
+	ctx := context.Background()
+	p := backends.ClaimParams{Scope: "s", Key: "k", Owner: backendtest.Token(), Lease: time.Minute, Retention: time.Hour}
+	r, err := upper.Claim(ctx, p)
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+	ok, err := upper.Complete(ctx, backends.CompleteParams{Scope: "s", Key: "k", Owner: p.Owner, Outcome: []byte("v"), Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+	p.Owner = backendtest.Token()
+	r, err = lower.Claim(ctx, p)
+	require.NoError(t, err)
+	require.False(t, r.Claimed)
+	require.Equal(t, "v", string(r.Existing.Outcome))
+	var tables int
+	require.NoError(t, lower.reader.QueryRowContext(ctx,
+		"SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name LIKE 'once_case%'").Scan(&tables))
+	require.Equal(t, 2, tables, "the records table and its versions table, once each")
+}
+
 // TestReplayWritesNothing: a replay leaves the file's change counter as it
 // was.
 func TestReplayWritesNothing(t *testing.T) {
