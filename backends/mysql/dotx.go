@@ -63,7 +63,7 @@ func doTxOnce[T any](ctx context.Context, db TxBeginner, s *Store, scope once.Sc
 			_ = tx.Rollback()
 		}
 	}()
-	out, err := once.DoOutcome(ctx, scope.WithStore(s.InTx(tx)), key, fp, func(ctx context.Context) (T, error) {
+	out, err := once.DoOutcome(ctx, scope.WithStore(&txStore{r: runner{s: s, tx: tx}, readCommitted: true}), key, fp, func(ctx context.Context) (T, error) {
 		ran = true
 		return fn(ctx, tx)
 	})

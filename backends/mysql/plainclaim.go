@@ -21,6 +21,12 @@ const (
 		"\t" + detailColumns + "\n" +
 		"FROM `once_records` WHERE scope = ? AND `key` = ?"
 
+	// peekLockedSQL: scope, key. peekSQL as a locking read: the latest
+	// committed version of the row, whatever the transaction's snapshot,
+	// under a shared lock kept until the transaction ends. Only a claim in
+	// a caller's transaction sends it (see txStore.Claim).
+	peekLockedSQL = peekSQL + "\nLOCK IN SHARE MODE"
+
 	// insertClaimSQL: scope, key, fingerprint, owner, lease µs, lease µs,
 	// retention µs.
 	insertClaimSQL = "INSERT IGNORE INTO `once_records`\n" +
@@ -62,16 +68,25 @@ type peeked struct {
 	live     bool
 }
 
-func (r runner) peek(ctx context.Context, p backends.ClaimParams) (peeked, error) {
+// peek reads the key's row with query: peekSQL, or peekLockedSQL.
+func (r runner) peek(ctx context.Context, query string, p backends.ClaimParams) (peeked, error) {
 	var pk peeked
-	found, err := r.queryRow(ctx, "claim", r.s.sql.peek,
+	found, err := r.queryRow(ctx, "claim", query,
 		pk.row.withDetails(&pk.row.state, &pk.row.fp, &pk.owner, &pk.row.outcome, &pk.row.leaseUS, &pk.revision, &pk.live),
 		p.Scope, p.Key)
 	pk.found = found
 	return pk, err
 }
 
-// claimPlain is the pool store's default Claim, in one of two orders.
+// claimPlain is the pool store's default Claim, in one of two orders (see
+// claimStatements).
+func (r runner) claimPlain(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	return r.claimStatements(ctx, p, !r.s.cfg.readFirst, r.s.sql.peek)
+}
+
+// claimStatements claims with plain statements, reading the key with peek
+// (peekSQL, or on a caller's transaction peekLockedSQL), in one of two
+// orders.
 //
 // Insert first (the default): an INSERT IGNORE alone claims a new key.
 // When it finds the key, a plain read follows and decides as below. When
@@ -87,11 +102,14 @@ func (r runner) peek(ctx context.Context, p backends.ClaimParams) (peeked, error
 // UPDATE after the read. When a write finds the key changed by a concurrent
 // session, or InnoDB picked it as a deadlock victim (only that autocommit
 // statement was rolled back), it reads again (a fresh snapshot: each
-// statement of the pool store commits on its own), at most four attempts in
-// all. When all four lost, it returns an *Error ("key changed concurrently
-// on every attempt; retry"), having claimed nothing: the core's Do fails
-// closed with it (fn does not run).
-func (r runner) claimPlain(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+// statement of the pool store commits on its own; in a transaction peek
+// is a locking read), at most four attempts in all. When all four lost, it
+// returns an *Error ("key changed concurrently on every attempt; retry"),
+// having claimed nothing: the core's Do fails closed with it (fn does not
+// run). In a caller's transaction a deadlock rolled the whole transaction
+// back, and is returned at once, and a locking read that waited
+// LockTimeout in vain reports the key in progress.
+func (r runner) claimStatements(ctx context.Context, p backends.ClaimParams, insertFirst bool, peek string) (backends.ClaimResult, error) {
 	lease, retention := micros(p.Lease), micros(p.Retention)
 	insert := func() (int64, error) {
 		return r.exec(ctx, "claim", r.s.sql.insertClaim,
@@ -105,11 +123,15 @@ func (r runner) claimPlain(ctx context.Context, p backends.ClaimParams) (backend
 			err      error
 			tookOver bool
 		)
-		if attempt == 0 && !r.s.cfg.readFirst {
+		if attempt == 0 && insertFirst {
 			n, err = insert()
 		} else {
-			pk, perr := r.peek(ctx, p)
-			if perr != nil {
+			pk, perr := r.peek(ctx, peek, p)
+			switch {
+			case code(perr) == CodeLockWaitTimeout:
+				// A locking read met a concurrent uncommitted write.
+				return inProgress, nil
+			case perr != nil:
 				return backends.ClaimResult{}, perr
 			}
 			write := !pk.found || !pk.live || (pk.row.lapsed() &&
@@ -131,13 +153,13 @@ func (r runner) claimPlain(ctx context.Context, p backends.ClaimParams) (backend
 			}
 		}
 		switch {
-		case code(err) == CodeLockWaitTimeout && attempt == 0 && !r.s.cfg.readFirst:
+		case code(err) == CodeLockWaitTimeout && attempt == 0 && insertFirst:
 			// The first INSERT met a row lock: let the read decide.
 			lockTimedOut = true
 		case code(err) == CodeLockWaitTimeout:
 			// A concurrent uncommitted claim (InTx, DoTx) holds the key.
 			return inProgress, nil
-		case code(err) == CodeDeadlock:
+		case code(err) == CodeDeadlock && r.tx == nil:
 			continue // only this autocommit statement was rolled back
 		case err != nil:
 			return backends.ClaimResult{}, err

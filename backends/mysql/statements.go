@@ -87,12 +87,15 @@ type statements struct {
 	claim, resolve, resolveRefusing, complete, completedBy, renew, release string
 	get, delete, sweep, peek, insertClaim, takeover                        string
 	hold, heldBy, leaseHeld, list, count                                   string
+	claim, resolve, complete, completedBy, renew, release, get, delete, sweep string
+	peek, peekLocked, insertClaim, takeover                                   string
+	hold, heldBy, leaseHeld, list, count                                      string
 }
 
 // newStatements renders the SQL for table, every statement that may wait
-// for a row lock bounded to lockWaitS seconds (see boundLockWait). The
-// consistent reads (peek, get, completedBy, heldBy, list, count) take no
-// lock and stay as they are.
+// for a row lock bounded to lockWaitS seconds (see boundLockWait), the
+// locking read peekLocked included. The consistent reads (peek, get,
+// completedBy, heldBy, list, count) take no lock and stay as they are.
 func newStatements(table string, lockWaitS int64) statements {
 	r := strings.NewReplacer(placeholderTable, "`"+table)
 	bound := func(query string) string { return boundLockWait(r.Replace(query), lockWaitS) }
@@ -115,6 +118,24 @@ func newStatements(table string, lockWaitS int64) statements {
 		leaseHeld:       bound(leaseHeldSQL),
 		list:            r.Replace(listSQL),
 		count:           r.Replace(countSQL),
+		claim:       bound(claimSQL),
+		resolve:     bound(resolveSQL),
+		complete:    bound(completeSQL),
+		completedBy: r.Replace(completedBySQL),
+		renew:       bound(renewSQL),
+		release:     bound(releaseSQL),
+		get:         r.Replace(getSQL),
+		peek:        r.Replace(peekSQL),
+		peekLocked:  bound(peekLockedSQL),
+		insertClaim: bound(insertClaimSQL),
+		takeover:    bound(takeoverSQL),
+		delete:      bound(deleteSQL),
+		sweep:       bound(sweepSQL),
+		hold:        bound(holdSQL),
+		heldBy:      r.Replace(heldBySQL),
+		leaseHeld:   bound(leaseHeldSQL),
+		list:        r.Replace(listSQL),
+		count:       r.Replace(countSQL),
 	}
 }
 

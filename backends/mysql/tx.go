@@ -26,19 +26,38 @@ import (
 // another transaction's uncommitted outcome, which may yet roll back. The
 // Store refuses a session at that level (ErrSession, see New), but a level
 // set for tx alone (sql.TxOptions.Isolation) shows in no variable, so it
-// cannot refuse that. tx should run at READ COMMITTED, as DoTx's does. At MySQL's default
-// REPEATABLE READ the claim still decides correctly (it re-reads with a
-// locking read when its snapshot is stale), but InnoDB's gap and
-// shared-then-exclusive locks make deadlocks between concurrent claims of
-// one key likelier; InnoDB then rolls back the whole of one transaction and
-// the Store returns an *Error of Code CodeDeadlock: retry the transaction.
-// The store is valid until tx ends.
+// cannot refuse that.
+//
+// tx should run at READ COMMITTED, as DoTx's does. At REPEATABLE READ
+// (MySQL's default) the claim's first read is a consistent read of tx's
+// snapshot, which may predate the key's latest committed version (a record
+// deleted, then completed with another outcome, since tx's first read):
+// so a claim that finds a completed record (a replay, or a mismatch with
+// one) reads it again with a locking read (LOCK IN SHARE MODE, the latest
+// committed version), and answers, claims or takes over from that read, at
+// one round trip more; the shared lock keeps the record, as answered,
+// until tx ends (a Delete, or a claim of the key once it has expired, then
+// waits for tx, at most its LockTimeout). A pending or held record is
+// answered from the snapshot, with no lock that would hold its owner's
+// Complete back: a stale answer there is an ErrInProgress or ErrKeyReused
+// that a new transaction corrects, never an outcome. Resolve answers from
+// the snapshot too. InnoDB's gap and shared-then-exclusive locks also make
+// deadlocks between concurrent claims of one key likelier at REPEATABLE
+// READ; InnoDB then rolls back the whole of one transaction and the Store
+// returns an *Error of Code CodeDeadlock: retry the transaction. At
+// SERIALIZABLE every read in tx is a locking read already. The store is
+// valid until tx ends.
 func (s *Store) InTx(tx *sql.Tx) backends.Store {
 	return &txStore{r: runner{s: s, tx: tx}}
 }
 
-// txStore is a Store bound to one transaction.
-type txStore struct{ r runner }
+// txStore is a Store bound to one transaction. readCommitted is set when
+// the Store began tx itself at READ COMMITTED (DoTx): each of its
+// consistent reads then sees the latest committed version.
+type txStore struct {
+	r             runner
+	readCommitted bool
+}
 
 var (
 	_ backends.Store     = (*txStore)(nil)
@@ -49,8 +68,15 @@ var (
 func (*txStore) Exclusive() {}
 
 // Claim implements backends.Store in one CALL inside the transaction.
+// When the CALL reports a completed record and tx may run at REPEATABLE
+// READ (see InTx), whose snapshot may be stale, Claim decides again from a
+// locking read of the key (claimStatements, reading first).
 func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
-	return t.r.claim(ctx, p)
+	res, err := t.r.claim(ctx, p)
+	if err != nil || t.readCommitted || res.Claimed || res.Existing.State != backends.StateCompleted {
+		return res, err
+	}
+	return t.r.claimStatements(ctx, p, false, t.r.s.sql.peekLocked)
 }
 
 // Complete implements backends.Store.

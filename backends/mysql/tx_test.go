@@ -133,15 +133,32 @@ func TestInTxConformance(t *testing.T) {
 	backendtest.Run(t, func(testing.TB) backends.Store { return &autoTx{db: db, s: s} })
 }
 
-// autoTx runs each operation of s.InTx in a transaction of its own.
+// TestInTxRepeatableReadConformance runs the suite on InTx stores at
+// REPEATABLE READ, where a claim that finds a completed record reads it
+// again with a locking read.
+func TestInTxRepeatableReadConformance(t *testing.T) {
+	db := newDB(t, nil)
+	s := newStore(t, db, Config{})
+	backendtest.Run(t, func(testing.TB) backends.Store {
+		return &autoTx{db: db, s: s, isolation: sql.LevelRepeatableRead}
+	})
+}
+
+// autoTx runs each operation of s.InTx in a transaction of its own, at
+// READ COMMITTED unless isolation says otherwise.
 type autoTx struct {
-	db *sql.DB
-	s  *Store
+	db        *sql.DB
+	s         *Store
+	isolation sql.IsolationLevel
 }
 
 func inTx[R any](ctx context.Context, a *autoTx, fn func(backends.Store) (R, error)) (R, error) {
 	var zero R
-	tx, err := a.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	isolation := a.isolation
+	if isolation == sql.LevelDefault {
+		isolation = sql.LevelReadCommitted
+	}
+	tx, err := a.db.BeginTx(ctx, &sql.TxOptions{Isolation: isolation})
 	if err != nil {
 		return zero, err
 	}
@@ -485,5 +502,114 @@ func TestDoTxDeadlockBeforeFnRetried(t *testing.T) {
 		wg.Wait()
 		require.EqualValues(t, 1, ran.Load(), "round %d", round)
 		require.Equal(t, 1, countRows(t, db, "SELECT COUNT(*) FROM "+table+" WHERE k = ?", key))
+	}
+}
+
+// A caller's REPEATABLE READ transaction whose snapshot predated a change
+// of the key was answered from that snapshot: the CALL's first read is a
+// consistent read, and a completed record there was answered without a
+// locking read, so a record deleted (and completed again with another
+// outcome) since tx's first read replayed the deleted outcome. A claim
+// that finds a completed record in a caller's transaction now decides
+// again from a locking read, the latest committed version.
+func TestInTxRepeatableReadAnswersTheLatestRecord(t *testing.T) {
+	db := newDB(t, nil)
+	s := newStore(t, db, Config{})
+	ctx := context.Background()
+	complete := func(scope, fp, outcome string) {
+		t.Helper()
+		p := claimParams(scope, "k")
+		p.Fingerprint = []byte(fp)
+		r, err := s.Claim(ctx, p)
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+		ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "k", Owner: p.Owner, Outcome: []byte(outcome), Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	deleteKey := func(scope string) {
+		t.Helper()
+		deleted, err := s.Delete(ctx, scope, "k")
+		require.NoError(t, err)
+		require.True(t, deleted)
+	}
+	for _, c := range []struct {
+		name string
+		// change changes the key after tx's snapshot; fp is the claim's.
+		change func(scope string)
+		fp     string
+		check  func(t *testing.T, r backends.ClaimResult)
+	}{{
+		name:   "unchanged",
+		change: func(string) {},
+		fp:     "fp",
+		check: func(t *testing.T, r backends.ClaimResult) {
+			require.False(t, r.Claimed)
+			require.Equal(t, "old", string(r.Existing.Outcome))
+		},
+	}, {
+		name:   "completed again",
+		change: func(scope string) { deleteKey(scope); complete(scope, "fp", "new") },
+		fp:     "fp",
+		check: func(t *testing.T, r backends.ClaimResult) {
+			require.False(t, r.Claimed)
+			require.Equal(t, backends.StateCompleted, r.Existing.State)
+			require.Equal(t, "new", string(r.Existing.Outcome))
+		},
+	}, {
+		name:   "completed again with another fingerprint",
+		change: func(scope string) { deleteKey(scope); complete(scope, "other", "new") },
+		fp:     "other",
+		check: func(t *testing.T, r backends.ClaimResult) {
+			require.False(t, r.Claimed)
+			require.Equal(t, "other", string(r.Existing.Fingerprint), "a replay, not the deleted record's mismatch")
+			require.Equal(t, "new", string(r.Existing.Outcome))
+		},
+	}, {
+		name:   "deleted",
+		change: deleteKey,
+		fp:     "fp",
+		check: func(t *testing.T, r backends.ClaimResult) {
+			require.True(t, r.Claimed)
+			require.False(t, r.TookOver)
+		},
+	}, {
+		name: "claimed again",
+		change: func(scope string) {
+			deleteKey(scope)
+			r, err := s.Claim(ctx, claimParams(scope, "k"))
+			require.NoError(t, err)
+			require.True(t, r.Claimed)
+		},
+		fp: "fp",
+		check: func(t *testing.T, r backends.ClaimResult) {
+			require.False(t, r.Claimed)
+			require.Equal(t, backends.StatePending, r.Existing.State)
+			require.Positive(t, r.Existing.LeaseRemaining)
+		},
+	}} {
+		t.Run(c.name, func(t *testing.T) {
+			scope := backendtest.Scope(t)
+			complete(scope, "fp", "old")
+			tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+			require.NoError(t, err)
+			defer func() { _ = tx.Rollback() }()
+			var n int // the caller's own first read in tx fixes its snapshot
+			require.NoError(t, tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+quote(testTable)+" WHERE scope = ?", scope).Scan(&n))
+			require.Equal(t, 1, n)
+			c.change(scope)
+			p := claimParams(scope, "k")
+			p.Fingerprint = []byte(c.fp)
+			r, err := s.InTx(tx).Claim(ctx, p)
+			require.NoError(t, err)
+			c.check(t, r)
+			require.NoError(t, tx.Commit())
+			if r.Claimed {
+				rec, _, found, err := s.Get(ctx, scope, "k")
+				require.NoError(t, err)
+				require.True(t, found)
+				require.Equal(t, backends.StatePending, rec.State, "the claim committed with tx")
+			}
+		})
 	}
 }
