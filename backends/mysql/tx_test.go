@@ -613,3 +613,43 @@ func TestInTxRepeatableReadAnswersTheLatestRecord(t *testing.T) {
 		})
 	}
 }
+
+// The locking read of a completed record in a caller's transaction waits
+// at most LockTimeout for a concurrent uncommitted write of the row (here
+// a DELETE in another transaction), then reports the key in progress,
+// leaving the transaction usable; once that write commits, the claim
+// decides from the latest version.
+func TestInTxLockingReadTimeout(t *testing.T) {
+	db := newDB(t, nil)
+	s := newStore(t, db, Config{LockTimeout: time.Second})
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+	done := claimParams(scope, "k")
+	r, err := s.Claim(ctx, done)
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+	ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "k", Owner: done.Owner, Outcome: []byte("v"), Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	deleter, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = deleter.Rollback() }()
+	_, err = deleter.ExecContext(ctx, "DELETE FROM "+quote(testTable)+" WHERE scope = ? AND `key` = ?", scope, "k")
+	require.NoError(t, err)
+
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelRepeatableRead})
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	r, err = s.InTx(tx).Claim(ctx, claimParams(scope, "k"))
+	require.NoError(t, err)
+	require.False(t, r.Claimed)
+	require.Equal(t, backends.StatePending, r.Existing.State, "the stand-in of a record the store cannot see")
+	require.Equal(t, lockTimeoutHint, r.Existing.LeaseRemaining)
+
+	require.NoError(t, deleter.Commit())
+	r, err = s.InTx(tx).Claim(ctx, claimParams(scope, "k"))
+	require.NoError(t, err)
+	require.True(t, r.Claimed, "the deleted record is absent, whatever tx's snapshot")
+	require.NoError(t, tx.Commit())
+}
