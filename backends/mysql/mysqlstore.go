@@ -28,14 +28,11 @@ type Config struct {
 	// Table is the name of the records table, in the connection's current
 	// database. Migrate also creates <Table>_migrations, the index
 	// <Table>_state_idx and the procedures <Table>_call_v2 and
-	// <Table>_call_v3 (which the Store calls), <Table>_claim and <Table>_resolve (which only the code
-	// before migration 002 calls). ASCII letters, digits and underscores, not starting
-	// with a digit, at most 49 bytes. Defaults to "once_records".
-	// <Table>_state_idx and the procedures <Table>_call_v2 (which the
-	// Store calls), <Table>_claim and <Table>_resolve (which only the code
-	// before migration 002 calls). Lower-case ASCII letters, digits and
-	// underscores, not starting with a digit, at most 49 bytes (see
-	// IdentifierError for why not upper case). Defaults to "once_records".
+	// <Table>_call_v3 (which the Store calls), <Table>_claim and
+	// <Table>_resolve (which only the code before migration 002 calls).
+	// Lower-case ASCII letters, digits and underscores, not starting with a
+	// digit, at most 49 bytes (see IdentifierError for why not upper case).
+	// Defaults to "once_records".
 	Table string
 
 	// LockTimeout bounds how long any operation of the Store waits for a

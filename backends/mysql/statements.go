@@ -85,11 +85,8 @@ const placeholderTable = "`once_records"
 // statements holds the SQL of every operation, rendered for one table.
 type statements struct {
 	claim, resolve, resolveRefusing, complete, completedBy, renew, release string
-	get, delete, sweep, peek, insertClaim, takeover                        string
+	get, delete, sweep, peek, peekLocked, insertClaim, takeover            string
 	hold, heldBy, leaseHeld, list, count                                   string
-	claim, resolve, complete, completedBy, renew, release, get, delete, sweep string
-	peek, peekLocked, insertClaim, takeover                                   string
-	hold, heldBy, leaseHeld, list, count                                      string
 }
 
 // newStatements renders the SQL for table, every statement that may wait
@@ -109,6 +106,7 @@ func newStatements(table string, lockWaitS int64) statements {
 		release:         bound(releaseSQL),
 		get:             r.Replace(getSQL),
 		peek:            r.Replace(peekSQL),
+		peekLocked:      bound(peekLockedSQL),
 		insertClaim:     bound(insertClaimSQL),
 		takeover:        bound(takeoverSQL),
 		delete:          bound(deleteSQL),
@@ -118,24 +116,6 @@ func newStatements(table string, lockWaitS int64) statements {
 		leaseHeld:       bound(leaseHeldSQL),
 		list:            r.Replace(listSQL),
 		count:           r.Replace(countSQL),
-		claim:       bound(claimSQL),
-		resolve:     bound(resolveSQL),
-		complete:    bound(completeSQL),
-		completedBy: r.Replace(completedBySQL),
-		renew:       bound(renewSQL),
-		release:     bound(releaseSQL),
-		get:         r.Replace(getSQL),
-		peek:        r.Replace(peekSQL),
-		peekLocked:  bound(peekLockedSQL),
-		insertClaim: bound(insertClaimSQL),
-		takeover:    bound(takeoverSQL),
-		delete:      bound(deleteSQL),
-		sweep:       bound(sweepSQL),
-		hold:        bound(holdSQL),
-		heldBy:      r.Replace(heldBySQL),
-		leaseHeld:   bound(leaseHeldSQL),
-		list:        r.Replace(listSQL),
-		count:       r.Replace(countSQL),
 	}
 }
 
