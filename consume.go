@@ -66,8 +66,10 @@ const (
 	ReasonExhausted     Reason = "deliveries exhausted" // DeadLetter: a broker adapter's delivery limit was reached while the handler kept failing
 )
 
-// HeldRedelivery bounds the RetryAfter of a message whose key is held by
-// another delivery (its hold may last until resolved).
+// HeldRedelivery bounds the RetryAfter of a message whose key is held,
+// by this delivery (ReasonHeld) or another (ReasonInProgress): its hold
+// may last until resolved, and a redelivery every HeldRedelivery at most
+// learns the resolved outcome in time.
 const HeldRedelivery = time.Minute
 
 // StoreRetryAfter is the RetryAfter hint of a decision taken because the
@@ -161,7 +163,8 @@ func Reject(err error) error {
 //	handler finished, store failed to record it       Ack         ReasonUnrecorded
 //	another consumer holds a live claim on the key    RetryLater  ReasonInProgress (RetryAfter: lease left, at most 1s;
 //	                                                                                   held key: hold left, at most HeldRedelivery)
-//	handler returned a Hold error                     RetryLater  ReasonHeld (RetryAfter: the lease)
+//	handler returned a Hold error                     RetryLater  ReasonHeld (RetryAfter: the hold, WithHoldFor,
+//	                                                                             at most HeldRedelivery)
 //	handler returned a retryable error                RetryLater  ReasonHandlerError
 //	handler panicked                                  RetryLater  ReasonPanicked
 //	claim lost to another consumer while running      RetryLater  ReasonLeaseLost
@@ -198,6 +201,12 @@ func Reject(err error) error {
 // off and counted as a handler failure, so that a handler that always
 // outlives it is not redelivered forever.
 //
+// The handler's error is classified once per call (its marks, then the
+// scope's Classifier), and the decision is taken on the class the core
+// applied to the claim: a Classifier that is not a pure function (one
+// that samples, counts or trips a breaker) cannot make Consume answer
+// ReasonHeld for a claim the core released, or the reverse.
+//
 // The unrecorded and lease-lost rows are the core's own completion
 // failures (Outcome.Unrecorded, Outcome.LeaseLost), never read from the
 // handler's error: a handler error that wraps ErrOutcomeUnrecorded or
@@ -231,6 +240,20 @@ func Consume(ctx context.Context, scope Scope, key string, fp Fingerprint, handl
 // WithMaxOutcomeSize (the store's own limits permitting); the stored error
 // stays until the record's retention ends or a Resolve overwrites it.
 func ConsumeValue[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, handler func(context.Context) (T, error)) (v T, d Decision) {
+	return consumeValue(ctx, scope, key, fp, handler, nil)
+}
+
+// consumeValue is ConsumeValue with a hook, settle, that runs after the
+// handler returned an error and before the core acts on it. It gets the
+// error's class and returns the class the core applies (ConsumeValueTx
+// rolls a held handler's writes back there, or makes the error retryable
+// when it cannot). A nil settle keeps the class.
+//
+// The handler's error is classified here, once: the core gets it marked
+// with the class decided (a marker on the error itself, which the core
+// honours without asking the classifier again), so the decision and what
+// the core did with the claim cannot disagree, whatever the classifier.
+func consumeValue[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, handler func(context.Context) (T, error), settle func(Class) Class) (v T, d Decision) {
 	if handler == nil {
 		return v, Decision{Action: RetryLater, Reason: ReasonMisconfigured, Err: &InvalidInputError{Field: "fn", Reason: "nil"}}
 	}
@@ -243,11 +266,16 @@ func ConsumeValue[T any](ctx context.Context, scope Scope, key string, fp Finger
 			return v, nil
 		}
 		if errors.Is(err, ErrRejected) {
+			// Rejected whatever its marks: dead-lettered, so the claim is
+			// released for a corrected copy of the message.
 			class = ClassRetry
-			return v, Retry(err)
+		} else {
+			class, err = classify(err, scope.classifier())
 		}
-		class, _ = classify(err, scope.classifier())
-		return v, err
+		if settle != nil {
+			class = settle(class)
+		}
+		return v, &classified{err: err, class: class}
 	}
 	defer func() {
 		if p := recover(); p != nil {
@@ -305,7 +333,7 @@ func decideRan[T any](ctx context.Context, scope Scope, out Outcome[T], class Cl
 	case out.Unrecorded:
 		return Decision{Action: Ack, Reason: ReasonUnrecorded, Err: err}
 	case class == ClassHold:
-		return Decision{Action: RetryLater, Reason: ReasonHeld, RetryAfter: scope.lease(), Err: err}
+		return Decision{Action: RetryLater, Reason: ReasonHeld, RetryAfter: scope.heldRetryAfter(), Err: err}
 	case endedBy(ctx, err):
 		// The consumer is shutting down, not the message failing: a broker
 		// adapter must not count this delivery toward its limit.
@@ -361,7 +389,7 @@ func decideNotRan(ctx context.Context, replayed bool, err error) Decision {
 	}
 }
 
-// classifier and lease read a Scope's policy; a zero Scope has none.
+// classifier reads a Scope's policy; a zero Scope has none.
 func (s Scope) classifier() Classifier {
 	if s.cfg == nil {
 		return nil
@@ -369,9 +397,13 @@ func (s Scope) classifier() Classifier {
 	return s.cfg.classifier
 }
 
-func (s Scope) lease() time.Duration {
-	if s.cfg == nil {
-		return DefaultLease
+// heldRetryAfter is the RetryAfter of a key this call held: the hold
+// period, at most HeldRedelivery (a redelivery while the key is held gets
+// ReasonInProgress with the hold left, at most HeldRedelivery, too).
+func (s Scope) heldRetryAfter() time.Duration {
+	hold := DefaultLease
+	if s.cfg != nil {
+		hold = s.cfg.holdPeriod()
 	}
-	return s.cfg.lease
+	return min(hold, HeldRedelivery)
 }

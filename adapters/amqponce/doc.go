@@ -29,11 +29,12 @@
 // AMQP has no delayed requeue: a requeued delivery comes back at once. So
 // Process waits before it requeues, at most Config.MaxRequeueDelay (5 s by
 // default): an in-progress key waits the owner's lease left (a held key
-// the hold left); a Hold error the lease; a store outage
-// once.StoreRetryAfter doubled per earlier delivery; a RetryLater without
-// a hint (a handler error or panic) Config.RequeueBackoff doubled per
-// earlier delivery, so that a poison message is not requeued at broker
-// speed. The decision's RetryAfter is the wait applied.
+// the hold left); a Hold error the hold (at most once.HeldRedelivery); a
+// store outage once.StoreRetryAfter doubled per earlier delivery; a
+// RetryLater without a hint (a handler error or panic)
+// Config.RequeueBackoff doubled per earlier delivery, so that a poison
+// message is not requeued at broker speed. The decision's RetryAfter is
+// the wait applied.
 //
 // A shutdown (Process's context cancelled) waits too, but briefly:
 // RequeueBackoff (250 ms by default), whatever the delivery count, at

@@ -37,7 +37,8 @@
 //     it counts toward the consumer's MaxAckPending meanwhile (with
 //     MaxAckPending 1, nothing else is delivered), so keep MaxAckPending
 //     well above the duplicates that may wait at once;
-//   - a Hold error (once.ReasonHeld): the scope's lease;
+//   - a Hold error (once.ReasonHeld): the hold (once.WithHoldFor; one
+//     lease by default), at most once.HeldRedelivery;
 //   - the store unreachable (once.ReasonStoreDown): once.StoreRetryAfter
 //     (1 s) doubled per earlier delivery, at most Config.MaxRetryBackoff;
 //   - no hint (a handler error or panic, a misconfiguration, a lost lease):

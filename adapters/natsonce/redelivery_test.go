@@ -88,7 +88,8 @@ func TestInProgressNakWaitsTheOwnersLease(t *testing.T) {
 	require.LessOrEqual(t, d.RetryAfter, once.DefaultLease)
 }
 
-// A held key is Nak-ed after the hold left (at most once.HeldRedelivery).
+// The delivery that held its key, and a duplicate while the key is held,
+// are Nak-ed after the hold left (at most once.HeldRedelivery).
 func TestHeldKeyNakWaitsTheHold(t *testing.T) {
 	e := newEnv(t, 30*time.Second)
 	scope := once.New(memory.New(nil), once.WithHoldFor(10*time.Minute)).Scope("billing")
@@ -99,7 +100,7 @@ func TestHeldKeyNakWaitsTheHold(t *testing.T) {
 	}, cfg)
 	require.NoError(t, err)
 	require.Equal(t, once.ReasonHeld, d.Reason)
-	require.Equal(t, once.DefaultLease, d.RetryAfter)
+	require.Equal(t, once.HeldRedelivery, d.RetryAfter, "the ten-minute hold, at most HeldRedelivery: not the 30 s lease")
 	e.publish(t, "charge", map[string]string{nats.MsgIdHdr: "order-h2", "Order-Id": "order-h"})
 	d, err = natsonce.Process(context.Background(), scope, e.next(t), func(context.Context, jetstream.Msg) error { return nil }, cfg)
 	require.NoError(t, err)
