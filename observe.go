@@ -96,8 +96,9 @@ type Event struct {
 	// EventReplayed.
 	FnErr error
 	// Err is a failure of the machinery, never fn's: the store's error on
-	// EventStoreError and EventUnrecorded, ErrLeaseLost on EventLeaseLost,
-	// a decode failure on EventReplayed.
+	// EventStoreError and EventUnrecorded, and on an EventHeld whose hold
+	// failed (ErrLeaseLost if the claim had been taken over), ErrLeaseLost
+	// on EventLeaseLost, a decode failure on EventReplayed.
 	Err error
 	// TookOver reports, on EventClaimed, a takeover of an expired lease.
 	TookOver bool

@@ -428,6 +428,22 @@ type Exclusive interface {
 	Exclusive()
 }
 
+// Savepointer is implemented by Exclusive stores bound to a transaction
+// that can undo part of it. once.ConsumeTx marks the transaction after the
+// claim and, when the handler's outcome is unknown (a Hold error), undoes
+// the handler's writes back to the mark and commits the claim turned held,
+// so that the key stays held after the transaction ends.
+type Savepointer interface {
+	// Savepoint marks the transaction's current point (an SQL SAVEPOINT),
+	// replacing the store's previous mark.
+	Savepoint(ctx context.Context) error
+	// RollbackToSavepoint undoes every write made in the transaction
+	// since the mark, keeping the writes before it and the transaction
+	// open and usable, also after a failed statement. It fails when the
+	// transaction ended or lost the mark (it was rolled back whole).
+	RollbackToSavepoint(ctx context.Context) error
+}
+
 // Admin is implemented by stores that support operator tooling (the
 // cmd/once CLI): reading and deleting one record regardless of its owner.
 // The core never calls it.

@@ -60,9 +60,28 @@ type txStore struct {
 }
 
 var (
-	_ backends.Store     = (*txStore)(nil)
-	_ backends.Exclusive = (*txStore)(nil)
+	_ backends.Store       = (*txStore)(nil)
+	_ backends.Exclusive   = (*txStore)(nil)
+	_ backends.Savepointer = (*txStore)(nil)
 )
+
+// Savepoint implements backends.Savepointer with a SAVEPOINT in the
+// transaction (one round trip).
+func (t *txStore) Savepoint(ctx context.Context) error {
+	_, err := t.r.tx.ExecContext(ctx, "SAVEPOINT once_handler")
+	_, err = interpretError("savepoint", err)
+	return err
+}
+
+// RollbackToSavepoint implements backends.Savepointer with a ROLLBACK TO
+// SAVEPOINT in the transaction. It fails when InnoDB rolled the whole
+// transaction back (a deadlock, or a lock wait timeout under
+// innodb_rollback_on_timeout), which discards the savepoint.
+func (t *txStore) RollbackToSavepoint(ctx context.Context) error {
+	_, err := t.r.tx.ExecContext(ctx, "ROLLBACK TO SAVEPOINT once_handler")
+	_, err = interpretError("rollback to savepoint", err)
+	return err
+}
 
 // Exclusive implements backends.Exclusive.
 func (*txStore) Exclusive() {}

@@ -46,9 +46,27 @@ type txStore struct {
 }
 
 var (
-	_ backends.Store     = (*txStore)(nil)
-	_ backends.Exclusive = (*txStore)(nil)
+	_ backends.Store       = (*txStore)(nil)
+	_ backends.Exclusive   = (*txStore)(nil)
+	_ backends.Savepointer = (*txStore)(nil)
 )
+
+// Savepoint implements backends.Savepointer with a SAVEPOINT in tx (one
+// round trip).
+func (t *txStore) Savepoint(ctx context.Context) error {
+	_, err := t.tx.Exec(ctx, pgsql.HandlerSavepoint)
+	_, err = interpretError("savepoint", err)
+	return err
+}
+
+// RollbackToSavepoint implements backends.Savepointer with a ROLLBACK TO
+// SAVEPOINT in tx, which also makes tx usable again after a failed
+// statement.
+func (t *txStore) RollbackToSavepoint(ctx context.Context) error {
+	_, err := t.tx.Exec(ctx, pgsql.RollbackHandlerSavepoint)
+	_, err = interpretError("rollback to savepoint", err)
+	return err
+}
 
 // Exclusive implements backends.Exclusive.
 func (*txStore) Exclusive() {}

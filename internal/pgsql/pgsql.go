@@ -109,6 +109,14 @@ const (
 	RestoreLockTimeout = `SELECT set_config('lock_timeout', current_setting('once.saved_lock_timeout'), true)`
 )
 
+// The mark of the InTx store's Savepointer (backends.Savepointer), taken
+// by once.ConsumeTx after the claim, under a name of its own so that the
+// claim's bookkeeping above never releases it.
+const (
+	HandlerSavepoint         = `SAVEPOINT once_handler`
+	RollbackHandlerSavepoint = `ROLLBACK TO SAVEPOINT once_handler`
+)
+
 // Migration bookkeeping of the backend's Migrate. {versions} stands for the
 // quoted, schema-qualified <Table>_migrations table, {schema} for the
 // quoted schema.

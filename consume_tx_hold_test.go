@@ -1,0 +1,258 @@
+package once_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+)
+
+// requireHeld checks, outside any transaction, that key is held in the
+// committed table.
+func requireHeld(t *testing.T, e *txEnv, scope once.Scope, key string) {
+	t.Helper()
+	ran := false
+	_, err := once.Do(context.Background(), scope.WithStore(e.store), key, nil, func(context.Context) (int, error) { ran = true; return 0, nil })
+	var inProgress *once.InProgressError
+	require.ErrorAs(t, err, &inProgress, "the key is not held")
+	require.True(t, inProgress.Held)
+	require.False(t, ran)
+}
+
+// TestConsumeTxHoldKeepsTheKeyHeld: a handler's Hold error leaves its key
+// held after ConsumeTx, as Consume's ReasonHeld says, with the handler's
+// writes undone (rolled back to the savepoint taken after the claim) and
+// the held claim committed. ConsumeTx rolled back every decision but Ack,
+// the hold with it: it answered ReasonHeld for a key that was not held,
+// and the redelivery ran the handler, whose outcome was unknown, again.
+func TestConsumeTxHoldKeepsTheKeyHeld(t *testing.T) {
+	ctx := context.Background()
+	scope := once.New(nil, once.WithHoldFor(once.HoldUntilResolved)).Scope("group")
+	errTimeout := errors.New("payment provider timed out after the request left")
+
+	t.Run("HeldUntilResolvedThenReplayed", func(t *testing.T) {
+		e := newTxEnv(t)
+		runs := 0
+		handler := func(ctx context.Context, tx pgx.Tx) error {
+			runs++
+			require.NoError(t, e.effect(ctx, tx, "m1"))
+			return once.Hold(errTimeout)
+		}
+		d := once.ConsumeTx(ctx, scope, "m1", nil, e.begin, handler)
+		requireDecision(t, d, once.RetryLater, once.ReasonHeld)
+		require.ErrorIs(t, d.Err, errTimeout)
+		require.Equal(t, once.HeldRedelivery, d.RetryAfter)
+		require.Zero(t, e.count("m1"), "the handler's writes rolled back")
+		requireHeld(t, e, scope, "m1")
+
+		d = once.ConsumeTx(ctx, scope, "m1", nil, e.begin, handler)
+		requireDecision(t, d, once.RetryLater, once.ReasonInProgress)
+		var inProgress *once.InProgressError
+		require.ErrorAs(t, d.Err, &inProgress)
+		require.True(t, inProgress.Held)
+		require.Equal(t, 1, runs, "the handler whose outcome is unknown did not run again")
+
+		require.NoError(t, once.Resolve(ctx, scope.WithStore(e.store), "m1", nil, struct{}{}, nil))
+		d = once.ConsumeTx(ctx, scope, "m1", nil, e.begin, handler)
+		requireDecision(t, d, once.Ack, once.ReasonReplayed)
+		require.Equal(t, 1, runs)
+	})
+	t.Run("AfterAFailedStatement", func(t *testing.T) {
+		// The handler's failed statement aborted the transaction; the
+		// rollback to the savepoint makes it usable for the hold.
+		e := newTxEnv(t)
+		d := once.ConsumeTx(ctx, scope, "m1", nil, e.begin, func(ctx context.Context, tx pgx.Tx) error {
+			require.NoError(t, e.effect(ctx, tx, "m1"))
+			_, err := tx.Exec(ctx, "SELECT 1/0")
+			require.Error(t, err)
+			return once.Hold(errTimeout)
+		})
+		requireDecision(t, d, once.RetryLater, once.ReasonHeld)
+		require.Zero(t, e.count("m1"))
+		requireHeld(t, e, scope, "m1")
+	})
+	t.Run("PastTheConsumersDeadline", func(t *testing.T) {
+		// The typical Hold: the call outlived the consumer's deadline.
+		// The hold commits on a context detached from it.
+		e := newTxEnv(t)
+		dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer cancel()
+		d := once.ConsumeTx(dctx, scope, "m1", nil, e.begin, func(ctx context.Context, tx pgx.Tx) error {
+			<-ctx.Done()
+			return once.Hold(ctx.Err())
+		})
+		requireDecision(t, d, once.RetryLater, once.ReasonHeld)
+		requireHeld(t, e, scope, "m1")
+	})
+	t.Run("DefaultHoldIsOneLease", func(t *testing.T) {
+		e := newTxEnv(t)
+		scope := once.New(nil, once.WithLease(40*time.Second)).Scope("group")
+		d := once.ConsumeTx(ctx, scope, "m1", nil, e.begin, func(context.Context, pgx.Tx) error { return once.Hold(errTimeout) })
+		requireDecision(t, d, once.RetryLater, once.ReasonHeld)
+		require.Equal(t, 40*time.Second, d.RetryAfter)
+		requireHeld(t, e, scope, "m1")
+	})
+}
+
+// txFaults is a transaction's store (Exclusive and a Savepointer, as the
+// PostgreSQL InTx store is) with failures injected into the savepoint
+// calls and Hold.
+type txFaults struct {
+	backends.Store
+	sp                             backends.Savepointer
+	savepoint, rollbackTo, holdErr error
+	holdLost                       bool
+}
+
+func (f *txFaults) Exclusive() {}
+
+func (f *txFaults) Savepoint(ctx context.Context) error {
+	if f.savepoint != nil {
+		return f.savepoint
+	}
+	return f.sp.Savepoint(ctx)
+}
+
+func (f *txFaults) RollbackToSavepoint(ctx context.Context) error {
+	if f.rollbackTo != nil {
+		return f.rollbackTo
+	}
+	return f.sp.RollbackToSavepoint(ctx)
+}
+
+func (f *txFaults) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
+	switch {
+	case f.holdErr != nil:
+		return false, f.holdErr
+	case f.holdLost:
+		return false, nil
+	}
+	return f.Store.Hold(ctx, p)
+}
+
+// TestConsumeTxHoldThatCannotBeKept: when the key cannot be held (the
+// savepoint, the rollback to it, the hold or the commit fails), ConsumeTx
+// rolls everything back and answers ReasonStoreDown, never ReasonHeld, with
+// the handler's error and the store's; the redelivery runs the handler
+// again. A store that cannot take savepoints makes a Hold error retryable:
+// ReasonHandlerError.
+func TestConsumeTxHoldThatCannotBeKept(t *testing.T) {
+	ctx := context.Background()
+	scope := once.New(nil, once.WithHoldFor(once.HoldUntilResolved)).Scope("group")
+	errTimeout := errors.New("provider timed out")
+	cases := []struct {
+		name    string
+		faults  txFaults
+		commit  bool // the commit fails
+		op      string
+		handled bool // the handler ran
+		noSave  bool // a store without savepoints
+	}{
+		{name: "savepoint", faults: txFaults{savepoint: errStoreDown}, op: "savepoint"},
+		{name: "rollback to savepoint", faults: txFaults{rollbackTo: errStoreDown}, op: "rollback to savepoint", handled: true},
+		{name: "hold fails", faults: txFaults{holdErr: errStoreDown}, op: "hold", handled: true},
+		{name: "hold not applied", faults: txFaults{holdLost: true}, op: "hold", handled: true},
+		{name: "commit", commit: true, op: "commit", handled: true},
+		{name: "no savepoints", noSave: true, handled: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newTxEnv(t)
+			faulty := func(ctx context.Context) (pgx.Tx, backends.Store, error) {
+				tx, store, err := e.begin(ctx)
+				if err != nil {
+					return nil, nil, err
+				}
+				if c.noSave {
+					return tx, txFaultStore{store}, nil
+				}
+				f := c.faults
+				f.Store, f.sp = store, store.(backends.Savepointer)
+				if c.commit {
+					return failingCommit{tx}, &f, nil
+				}
+				return tx, &f, nil
+			}
+			runs := 0
+			d := once.ConsumeTx(ctx, scope, "m1", nil, faulty, func(ctx context.Context, tx pgx.Tx) error {
+				runs++
+				require.NoError(t, e.effect(ctx, tx, "m1"))
+				return once.Hold(errTimeout)
+			})
+			require.Equal(t, once.RetryLater, d.Action)
+			if c.noSave {
+				require.Equal(t, once.ReasonHandlerError, d.Reason, "%v", d.Err)
+				require.Equal(t, errTimeout, d.Err)
+			} else {
+				require.Equal(t, once.ReasonStoreDown, d.Reason, "%v", d.Err)
+				var se *once.StoreError
+				require.ErrorAs(t, d.Err, &se)
+				require.Equal(t, c.op, se.Op)
+				require.Equal(t, c.handled, errors.Is(d.Err, errTimeout), "the handler's error is in Err when it ran: %v", d.Err)
+			}
+			require.Equal(t, c.handled, runs == 1, "the handler ran")
+			require.Zero(t, e.count("m1"))
+
+			d = once.ConsumeTx(ctx, scope, "m1", nil, e.begin, func(ctx context.Context, tx pgx.Tx) error { return e.effect(ctx, tx, "m1") })
+			requireDecision(t, d, once.Ack, once.ReasonDone)
+			require.Equal(t, 1, e.count("m1"), "the key was not held")
+		})
+	}
+}
+
+// TestConsumeTxAgainstAModel drives ConsumeTx on PostgreSQL with random
+// deliveries (keys, payloads, handler behaviours), each handler writing
+// one effect row in the transaction, and checks every decision and handler
+// run against Consume's model, and the effect rows against the model's
+// state: one row for a key done or final, none otherwise (a held key's
+// writes are rolled back, the key committed held).
+func TestConsumeTxAgainstAModel(t *testing.T) {
+	e := newTxEnv(t)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
+	scope := once.New(nil, once.WithLease(time.Hour)).Scope("group")
+	model := map[string]*consumeModel{}
+	behaviours := []string{"ok", "final", "retry", "hold", "panic", "reject"}
+	for step := range 150 {
+		key := "k" + strconv.Itoa(rng.IntN(8))
+		payload := "p" + strconv.Itoa(rng.IntN(2))
+		behaviour := behaviours[rng.IntN(len(behaviours))]
+		ran := false
+		d := once.ConsumeTx(context.Background(), scope, key, once.Fingerprint(payload), e.begin, func(ctx context.Context, tx pgx.Tx) error {
+			ran = true
+			if err := e.effect(ctx, tx, key); err != nil {
+				return err
+			}
+			switch behaviour {
+			case "final":
+				return once.Final(errors.New("declined"))
+			case "retry":
+				return errors.New("503")
+			case "hold":
+				return once.Hold(errors.New("timeout"))
+			case "panic":
+				panic("bug")
+			case "reject":
+				return once.Reject(errors.New("bad payload"))
+			}
+			return nil
+		})
+		wantReason, wantRun := predict(model, key, payload, behaviour)
+		require.Equal(t, wantReason, d.Reason, "step %d: key %q payload %s behaviour %s: %v", step, key, payload, behaviour, d.Err)
+		require.Equal(t, wantRun, ran, "step %d: handler run", step)
+		want := 0
+		if s := model[key].state; s == "done" || s == "final" {
+			want = 1
+		}
+		require.Equal(t, want, e.count(key), "step %d: effect rows of %q (state %q)", step, key, model[key].state)
+	}
+}
