@@ -223,7 +223,7 @@ func TestConsumeTxAgainstAModel(t *testing.T) {
 	model := map[string]*consumeModel{}
 	behaviours := []string{"ok", "final", "retry", "hold", "panic", "reject"}
 	for step := range 150 {
-		key := "k" + strconv.Itoa(rng.IntN(8))
+		key := "k" + strconv.Itoa(step/30) + "-" + strconv.Itoa(rng.IntN(4)) // four keys at a time, new ones every 30 steps
 		payload := "p" + strconv.Itoa(rng.IntN(2))
 		behaviour := behaviours[rng.IntN(len(behaviours))]
 		ran := false
