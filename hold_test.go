@@ -83,11 +83,11 @@ func TestHeldKeyOnEveryStore(t *testing.T) {
 
 func TestHoldUntilResolvedNeverRunsAgainByItself(t *testing.T) {
 	store := memory.New(nil)
-	scope := once.New(store, once.WithLease(time.Millisecond), once.WithHoldFor(once.HoldUntilResolved)).Scope("s")
+	scope := once.New(store, once.WithLease(once.MinLease), once.WithHoldFor(once.HoldUntilResolved)).Scope("s")
 	ctx := context.Background()
 	_, err := once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) { return 0, once.Hold(errors.New("timeout")) })
 	require.Error(t, err)
-	time.Sleep(5 * time.Millisecond) // well past the lease
+	time.Sleep(3 * once.MinLease) // well past the lease
 	_, err = once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) { return 1, nil })
 	var inProgress *once.InProgressError
 	require.ErrorAs(t, err, &inProgress)

@@ -39,16 +39,33 @@ type timer interface {
 // settled — completed, released or held — renewing it about every third of
 // the lease, through fn's run and the whole write-back of its outcome. It
 // cancels fn's context with cause ErrLeaseLost when the store reports the
-// claim lost, or when renewals have failed for so long that the lease may
-// lapse before the next attempt: once fails closed rather than let fn run
-// on a claim it may no longer hold.
+// claim lost, when renewals have failed for so long that the lease may
+// lapse before the next attempt, or, whatever a renewal in flight does,
+// when the proven lease is about to end: once fails closed rather than let
+// fn run on a claim it may no longer hold.
+//
+// The proven lease ends Lease after the last proof of it (the claim or a
+// renewal that succeeded) was sent, as measured on this process's
+// monotonic clock: the store started that lease no earlier. A watchdog
+// cancels fn's context a margin (leaseMargin) before that end, and each
+// renewal attempt's context ends then too, so a renewal that hangs (a
+// stalled connection, a driver that ignores its context, an observer that
+// blocks) cannot keep fn's context live past the lease. The watchdog's
+// timer is made by the first renewal: a call whose claim is settled
+// before it costs nothing more.
 //
 // Renewals and the owner's completion attempts never overlap (write holds
 // the same lock), so a renewal never races the completion that settles the
 // claim, and once stop or a successful write has returned, no renewal is
 // ever sent again.
 //
-// It runs on a timer (time.AfterFunc), so a short fn costs no goroutine.
+// Renewal events reach the observer outside that lock, in order, from one
+// goroutine at a time (a queue the first emitter drains), so a slow
+// observer delays neither the next renewal nor the watchdog; write and stop
+// wait until the queue is drained, so no renewal event of a claim follows
+// its completion or its call's return.
+//
+// It runs on timers (time.AfterFunc), so a short fn costs no goroutine.
 // A panic in the observer or in the store's Renew on the timer is
 // recovered: the event is dropped, the Renew counts as failed.
 // A nil *renewer does nothing.
@@ -72,6 +89,10 @@ type renewer struct {
 	// the pool only when stopped and not armed: no fire of its timer can
 	// then run for the next claim that gets it.
 	armed bool
+	// dog is the watchdog's timer, made by the first renewal; dogArmed
+	// reports a pending fire of it, as armed does for timer.
+	dog      timer
+	dogArmed bool
 	// clk is the clock that made timer; a pooled renewer made on another
 	// clock (a test swapped it) is not reused.
 	clk *clockFuncs
@@ -80,9 +101,21 @@ type renewer struct {
 	lastOK time.Time
 	// abort cancels the renewal in flight, if any.
 	abort context.CancelFunc
+
+	// events waits for the observer, from head on; draining reports that a
+	// goroutine is emitting them, and idle is signalled when it is done.
+	events   []Event
+	head     int
+	draining bool
+	idle     sync.Cond
 }
 
-// renewers pools stopped renewers with their timer, so that a claim
+// leaseMargin is how long before the proven lease ends the watchdog
+// cancels fn's context: a fifth of the lease, for fn to stop and for the
+// timer and the two clocks to disagree. WithLease documents it.
+func leaseMargin(lease time.Duration) time.Duration { return lease / 5 }
+
+// renewers pools stopped renewers with their timers, so that a claim
 // costs no renewer, closure or timer allocation in the steady state.
 var renewers sync.Pool
 
@@ -91,9 +124,10 @@ func startRenewer(ctx context.Context, store backends.Store, cfg *config, p back
 	r, _ := renewers.Get().(*renewer)
 	if r == nil || r.clk != clk {
 		r = &renewer{clk: clk}
+		r.idle.L = &r.mu
 	}
 	r.ctx, r.store, r.cfg, r.params, r.lost = ctx, store, cfg, p, lost
-	r.interval = max(p.Lease/3, time.Millisecond)
+	r.interval = p.Lease / 3 // MinLease keeps it well above the timers' resolution
 	r.lastOK, r.stopped, r.abort = claimSent, false, nil
 	r.mu.Lock()
 	if r.timer == nil {
@@ -107,14 +141,14 @@ func startRenewer(ctx context.Context, store backends.Store, cfg *config, p back
 }
 
 // recycle returns a stopped renewer to the pool, once the claim is settled
-// and stop has returned. One whose timer may still fire is left to the
+// and stop has returned. One whose timers may still fire is left to the
 // garbage collector: that fire finds it stopped and does nothing.
 func (r *renewer) recycle() {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
-	reusable := r.stopped && !r.armed
+	reusable := r.stopped && !r.armed && !r.dogArmed
 	r.ctx, r.store, r.cfg, r.lost, r.abort, r.params = nil, nil, nil, nil, nil, backends.RenewParams{}
 	r.mu.Unlock()
 	if reusable {
@@ -122,19 +156,39 @@ func (r *renewer) recycle() {
 	}
 }
 
-// renew runs on the timer. It holds flight until its events are emitted,
-// so that stop, which waits for flight, returns after them: no event of a
-// claim reaches the observer after its call returned.
+// left is how long the watchdog lets fn's context live: the proven lease
+// less the margin. r.mu is held.
+func (r *renewer) left() time.Duration {
+	return r.params.Lease - leaseMargin(r.params.Lease) - now().Sub(r.lastOK)
+}
+
+// renew runs on the timer. It holds flight across the store's Renew, and
+// queues its events before letting go of it, so that write and stop, which
+// take flight and then wait for the queue, come after them.
 func (r *renewer) renew() {
 	r.flight.Lock()
-	defer r.flight.Unlock()
 	r.mu.Lock()
 	r.armed = false
 	if r.stopped {
 		r.mu.Unlock()
+		r.flight.Unlock()
 		return
 	}
-	ctx, abort := context.WithTimeout(r.ctx, r.interval)
+	e := Event{Scope: r.params.Scope, Key: r.params.Key, Op: "renew"}
+	left := r.left()
+	if left <= 0 { // the timer fired late: the lease is no longer proven
+		r.fail(e, true)
+		return
+	}
+	if !r.dogArmed { // armed, it re-arms itself for the end the renewals prove
+		if r.dog == nil {
+			r.dog = r.clk.afterFunc(left, r.expire)
+		} else {
+			r.dog.Reset(left)
+		}
+		r.dogArmed = true
+	}
+	ctx, abort := context.WithTimeout(r.ctx, min(r.interval, left))
 	r.abort = abort
 	r.mu.Unlock()
 	sent := now()
@@ -144,36 +198,116 @@ func (r *renewer) renew() {
 	r.mu.Lock()
 	if r.stopped {
 		r.mu.Unlock()
+		r.flight.Unlock()
 		return
 	}
-	e := Event{Scope: r.params.Scope, Key: r.params.Key, Op: "renew", StoreTime: r.cfg.since(sent)}
-	lose := false
+	e.StoreTime = r.cfg.since(sent)
 	switch {
 	case err == nil && ok:
 		r.lastOK = sent
 		e.Kind = EventRenewed
 	case err == nil:
-		lose = true
+		r.fail(e, true)
+		return
 	default:
 		e.Kind, e.Err = EventStoreError, err
-		lose = now().Sub(r.lastOK) >= r.params.Lease-r.interval
+		if now().Sub(r.lastOK) >= r.params.Lease-r.interval {
+			r.fail(e, true)
+			return
+		}
 	}
-	if lose {
-		r.stopped = true
-	} else {
-		r.timer.Reset(r.interval)
-		r.armed = true
+	r.timer.Reset(r.interval)
+	r.armed = true
+	drain := r.queue(e)
+	r.mu.Unlock()
+	r.flight.Unlock()
+	if drain {
+		r.drain()
+	}
+}
+
+// expire runs on the watchdog's timer: it cancels fn's context once the
+// proven lease (less the margin) has ended, and otherwise waits again for
+// the end that the renewals since proved.
+func (r *renewer) expire() {
+	r.mu.Lock()
+	r.dogArmed = false
+	if r.stopped {
+		r.mu.Unlock()
+		return
+	}
+	if left := r.left(); left > 0 {
+		r.dog.Reset(left)
+		r.dogArmed = true
+		r.mu.Unlock()
+		return
+	}
+	// A renewal may be in flight, holding flight: it is cancelled, and
+	// finds the renewer stopped when it returns.
+	r.fail(Event{Scope: r.params.Scope, Key: r.params.Key, Op: "renew"}, false)
+}
+
+// fail ends renewal as lost: it stops both timers, cancels the renewal in
+// flight, cancels fn's context with cause ErrLeaseLost, then reports e (if
+// it has a kind) and EventLeaseLost. It runs with r.mu held, and flight
+// when inFlight says so (renew), and unlocks them.
+func (r *renewer) fail(e Event, inFlight bool) {
+	r.haltLocked()
+	drain := false
+	if e.Kind != 0 {
+		drain = r.queue(e)
+	}
+	e.Kind, e.Err = EventLeaseLost, ErrLeaseLost
+	drain = r.queue(e) || drain
+	lost := r.lost
+	r.mu.Unlock()
+	if inFlight {
+		r.flight.Unlock()
+	}
+	lost(ErrLeaseLost)
+	if drain {
+		r.drain()
+	}
+}
+
+// queue adds e to the events for the observer, if there is one, and
+// reports whether the caller must drain them: no other goroutine is
+// emitting. r.mu is held.
+func (r *renewer) queue(e Event) (drain bool) {
+	if r.cfg.observer == nil {
+		return false
+	}
+	r.events = append(r.events, e)
+	if r.draining {
+		return false
+	}
+	r.draining = true
+	return true
+}
+
+// drain emits the queued events, in order, until none is left.
+func (r *renewer) drain() {
+	r.mu.Lock()
+	for r.head < len(r.events) {
+		e := r.events[r.head]
+		r.head++
+		r.mu.Unlock()
+		r.emit(e)
+		r.mu.Lock()
+	}
+	clear(r.events)
+	r.events, r.head, r.draining = r.events[:0], 0, false
+	r.idle.Broadcast()
+	r.mu.Unlock()
+}
+
+// waitIdle waits until no renewal event is queued or being emitted.
+func (r *renewer) waitIdle() {
+	r.mu.Lock()
+	for r.draining {
+		r.idle.Wait()
 	}
 	r.mu.Unlock()
-
-	if e.Kind != 0 {
-		r.emit(e)
-	}
-	if lose {
-		e.Kind, e.Err = EventLeaseLost, ErrLeaseLost
-		r.emit(e)
-		r.lost(ErrLeaseLost)
-	}
 }
 
 // send is the store's Renew. A panic in it (a user's store wrapper) is
@@ -197,10 +331,11 @@ func (r *renewer) emit(e Event) {
 }
 
 // write runs one store write of the claim's owner with no renewal in
-// flight. f gets the timeout to use: writeTimeout, cut so that the write
-// ends a renewal interval before the proven lease does, leaving a renewal
-// time to extend it (never less than one interval). If f reports the claim
-// settled, no renewal is sent after write returns.
+// flight, and after the renewal events already queued. f gets the timeout
+// to use: writeTimeout, cut so that the write ends a renewal interval
+// before the proven lease does, leaving a renewal time to extend it (never
+// less than one interval). If f reports the claim settled, no renewal is
+// sent after write returns.
 func (r *renewer) write(f func(timeout time.Duration) (settled bool)) {
 	if r == nil {
 		f(writeTimeout)
@@ -208,6 +343,7 @@ func (r *renewer) write(f func(timeout time.Duration) (settled bool)) {
 	}
 	r.flight.Lock()
 	defer r.flight.Unlock()
+	r.waitIdle()
 	r.mu.Lock()
 	left := r.params.Lease - now().Sub(r.lastOK)
 	r.mu.Unlock()
@@ -220,17 +356,26 @@ func (r *renewer) write(f func(timeout time.Duration) (settled bool)) {
 func (r *renewer) halt() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.haltLocked()
+}
+
+// haltLocked is halt with r.mu held.
+func (r *renewer) haltLocked() {
 	r.stopped = true
 	if r.timer.Stop() {
 		r.armed = false
+	}
+	if r.dog != nil && r.dog.Stop() {
+		r.dogArmed = false
 	}
 	if r.abort != nil {
 		r.abort()
 	}
 }
 
-// stop ends renewal: a renewal in flight is cancelled and waited for, so no
-// renewal is sent after stop returns.
+// stop ends renewal: a renewal in flight is cancelled and waited for, and
+// so are the renewal events queued, so no renewal is sent and no renewal
+// event emitted after stop returns.
 func (r *renewer) stop() {
 	if r == nil {
 		return
@@ -239,4 +384,5 @@ func (r *renewer) stop() {
 	r.flight.Lock()
 	//lint:ignore SA2001 the empty critical section waits for the renewal in flight
 	r.flight.Unlock()
+	r.waitIdle()
 }

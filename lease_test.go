@@ -3,6 +3,7 @@ package once_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -133,4 +134,165 @@ func TestCrashedOwnerIsTakenOverAfterLease(t *testing.T) {
 	ok, err := mem.Complete(ctx, backends.CompleteParams{Scope: "s", Key: "k", Owner: "dead", Outcome: []byte("x"), Retention: time.Hour})
 	require.NoError(t, err)
 	assert.False(t, ok, "the dead owner's token is fenced off")
+}
+
+// A renewal that fails slowly just before two thirds of the lease, then
+// one that hangs until its context ends, must not keep fn's context live
+// past the proven lease: the watchdog cancels it (cause ErrLeaseLost) a
+// margin before the lease ends, so a duplicate that takes the key over
+// after the lease never runs beside a live owner. Timeline, lease 300 ms
+// (renewals every 100 ms, margin 60 ms): the renewal sent at 100 ms fails
+// at 195 ms (before 200 ms, so the renewer carries on), the next, sent at
+// 295 ms, hangs; the watchdog fires at 240 ms; a duplicate claims at
+// 340 ms. Before the watchdog, fn's context stayed live until the hung
+// renewal's timeout at 395 ms (review finding R8).
+func TestRenewalThatHangsPastTheLeaseCancelsFnFirst(t *testing.T) {
+	ctx := context.Background()
+	const lease = 300 * time.Millisecond
+	inner := memory.New(nil)
+	store := newFaultStore(inner)
+	var n atomic.Int32
+	store.set(func(f *faultStore) {
+		f.renew = func(ctx context.Context, p backends.RenewParams) (bool, error) {
+			if n.Add(1) == 1 {
+				select { // a slow failure, within the renewal's timeout
+				case <-time.After(95 * time.Millisecond):
+				case <-ctx.Done():
+				}
+				return false, errors.New("connection reset")
+			}
+			<-ctx.Done() // hangs until the renewal's context ends
+			return false, ctx.Err()
+		}
+	})
+	scope := once.New(store, once.WithLease(lease)).Scope("s")
+	started, secondRan := make(chan struct{}), make(chan struct{})
+	type first struct {
+		live  bool
+		cause error
+	}
+	firstDone := make(chan first, 1)
+	done := make(chan error, 1)
+	go func() {
+		_, err := once.Do(ctx, scope, "k", nil, func(fctx context.Context) (int, error) {
+			close(started)
+			select {
+			case <-secondRan:
+			case <-fctx.Done():
+			}
+			firstDone <- first{live: fctx.Err() == nil, cause: context.Cause(fctx)}
+			return 1, nil
+		})
+		done <- err
+	}()
+	<-started
+	time.Sleep(lease + 40*time.Millisecond) // past the lease end, before the hung renewal's timeout
+	ran := false
+	_, _ = once.Do(ctx, once.New(inner, once.WithLease(lease)).Scope("s"), "k", nil, func(context.Context) (int, error) {
+		ran = true
+		close(secondRan)
+		return 2, nil
+	})
+	if !ran {
+		close(secondRan)
+	}
+	f := <-firstDone
+	<-done // fn's outcome is recorded, fenced: if the duplicate ran, ErrLeaseLost
+	assert.False(t, ran && f.live, "a duplicate ran fn while the first fn still ran with a live context (renewals %d)", n.Load())
+	assert.False(t, f.live, "fn's context is cancelled before the lease ends")
+	assert.ErrorIs(t, f.cause, once.ErrLeaseLost, "fn's context ends with cause ErrLeaseLost")
+}
+
+// An observer that blocks on EventRenewed (a slow log sink, a full
+// channel) stopped every later renewal, since the renewer emitted its
+// events holding the lock that serialises renewals; nothing cancelled fn,
+// and a duplicate took the key over and ran fn beside it (review finding
+// R4). Renewal events are now emitted outside that lock: renewals go on
+// while the observer blocks, the duplicate is told the key is in
+// progress, and Do still returns only after the observer has seen every
+// renewal event.
+func TestBlockingRenewalObserverNeitherStopsRenewalsNorLetsADuplicateIn(t *testing.T) {
+	ctx := context.Background()
+	const lease = 60 * time.Millisecond
+	unblock := make(chan struct{})
+	var blockOnce sync.Once
+	var inObserver, afterReturn atomic.Bool
+	var returned atomic.Bool
+	obs := func(_ context.Context, e once.Event) {
+		if returned.Load() {
+			afterReturn.Store(true)
+		}
+		if e.Kind == once.EventRenewed {
+			blockOnce.Do(func() { inObserver.Store(true); <-unblock })
+		}
+	}
+	inner := memory.New(nil)
+	store := newFaultStore(inner)
+	scope := once.New(store, once.WithLease(lease), once.WithObserver(obs)).Scope("s")
+
+	var running atomic.Int32
+	var overlap atomic.Bool
+	firstCtxLive := make(chan bool, 1)
+	started, finish := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		_, err := once.Do(ctx, scope, "k", nil, func(fctx context.Context) (int, error) {
+			running.Add(1)
+			close(started)
+			<-finish
+			firstCtxLive <- fctx.Err() == nil
+			running.Add(-1)
+			return 1, nil
+		})
+		returned.Store(true)
+		done <- err
+	}()
+	<-started
+	time.Sleep(4 * lease) // the first renewal's event blocks in the observer
+	renewals := store.Calls("renew")
+	_, err := once.Do(ctx, once.New(inner, once.WithLease(lease)).Scope("s"), "k", nil, func(context.Context) (int, error) {
+		if running.Load() > 0 {
+			overlap.Store(true)
+		}
+		return 2, nil
+	})
+	close(finish)
+	live := <-firstCtxLive
+	close(unblock)
+	require.NoError(t, <-done)
+	assert.True(t, inObserver.Load(), "the observer blocked")
+	assert.GreaterOrEqual(t, renewals, 3, "renewals go on while the observer blocks")
+	assert.ErrorIs(t, err, once.ErrInProgress, "the duplicate took the key over from a live owner")
+	assert.False(t, overlap.Load() && live, "two fns of one key ran at once, the first with a live context")
+	assert.False(t, afterReturn.Load(), "an event reached the observer after Do returned")
+}
+
+// A lease under MinLease is refused with an *InvalidInputError before any
+// store call: the renewal interval had a 1 ms floor, so a lease under
+// about 3 ms was never renewed in time, and with a 100 µs lease fn ran 65
+// times for one key, 64 of them overlapping (review finding R6).
+// MinLease itself is accepted.
+func TestLeaseBelowMinLeaseIsRefusedBeforeTheStore(t *testing.T) {
+	ctx := context.Background()
+	for _, d := range []time.Duration{time.Nanosecond, 100 * time.Microsecond, time.Millisecond, once.MinLease - 1} {
+		store := newFaultStore(memory.New(nil))
+		ran := false
+		_, err := once.Do(ctx, once.New(store, once.WithLease(d)).Scope("s"), "k", nil, func(context.Context) (int, error) {
+			ran = true
+			return 1, nil
+		})
+		var invalid *once.InvalidInputError
+		require.ErrorAs(t, err, &invalid, "lease %v", d)
+		assert.Equal(t, "lease", invalid.Field)
+		assert.ErrorIs(t, err, once.ErrInvalidInput)
+		assert.False(t, ran, "lease %v: fn ran", d)
+		assert.Zero(t, store.Calls("claim"), "lease %v: the store was called", d)
+		_, err = once.NewReconciler(once.New(store, once.WithLease(d)), func(context.Context, once.HeldKey) (once.Verdict[int], error) {
+			return once.Verdict[int]{}, nil
+		}, once.ReconcilerConfig{})
+		assert.ErrorAs(t, err, &invalid, "lease %v: NewReconciler accepted the Keeper", d)
+	}
+	v, err := once.Do(ctx, once.New(nil, once.WithLease(once.MinLease)).Scope("s"), "k", nil, func(context.Context) (int, error) { return 7, nil })
+	require.NoError(t, err)
+	assert.Equal(t, 7, v)
 }

@@ -7,6 +7,13 @@ const (
 	DefaultRetention      = 24 * time.Hour
 	DefaultLease          = 30 * time.Second
 	DefaultMaxOutcomeSize = 1 << 20
+	// MinLease is the shortest lease WithLease accepts: renewed every
+	// third of it, a lease must leave a renewal time to reach the store
+	// and come back, and the timers that send renewals (and cancel fn's
+	// context when they fail) time to fire, which a lease of a few
+	// milliseconds does not on a loaded machine. It is also well above
+	// the resolution of every store (Redis counts in milliseconds).
+	MinLease = 10 * time.Millisecond
 )
 
 // config is the policy of a Keeper or of a Scope derived with Scope.With.
@@ -37,14 +44,16 @@ func defaultConfig() config {
 // Option configures a Keeper (New) or one Scope (Scope.With).
 type Option func(*config)
 
-// Durations. Every positive duration, up to math.MaxInt64, means "that
-// long": the core passes it to the store unchanged and never computes a
-// deadline that could overflow from it (a backend whose native range is
-// smaller saturates at its maximum). A non-positive lease or retention, a
-// negative wait or a non-positive outcome size is a programming error: the
-// option is applied as given and every Do and Resolve with the policy
+// Durations. Every positive duration (every lease from MinLease), up to
+// math.MaxInt64, means "that long": the core passes it to the store
+// unchanged and never computes a deadline that could overflow from it (a
+// backend whose native range is smaller saturates at its maximum). A lease
+// shorter than MinLease (non-positive included), a non-positive retention,
+// a negative wait or a non-positive outcome size is a programming error:
+// the option is applied as given and every Do and Resolve with the policy
 // returns an *InvalidInputError (Field "lease", "retention", "wait" or
-// "max_outcome_size") before any store call.
+// "max_outcome_size") before any store call, and NewReconciler refuses
+// the Keeper.
 
 // WithRetention sets how long a record lives: a key seen again within it
 // replays; after it, the key is a new intent. Counted from the claim while
@@ -57,7 +66,20 @@ func WithRetention(d time.Duration) Option {
 // WithLease sets how long a claim stays exclusive without renewal. While fn
 // runs, Do renews it about every third of d, so fn may run longer than d;
 // if the owner process dies, another call takes the key over once d has
-// passed. The default is 30 seconds; d must be positive.
+// passed. The default is 30 seconds; d must be at least MinLease (10 ms).
+//
+// Do proves the lease by each renewal that succeeds: the store's lease
+// then runs at least d from when that renewal (or the claim) was sent. If
+// no renewal has succeeded for d less a margin of d/5 (24 s of the default
+// 30 s), as measured on this process's monotonic clock, fn's context is
+// cancelled with cause ErrLeaseLost, whatever a renewal in flight is doing
+// (a stalled connection, a driver that does not honour its context), and
+// renewal stops; it is cancelled sooner when the store reports the claim
+// lost, or when a renewal fails two thirds of d after the last proof. The
+// margin, d/5, is the time fn has to stop before another call can take
+// the key over, if the timers of a loaded process fire late and the
+// store's clock runs faster than this one. Each renewal's own context ends
+// at that deadline too.
 func WithLease(d time.Duration) Option {
 	return func(c *config) { c.lease = d }
 }
@@ -88,6 +110,8 @@ func (c *config) validate() error {
 	switch {
 	case c.lease <= 0:
 		return &InvalidInputError{Field: "lease", Reason: "not positive"}
+	case c.lease < MinLease:
+		return &InvalidInputError{Field: "lease", Reason: "shorter than " + MinLease.String()}
 	case c.retention <= 0:
 		return &InvalidInputError{Field: "retention", Reason: "not positive"}
 	case c.wait < 0:
