@@ -37,8 +37,9 @@ const (
 	// EventRenewed: the lease was renewed. Op "renew".
 	EventRenewed
 	// EventLeaseLost: the claim was lost to another owner, or could not be
-	// proven for two thirds of a lease; Err is ErrLeaseLost. Op "renew" or
-	// "complete": the operation that found it.
+	// proven: a renewal failed two thirds of a lease after the last proof,
+	// or none succeeded before the watchdog's deadline (WithLease); Err is
+	// ErrLeaseLost. Op "renew" or "complete": the operation that found it.
 	EventLeaseLost
 	// EventUnrecorded: fn finished but its outcome could not be stored; Err
 	// is the last store failure. Op "complete".
@@ -105,8 +106,10 @@ type Event struct {
 }
 
 // Observer receives the events of every call. It runs synchronously on the
-// call's goroutine (or the renewal timer's) and must be fast and safe for
-// concurrent use. ctx is the call's context (as returned by the Tracer's
+// call's goroutine (or a renewal timer's) and must be fast and safe for
+// concurrent use. A slow one delays the call, never its renewals: renewal
+// events are emitted outside the renewal's critical path, in order, and all
+// before the call's outcome is written and before it returns. ctx is the call's context (as returned by the Tracer's
 // TraceDoStart, when one is set; renewal events get it without its
 // cancellation).
 //

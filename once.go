@@ -39,9 +39,10 @@ import (
 // panics.
 //
 // While fn runs, Do renews the lease; if the claim is lost (taken over by
-// another caller after a pause longer than the lease), fn's context is
-// cancelled with cause ErrLeaseLost and Do returns ErrLeaseLost without
-// overwriting the new owner's outcome. If the store cannot record fn's
+// another caller after a pause longer than the lease), or renewals cannot
+// prove it in time (WithLease says when), fn's context is cancelled with
+// cause ErrLeaseLost, and a Do whose claim was taken over returns
+// ErrLeaseLost without overwriting the new owner's outcome. If the store cannot record fn's
 // outcome, Do returns the value with ErrOutcomeUnrecorded, and the key
 // runs fn again after its lease.
 //

@@ -122,6 +122,17 @@ var (
 // scripted operations cost one EVALSHA from the first call. No other
 // operation repeats these checks.
 //
+// Set ContextTimeoutEnabled in the client's options: go-redis ignores
+// context deadlines and cancellation without it (its default), so a
+// command on a stalled connection blocks for ReadTimeout and WriteTimeout,
+// once per re-send (MaxRetries), whatever context the store is given.
+// once's guarantee does not depend on it — the core cancels fn's context
+// a fifth of the lease before the proven lease ends, whether or not a
+// renewal in flight returns — but without it a hung renewal, completion or
+// release keeps Do from returning until go-redis gives up, and a caller's
+// deadline does not end a claim early. New neither requires the option nor
+// warns about it.
+//
 // It fails if Redis cannot be reached (ErrUnavailable); with a
 // *ServerVersionError when a server reports a version older than 7.0
 // (redis_version; valkey_version when there is no redis_version); with a

@@ -1,0 +1,146 @@
+package once_test
+
+import (
+	"context"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends/redisstore"
+	"github.com/stagedoor/once/internal/testservers"
+)
+
+// pausableProxy forwards TCP to target; while paused it holds every byte,
+// as a network partition or a stalled server looks to the client.
+type pausableProxy struct {
+	ln     net.Listener
+	paused atomic.Bool
+}
+
+func newPausableProxy(t *testing.T, target string) *pausableProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &pausableProxy{ln: ln}
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				_ = c.Close()
+				continue
+			}
+			t.Cleanup(func() { _ = c.Close(); _ = s.Close() })
+			go p.pipe(c, s)
+			go p.pipe(s, c)
+		}
+	}()
+	return p
+}
+
+func (p *pausableProxy) pipe(from, to net.Conn) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := from.Read(buf)
+		for p.paused.Load() {
+			time.Sleep(time.Millisecond)
+		}
+		if n > 0 {
+			if _, werr := to.Write(buf[:n]); werr != nil {
+				return
+			}
+		}
+		if err != nil {
+			if err != io.EOF {
+				_ = to.Close()
+			}
+			return
+		}
+	}
+}
+
+// An owner cut off from Redis must not keep a live context past its
+// lease. go-redis ignores context deadlines unless the client sets
+// ContextTimeoutEnabled (off by default), so a Renew on a partitioned
+// connection blocks for ReadTimeout and its retries whatever the
+// renewal's context says, and the renewer, which decided only when a
+// Renew returned, never failed closed: a duplicate that reached Redis took
+// the key over and ran fn beside a live owner (review finding R11). The
+// watchdog cancels fn's context at the proven lease end less the margin,
+// with the client's defaults (subtest "defaults") as with
+// ContextTimeoutEnabled (subtest "context timeouts").
+func TestPartitionedRedisOwnerLosesItsContextBeforeItsLease(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		ctxTimeouts bool
+	}{{"defaults", false}, {"context timeouts", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			dupClient := testservers.RedisClient(t) // also checks the server is up
+			proxy := newPausableProxy(t, testservers.RedisAddr())
+			prefix := "once-t-" + testservers.Suffix() + ":"
+			t.Cleanup(func() {
+				iter := dupClient.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+				for iter.Next(ctx) {
+					_ = dupClient.Del(ctx, iter.Val()).Err()
+				}
+			})
+			viaProxy := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String(), ContextTimeoutEnabled: c.ctxTimeouts})
+			t.Cleanup(func() { _ = viaProxy.Close() })
+			cfg := &redisstore.Config{KeyPrefix: prefix, EvictionPolicyCheck: redisstore.EvictionIgnore}
+			ownerStore, err := redisstore.New(ctx, viaProxy, cfg)
+			require.NoError(t, err)
+			dupStore, err := redisstore.New(ctx, dupClient, cfg)
+			require.NoError(t, err)
+
+			const lease = 600 * time.Millisecond
+			started, secondRan := make(chan struct{}), make(chan struct{})
+			type first struct {
+				live  bool
+				cause error
+			}
+			firstDone := make(chan first, 1)
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				_, _ = once.Do(ctx, once.New(ownerStore, once.WithLease(lease)).Scope("s"), "k", nil, func(fctx context.Context) (int, error) {
+					close(started)
+					select {
+					case <-secondRan:
+					case <-fctx.Done():
+					}
+					firstDone <- first{live: fctx.Err() == nil, cause: context.Cause(fctx)}
+					return 1, nil
+				})
+			}()
+			<-started
+			proxy.paused.Store(true)
+			time.Sleep(lease + 300*time.Millisecond)
+			ran := false
+			_, _ = once.Do(ctx, once.New(dupStore, once.WithLease(lease)).Scope("s"), "k", nil, func(context.Context) (int, error) {
+				ran = true
+				close(secondRan)
+				return 2, nil
+			})
+			if !ran {
+				close(secondRan)
+			}
+			f := <-firstDone
+			proxy.paused.Store(false)
+			<-done
+			assert.True(t, ran, "the duplicate took the lapsed lease over")
+			assert.False(t, ran && f.live, "a duplicate ran fn while the partitioned owner's fn ran with a live context")
+			assert.ErrorIs(t, f.cause, once.ErrLeaseLost)
+		})
+	}
+}
