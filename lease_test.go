@@ -3,6 +3,10 @@ package once_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -295,4 +299,156 @@ func TestLeaseBelowMinLeaseIsRefusedBeforeTheStore(t *testing.T) {
 	v, err := once.Do(ctx, once.New(nil, once.WithLease(once.MinLease)).Scope("s"), "k", nil, func(context.Context) (int, error) { return 7, nil })
 	require.NoError(t, err)
 	assert.Equal(t, 7, v)
+}
+
+// proofStore records when each proof of a claim's lease reached the store
+// (the claim, and each renewal that succeeded) and makes Renew misbehave
+// at random: fail at once or slowly, hang until its context ends, hang
+// ignoring its context (as go-redis does without ContextTimeoutEnabled),
+// or succeed slowly.
+type proofStore struct {
+	backends.Store
+	lease time.Duration
+	rnd   func() float64
+	mu    sync.Mutex
+	proof map[string][]time.Time
+}
+
+func (s *proofStore) proved(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.proof[key] = append(s.proof[key], time.Now())
+}
+
+func (s *proofStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	at := time.Now()
+	r, err := s.Store.Claim(ctx, p)
+	if err == nil && r.Claimed {
+		s.mu.Lock()
+		s.proof[p.Key] = append(s.proof[p.Key], at)
+		s.mu.Unlock()
+	}
+	return r, err
+}
+
+func (s *proofStore) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
+	wait := func(d time.Duration, honour bool) error {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		if !honour {
+			<-t.C
+			return nil
+		}
+		select {
+		case <-t.C:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	r, d := s.rnd(), time.Duration(s.rnd()*float64(s.lease))
+	switch {
+	case r < 0.15:
+		return false, errors.New("connection reset")
+	case r < 0.3:
+		if err := wait(d/3, true); err != nil {
+			return false, err
+		}
+		return false, errors.New("connection reset, slowly")
+	case r < 0.45:
+		<-ctx.Done()
+		return false, ctx.Err()
+	case r < 0.55:
+		_ = wait(d, false)
+		return false, errors.New("read timeout")
+	case r < 0.65:
+		if err := wait(d/6, true); err != nil {
+			return false, err
+		}
+	}
+	at := time.Now()
+	ok, err := s.Store.Renew(ctx, p)
+	if ok && err == nil {
+		s.mu.Lock()
+		s.proof[p.Key] = append(s.proof[p.Key], at)
+		s.mu.Unlock()
+	}
+	return ok, err
+}
+
+// TestFnContextNeverOutlivesTheProvenLease checks, over random renewal
+// failures, hangs (honouring their context or not) and observers that
+// block on EventRenewed, the promise the watchdog keeps: while fn's
+// context is live, the store has received a proof of the lease (the claim
+// or a successful renewal) less than one lease ago, so no duplicate can
+// have taken the key over. The watchdog cancels a fifth of a lease early;
+// a timer that fires later than that on a loaded machine would fail it.
+// ONCE_LEASE_RANDOM_SECONDS (default 2) sets the run's length.
+func TestFnContextNeverOutlivesTheProvenLease(t *testing.T) {
+	secs := 2
+	if n, err := strconv.Atoi(os.Getenv("ONCE_LEASE_RANDOM_SECONDS")); err == nil && n > 0 {
+		secs = n
+	}
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	var rmu sync.Mutex
+	rng := rand.New(rand.NewPCG(seed, 2))
+	rnd := func() float64 { rmu.Lock(); defer rmu.Unlock(); return rng.Float64() }
+	const lease = 250 * time.Millisecond
+	store := &proofStore{Store: memory.New(nil), lease: lease, rnd: rnd, proof: map[string][]time.Time{}}
+	obs := func(_ context.Context, e once.Event) {
+		if e.Kind == once.EventRenewed && rnd() < 0.2 {
+			time.Sleep(time.Duration(rnd() * float64(lease)))
+		}
+	}
+	scope := once.New(store, once.WithLease(lease), once.WithObserver(obs)).Scope("s")
+	deadline := time.Now().Add(time.Duration(secs) * time.Second)
+	var mu sync.Mutex
+	var problems []string
+	var calls, cancelled atomic.Int32
+	var wg sync.WaitGroup
+	for w := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; time.Now().Before(deadline); i++ {
+				key := fmt.Sprintf("w%d-%d", w, i)
+				run := time.Duration(rnd() * float64(4*lease))
+				var liveUntil time.Time
+				calls.Add(1)
+				_, _ = once.Do(context.Background(), scope, key, nil, func(fctx context.Context) (int, error) {
+					select {
+					case <-time.After(run):
+					case <-fctx.Done():
+						cancelled.Add(1)
+					}
+					liveUntil = time.Now()
+					return 1, nil
+				})
+				var proofs []time.Time // those before fn's context ended, then its end
+				store.mu.Lock()
+				for _, at := range store.proof[key] {
+					if at.Before(liveUntil) {
+						proofs = append(proofs, at)
+					}
+				}
+				store.mu.Unlock()
+				proofs = append(proofs, liveUntil)
+				for j := 1; j < len(proofs); j++ {
+					if gap := proofs[j].Sub(proofs[j-1]); gap >= lease {
+						mu.Lock()
+						problems = append(problems, fmt.Sprintf("%s: fn's context live %v after the lease's last proof (proof %d of %d)", key, gap, j, len(proofs)-1))
+						mu.Unlock()
+						break
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("%d calls, %d fns cancelled", calls.Load(), cancelled.Load())
+	require.Positive(t, cancelled.Load(), "no fn was cancelled: the random faults never bit")
+	for _, p := range problems {
+		t.Error(p)
+	}
 }
