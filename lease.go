@@ -127,7 +127,7 @@ func startRenewer(ctx context.Context, store backends.Store, cfg *config, p back
 		r.idle.L = &r.mu
 	}
 	r.ctx, r.store, r.cfg, r.params, r.lost = ctx, store, cfg, p, lost
-	r.interval = p.Lease / 3 // MinLease keeps it well above the timers' resolution
+	r.interval = max(p.Lease/3, time.Millisecond) // MinLease keeps it above the floor; the floor only guards an unchecked lease
 	r.lastOK, r.stopped, r.abort = claimSent, false, nil
 	r.mu.Lock()
 	if r.timer == nil {
