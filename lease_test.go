@@ -314,12 +314,6 @@ type proofStore struct {
 	proof map[string][]time.Time
 }
 
-func (s *proofStore) proved(key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.proof[key] = append(s.proof[key], time.Now())
-}
-
 func (s *proofStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	at := time.Now()
 	r, err := s.Store.Claim(ctx, p)
