@@ -330,10 +330,13 @@ func decideRan[T any](ctx context.Context, scope Scope, out Outcome[T], class Cl
 		return Decision{Action: DeadLetter, Reason: ReasonRejected, Err: err}
 	case out.LeaseLost:
 		return Decision{Action: RetryLater, Reason: ReasonLeaseLost, Err: err}
+	case class == ClassHold:
+		// Also when the hold could not be stored (out.Unrecorded): the key
+		// then runs the handler again after its lease, as the redelivery
+		// does.
+		return Decision{Action: RetryLater, Reason: ReasonHeld, RetryAfter: scope.heldRetryAfter(), Err: err}
 	case out.Unrecorded:
 		return Decision{Action: Ack, Reason: ReasonUnrecorded, Err: err}
-	case class == ClassHold:
-		return Decision{Action: RetryLater, Reason: ReasonHeld, RetryAfter: scope.heldRetryAfter(), Err: err}
 	case endedBy(ctx, err):
 		// The consumer is shutting down, not the message failing: a broker
 		// adapter must not count this delivery toward its limit.

@@ -3,6 +3,7 @@ package once
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/stagedoor/once/backends"
@@ -11,7 +12,8 @@ import (
 
 // Bounds of the writes made after fn returns. They run on a context
 // detached from the caller's cancellation, so that a caller who gave up
-// does not leave the outcome unrecorded or the claim held.
+// does not leave the outcome unrecorded or the claim unsettled. A Complete
+// or a Hold is tried completeAttempts times; a Release once.
 const (
 	completeAttempts = 3
 	completeBackoff  = 25 * time.Millisecond
@@ -28,13 +30,41 @@ type claim struct {
 	detached context.Context // writes
 	renewer  *renewer
 	settled  bool
+	// panicked and panicValue hold the first panic of a hook that ran
+	// after fn returned (an observer, the codec, a held error's methods),
+	// recovered so that the claim is settled as it would have been without
+	// it; execute re-raises it once the claim is settled.
+	panicked   bool
+	panicValue any
+}
+
+// keepPanic keeps p, the value of a recovered hook panic, unless an earlier
+// one is kept already: the first panic is the one Do re-raises.
+func (c *claim) keepPanic(p any) {
+	if !c.panicked {
+		c.panicked, c.panicValue = true, p
+	}
+}
+
+// emit reports e to the observer. A panic in the observer is kept (see
+// keepPanic) rather than let it change how the claim is settled.
+func (c *claim) emit(e Event) {
+	if c.scope.cfg.observer == nil {
+		return
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			c.keepPanic(p)
+		}
+	}()
+	c.scope.cfg.observer(c.callCtx, e)
 }
 
 // settle runs when execute returns or panics, whatever panicked (fn, the
-// codec, an error's methods, the classifier, the observer): it stops
-// renewal, so that no renewal of the claim is sent after Do returns, and
-// releases a claim whose fate was not decided, so that the key is
-// claimable again at once.
+// classifier, a final error's methods, the store, or the observer on
+// EventClaimed, before fn ran): it stops renewal, so that no renewal of
+// the claim is sent after Do returns, and releases a claim whose fate was
+// not decided, so that the key is claimable again at once.
 func (c *claim) settle() {
 	c.renewer.stop()
 	if !c.settled {
@@ -43,8 +73,7 @@ func (c *claim) settle() {
 	c.renewer.recycle()
 }
 
-// release deletes the claim. The store write comes before the event, so a
-// panicking observer cannot keep the key claimed.
+// release deletes the claim. The store write comes before the event.
 func (c *claim) release() {
 	c.settled = true
 	c.renewer.stop()
@@ -57,21 +86,17 @@ func (c *claim) release() {
 	if err != nil {
 		e.Kind, e.Err = EventStoreError, err
 	}
-	cfg.emit(c.callCtx, e)
-}
-
-// hold keeps the key held for the hold period (WithHoldFor): the store
-// turns the claim into a held record. The store write comes before the
-// event.
-func (c *claim) hold(fnErr error) {
-	c.settled = true
-	c.renewer.stop()
-	took, err := c.storeHold(fnErr)
-	c.scope.cfg.emit(c.callCtx, Event{Kind: EventHeld, Scope: c.scope.name, Key: c.key, Class: ClassHold, FnErr: fnErr, Op: "hold", StoreTime: took, Err: err})
+	c.emit(e)
 }
 
 // execute reports the claim (event claimed), runs fn under it (owned by
 // owner, claimed by a request sent at claimSent) and records its outcome.
+//
+// Once fn has returned, no hook decides how the claim is settled: a panic
+// of the observer, of the codec on fn's value, or of a held error's
+// methods is recovered, the claim is settled as for no panic (a codec
+// panic as a codec error), and execute then panics with the first such
+// value.
 func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSent time.Time, claimed Event, fn func(context.Context) (T, error)) (Outcome[T], error) {
 	cfg, store := scope.cfg, scope.store
 	fnCtx, cancel := context.WithCancelCause(ctx)
@@ -86,16 +111,33 @@ func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSe
 
 	start := cfg.clock()
 	v, err := fn(fnCtx)
+	out, answer := settleOutcome(c, fnCtx, start, v, err)
+	if c.panicked {
+		panic(c.panicValue) // the claim is settled: the deferred settle only stops renewal
+	}
+	return out, answer
+}
+
+// settleOutcome classifies fn's result (v, err) and settles the claim
+// with it: completed, held or released.
+func settleOutcome[T any](c *claim, fnCtx context.Context, start time.Time, v T, err error) (Outcome[T], error) {
+	cfg := c.scope.cfg
 	class, fnErr := ClassRetry, error(nil)
 	if err != nil {
 		class, fnErr = classify(err, cfg.classifier)
 	}
-	cfg.emit(ctx, Event{Kind: EventExecuted, Scope: scope.name, Key: key, FnTime: cfg.since(start), Class: class, FnErr: fnErr})
+	c.emit(Event{Kind: EventExecuted, Scope: c.scope.name, Key: c.key, FnTime: cfg.since(start), Class: class, FnErr: fnErr})
 	switch {
 	case err == nil, class == ClassFinal:
 		return record(c, v, fnErr)
 	case class == ClassHold:
-		c.hold(fnErr)
+		applied, err := c.hold(fnErr)
+		switch {
+		case err != nil:
+			return Outcome[T]{Value: v, Unrecorded: true}, errors.Join(fnErr, &UnrecordedError{Err: err})
+		case !applied:
+			return Outcome[T]{Value: v, LeaseLost: true}, errors.Join(fnErr, ErrLeaseLost)
+		}
 		return Outcome[T]{Value: v}, fnErr
 	default:
 		c.release()
@@ -108,19 +150,22 @@ func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSe
 
 // record completes the claim with fn's value (fnErr nil) or final error and
 // returns what Do answers: what a replay of the stored outcome answers.
+// A panic of user code while encoding the outcome or decoding it back is
+// stored as a codec error would be, as a final error saying so, and kept
+// for execute to re-raise.
 func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 	cfg, scope, key := c.scope.cfg, c.scope, c.key
-	data, encErr := encodeOutcome(cfg, v, fnErr)
+	data, encErr := encodeOutcome(c, v, fnErr)
 	_, lossless := cfg.codec.(LosslessCodec)
 	lossless = lossless && encErr == nil && fnErr == nil
 	var first T
 	var answer error
 	if !lossless && len(data) <= cfg.maxOutcome {
 		var decErr error
-		first, answer, decErr = decodeOutcome[T](cfg, data)
+		first, answer, decErr = decodeFirst[T](c, data)
 		if decErr != nil { // the value does not come back: store why, as for one that does not encode
 			data = encodeFailure(cfg, "decoded", decErr)
-			first, answer, _ = decodeOutcome[T](cfg, data)
+			first, answer, _ = decodeFirst[T](c, data)
 		}
 	}
 	switch {
@@ -132,25 +177,37 @@ func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 		first = v
 	}
 	start := cfg.clock()
-	applied, err := complete(c, data)
+	applied, err := c.writeBack("complete", func(ctx context.Context) (bool, error) {
+		return scope.completeStore(ctx, backends.CompleteParams{Scope: scope.name, Key: key, Owner: c.owner, Outcome: data, Retention: cfg.retention})
+	})
 	c.settled = true // completed, lost, or unrecorded: the claim is kept until its lease ends
 	switch {
 	case err != nil:
-		cfg.emit(c.callCtx, Event{Kind: EventUnrecorded, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start), Err: err})
+		c.emit(Event{Kind: EventUnrecorded, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start), Err: err})
 		return Outcome[T]{Value: v, Unrecorded: true}, errors.Join(fnErr, &UnrecordedError{Err: err})
 	case !applied:
-		cfg.emit(c.callCtx, Event{Kind: EventLeaseLost, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start), Err: ErrLeaseLost})
+		c.emit(Event{Kind: EventLeaseLost, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start), Err: ErrLeaseLost})
 		return Outcome[T]{Value: v, LeaseLost: true}, errors.Join(fnErr, ErrLeaseLost)
 	default:
-		cfg.emit(c.callCtx, Event{Kind: EventRecorded, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start)})
+		c.emit(Event{Kind: EventRecorded, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start)})
 		return Outcome[T]{Value: first, Recorded: true}, answer
 	}
 }
 
 // encodeOutcome is the stored form of fn's value or final error. A value
 // that does not encode is stored as a final error saying so; encErr
-// reports it.
-func encodeOutcome[T any](cfg *config, v T, fnErr error) (data []byte, encErr error) {
+// reports it. So is an outcome whose encoding panics (in the codec, the
+// value's MarshalJSON, or the final error's Error or ErrorCode): the panic
+// is kept on the claim for execute to re-raise.
+func encodeOutcome[T any](c *claim, v T, fnErr error) (data []byte, encErr error) {
+	cfg := c.scope.cfg
+	defer func() {
+		if p := recover(); p != nil {
+			c.keepPanic(p)
+			encErr = panicError(p)
+			data = encodeFailure(cfg, "encoded", encErr)
+		}
+	}()
 	if fnErr != nil {
 		return encodeError(cfg, fnErr), nil
 	}
@@ -161,13 +218,26 @@ func encodeOutcome[T any](cfg *config, v T, fnErr error) (data []byte, encErr er
 	return data, nil
 }
 
-// complete stores the outcome, retrying a failing store a few times. The
-// renewer keeps the lease alive between attempts, and no attempt holds
+// decodeFirst is decodeOutcome for the first caller's answer, with a panic
+// of the codec kept on the claim and returned as the decode failure.
+func decodeFirst[T any](c *claim, data []byte) (v T, answer, decErr error) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.keepPanic(p)
+			var zero T
+			v, answer, decErr = zero, nil, panicError(p)
+		}
+	}()
+	return decodeOutcome[T](c.scope.cfg, data)
+}
+
+// writeBack runs write, a store write settling the claim (a Complete or a
+// Hold, named op in the events), retrying a failing store a few times.
+// The renewer keeps the lease alive between attempts, and no attempt holds
 // renewals off past the proven lease, so no takeover starts while an
-// attempt may still land.
-func complete(c *claim, data []byte) (applied bool, err error) {
-	cfg, scope := c.scope.cfg, c.scope
-	p := backends.CompleteParams{Scope: scope.name, Key: c.key, Owner: c.owner, Outcome: data, Retention: cfg.retention}
+// attempt may still land. It reports the last attempt's result.
+func (c *claim) writeBack(op string, write func(ctx context.Context) (bool, error)) (applied bool, err error) {
+	cfg := c.scope.cfg
 	for attempt := range completeAttempts {
 		if attempt > 0 {
 			time.Sleep(completeBackoff << (attempt - 1))
@@ -176,13 +246,18 @@ func complete(c *claim, data []byte) (applied bool, err error) {
 		c.renewer.write(func(timeout time.Duration) bool {
 			wctx := newWriteContext(c.detached, timeout)
 			defer wctx.end()
-			applied, err = scope.completeStore(wctx, p)
+			applied, err = write(wctx)
 			return err == nil
 		})
 		if err == nil {
 			return applied, nil
 		}
-		cfg.emit(c.callCtx, Event{Kind: EventStoreError, Scope: scope.name, Key: c.key, Op: "complete", StoreTime: cfg.since(start), Err: err})
+		c.emit(Event{Kind: EventStoreError, Scope: c.scope.name, Key: c.key, Op: op, StoreTime: cfg.since(start), Err: err})
 	}
 	return false, err
 }
+
+// panicError stands for a recovered panic of user code where an error is
+// stored or returned. fmt recovers a panic of the value's own Error or
+// String method.
+func panicError(p any) error { return fmt.Errorf("panic: %v", p) }

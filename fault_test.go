@@ -18,6 +18,7 @@ type faultStore struct {
 	complete func(context.Context, backends.CompleteParams) (bool, error)
 	renew    func(context.Context, backends.RenewParams) (bool, error)
 	release  func(context.Context, backends.ReleaseParams) (bool, error)
+	hold     func(context.Context, backends.HoldParams) (bool, error)
 	calls    map[string]int
 }
 
@@ -76,6 +77,17 @@ func (f *faultStore) Release(ctx context.Context, p backends.ReleaseParams) (boo
 		return h(ctx, p)
 	}
 	return f.Store.Release(ctx, p)
+}
+
+func (f *faultStore) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
+	f.count("hold")
+	f.mu.Lock()
+	h := f.hold
+	f.mu.Unlock()
+	if h != nil {
+		return h(ctx, p)
+	}
+	return f.Store.Hold(ctx, p)
 }
 
 func (f *faultStore) set(fn func(f *faultStore)) {

@@ -1,6 +1,7 @@
 package once
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"time"
@@ -54,12 +55,37 @@ func (c *config) holdPeriod() time.Duration {
 // MaxHeldMessageLen at a UTF-8 boundary. A store refuses anything else,
 // and a Hold must not fail on an error's text. They are kept for
 // operators (once get, once list), never answered to another caller.
-func heldCode(err error) (code, message string) {
-	var coded interface{ ErrorCode() string }
-	if errors.As(err, &coded) {
-		code = coded.ErrorCode()
-	}
-	return heldText(code, backends.MaxHeldCodeLen), heldText(err.Error(), backends.MaxHeldMessageLen)
+//
+// ErrorCode and Error are user code, and the key must be held whatever
+// they do: a panic in ErrorCode leaves the code empty, a panic in Error
+// makes the message heldPanicMessage, and the first panic is kept on the
+// claim, to be re-raised once the key is held.
+func (c *claim) heldCode(err error) (code, message string) {
+	code = c.held(func() string {
+		var coded interface{ ErrorCode() string }
+		if errors.As(err, &coded) {
+			return coded.ErrorCode()
+		}
+		return ""
+	}, "")
+	message = c.held(err.Error, heldPanicMessage)
+	return heldText(code, backends.MaxHeldCodeLen), heldText(message, backends.MaxHeldMessageLen)
+}
+
+// heldPanicMessage is the message of a held key whose error's Error method
+// panicked.
+const heldPanicMessage = "once: the held error's Error method panicked"
+
+// held returns text(), or placeholder when it panics: the panic is then
+// kept on the claim (see keepPanic).
+func (c *claim) held(text func() string, placeholder string) (s string) {
+	defer func() {
+		if p := recover(); p != nil {
+			c.keepPanic(p)
+			s = placeholder
+		}
+	}()
+	return text()
 }
 
 // heldText returns s with invalid UTF-8 and NUL replaced with U+FFFD, cut
@@ -84,22 +110,26 @@ func cut(s string, n int) string {
 	return s[:n]
 }
 
-// storeHold turns the claim into a held record, on the detached context.
-// It reports the store operation's duration and outcome for the event:
-// ErrLeaseLost means the claim had been lost (taken over) before it could
-// be held.
-func (c *claim) storeHold(fnErr error) (took time.Duration, err error) {
+// hold turns the claim into a held record for the hold period
+// (WithHoldFor), retrying a failing store as a completion is retried (see
+// writeBack), and reports the event after the store write. applied false
+// with err nil means the claim had been lost (taken over) before it could
+// be held; err is the last store failure when every attempt failed. Either
+// way the claim is left as it is until its lease ends.
+func (c *claim) hold(fnErr error) (applied bool, err error) {
 	cfg := c.scope.cfg
-	code, message := heldCode(fnErr)
-	wctx := newWriteContext(c.detached, writeTimeout)
-	defer wctx.end()
-	start := cfg.clock()
-	applied, err := c.scope.store.Hold(wctx, backends.HoldParams{
+	code, message := c.heldCode(fnErr)
+	p := backends.HoldParams{
 		Scope: c.scope.name, Key: c.key, Owner: c.owner, For: cfg.holdPeriod(),
 		Code: code, Message: message, Retention: cfg.retention,
-	})
-	if err == nil && !applied {
-		err = ErrLeaseLost
 	}
-	return cfg.since(start), err
+	start := cfg.clock()
+	applied, err = c.writeBack("hold", func(ctx context.Context) (bool, error) { return c.scope.store.Hold(ctx, p) })
+	c.settled = true
+	e := Event{Kind: EventHeld, Scope: c.scope.name, Key: c.key, Class: ClassHold, FnErr: fnErr, Op: "hold", StoreTime: cfg.since(start), Err: err}
+	if err == nil && !applied {
+		e.Err = ErrLeaseLost
+	}
+	c.emit(e)
+	return applied, err
 }

@@ -225,6 +225,9 @@ type modelAnswer struct {
 	value  any    // a value's JSON round trip
 	text   string // a final error's text
 	reason string // the registered error's field
+	// failure: the final error is the core's own (an outcome that cannot
+	// be encoded or decoded), a *StoredError with text.
+	failure bool
 }
 
 type modelRecord struct {
@@ -528,7 +531,9 @@ func (h *harness) checkNotRun(id int, key string, rec *modelRecord, hk callHooks
 		}
 		return
 	}
-	if hk.kind == hookCodecUnmarshal || hk.kind == hookObserver && hk.event == EventReplayed {
+	// A replay decodes a value, or a registered final error, with the codec;
+	// the core's own failure record has no codec bytes.
+	if hk.kind == hookCodecUnmarshal && !rec.answer.failure || hk.kind == hookObserver && hk.event == EventReplayed {
 		h.wantPanic(id, res)
 		return
 	}
@@ -557,6 +562,13 @@ func (h *harness) checkAnswer(id int, key string, want modelAnswer, res callResu
 		require.Equal(h.t, want.value, res.out.Value, "seed %d call %d on %q: %s vs %s", h.seed, id, key, got, exp)
 		return
 	}
+	if want.failure {
+		var stored *StoredError
+		if res.err == nil || res.err.Error() != want.text || !errors.As(res.err, &stored) {
+			h.failf("call %d on %q: got error %v, want the stored failure %q", id, key, res.err, want.text)
+		}
+		return
+	}
 	var declined *modelDeclined
 	if res.err == nil || res.err.Error() != want.text || !errors.As(res.err, &declined) || declined.Reason != want.reason {
 		h.failf("call %d on %q: got error %v, want %q with reason %q", id, key, res.err, want.text, want.reason)
@@ -582,6 +594,9 @@ func (h *harness) settle(id int, key string, b behaviour, hk callHooks, res call
 		h.failf("call %d on claimable %q did not run fn (%v, %v)", id, key, res.err, res.panicked)
 	}
 	release := func() { h.releasedIfOwned(key, id) }
+	// An observer that panics once fn returned changes nothing of how the
+	// claim is settled: Do panics afterwards.
+	late := obs(EventExecuted)
 	switch {
 	case b == doPanic:
 		h.wantPanic(id, res)
@@ -589,12 +604,9 @@ func (h *harness) settle(id int, key string, b behaviour, hk callHooks, res call
 	case b == doRetry && hk.kind == hookClassifier:
 		h.wantPanic(id, res)
 		release()
-	case obs(EventExecuted):
-		h.wantPanic(id, res)
-		release()
 	case b == doRetry:
 		release()
-		if obs(EventReleased) {
+		if late || obs(EventReleased) {
 			h.wantPanic(id, res)
 		} else if res.panicked != nil || res.err == nil || !strings.HasPrefix(res.err.Error(), "retry") {
 			h.failf("call %d: retryable error, got %v %v", id, res.err, res.panicked)
@@ -608,25 +620,33 @@ func (h *harness) settle(id int, key string, b behaviour, hk callHooks, res call
 			rec.leaseUntil = now.Add(h.lease)
 			rec.expiresAt = laterOf(now.Add(h.retention), rec.leaseUntil)
 		}
-		if obs(EventHeld) {
+		if late || obs(EventHeld) {
 			h.wantPanic(id, res)
 		} else if res.panicked != nil || res.err == nil || res.err.Error() != "held" {
 			h.failf("call %d: held error, got %v %v", id, res.err, res.panicked)
 		}
-	case hk.kind == hookCodecMarshal || hk.kind == hookCodecUnmarshal:
-		h.wantPanic(id, res)
-		release()
 	default: // a value or a final error to record
+		// A codec that panics on the outcome (modelDeclined is registered,
+		// so a final error goes through the codec too) is a codec error:
+		// the core stores a final error saying so, then panics.
+		want := answerOf(id, b)
+		switch hk.kind {
+		case hookCodecMarshal:
+			want, late = modelAnswer{text: "once: outcome cannot be encoded: panic: model: codec Marshal", failure: true}, true
+		case hookCodecUnmarshal:
+			want, late = modelAnswer{text: "once: outcome cannot be decoded: panic: model: codec Unmarshal", failure: true}, true
+		}
 		rec := h.records[key]
 		if !owned || rec == nil || rec.state != backends.StatePending || rec.owner != id {
-			if res.panicked != nil || !errors.Is(res.err, ErrLeaseLost) {
+			if late {
+				h.wantPanic(id, res)
+			} else if res.panicked != nil || !errors.Is(res.err, ErrLeaseLost) {
 				h.failf("call %d lost its claim on %q: got %v %v, want ErrLeaseLost", id, key, res.err, res.panicked)
 			}
 			return
 		}
-		want := answerOf(id, b)
 		*rec = modelRecord{state: backends.StateCompleted, owner: id, expiresAt: h.ft.Now().Add(h.retention), answer: want}
-		if obs(EventRecorded) {
+		if late || obs(EventRecorded) {
 			h.wantPanic(id, res)
 			return
 		}

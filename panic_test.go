@@ -78,17 +78,33 @@ func (e *nilDerefError) Error() string { return e.reason } // panics on a nil re
 
 // requireSettled proves that no renewal of the claim is sent after the call
 // ended, over several lease intervals, and that the key is claimable again
-// at once (released) or replays (recorded).
+// at once (released) or replays (recorded: a value, or a final error such
+// as the one the core stores for an outcome that cannot be encoded).
 func requireSettled(t *testing.T, store *faultStore, scope once.Scope, key string, recorded bool) {
 	t.Helper()
 	renewals := store.Calls("renew")
 	time.Sleep(4 * panicLease)
 	assert.Equal(t, renewals, store.Calls("renew"), "no renewal is sent after Do returned or panicked")
-	out, err := once.DoOutcome(context.Background(), scope, key, nil, func(context.Context) (string, error) { return "again", nil })
+	ran := false
+	out, err := once.DoOutcome(context.Background(), scope, key, nil, func(context.Context) (string, error) { ran = true; return "again", nil })
+	if recorded {
+		assert.True(t, out.Replayed, "a recorded key replays (%v)", err)
+		assert.False(t, ran, "a recorded key never runs fn again")
+		return
+	}
 	require.NoError(t, err)
-	assert.Equal(t, recorded, out.Replayed, "released keys run fn again, recorded ones replay")
+	assert.True(t, ran, "a released key runs fn again at once")
 }
 
+// TestAPanicOutsideFnNeverLeavesAKeyStuck: a panic in a hook that runs
+// under the claim propagates out of Do, never leaves the claim renewing,
+// and settles the key as the design says. Before fn returned (the observer
+// on claimed), and in the classifier (fn's error has no class), the claim
+// is released. Once fn returned, the panic changes nothing of what is
+// stored: an outcome that the codec or the error's methods cannot encode
+// (or the codec cannot decode back) is stored as a final error saying so,
+// as an encoding error would be, and an observer's panic leaves the
+// outcome recorded, released or held as it would have been.
 func TestAPanicOutsideFnNeverLeavesAKeyStuck(t *testing.T) {
 	type fnResult struct {
 		v   any
@@ -98,18 +114,18 @@ func TestAPanicOutsideFnNeverLeavesAKeyStuck(t *testing.T) {
 		name     string
 		opts     []once.Option
 		fn       fnResult
-		recorded bool // the outcome was stored before the panic
+		recorded bool // the outcome is stored, and the panic re-raised after
 	}{
-		{name: "codec Marshal", opts: []once.Option{once.WithCodec(panickingCodec{marshal: true})}, fn: fnResult{v: "v"}},
-		{name: "codec Unmarshal of the first answer", opts: []once.Option{once.WithCodec(panickingCodec{unmarshal: true})}, fn: fnResult{v: "v"}},
-		{name: "value MarshalJSON", fn: fnResult{v: explodingValue{}}},
-		{name: "final error's Error", fn: fnResult{err: once.Final(explodingError{inText: true})}},
-		{name: "final error's ErrorCode", fn: fnResult{err: once.Final(explodingError{inCode: true})}},
-		{name: "Final of a typed nil", fn: fnResult{err: once.Final((*nilDerefError)(nil))}},
+		{name: "codec Marshal", opts: []once.Option{once.WithCodec(panickingCodec{marshal: true})}, fn: fnResult{v: "v"}, recorded: true},
+		{name: "codec Unmarshal of the first answer", opts: []once.Option{once.WithCodec(panickingCodec{unmarshal: true})}, fn: fnResult{v: "v"}, recorded: true},
+		{name: "value MarshalJSON", fn: fnResult{v: explodingValue{}}, recorded: true},
+		{name: "final error's Error", fn: fnResult{err: once.Final(explodingError{inText: true})}, recorded: true},
+		{name: "final error's ErrorCode", fn: fnResult{err: once.Final(explodingError{inCode: true})}, recorded: true},
+		{name: "Final of a typed nil", fn: fnResult{err: once.Final((*nilDerefError)(nil))}, recorded: true},
 		{name: "classifier", opts: []once.Option{once.WithClassifier(func(error) once.Class { panic("classifier") })},
 			fn: fnResult{err: errors.New("unmarked")}},
 		{name: "observer on claimed", opts: []once.Option{once.WithObserver(panicOn(once.EventClaimed))}, fn: fnResult{v: "v"}},
-		{name: "observer on executed", opts: []once.Option{once.WithObserver(panicOn(once.EventExecuted))}, fn: fnResult{v: "v"}},
+		{name: "observer on executed", opts: []once.Option{once.WithObserver(panicOn(once.EventExecuted))}, fn: fnResult{v: "v"}, recorded: true},
 		{name: "observer on recorded", opts: []once.Option{once.WithObserver(panicOn(once.EventRecorded))}, fn: fnResult{v: "v"}, recorded: true},
 		{name: "observer on released", opts: []once.Option{once.WithObserver(panicOn(once.EventReleased))}, fn: fnResult{err: errors.New("retry")}},
 		{name: "observer on held", opts: []once.Option{once.WithObserver(panicOn(once.EventHeld))}, fn: fnResult{err: once.Hold(errors.New("held"))}},
@@ -201,4 +217,70 @@ func TestPanicInStoreRenewDoesNotCrashTheProcess(t *testing.T) {
 		}
 	}
 	require.ErrorContains(t, storeErr, "renew exploded", "the panic is reported as the renewal's store error")
+}
+
+// TestAHookPanicAfterFnReturnedNeverRunsFnAgain: once fn has returned, its
+// side effect has happened, so a hook that panics afterwards must not
+// release the claim (the next call would run fn again: a second charge).
+// The outcome is stored as it would have been without the panic (an
+// outcome whose encoding or decoding panics as for a codec error: a final
+// error saying so), the next call replays it, and Do panics with the hook's
+// value.
+func TestAHookPanicAfterFnReturnedNeverRunsFnAgain(t *testing.T) {
+	failOnce := func(f *faultStore) {
+		failed := false
+		f.complete = func(ctx context.Context, p backends.CompleteParams) (bool, error) {
+			if !failed { // the hook runs under the claim's write lock: no race
+				failed = true
+				return false, errors.New("connection reset by peer")
+			}
+			return f.Store.Complete(ctx, p)
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		opts    []once.Option
+		store   func(*faultStore)
+		v       any
+		panic   string
+		replay  any    // the value a replay answers, or
+		stored  string // the final error a replay answers
+		attempt int    // Complete calls
+	}{
+		{name: "observer on executed", opts: []once.Option{once.WithObserver(panicOn(once.EventExecuted))},
+			v: "v", panic: "observer: executed", replay: "v", attempt: 1},
+		{name: "observer on a failed completion attempt", opts: []once.Option{once.WithObserver(panicOn(once.EventStoreError))}, store: failOnce,
+			v: "v", panic: "observer: store_error", replay: "v", attempt: 2},
+		{name: "codec Marshal", opts: []once.Option{once.WithCodec(panickingCodec{marshal: true})},
+			v: "v", panic: "codec: Marshal", stored: "once: outcome cannot be encoded: panic: codec: Marshal", attempt: 1},
+		{name: "value MarshalJSON", v: explodingValue{},
+			panic: "value: MarshalJSON", stored: "once: outcome cannot be encoded: panic: value: MarshalJSON", attempt: 1},
+		{name: "codec Unmarshal of the first answer", opts: []once.Option{once.WithCodec(panickingCodec{unmarshal: true})},
+			v: "v", panic: "codec: Unmarshal", stored: "once: outcome cannot be decoded: panic: codec: Unmarshal", attempt: 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx := context.Background()
+			store := newFaultStore(memory.New(nil))
+			if c.store != nil {
+				store.set(c.store)
+			}
+			effects := 0
+			fn := func(context.Context) (any, error) { effects++; return c.v, nil }
+			require.PanicsWithValue(t, c.panic, func() {
+				_, _ = once.Do(ctx, once.New(store, c.opts...).Scope("s"), "k", nil, fn)
+			})
+			require.Equal(t, c.attempt, store.Calls("complete"), "the outcome was stored before the panic escaped")
+			out, err := once.DoOutcome(ctx, once.New(store).Scope("s"), "k", nil, fn)
+			require.Equal(t, 1, effects, "the side effect happened twice for one key")
+			require.True(t, out.Replayed)
+			if c.stored != "" {
+				var stored *once.StoredError
+				require.ErrorAs(t, err, &stored)
+				require.Equal(t, c.stored, err.Error())
+				return
+			}
+			require.NoError(t, err)
+			require.Equal(t, c.replay, out.Value)
+		})
+	}
 }
