@@ -214,13 +214,14 @@ func (i *Instrumentation) Observer() once.Observer {
 }
 
 // singleAttempt reports whether e's StoreTime is the time of one store
-// call. A completion's store_error events are; its final event is only if
-// none of its attempts failed (the core retries a failed completion, and
-// the final event's time spans every attempt and the backoff between
-// them). Only one call completes a (scope, key) at a time, its claim's
-// owner, so the failed attempts are told by the (scope, key).
+// call. A completion's or a hold's store_error events are; its final event
+// is only if none of its attempts failed (the core retries a failed
+// Complete or Hold, and the final event's time spans every attempt and the
+// backoff between them). Only one call completes or holds a (scope, key)
+// at a time, its claim's owner, so the failed attempts are told by the
+// (scope, key).
 func (i *Instrumentation) singleAttempt(e once.Event) bool {
-	if e.Op != "complete" {
+	if e.Op != "complete" && e.Op != "hold" {
 		return true
 	}
 	k := callKey{e.Scope, e.Key}
@@ -238,7 +239,7 @@ func (i *Instrumentation) singleAttempt(e once.Event) bool {
 		i.forget(k)
 		return false
 	}
-	return !i.forget(k) // recorded, lease_lost
+	return !i.forget(k) // recorded, lease_lost, held (with or without an error)
 }
 
 // forget ends the completion of k and reports whether an attempt of it

@@ -183,6 +183,18 @@ func (f *failingCompletes) Complete(ctx context.Context, p backends.CompletePara
 	return f.Store.Complete(ctx, p)
 }
 
+// Hold fails the first n Hold calls.
+func (f *failingCompletes) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
+	f.mu.Lock()
+	fail := f.n > 0
+	f.n--
+	f.mu.Unlock()
+	if fail {
+		return false, errors.New("transient")
+	}
+	return f.Store.Hold(ctx, p)
+}
+
 // storeSamples returns the number of once.store.duration samples by op.
 func storeSamples(t *testing.T, reader *sdkmetric.ManualReader) map[string]uint64 {
 	t.Helper()
@@ -217,6 +229,24 @@ func TestStoreDurationCountsEachAttemptOnce(t *testing.T) {
 		_, err := once.Do(context.Background(), scope, "k", nil, func(context.Context) (int, error) { return 1, nil })
 		assert.Equal(t, tc.err, err != nil, "fails %d: %v", tc.fails, err)
 		assert.Equal(t, map[string]uint64{"claim": 1, "complete": tc.complete}, storeSamples(t, reader), "fails %d", tc.fails)
+	}
+}
+
+// So is each attempt of the Hold of a held error, which the core retries
+// as it retries a completion.
+func TestStoreDurationCountsEachHoldAttemptOnce(t *testing.T) {
+	for _, tc := range []struct {
+		fails      int
+		hold       uint64
+		unrecorded bool
+	}{{0, 1, false}, {1, 1, false}, {3, 3, true}} {
+		inst, reader, _ := setup(t)
+		scope := once.New(&failingCompletes{Store: memory.New(nil), n: tc.fails}, inst.Options()...).Scope("u")
+		_, err := once.Do(context.Background(), scope, "k", nil, func(context.Context) (int, error) {
+			return 0, once.Hold(errors.New("provider timeout"))
+		})
+		assert.Equal(t, tc.unrecorded, errors.Is(err, once.ErrOutcomeUnrecorded), "fails %d: %v", tc.fails, err)
+		assert.Equal(t, map[string]uint64{"claim": 1, "hold": tc.hold}, storeSamples(t, reader), "fails %d", tc.fails)
 	}
 }
 
