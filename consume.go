@@ -51,9 +51,9 @@ const (
 	ReasonReplayedFinal Reason = "replayed final error" // Ack: a final error recorded before is replayed
 	ReasonUnrecorded    Reason = "outcome unrecorded"   // Ack: the handler finished but the store did not record it
 	ReasonInProgress    Reason = "in progress"          // RetryLater: another consumer holds a live claim on the key
-	ReasonHeld          Reason = "held"                 // RetryLater: the handler returned a Hold error; the key is held
+	ReasonHeld          Reason = "held"                 // RetryLater: the handler returned a Hold error; the key is held (see Consume)
 	ReasonHandlerError  Reason = "handler error"        // RetryLater: the handler returned a retryable error
-	ReasonPanicked      Reason = "handler panicked"     // RetryLater: the handler panicked; the claim was released
+	ReasonPanicked      Reason = "handler panicked"     // RetryLater: the handler panicked (the claim was released), or a hook after it (see Do)
 	ReasonLeaseLost     Reason = "lease lost"           // RetryLater: the claim was taken over while the handler ran
 	ReasonStoreDown     Reason = "store unavailable"    // RetryLater: the claim could not be made; the handler did not run
 	ReasonCanceled      Reason = "canceled"             // RetryLater: the consumer's context ended before the handler ran, or while it ran and it returned the context's error
@@ -216,6 +216,13 @@ func Reject(err error) error {
 // because the consumer that took the key over may still fail; the
 // redelivery then replays its outcome. A misconfiguration is retried, not
 // dead-lettered, since the message is not at fault.
+//
+// A Hold error whose hold the store failed to write is still ReasonHeld,
+// with an Err that carries ErrOutcomeUnrecorded: the key is not held, it
+// stays claimed until its lease ends and then runs the handler again, as
+// the redelivery after RetryAfter does (the outcome is unknown, so
+// acknowledging could lose the message). A Hold that finds the claim taken
+// over is ReasonLeaseLost.
 func Consume(ctx context.Context, scope Scope, key string, fp Fingerprint, handler func(context.Context) error) Decision {
 	var fn func(context.Context) (struct{}, error)
 	if handler != nil {

@@ -29,7 +29,7 @@
 // left) and keeps the key held for the hold period (WithHoldFor; one lease
 // by default, or until resolved); Resolve or a Reconciler stores the real
 // outcome later. Retry(err) and unmarked errors (ClassRetry),
-// cancellations and panics release the claim at once. A Classifier
+// cancellations and panics in fn release the claim at once. A Classifier
 // (WithClassifier) returns ClassFinal, ClassRetry or ClassHold for unmarked
 // errors.
 //

@@ -67,7 +67,8 @@ func encodeJSONValue(v any) ([]byte, error) {
 // envelope.MaxMessage bytes), its code, and, when a registered type is in
 // its chain and encodes, that error's encoding under the type's code.
 // Error, ErrorCode, As and the codec are user code: a panic in them
-// propagates to the caller.
+// propagates to the caller (Do's record stores it as an outcome that
+// cannot be encoded).
 func encodeError(cfg *config, err error) []byte {
 	msg := err.Error()
 	var code string

@@ -24,8 +24,9 @@ var (
 	ErrLeaseLost = errors.New("once: lease lost to another owner")
 
 	// ErrOutcomeUnrecorded: fn finished but its outcome could not be stored
-	// after several attempts. The value is returned with this error; the
-	// key stays claimed until its lease ends and then runs fn again.
+	// after several attempts, or fn returned a held error and the key could
+	// not be held. The value (and fn's error) is returned with this error;
+	// the key stays claimed until its lease ends and then runs fn again.
 	ErrOutcomeUnrecorded = errors.New("once: outcome not recorded")
 
 	// ErrOutcomeTooLarge: the encoded outcome exceeds the size cap. fn's
@@ -115,13 +116,12 @@ type StoreError struct {
 	// "leaseheld" (a Reconciler), or "begin", "commit", "savepoint",
 	// "rollback to savepoint" and "hold" (a transactional consumer's
 	// transaction, see ConsumeTx). Do's own writes after fn ran are not
-	// StoreErrors: a completion that fails is an *UnrecordedError
-	// (ErrOutcomeUnrecorded), a renewal that cannot prove the lease ends
-	// in ErrLeaseLost, and a failed release or hold is reported to the
-	// observers (a release as EventStoreError, a hold as EventHeld with
-	// its Err set) while Do returns fn's error. ConsumeTx, which must
-	// know that a hold was written before it commits it, answers one that
-	// failed with a StoreError of Op "hold".
+	// StoreErrors: a completion or a hold that fails is an
+	// *UnrecordedError (ErrOutcomeUnrecorded), a renewal that cannot prove
+	// the lease ends in ErrLeaseLost, and a failed release is reported to
+	// the observers (EventStoreError) while Do returns fn's error.
+	// ConsumeTx, which must know that a hold was written before it commits
+	// it, answers one that failed with a StoreError of Op "hold".
 	Op  string
 	Err error
 }
@@ -135,7 +135,8 @@ func (e *StoreError) Unwrap() error { return e.Err }
 func (e *StoreError) Is(target error) bool { return target == ErrStore }
 
 // UnrecordedError is returned, with fn's value, when fn finished but its
-// outcome could not be stored.
+// outcome could not be stored, and with fn's held error when the key could
+// not be held.
 type UnrecordedError struct {
 	// Err is the last store failure.
 	Err error

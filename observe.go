@@ -31,8 +31,10 @@ const (
 	// panic. Op "release".
 	EventReleased
 	// EventHeld: the key is held for the hold period (WithHoldFor) after a
-	// held error (FnErr, Class ClassHold). Op "hold", with Err set if that
-	// write failed (ErrLeaseLost: the claim had been taken over).
+	// held error (FnErr, Class ClassHold). Op "hold"; StoreTime includes
+	// the retries. Err is set if the key could not be held: ErrLeaseLost
+	// (the claim had been taken over), or the last store failure when every
+	// attempt failed (each reported by an EventStoreError).
 	EventHeld
 	// EventRenewed: the lease was renewed. Op "renew".
 	EventRenewed
@@ -45,7 +47,8 @@ const (
 	// is the last store failure. Op "complete".
 	EventUnrecorded
 	// EventStoreError: the store operation Op failed with Err (a failed
-	// completion attempt that a retry may still recover, for example).
+	// completion or hold attempt that a retry may still recover, for
+	// example).
 	EventStoreError
 	// EventResolved: a Reconciler or Resolve stored the real outcome of a
 	// key (FnErr is the final error it stored, if any). Op "resolve".
@@ -114,8 +117,10 @@ type Event struct {
 // cancellation).
 //
 // An observer must not panic. If it does on the call's goroutine, the
-// panic propagates out of Do, after the claim is settled (released, or
-// kept when the outcome was stored or held); on the renewal timer's
+// panic propagates out of Do: on EventClaimed (fn does not run) after the
+// claim is released; on a later event, after the claim is settled as it
+// would have been without the panic (recorded, held or released: the
+// observer's later events are still sent). On the renewal timer's
 // goroutine, it is recovered and the event dropped.
 type Observer func(ctx context.Context, e Event)
 

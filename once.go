@@ -32,19 +32,27 @@ import (
 // is released so the next call runs fn again, and Do returns it as fn
 // returned it.
 //
-// A panic in fn or in any hook that runs under the claim (codec, an
-// error's methods, classifier, observer) releases the claim — or keeps it
-// when the outcome was already stored or held — and stops renewal before
-// Do panics with the same value: no renewal is sent after Do returns or
-// panics.
+// A panic in fn, in the classifier, or in the observer on EventClaimed
+// (before fn runs) releases the claim and stops renewal before Do panics
+// with the same value: no renewal is sent after Do returns or panics. Once
+// fn has returned, its effect has happened, so a panic in a hook changes
+// nothing of how the key is settled, and Do panics with its value after
+// the key is settled: an outcome whose encoding panics (the codec, a
+// value's MarshalJSON, a final error's Error or ErrorCode), or whose
+// decoding for the first answer does, is stored as an outcome the codec
+// refuses is, as a final error saying so ("once: outcome cannot be
+// encoded: panic: …"); a held error whose Error or ErrorCode panics holds
+// the key with a placeholder text; a panicking observer leaves the outcome
+// recorded, held or released as it would have been.
 //
 // While fn runs, Do renews the lease; if the claim is lost (taken over by
 // another caller after a pause longer than the lease), or renewals cannot
 // prove it in time (WithLease says when), fn's context is cancelled with
 // cause ErrLeaseLost, and a Do whose claim was taken over returns
-// ErrLeaseLost without overwriting the new owner's outcome. If the store cannot record fn's
-// outcome, Do returns the value with ErrOutcomeUnrecorded, and the key
-// runs fn again after its lease.
+// ErrLeaseLost without overwriting the new owner's outcome. If the store
+// cannot record fn's outcome, or cannot hold the key after a held error,
+// Do returns the value (and fn's error) with ErrOutcomeUnrecorded, and the
+// key runs fn again after its lease.
 //
 // Do validates scope, key and fingerprint before touching the store and
 // returns an *InvalidInputError for bad input. It fails closed: when the

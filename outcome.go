@@ -18,13 +18,15 @@ type Outcome[T any] struct {
 	// store. A retry of the key will get the same answer.
 	Recorded bool
 	// Unrecorded reports that fn ran in this call and finished with a value
-	// or final error, but the store failed to record it (the error carries
-	// ErrOutcomeUnrecorded). It is set by the core only, never inferred
+	// or final error, but the store failed to record it, or with a held
+	// error, but the store failed to hold the key (the error carries
+	// ErrOutcomeUnrecorded): the key runs fn again after its lease. It is
+	// set by the core only, never inferred
 	// from fn's own error: an fn whose error wraps ErrOutcomeUnrecorded
 	// (from a nested Do) does not set it.
 	Unrecorded bool
 	// LeaseLost reports that fn ran in this call and its claim was taken
-	// over (the renewal or the completion found another owner), so nothing
+	// over (the renewal, the completion or the hold found another owner), so nothing
 	// of this call was stored (the error carries ErrLeaseLost). Like
 	// Unrecorded, only the core sets it.
 	LeaseLost bool
