@@ -108,7 +108,10 @@ func ConsumeValueTx[X Tx, T any](ctx context.Context, scope Scope, key string, f
 		// Unlike outside a transaction, the effect is not done: it rolls
 		// back with the claim, so the message must be delivered again.
 		return zero, Decision{Action: RetryLater, Reason: ReasonStoreDown, RetryAfter: StoreRetryAfter, Err: d.Err}
-	case d.Reason == ReasonHeld:
+	case d.Reason == ReasonHeld, d.Reason == ReasonLeaseLost && h.tried:
+		// A Hold that found the claim no longer this transaction's is
+		// answered lease lost by the core; commit answers it as a key
+		// that could not be held, the transaction rolled back.
 		return zero, h.commit(ctx, tx, d, &committed)
 	case d.Action != Ack:
 		return v, d
@@ -126,6 +129,7 @@ type txHold struct {
 	store backends.Store
 	sp    backends.Savepointer // nil: no savepoint, a Hold error is retryable
 
+	tried   bool  // the core sent a Hold
 	held    bool  // the core's Hold applied
 	holdErr error // the core's Hold failed
 	failed  error // a *StoreError: the key cannot be held, the transaction rolls back
@@ -217,7 +221,7 @@ func (h *txHold) Resolve(ctx context.Context, p backends.ResolveParams) (backend
 // does ConsumeTx commit it.
 func (h *txHold) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	applied, err := h.store.Hold(ctx, p)
-	h.held, h.holdErr = applied && err == nil, err
+	h.tried, h.held, h.holdErr = true, applied && err == nil, err
 	return applied, err
 }
 
