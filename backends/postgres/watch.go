@@ -50,14 +50,16 @@ const (
 	listenPing    = 30 * time.Second
 	listenTimeout = 10 * time.Second // connect+LISTEN, ping, slot locks
 	// lockRetry is how soon a slot lock held by an uncommitted writer is
-	// tried again; slotWait bounds how long Watch waits for it before it
-	// gives up (the core then polls that step).
+	// tried again; slotWait bounds how long Watch waits for it, from the
+	// first try that found it held, before it gives up (the core then
+	// polls that step). A try that has not answered yet (a slow server)
+	// does not count: Watch then waits for it, within its context.
 	lockRetry = 5 * time.Millisecond
 	slotWait  = 250 * time.Millisecond
 )
 
 // errSlotBusy is Watch's error when a concurrent uncommitted transaction
-// kept the key's slot for longer than slotWait.
+// kept the key's slot for longer than slotWait after a try found it held.
 var errSlotBusy = errors.New("the key's lock slot is held by an uncommitted writer")
 
 // ErrWatchUnsupported is returned by Store.Watch when the Store's DB cannot
@@ -79,8 +81,10 @@ type acquirer interface {
 // connection listens on the table's channel and holds the lock of the
 // key's slot (after the slot's uncommitted writers committed), so no
 // change committed after Watch returned is missed. It gives up with an
-// *Error after 250 ms if a concurrent uncommitted transaction keeps
-// writing to the slot (the core polls instead). The channel is also
+// *Error 250 ms after a try of the slot's lock found it held, if a
+// concurrent uncommitted transaction keeps writing to the slot (the core
+// polls instead); a try that has not answered yet (a slow server) is
+// waited for, within ctx. The channel is also
 // closed, as a spurious wake-up, when the shared connection fails (the
 // waiter re-checks and watches again on a fresh connection). Call stop to
 // stop waiting; stop is idempotent. Without a connection to lend (see
@@ -184,6 +188,8 @@ type slot struct {
 	waiters int
 	ready   chan struct{} // closed once its lock is held, or the session died
 	locked  bool          // ready is closed
+	refused chan struct{} // closed once a try found the lock held by a writer
+	busy    bool          // refused is closed
 }
 
 type waiter struct {
@@ -202,7 +208,7 @@ func (l *listener) watch(ctx context.Context, payload string, slotOf int) (<-cha
 	if s == nil {
 		s = l.start()
 	}
-	slotReady := s.add(payload, w)
+	slotReady, slotRefused := s.add(payload, w)
 	l.mu.Unlock()
 	stop := sync.OnceFunc(func() { s.remove(payload, w) })
 	select {
@@ -211,13 +217,21 @@ func (l *listener) watch(ctx context.Context, payload string, slotOf int) (<-cha
 		stop()
 		return nil, nil, ctx.Err()
 	}
-	busy := time.NewTimer(slotWait)
-	defer busy.Stop()
 	select {
 	case <-slotReady:
-	case <-busy.C:
-		stop()
-		return nil, nil, errSlotBusy
+	case <-slotRefused:
+		// A writer holds the slot: wait slotWait for its commit.
+		busy := time.NewTimer(slotWait)
+		defer busy.Stop()
+		select {
+		case <-slotReady:
+		case <-busy.C:
+			stop()
+			return nil, nil, errSlotBusy
+		case <-ctx.Done():
+			stop()
+			return nil, nil, ctx.Err()
+		}
 	case <-ctx.Done():
 		stop()
 		return nil, nil, ctx.Err()
@@ -272,9 +286,10 @@ func (l *listener) close() {
 	l.running.Wait()
 }
 
-// add registers w and returns a channel closed once its slot is locked;
-// l.mu is held.
-func (s *session) add(payload string, w *waiter) <-chan struct{} {
+// add registers w and returns its slot's channels: ready, closed once the
+// slot is locked, and refused, closed once a try found it held by a
+// writer; l.mu is held.
+func (s *session) add(payload string, w *waiter) (ready, refused <-chan struct{}) {
 	s.stopIdleLocked()
 	ws := s.waiters[payload]
 	if ws == nil {
@@ -285,12 +300,12 @@ func (s *session) add(payload string, w *waiter) <-chan struct{} {
 	s.count++
 	sl := s.slots[w.slot]
 	if sl == nil {
-		sl = &slot{ready: make(chan struct{})}
+		sl = &slot{ready: make(chan struct{}), refused: make(chan struct{})}
 		s.slots[w.slot] = sl
 		s.kickLocked()
 	}
 	sl.waiters++
-	return sl.ready
+	return sl.ready, sl.refused
 }
 
 // leftLocked accounts for a waiter that left its slot, woken or stopped.
@@ -545,10 +560,21 @@ func (s *session) lockSlots(ctx context.Context, conn *pgx.Conn) (missing bool, 
 	}
 	s.l.mu.Lock()
 	defer s.l.mu.Unlock()
+	var tried map[int]bool // the slots this call tried and did not get
+	if missing {
+		tried = make(map[int]bool, len(lock))
+		for _, i := range lock {
+			tried[int(i)] = true
+		}
+	}
 	for i, sl := range s.slots {
-		if s.held[i] && !sl.locked {
+		switch {
+		case s.held[i] && !sl.locked:
 			sl.locked = true
 			close(sl.ready)
+		case !s.held[i] && tried[i] && !sl.busy:
+			sl.busy = true
+			close(sl.refused)
 		}
 	}
 	return missing, nil

@@ -495,3 +495,35 @@ func TestWatchRightAfterTheConnectionDied(t *testing.T) {
 		stopKey()
 	}
 }
+
+// TestWatchWaitsForASlowLockTry: a slot lock whose try has not answered yet
+// (a slow or loaded server) is not a busy slot. Watch waits for the try,
+// within its context, and gives up with errSlotBusy only slotWait after a
+// try found the lock held by a writer. It gave up slotWait after it asked,
+// so on a loaded machine a free slot could come back as busy (a CI failure
+// of TestCloseWhileIdle).
+func TestWatchWaitsForASlowLockTry(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newTable(t, pool, Config{})
+	// Every try of the slot locks takes 3 slotWaits to answer.
+	delay := strconv.FormatFloat((3 * slotWait).Seconds(), 'f', 3, 64)
+	s.listen.lock = "SELECT l.s FROM (" + s.listen.lock + ") l, (SELECT pg_sleep(" + delay + ")) d"
+	ctx, cancel := context.WithTimeout(context.Background(), 20*slotWait)
+	defer cancel()
+	start := time.Now()
+	scope := backendtest.Scope(t)
+	_, stop, err := s.Watch(ctx, scope, "k")
+	require.NoError(t, err, "a slot whose lock try was slow, not refused, gave up")
+	stop()
+	require.GreaterOrEqual(t, time.Since(start), 3*slotWait, "Watch returned before its slot's lock was held")
+
+	// A context that ends before the slow try answers ends Watch.
+	other := "other"
+	for pgsql.Slot(scope, other) == pgsql.Slot(scope, "k") {
+		other += "x"
+	}
+	short, cancelShort := context.WithTimeout(context.Background(), slotWait/2)
+	defer cancelShort()
+	_, _, err = s.Watch(short, scope, other)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+}
