@@ -92,7 +92,9 @@ func (e *InProgressError) Is(target error) bool { return target == ErrInProgress
 // InvalidInputError reports which input failed validation and why. It
 // never contains the input itself.
 type InvalidInputError struct {
-	// Field is "ctx", "scope", "key", "fingerprint" or "fn", or the option
+	// Field is "ctx", "scope", "key", "fingerprint" or "fn", "err" (an
+	// error marked with Hold or Retry given to Resolve, or as a settled
+	// Verdict's Err, as the key's answer), or the option
 	// "lease", "retention", "wait", "max_outcome_size" or "local_cache";
 	// NewReconciler's are "keeper", "check", "store", "scope"
 	// (ReconcilerConfig.Scope), "reconciler_lease", "reconciler_batch" and
