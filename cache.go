@@ -23,9 +23,15 @@ type localCache struct {
 
 	mu      sync.Mutex
 	flights map[cacheKey]*flight
-	owned   map[cacheKey]ownedClaim
-	// maxOwned bounds owned; dropping an entry only costs a cache fill.
-	maxOwned int
+	// owned is the claims this process is running (see ownedClaim),
+	// from the won Claim until the claim settles (settleOwned), within
+	// maxOwned entries and maxOwnedBytes bytes (ownedBytes now): a claim
+	// that finds no room is not remembered, which only costs a cache
+	// fill.
+	owned         map[cacheKey]ownedClaim
+	maxOwned      int
+	ownedBytes    int
+	maxOwnedBytes int
 	// joined counts the duplicates that joined a claim in flight.
 	joined atomic.Int64
 }
@@ -40,6 +46,10 @@ type flight struct {
 	res backends.ClaimResult
 	err error
 	at  time.Time
+	// next, set under localCache.mu once done is closed and the leader
+	// got no answer, is the flight the duplicates that joined this one
+	// wait for next.
+	next *flight
 }
 
 // ownedClaim is a claim this process won: its owner token and, when known,
@@ -53,7 +63,13 @@ type ownedClaim struct {
 	// retried completion whose first reply was lost may have landed then,
 	// and the record lives retention from that moment.
 	completeSent time.Time
+	// size is what the entry counts toward maxOwnedBytes.
+	size int
 }
+
+// ownedSweep bounds the entries own examines for expired ones when owned
+// is full, so that a claim never scans the whole map under lc.mu.
+const ownedSweep = 8
 
 // errFlightAborted is the result of a flight whose leader never got an
 // answer (its Claim panicked); followers then call the store themselves.
@@ -71,10 +87,11 @@ func newLocalCache(c LocalCache) *localCache {
 	}
 	return &localCache{
 		now: c.now, ttl: c.TTL,
-		records:  newRecordCache(c.MaxEntries, c.MaxBytes),
-		flights:  make(map[cacheKey]*flight),
-		owned:    make(map[cacheKey]ownedClaim),
-		maxOwned: max(c.MaxEntries, 1024),
+		records:       newRecordCache(c.MaxEntries, c.MaxBytes),
+		flights:       make(map[cacheKey]*flight),
+		owned:         make(map[cacheKey]ownedClaim),
+		maxOwned:      max(c.MaxEntries, 1024),
+		maxOwnedBytes: c.MaxBytes,
 	}
 }
 
@@ -101,15 +118,28 @@ func (s Scope) completeStore(ctx context.Context, p backends.CompleteParams) (bo
 // the Claim and shares its result with the duplicates that joined it. It
 // does not look at the cached completed records: its caller just did
 // (replayCached).
+//
+// When the leader of the flight it joined got no answer (its Claim
+// failed, its context ended, or it panicked), the duplicates that joined
+// it share one next flight (flight.next): the first of them to wake leads
+// it, or they all join the flight a newcomer leads meanwhile, so a failed
+// claim costs one store call more, never one per duplicate (a store that
+// just timed out is the one least able to take a burst).
 func (lc *localCache) claim(ctx context.Context, store backends.Store, p backends.ClaimParams) (backends.ClaimResult, error) {
 	k := cacheKey{p.Scope, p.Key}
 	lc.mu.Lock()
-	if f := lc.flights[k]; f != nil {
+	f := lc.flights[k]
+	if f == nil {
+		f = lc.startFlightLocked(k, p)
 		lc.mu.Unlock()
-		if subtle.ConstantTimeCompare(f.fp, p.Fingerprint) != 1 {
-			return lc.send(ctx, store, p, k)
-		}
-		lc.joined.Add(1)
+		return lc.lead(ctx, store, p, k, f)
+	}
+	lc.mu.Unlock()
+	if subtle.ConstantTimeCompare(f.fp, p.Fingerprint) != 1 {
+		return lc.send(ctx, store, p, k)
+	}
+	lc.joined.Add(1)
+	for {
 		select {
 		case <-f.done:
 		case <-ctx.Done():
@@ -118,11 +148,41 @@ func (lc *localCache) claim(ctx context.Context, store backends.Store, p backend
 		if res, ok := f.followerResult(lc.now()); ok {
 			return res, nil
 		}
-		return lc.send(ctx, store, p, k)
+		if err := ctx.Err(); err != nil {
+			return backends.ClaimResult{}, err
+		}
+		// The leader got no answer, and its flight is out of the map (it
+		// leaves before done is closed): join or lead f's next flight.
+		lc.mu.Lock()
+		if f.next == nil {
+			if cur := lc.flights[k]; cur != nil && subtle.ConstantTimeCompare(cur.fp, f.fp) == 1 {
+				f.next = cur // a newcomer leads one already
+			} else {
+				next := &flight{fp: f.fp, lease: p.Lease, done: make(chan struct{}), err: errFlightAborted}
+				if cur == nil {
+					lc.flights[k] = next
+				}
+				f.next = next
+				lc.mu.Unlock()
+				return lc.lead(ctx, store, p, k, next)
+			}
+		}
+		f = f.next
+		lc.mu.Unlock()
 	}
+}
+
+// startFlightLocked puts a new flight for the caller's claim in the map.
+func (lc *localCache) startFlightLocked(k cacheKey, p backends.ClaimParams) *flight {
 	f := &flight{fp: bytes.Clone(p.Fingerprint), lease: p.Lease, done: make(chan struct{}), err: errFlightAborted}
 	lc.flights[k] = f
-	lc.mu.Unlock()
+	return f
+}
+
+// lead sends the Claim of flight f, shares its result with the
+// duplicates that joined f, and takes f out of the map before it closes
+// f.done.
+func (lc *localCache) lead(ctx context.Context, store backends.Store, p backends.ClaimParams, k cacheKey, f *flight) (backends.ClaimResult, error) {
 	defer func() {
 		lc.mu.Lock()
 		if lc.flights[k] == f {
@@ -142,7 +202,7 @@ func (lc *localCache) claim(ctx context.Context, store backends.Store, p backend
 // would have told it right after the leader's claim. A claim the leader
 // won is, for the duplicate, a pending record with the leader's lease. A
 // failed leader (its context ended, the store failed) gives nothing: the
-// duplicate then asks the store itself. Every follower gets its own
+// duplicates then share the next flight (see claim). Every follower gets its own
 // outcome bytes; the fingerprint is shared: the core only compares it
 // (backends.FingerprintMatches), never modifies it or hands it to user
 // code.
@@ -202,24 +262,55 @@ func (lc *localCache) expiry(sent time.Time, retention, left time.Duration) time
 	return sent.Add(d)
 }
 
-// own remembers a won claim, keeping owned bounded: when full it drops the
-// claims whose first lease has passed, and if it is still full it
+// own remembers a won claim, keeping owned within its bounds: when the
+// claim does not fit, it drops up to ownedSweep of the claims whose first
+// lease has passed (an entry a settled claim left, which settleOwned
+// normally removes first), and if the claim still does not fit it
 // forgets the new one (its completion is then simply not cached).
 func (lc *localCache) own(k cacheKey, c ownedClaim) {
+	c.size = cacheEntryOverhead + len(k.scope) + len(k.key) + len(c.fp) + len(c.owner)
 	lc.mu.Lock()
 	defer lc.mu.Unlock()
-	if _, ok := lc.owned[k]; !ok && len(lc.owned) >= lc.maxOwned {
-		now := lc.now()
+	if old, ok := lc.owned[k]; ok {
+		lc.dropOwnedLocked(k, old)
+	}
+	if !lc.ownedFitsLocked(c.size) {
+		now, seen := lc.now(), 0
 		for key, oc := range lc.owned {
+			if seen++; seen > ownedSweep {
+				break
+			}
 			if !now.Before(oc.expires) {
-				delete(lc.owned, key)
+				lc.dropOwnedLocked(key, oc)
 			}
 		}
-		if len(lc.owned) >= lc.maxOwned {
+		if !lc.ownedFitsLocked(c.size) {
 			return
 		}
 	}
 	lc.owned[k] = c
+	lc.ownedBytes += c.size
+}
+
+func (lc *localCache) ownedFitsLocked(size int) bool {
+	return len(lc.owned) < lc.maxOwned && lc.ownedBytes+size <= lc.maxOwnedBytes
+}
+
+func (lc *localCache) dropOwnedLocked(k cacheKey, oc ownedClaim) {
+	delete(lc.owned, k)
+	lc.ownedBytes -= oc.size
+}
+
+// settleOwned forgets the claim of (scope, key) by owner, if remembered:
+// the claim has settled (completed, released, held, lost or left
+// unrecorded), so no completion of it is to be cached any more.
+func (lc *localCache) settleOwned(scope, key, owner string) {
+	k := cacheKey{scope, key}
+	lc.mu.Lock()
+	if oc, ok := lc.owned[k]; ok && oc.owner == owner {
+		lc.dropOwnedLocked(k, oc)
+	}
+	lc.mu.Unlock()
 }
 
 // complete sends Complete; when it applied, the record now holds this
@@ -248,7 +339,7 @@ func (lc *localCache) complete(ctx context.Context, store backends.Store, p back
 	lc.mu.Lock()
 	oc, ok := lc.owned[k]
 	if ok && oc.owner == p.Owner {
-		delete(lc.owned, k)
+		lc.dropOwnedLocked(k, oc)
 	}
 	lc.mu.Unlock()
 	if applied && ok && oc.owner == p.Owner && oc.fpKnown {

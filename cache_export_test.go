@@ -24,3 +24,15 @@ func LocalCacheJoined(s Scope) int64 {
 	}
 	return s.cfg.cache.joined.Load()
 }
+
+// LocalCacheOwned reports how many claims in flight the scope's cache
+// remembers, and their bytes.
+func LocalCacheOwned(s Scope) (entries, bytes int) {
+	if s.cfg == nil || s.cfg.cache == nil {
+		return 0, 0
+	}
+	lc := s.cfg.cache
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	return len(lc.owned), lc.ownedBytes
+}

@@ -64,8 +64,14 @@ func (c *claim) emit(e Event) {
 // classifier, a final error's methods, the store, or the observer on
 // EventClaimed, before fn ran): it stops renewal, so that no renewal of
 // the claim is sent after Do returns, and releases a claim whose fate was
-// not decided, so that the key is claimable again at once.
+// not decided, so that the key is claimable again at once. First of all
+// it makes the local cache, if any, forget the claim (its completion, if
+// any, was cached already), so that no claim that ended (released, held,
+// lost, unrecorded) stays remembered there.
 func (c *claim) settle() {
+	if lc := c.scope.cfg.cache; lc != nil {
+		lc.settleOwned(c.scope.name, c.key, c.owner)
+	}
 	c.renewer.stop()
 	if !c.settled {
 		c.release()

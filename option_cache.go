@@ -17,6 +17,12 @@ type LocalCache struct {
 	// MaxBytes bounds the bytes held by cached records (scope, key,
 	// fingerprint, outcome and a fixed per-entry overhead). Zero means
 	// DefaultLocalCacheBytes; a record larger than MaxBytes is not cached.
+	// It bounds as much again, separately, the claims this process is
+	// running that the cache remembers so that their completion fills it
+	// (scope, key, fingerprint, owner token and the same overhead each,
+	// from the won claim until it completes, is released or held, or its
+	// completion fails); a claim past it is not remembered, and its
+	// completion is then not cached.
 	MaxBytes int
 	// TTL is the longest time a record stays cached. Zero means
 	// DefaultLocalCacheTTL. It is also the longest time the cache can
