@@ -18,7 +18,20 @@ const (
 	// milliseconds). Below it every check would time out, or every
 	// verdict reach the store after the lease, and no key be resolved.
 	MinReconcileLease = time.Second
+	// MaxReconcileLease is the longest ReconcilerConfig.Lease; a longer
+	// one means MaxReconcileLease. A Reconciler that crashes (or stops
+	// without ending its lease) while it asks about a key leaves the key
+	// leased, free for no other Reconciler and for no Resolve, until the
+	// lease ends: at most this long.
+	MaxReconcileLease = time.Hour
 )
+
+// ErrLateVerdict is reported (in ReconcileReport.Errors, the key counted
+// Failed and left held) for a settled verdict that its ReconcileFunc
+// returned after its context's deadline, three quarters of the
+// Reconciler's lease: by then the lease may be over and the key another
+// intent's, so the verdict is dropped and a later pass asks again.
+var ErrLateVerdict = errors.New("once: reconciler: the verdict came after its lookup's deadline; the key stays held")
 
 // HeldKey is a held key as a Reconciler shows it to its ReconcileFunc.
 type HeldKey struct {
@@ -45,8 +58,9 @@ type Verdict[T any] struct {
 // ReconcileFunc asks the downstream service what happened to a held key
 // — with the same DerivedKey fn sent, so the service can tell — and
 // returns the verdict. Its context ends before the Reconciler's lease on
-// the key does. An error leaves the key held and is counted in the report;
-// so does a panic, which the Reconciler recovers.
+// the key does; a verdict returned after its context's deadline is not
+// stored (ErrLateVerdict). An error leaves the key held and is counted in
+// the report; so does a panic, which the Reconciler recovers.
 type ReconcileFunc[T any] func(ctx context.Context, k HeldKey) (Verdict[T], error)
 
 // ReconcilerConfig configures a Reconciler. The zero value means defaults.
@@ -59,11 +73,13 @@ type ReconcilerConfig struct {
 	Scope string
 	// Lease is how long a Reconciler has a key to itself while it asks;
 	// 0 means DefaultReconcileLease. The ReconcileFunc's context ends
-	// after three quarters of it; another instance may take the key once
-	// it ends, and the slow one's Resolve is then refused. A Lease below
-	// MinReconcileLease, negative included, is refused by NewReconciler;
-	// any longer one, up to math.MaxInt64, means that long (a store whose
-	// range is smaller saturates at its maximum).
+	// after three quarters of it, and a verdict it returns after that is
+	// not stored (the key stays held: see ErrLateVerdict); another
+	// instance may take the key once the lease ends, and the slow one's
+	// Resolve is then refused (it is fenced by the lease: see
+	// backends.ResolveParams). A Lease below MinReconcileLease, negative
+	// included, is refused by NewReconciler; one above MaxReconcileLease,
+	// up to math.MaxInt64, means MaxReconcileLease.
 	Lease time.Duration
 	// Batch bounds the keys one Pass examines; default
 	// DefaultReconcileBatch, at most backends.MaxListLimit. A negative one
@@ -152,6 +168,7 @@ func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfi
 	if cfg.Lease == 0 {
 		cfg.Lease = DefaultReconcileLease
 	}
+	cfg.Lease = min(cfg.Lease, MaxReconcileLease)
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultReconcileBatch
 	}

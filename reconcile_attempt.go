@@ -2,6 +2,7 @@ package once
 
 import (
 	"context"
+	"time"
 
 	"github.com/stagedoor/once/backends"
 )
@@ -77,10 +78,16 @@ func (r *Reconciler[T]) attempt(ctx context.Context, l backends.Listed, token st
 		return nil
 	}
 	// The check ends well before the lease, so that storeVerdict's Resolve
-	// is made while the lease is still ours.
-	checkCtx, cancel := context.WithTimeout(ctx, r.cfg.Lease-r.cfg.Lease/4) // 3/4 of it, without overflow
+	// is made while the lease is still ours; a verdict that comes after
+	// the check's deadline (a lookup that ignores its context) is not
+	// stored: the lease may be over, and the key another intent's.
+	deadline := time.Now().Add(r.cfg.Lease - r.cfg.Lease/4) // 3/4 of it, without overflow
+	checkCtx, cancel := context.WithDeadline(ctx, deadline)
 	v, panicked, err := r.ask(checkCtx, HeldKey{Scope: l.Scope, Key: l.Key, Age: l.Record.Age, Code: l.Record.Held.Code, Message: l.Record.Held.Message})
 	cancel()
+	if err == nil && v.Settled && !time.Now().Before(deadline) {
+		err = ErrLateVerdict
+	}
 	cfg := &r.keeper.cfg
 	if err == nil && !v.Settled {
 		rep.LeftHeld++
@@ -125,7 +132,9 @@ func (r *Reconciler[T]) storeVerdict(ctx context.Context, l backends.Listed, tok
 	start := cfg.clock()
 	wctx := newWriteContext(context.WithoutCancel(ctx), writeTimeout)
 	res, err := r.keeper.store.Resolve(wctx, backends.ResolveParams{
-		Scope: l.Scope, Key: l.Key, Owner: token, Outcome: data, Retention: cfg.retention,
+		// The listed record's fingerprint: the verdict is that intent's
+		// answer, never another's (a key deleted and claimed again).
+		Scope: l.Scope, Key: l.Key, Fingerprint: l.Record.Fingerprint, Owner: token, Outcome: data, Retention: cfg.retention,
 	})
 	wctx.end()
 	if err != nil {
@@ -138,8 +147,15 @@ func (r *Reconciler[T]) storeVerdict(ctx context.Context, l backends.Listed, tok
 	if res.Resolved {
 		kr.rep.Resolved++
 		kr.emit(ctx, cfg, Event{Kind: EventResolved, Scope: l.Scope, Key: l.Key, Op: "resolve", StoreTime: cfg.since(start), FnErr: stored})
-	} else {
-		kr.rep.Busy++ // our lease lapsed and someone else settled or leased it
+		return nil
+	}
+	// Our lease lapsed and someone else settled, leased or took the key,
+	// or it expired or was deleted; or it is held for another intent (a
+	// fingerprint other than the listed one), which our LeaseHeld may
+	// have leased: end that lease (it writes nothing under another's).
+	kr.rep.Busy++
+	if res.Existing.State == backends.StateHeld {
+		*live = !r.endLease(ctx, l, token, kr)
 	}
 	return nil
 }

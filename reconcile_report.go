@@ -19,10 +19,14 @@ type ReconcileReport struct {
 	// error or panicked, or the verdict did not encode (the codec failed
 	// or panicked, or the value or final error's methods panicked, or the
 	// outcome is too large, or a settled verdict's Err is marked with
-	// Hold or Retry: see Verdict).
+	// Hold or Retry: see Verdict), or the verdict came after the
+	// ReconcileFunc's deadline (ErrLateVerdict).
 	LeftHeld, Failed int
 	// Busy is the keys another Reconciler had leased, or that were
-	// settled by someone else meanwhile.
+	// settled by someone else meanwhile, or that the verdict could not be
+	// stored for because they are no longer the held record this
+	// Reconciler leased: its lease lapsed and another took the key over,
+	// or the key expired, was deleted, or is held for another intent.
 	Busy int
 	// Skipped is the keys this pass left alone, without a store call,
 	// because a store write for them (LeaseHeld, Resolve, or the LeaseHeld

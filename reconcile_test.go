@@ -334,6 +334,7 @@ func TestReconcilerLeaseExtremes(t *testing.T) {
 					if want == 0 {
 						want = once.DefaultReconcileLease
 					}
+					want = min(want, once.MaxReconcileLease)
 					var calls int
 					rc, err := once.NewReconciler(once.New(store), func(ctx context.Context, _ once.HeldKey) (once.Verdict[int], error) {
 						if err := ctx.Err(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/internal/testservers"
 )
 
 // holdOne makes (scope, key) held with fingerprint fp through Do.
@@ -102,6 +104,183 @@ func TestResolveRefusesAHeldOrRetryableError(t *testing.T) {
 			require.NoError(t, once.Resolve(t.Context(), sc, "order-1", nil, "", answer))
 			_, err := once.Do(t.Context(), sc, "order-1", nil, func(context.Context) (string, error) { return "ran", nil })
 			require.EqualError(t, err, "card declined")
+		})
+	}
+}
+
+// TestReconcilerVerdictNeverBindsAnotherIntent: a Reconciler's verdict is
+// the answer of the intent it listed as held, never of another: a key
+// whose record expired while the lookup ran (a lookup that ignores its
+// context outlives the lease), or that an operator deleted meanwhile, is
+// a new intent, and a call with another fingerprint must run fn or get
+// ErrKeyReused, never the old intent's verdict. On main the Reconciler
+// resolved with no fingerprint, and the store wrote the absent key: every
+// later call, with any fingerprint, replayed the old verdict.
+func TestReconcilerVerdictNeverBindsAnotherIntent(t *testing.T) {
+	for name, newStore := range testservers.Stores() {
+		for _, how := range []string{"expired-after-lease", "deleted-during-lease"} {
+			t.Run(name+"/"+how, func(t *testing.T) {
+				store := newStore(t)
+				hold := time.Duration(once.HoldUntilResolved)
+				if how == "expired-after-lease" {
+					hold = time.Millisecond
+				}
+				keeper := once.New(store, once.WithHoldFor(hold), once.WithRetention(time.Second), once.WithLease(time.Second))
+				sc := keeper.Scope("shop")
+				holdOne(t, sc, "order-1", once.Fingerprint("intent-A"))
+
+				asked, release := make(chan struct{}), make(chan struct{})
+				check := func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+					close(asked)
+					<-release // a slow downstream lookup that does not watch ctx
+					return once.Verdict[string]{Settled: true, Value: "charge-of-intent-A"}, nil
+				}
+				rc, err := once.NewReconciler(keeper, check, once.ReconcilerConfig{Lease: once.MinReconcileLease})
+				require.NoError(t, err)
+				type result struct {
+					rep once.ReconcileReport
+					err error
+				}
+				done := make(chan result, 1)
+				go func() { rep, err := rc.Pass(context.Background()); done <- result{rep, err} }()
+				select {
+				case <-asked:
+				case r := <-done:
+					t.Fatalf("the pass did not ask: %+v, %v", r.rep, r.err)
+				}
+				switch how {
+				case "expired-after-lease":
+					// The lease (1 s), the hold (1 ms) and the retention (1 s) end.
+					time.Sleep(once.MinReconcileLease + 400*time.Millisecond)
+				case "deleted-during-lease":
+					_, err := store.(backends.Admin).Delete(t.Context(), "shop", "order-1")
+					require.NoError(t, err)
+				}
+				close(release)
+				r := <-done
+				require.NoError(t, r.err)
+
+				// A new intent with another fingerprint.
+				ran := false
+				v, err := once.Do(t.Context(), sc, "order-1", once.Fingerprint("intent-B"), func(context.Context) (string, error) {
+					ran = true
+					return "charge-of-intent-B", nil
+				})
+				if !ran {
+					require.ErrorIs(t, err, once.ErrKeyReused, "intent B (another fingerprint) replayed %q", v)
+				}
+			})
+		}
+	}
+}
+
+// TestReconcilerLateVerdictIsRefusedAfterItsLease: a slow Reconciler's
+// verdict, returned after its lookup's deadline and its lease, is not
+// stored over the live claim of a Do that took the key over once the hold
+// and the lease ended (ReconcilerConfig.Lease says it is refused); on main
+// it landed, and the takeover's own outcome was dropped (ErrLeaseLost).
+func TestReconcilerLateVerdictIsRefusedAfterItsLease(t *testing.T) {
+	for name, newStore := range testservers.Stores() {
+		t.Run(name, func(t *testing.T) {
+			store := newStore(t)
+			keeper := once.New(store, once.WithHoldFor(time.Millisecond), once.WithLease(time.Second))
+			sc := keeper.Scope("shop")
+			fp := once.Fingerprint("intent-A")
+			holdOne(t, sc, "order-1", fp)
+
+			asked, release := make(chan struct{}), make(chan struct{})
+			check := func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+				close(asked)
+				<-release // a lookup that does not watch ctx
+				return once.Verdict[string]{Settled: true, Value: "late-verdict"}, nil
+			}
+			rc, err := once.NewReconciler(keeper, check, once.ReconcilerConfig{Lease: once.MinReconcileLease})
+			require.NoError(t, err)
+			type result struct {
+				rep once.ReconcileReport
+				err error
+			}
+			done := make(chan result, 1)
+			go func() { rep, err := rc.Pass(context.Background()); done <- result{rep, err} }()
+			<-asked
+			time.Sleep(once.MinReconcileLease + 300*time.Millisecond) // the lease ends; the hold ended long ago
+
+			var r result
+			out, err := once.DoOutcome(t.Context(), sc, "order-1", fp, func(context.Context) (string, error) {
+				close(release) // the slow Reconciler answers while this takeover runs
+				r = <-done
+				return "charge-by-the-takeover", nil
+			})
+			require.NoError(t, err, "the takeover's outcome was dropped: the slow Reconciler resolved over its live claim")
+			require.Equal(t, "charge-by-the-takeover", out.Value)
+			require.NoError(t, r.err)
+			require.Zero(t, r.rep.Resolved, "the slow Reconciler's Resolve, after its lease, landed")
+		})
+	}
+}
+
+// TestReconcilerDropsALateVerdict: a settled verdict that its
+// ReconcileFunc returns after its context's deadline (three quarters of
+// the lease) is not stored: the key stays held, unleased, and the key is
+// counted Failed with ErrLateVerdict; the next pass asks again. On main
+// it was stored.
+func TestReconcilerDropsALateVerdict(t *testing.T) {
+	store := memory.New(nil)
+	keeper := once.New(store, once.WithHoldFor(once.HoldUntilResolved))
+	sc := keeper.Scope("shop")
+	holdOne(t, sc, "order-1", once.Fingerprint("A"))
+	late := true
+	rc, err := once.NewReconciler(keeper, func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+		if late {
+			<-ctx.Done() // answers only once its deadline has passed
+		}
+		return once.Verdict[string]{Settled: true, Value: "charged"}, nil
+	}, once.ReconcilerConfig{Lease: once.MinReconcileLease})
+	require.NoError(t, err)
+	rep, err := rc.Pass(t.Context())
+	require.NoError(t, err)
+	require.Zero(t, rep.Resolved)
+	require.Equal(t, 1, rep.Failed)
+	require.Len(t, rep.Errors, 1)
+	require.ErrorIs(t, rep.Errors[0], once.ErrLateVerdict)
+	rec, _, found, err := store.Get(t.Context(), "shop", "order-1")
+	require.NoError(t, err)
+	require.True(t, found)
+	require.Equal(t, backends.StateHeld, rec.State)
+	require.LessOrEqual(t, rec.LeaseRemaining, time.Duration(0), "the key is left leased")
+
+	late = false
+	rep, err = rc.Pass(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Resolved, "%+v", rep)
+}
+
+// TestReconcilerLeaseIsCapped: a ReconcilerConfig.Lease above
+// MaxReconcileLease (math.MaxInt64 included) leases a key for
+// MaxReconcileLease, so that a Reconciler that crashes mid-lookup leaves
+// the key leased for that long at most; on main, for about 292 years.
+func TestReconcilerLeaseIsCapped(t *testing.T) {
+	for name, newStore := range testservers.Stores() {
+		t.Run(name, func(t *testing.T) {
+			store := newStore(t)
+			keeper := once.New(store, once.WithHoldFor(once.HoldUntilResolved))
+			holdOne(t, keeper.Scope("shop"), "order-1", nil)
+			var leased time.Duration
+			rc, err := once.NewReconciler(keeper, func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+				rec, _, found, err := store.(backends.Admin).Get(ctx, k.Scope, k.Key)
+				require.NoError(t, err)
+				require.True(t, found)
+				leased = rec.LeaseRemaining
+				deadline, ok := ctx.Deadline()
+				require.True(t, ok)
+				require.LessOrEqual(t, time.Until(deadline), once.MaxReconcileLease-once.MaxReconcileLease/4)
+				return once.Verdict[string]{}, nil
+			}, once.ReconcilerConfig{Lease: math.MaxInt64})
+			require.NoError(t, err)
+			_, err = rc.Pass(t.Context())
+			require.NoError(t, err)
+			require.Greater(t, leased, once.MaxReconcileLease/2)
+			require.LessOrEqual(t, leased, once.MaxReconcileLease)
 		})
 	}
 }
