@@ -298,6 +298,21 @@ type ResolveParams struct {
 	// key are resolved as without it. False (the default) resolves a
 	// pending record whoever owns it, live or not.
 	RefuseLiveClaim bool
+	// OnlyLeased makes Resolve a write fenced by a reconciler's lease, as
+	// Complete is by a claim: it stores the outcome only over a held
+	// record whose owner is p.Owner, one that p.Owner leased with
+	// LeaseHeld and that nobody leased, took over, resolved or deleted
+	// since (its lease may have lapsed), with a matching fingerprint,
+	// decided in the same atomic step as the write. It leaves every other
+	// record as it is and reports it (Resolved false, Existing that
+	// record): a pending one (a takeover's live claim, whatever its
+	// lease), a held one of another owner, a completed one (but a re-send
+	// still reports Resolved), and an absent or expired key (Existing the
+	// zero Record, State 0), which would be another intent's. With an
+	// empty Owner it resolves nothing. A Reconciler sends it with its
+	// lease's token, so that a verdict that comes late never lands on the
+	// key's next intent. False (the default): see Store.Resolve.
+	OnlyLeased bool
 }
 
 // ResolveResult is the result of Store.Resolve.
@@ -307,7 +322,9 @@ type ResolveResult struct {
 	// Existing is the record that prevented it when Resolved is false: a
 	// completed record, a pending or held one whose fingerprint does not
 	// match, a held one under another token's live reconciler lease, a
-	// pending one with a live lease (with ResolveParams.RefuseLiveClaim), or a
+	// pending one with a live lease (with ResolveParams.RefuseLiveClaim),
+	// any record but a held one p.Owner leased, and the zero Record for an
+	// absent key (with ResolveParams.OnlyLeased), or a
 	// pending stand-in for a record the store could not see (see "A record
 	// the store cannot see" in the package documentation).
 	Existing Record
@@ -357,7 +374,9 @@ type Store interface {
 	// it reports Resolved for a completed record that holds p.Owner (non
 	// empty) and p.Outcome already: a re-send of a Resolve that applied.
 	// With p.RefuseLiveClaim it also leaves a pending record whose lease is
-	// live, deciding so atomically with the write.
+	// live, deciding so atomically with the write; with p.OnlyLeased it
+	// resolves nothing but a held record p.Owner leased (see
+	// ResolveParams.OnlyLeased).
 	Resolve(ctx context.Context, p ResolveParams) (ResolveResult, error)
 
 	// Hold turns the pending record owned by p.Owner (its lease may have

@@ -179,4 +179,122 @@ func exerciseResolve(t *testing.T, newStore NewStore) {
 			}
 		}
 	})
+
+	run(t, newStore, "OnlyLeased", func(e *env) {
+		// ResolveParams.OnlyLeased resolves a held record its token
+		// leased, and nothing else: a Reconciler's late verdict never
+		// lands on the key's next intent, nor over a takeover's claim.
+		fp := []byte("fp")
+		res := e.resolveLeased("absent", Token(), fp, []byte("late"))
+		require.False(e.t, res.Resolved, "an absent key is the next intent's")
+		require.Zero(e.t, res.Existing.State)
+		require.True(e.t, e.claim("absent", Token(), []byte("next"), longLease, longRetention).Claimed, "and stays absent")
+
+		live := Token()
+		e.mustClaim("pending", live, fp, longLease, longRetention)
+		lapsed := Token()
+		e.mustClaim("lapsed", lapsed, fp, shortLease, longRetention)
+		e.mustHold("unleased", Token(), fp, longLease)
+		reconciler, other := Token(), Token()
+		e.mustHold("leased", Token(), fp, longLease)
+		require.True(e.t, e.leaseHeld("leased", reconciler, longLease).Leased)
+		e.mustHold("lapsed-lease", Token(), fp, longLease)
+		require.True(e.t, e.leaseHeld("lapsed-lease", reconciler, shortLease).Leased)
+		e.mustHold("re-leased", Token(), fp, longLease)
+		require.True(e.t, e.leaseHeld("re-leased", reconciler, shortLease).Leased)
+		e.mustHold("mismatch", Token(), fp, longLease)
+		require.True(e.t, e.leaseHeld("mismatch", reconciler, longLease).Leased)
+		e.elapse(shortLease)
+		require.True(e.t, e.leaseHeld("re-leased", other, longLease).Leased, "another reconciler leases it once ours lapsed")
+
+		for key, state := range map[string]backends.State{
+			"pending": backends.StatePending, "lapsed": backends.StatePending,
+			"unleased": backends.StateHeld, "re-leased": backends.StateHeld,
+		} {
+			res := e.resolveLeased(key, reconciler, nil, []byte("late"))
+			require.False(e.t, res.Resolved, "%s: not a held record this token leased", key)
+			require.Equal(e.t, state, res.Existing.State, key)
+			require.Equal(e.t, fp, res.Existing.Fingerprint, key)
+		}
+		res = e.resolveLeased("leased", other, fp, []byte("late"))
+		require.False(e.t, res.Resolved, "another token's Resolve")
+		require.Equal(e.t, backends.StateHeld, res.Existing.State)
+		res = e.resolveLeased("leased", "", fp, []byte("late"))
+		require.False(e.t, res.Resolved, "an empty owner resolves nothing")
+		res = e.resolveLeased("mismatch", reconciler, []byte("other"), []byte("late"))
+		require.False(e.t, res.Resolved, "a mismatched fingerprint")
+		require.Equal(e.t, backends.StateHeld, res.Existing.State)
+
+		require.True(e.t, e.complete("pending", live, []byte("owner's"), longRetention), "the live owner keeps its claim")
+		require.True(e.t, e.complete("lapsed", lapsed, []byte("owner's"), longRetention), "so does the lapsed one nobody took")
+		e.requireCompleted(e.probe("pending"), fp, []byte("owner's"), "pending")
+
+		for _, key := range []string{"leased", "lapsed-lease", "mismatch"} {
+			given := fp
+			if key == "mismatch" {
+				given = nil
+			}
+			require.True(e.t, e.resolveLeased(key, reconciler, given, []byte("verdict")).Resolved, "%s: the lease's token resolves it (lapsed, as long as nobody took it)", key)
+			require.True(e.t, e.resolveLeased(key, reconciler, given, []byte("verdict")).Resolved, "%s: a re-send reports Resolved", key)
+			res := e.resolveLeased(key, other, given, []byte("verdict"))
+			require.False(e.t, res.Resolved, "%s: the completed record stays", key)
+			require.Equal(e.t, backends.StateCompleted, res.Existing.State, key)
+			e.requireCompleted(e.probe(key), fp, []byte("verdict"), key)
+		}
+		require.True(e.t, e.resolveLeased("re-leased", other, fp, []byte("verdict")).Resolved, "the new lease's token resolves it")
+	})
+
+	run(t, newStore, "OnlyLeasedRacesTakeover", func(e *env) {
+		// A fenced Resolve whose lease lapsed, and a Claim that takes the
+		// key over once its hold ended too, concurrently: one of them
+		// wins, never both.
+		const keys = 20
+		type raced struct{ key, reconciler string }
+		var rs []raced
+		for range keys {
+			r := raced{key: "race-" + Token()[:8], reconciler: Token()}
+			e.mustHold(r.key, Token(), nil, shortLease)
+			require.True(e.t, e.leaseHeld(r.key, r.reconciler, shortLease).Leased)
+			rs = append(rs, r)
+		}
+		e.elapse(shortLease)
+		for i, r := range rs {
+			owner := Token()
+			var (
+				wg       sync.WaitGroup
+				claim    backends.ClaimResult
+				resolved backends.ResolveResult
+				cErr     error
+				rErr     error
+			)
+			doClaim := func() {
+				defer wg.Done()
+				claim, cErr = e.store.Claim(e.ctx, e.claimParams(r.key, owner, nil, longLease, longRetention))
+			}
+			doResolve := func() {
+				defer wg.Done()
+				resolved, rErr = e.store.Resolve(e.ctx, backends.ResolveParams{
+					Scope: e.scope, Key: r.key, Owner: r.reconciler, Outcome: []byte("verdict"), Retention: longRetention, OnlyLeased: true,
+				})
+			}
+			wg.Add(2)
+			if i%2 == 0 {
+				go doClaim()
+				go doResolve()
+			} else {
+				go doResolve()
+				go doClaim()
+			}
+			wg.Wait()
+			require.NoError(e.t, cErr)
+			require.NoError(e.t, rErr)
+			require.NotEqual(e.t, claim.Claimed, resolved.Resolved, "round %d: exactly one of the takeover (%+v) and the resolve (%+v) wins", i, claim, resolved)
+			if claim.Claimed {
+				require.Equal(e.t, backends.StatePending, resolved.Existing.State, "round %d", i)
+				require.True(e.t, e.complete(r.key, owner, []byte("owner's"), longRetention), "round %d: the takeover keeps its claim", i)
+			} else {
+				require.Equal(e.t, backends.StateCompleted, claim.Existing.State, "round %d", i)
+			}
+		}
+	})
 }

@@ -110,6 +110,16 @@ func (e *env) resolveRefusing(key, owner string, fp, outcome []byte) backends.Re
 	return r
 }
 
+// resolveLeased is resolveAs with OnlyLeased.
+func (e *env) resolveLeased(key, owner string, fp, outcome []byte) backends.ResolveResult {
+	e.t.Helper()
+	r, err := e.store.Resolve(e.ctx, backends.ResolveParams{
+		Scope: e.scope, Key: key, Fingerprint: fp, Owner: owner, Outcome: outcome, Retention: longRetention, OnlyLeased: true,
+	})
+	require.NoError(e.t, err)
+	return r
+}
+
 // eventually polls cond until it holds, failing the test after waitAtMost.
 // cond may use require: it runs on the test's goroutine.
 func (e *env) eventually(cond func() bool, msg string) {

@@ -100,18 +100,25 @@ func (r runner) resolve(ctx context.Context, p backends.ResolveParams) (backends
 		return backends.ResolveResult{}, err
 	}
 	query := r.s.sql.resolve
-	if p.RefuseLiveClaim {
+	args := []any{p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, nonNil(p.Outcome), micros(p.Retention), r.s.cfg.lockWaitS}
+	switch {
+	case p.OnlyLeased:
+		query = r.s.sql.resolveLeased
+		args = append(args, p.RefuseLiveClaim)
+	case p.RefuseLiveClaim:
 		query = r.s.sql.resolveRefusing
 	}
 	var row procRow
 	err := r.call(ctx, "resolve", query,
-		row.withDetails(&row.done, &row.state, &row.fp, &row.outcome, &row.leaseUS),
-		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, nonNil(p.Outcome), micros(p.Retention), r.s.cfg.lockWaitS)
+		row.withDetails(&row.done, &row.state, &row.fp, &row.outcome, &row.leaseUS), args...)
 	if err != nil {
 		return backends.ResolveResult{}, err
 	}
 	if row.done {
 		return backends.ResolveResult{Resolved: true}, nil
+	}
+	if row.state == -1 {
+		return backends.ResolveResult{}, nil // OnlyLeased: the key is absent
 	}
 	return backends.ResolveResult{Existing: row.existing(p.Fingerprint)}, nil
 }

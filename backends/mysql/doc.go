@@ -5,7 +5,8 @@
 // Store.Migrate (or by the SQL of Migrations run with your own migration
 // tool), together with the stored procedure <table>_call_v2, which Claim
 // (in one CALL) and Resolve call, <table>_call_v3, which a Resolve with
-// RefuseLiveClaim calls (migration 004), and <table>_claim and <table>_resolve,
+// RefuseLiveClaim calls (migration 004), <table>_call_v4, which a Resolve
+// with OnlyLeased calls (migration 005), and <table>_claim and <table>_resolve,
 // kept for the code before migration 002 during a rolling deploy (see
 // Store.Migrate).
 //

@@ -87,6 +87,7 @@ func migrateTable(ctx context.Context, db *sql.DB, table string) error {
 func dropTable(db *sql.DB, table string) {
 	ctx := context.Background()
 	for _, stmt := range []string{
+		"DROP PROCEDURE IF EXISTS " + quote(table+"_call_v4"),
 		"DROP PROCEDURE IF EXISTS " + quote(table+"_call_v3"),
 		"DROP PROCEDURE IF EXISTS " + quote(table+"_call_v2"),
 		"DROP PROCEDURE IF EXISTS " + quote(table+"_claim"),

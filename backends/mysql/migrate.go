@@ -29,9 +29,10 @@ const migrateLockTimeout = 60 * time.Second
 // (the golang-migrate layout; it needs multiStatements=true in its DSN,
 // which this package itself never needs). They create the default names,
 // `once_records`, `once_records_call_v2`, `once_records_call_v3`,
-// `once_records_claim` and `once_records_resolve`; to use another table,
-// run Migrate, or replace the prefix `once_records in your copy with the
-// lower-case name the Config gives (see IdentifierError).
+// `once_records_call_v4`, `once_records_claim` and `once_records_resolve`;
+// to use another table, run Migrate, or replace the prefix `once_records in
+// your copy with the lower-case name the Config gives (see
+// IdentifierError).
 func Migrations() fs.FS {
 	sub, err := fs.Sub(migrationFiles, "migrations")
 	if err != nil {

@@ -286,3 +286,37 @@ func TestRefuseLiveClaimNeedsMigration004(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, applied)
 }
+
+// TestOnlyLeasedNeedsMigration005: on schema 004 the code serves every
+// call but a Resolve with OnlyLeased (a Reconciler's), which fails with
+// CodeNoSuchProcedure (never a Resolve that ignores the fence); Migrate
+// makes it work.
+func TestOnlyLeasedNeedsMigration005(t *testing.T) {
+	db := newDB(t, nil)
+	ctx := context.Background()
+	table := "once_r005_" + randomSuffix()
+	created = append(created, table)
+	ms, err := loadMigrations(table)
+	require.NoError(t, err)
+	require.Equal(t, 5, ms[4].version)
+	conn, err := db.Conn(ctx)
+	require.NoError(t, err)
+	require.NoError(t, migrateConn(ctx, conn, table, ms[:4]))
+	require.NoError(t, conn.Close())
+
+	s := newTableStore(t, db, table, Config{})
+	fenced := backends.ResolveParams{Scope: "s", Key: "k", Owner: backendtest.Token(), Outcome: []byte("v"), Retention: time.Hour, OnlyLeased: true}
+	_, err = s.Resolve(ctx, fenced)
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, CodeNoSuchProcedure, e.Code)
+
+	require.NoError(t, s.Migrate(ctx))
+	res, err := s.Resolve(ctx, fenced)
+	require.NoError(t, err)
+	require.False(t, res.Resolved, "an absent key is not written")
+	require.Zero(t, res.Existing.State)
+	r, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "k", Owner: backendtest.Token(), Lease: time.Minute, Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, r.Claimed, "the key stayed absent")
+}

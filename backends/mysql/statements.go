@@ -24,6 +24,10 @@ const (
 	// resolveRefusingSQL is resolveSQL with RefuseLiveClaim: migration
 	// 004's procedure, which takes one argument more. Only it needs 004.
 	resolveRefusingSQL = "CALL `once_records_call_v3`(2, ?, ?, ?, ?, ?, 0, ?, ?, 2, TRUE)"
+	// resolveLeasedSQL is resolveSQL with OnlyLeased (and RefuseLiveClaim
+	// as its last argument but one): migration 005's procedure. Only it
+	// needs 005.
+	resolveLeasedSQL = "CALL `once_records_call_v4`(2, ?, ?, ?, ?, ?, 0, ?, ?, 2, ?, TRUE)"
 
 	// completeSQL: retention µs, outcome, scope, key, owner. Assignments
 	// read only parameters and the server's clock, never a column assigned
@@ -84,9 +88,9 @@ const placeholderTable = "`once_records"
 
 // statements holds the SQL of every operation, rendered for one table.
 type statements struct {
-	claim, resolve, resolveRefusing, complete, completedBy, renew, release string
-	get, delete, sweep, peek, peekLocked, insertClaim, takeover            string
-	hold, heldBy, leaseHeld, list, count                                   string
+	claim, resolve, resolveRefusing, resolveLeased, complete, completedBy, renew, release string
+	get, delete, sweep, peek, peekLocked, insertClaim, takeover                           string
+	hold, heldBy, leaseHeld, list, count                                                  string
 }
 
 // newStatements renders the SQL for table, every statement that may wait
@@ -100,6 +104,7 @@ func newStatements(table string, lockWaitS int64) statements {
 		claim:           bound(claimSQL),
 		resolve:         bound(resolveSQL),
 		resolveRefusing: bound(resolveRefusingSQL),
+		resolveLeased:   bound(resolveLeasedSQL),
 		complete:        bound(completeSQL),
 		completedBy:     r.Replace(completedBySQL),
 		renew:           bound(renewSQL),

@@ -18,20 +18,34 @@ type resolveRow struct {
 	outcome  []byte
 	leaseUS  int64
 	ageUS    int64 // since claimed_at; 0 when NULL (before migration 003)
+	leased   bool  // a live held row owned by the Resolve's token
 }
 
 // decide turns a resolveRow into a result, or reports that the statement
 // must run again because it lost a race with a concurrent commit.
 // refuseLive is the call's RefuseLiveClaim: a pending row with a live
-// lease is then an answer, not a race lost.
-func (r resolveRow) decide(given []byte, refuseLive bool) (res backends.ResolveResult, retry bool) {
+// lease is then an answer, not a race lost. onlyLeased is its OnlyLeased:
+// an absent key, and any row but a held one the token leased, is then an
+// answer.
+func (r resolveRow) decide(given []byte, refuseLive, onlyLeased bool) (res backends.ResolveResult, retry bool) {
 	switch {
 	case r.resolved:
 		return backends.ResolveResult{Resolved: true}, false
+	case onlyLeased && (!r.found || !r.live):
+		return backends.ResolveResult{}, false // the next intent's key
 	case !r.found || !r.live:
 		return backends.ResolveResult{}, true
 	}
 	rec := existing(r.state, r.fp, r.outcome, fromMicros(r.leaseUS))
+	if onlyLeased {
+		if r.leased && backends.FingerprintMatches(r.fp, given) {
+			return backends.ResolveResult{}, true // the row changed after the read
+		}
+		if rec.State == backends.StatePending {
+			rec.Age = max(fromMicros(r.ageUS), 0)
+		}
+		return backends.ResolveResult{Existing: rec}, false
+	}
 	if backends.FingerprintMatches(r.fp, given) &&
 		(rec.State == backends.StatePending && (!refuseLive || rec.LeaseRemaining <= 0) ||
 			rec.State == backends.StateHeld && rec.LeaseRemaining <= 0) {
@@ -44,11 +58,11 @@ func (r resolveRow) decide(given []byte, refuseLive bool) (res backends.ResolveR
 }
 
 func (q statements) resolveArgs(p backends.ResolveParams) []any {
-	return []any{p.Scope, p.Key, nonNil(p.Fingerprint), nonNil(p.Outcome), micros(p.Retention), p.Owner, q.lockTimeout, p.RefuseLiveClaim}
+	return []any{p.Scope, p.Key, nonNil(p.Fingerprint), nonNil(p.Outcome), micros(p.Retention), p.Owner, q.lockTimeout, p.RefuseLiveClaim, p.OnlyLeased}
 }
 
 func (r *resolveRow) scan(row pgx.Row) error {
-	return row.Scan(&r.resolved, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.ageUS)
+	return row.Scan(&r.resolved, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.ageUS, &r.leased)
 }
 
 func (q statements) resolveOnce(ctx context.Context, db querier, p backends.ResolveParams) (resolveRow, error) {
@@ -68,7 +82,9 @@ func resolveLoop(ctx context.Context, p backends.ResolveParams, attempt func(con
 	if err := checkInput("resolve", p.Scope, p.Key, p.Fingerprint, p.Owner); err != nil {
 		return backends.ResolveResult{}, err
 	}
-	res, err := raceLoop(ctx, "resolve", attempt, func(r resolveRow) (backends.ResolveResult, bool) { return r.decide(p.Fingerprint, p.RefuseLiveClaim) })
+	res, err := raceLoop(ctx, "resolve", attempt, func(r resolveRow) (backends.ResolveResult, bool) {
+		return r.decide(p.Fingerprint, p.RefuseLiveClaim, p.OnlyLeased)
+	})
 	if code(err) == CodeLockNotAvailable {
 		return backends.ResolveResult{Existing: heldByTx(p.Fingerprint)}, nil
 	}

@@ -295,7 +295,8 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 	return s.runBool(ctx, op, releaseScript, p.Scope, p.Key, p.Owner, s.notify)
 }
 
-// refuseArg is resolve.lua's ARGV[6].
+// refuseArg is resolve.lua's ARGV[6] (RefuseLiveClaim) and ARGV[7]
+// (OnlyLeased).
 func refuseArg(refuse bool) string {
 	if refuse {
 		return "1"
@@ -311,12 +312,17 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 		return backends.ResolveResult{}, err
 	}
 	v, err := resolveScript.Run(ctx, s.client, []string{s.key(p.Scope, p.Key)},
-		p.Fingerprint, p.Owner, p.Outcome, millis(p.Retention), s.notify, refuseArg(p.RefuseLiveClaim)).Result()
+		p.Fingerprint, p.Owner, p.Outcome, millis(p.Retention), s.notify, refuseArg(p.RefuseLiveClaim), refuseArg(p.OnlyLeased)).Result()
 	if err != nil {
 		return backends.ResolveResult{}, translate(ctx, op, err)
 	}
-	if v == int64(1) {
+	switch v {
+	case int64(1):
 		return backends.ResolveResult{Resolved: true}, nil
+	case int64(0):
+		if p.OnlyLeased {
+			return backends.ResolveResult{}, nil // absent
+		}
 	}
 	rec, err := existing(op, v)
 	return backends.ResolveResult{Existing: rec}, err

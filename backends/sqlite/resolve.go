@@ -18,8 +18,15 @@ const (
 
 func decideResolve(r row, p backends.ResolveParams, now int64) (resolveDecision, backends.ResolveResult) {
 	switch {
+	case !r.live(now) && p.OnlyLeased:
+		// Absent or expired: the next intent's key.
+		return resolveReport, backends.ResolveResult{}
 	case !r.live(now):
 		return resolveInsert, backends.ResolveResult{Resolved: true}
+	case p.OnlyLeased && r.state == 1 && !(r.held() && p.Owner != "" && r.owner.Valid && r.owner.String == p.Owner):
+		// Not a held record this token leased: another intent's, or a
+		// takeover's claim.
+		return resolveReport, backends.ResolveResult{Existing: r.record(now)}
 	case p.RefuseLiveClaim && r.state == 1 && !r.held() && r.leaseUntil.Int64 > now:
 		// A live claim the caller asked to leave: its owner is running.
 		return resolveReport, backends.ResolveResult{Existing: r.record(now)}

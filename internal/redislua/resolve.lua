@@ -9,12 +9,17 @@
 -- ARGV[5] notification command ('PUBLISH', 'SPUBLISH' or '')
 -- ARGV[6] '1': leave a pending record whose lease is live
 --         (ResolveParams.RefuseLiveClaim); '' otherwise
+-- ARGV[7] '1': resolve only a held record owned by ARGV[2] (non-empty),
+--         leased by it (ResolveParams.OnlyLeased); '' otherwise
 --
 -- Returns 1 when stored, or when the record already holds this owner
 -- token (non-empty) and this outcome (a driver's re-send); otherwise
--- {record, ttl} (see record.lua).
+-- {record, ttl} (see record.lua), or 0 for an absent key with ARGV[7].
 local cur = redis.call('GET', KEYS[1])
 local fp = ARGV[1]
+if not cur and ARGV[7] == '1' then
+	return 0 -- absent: the next intent's key
+end
 if cur then
 	local r = decode(cur)
 	if r.state == 'C' and ARGV[2] ~= '' and r.owner == ARGV[2] and outcome(cur, r) == ARGV[3] then
@@ -22,6 +27,11 @@ if cur then
 	end
 	local t = ttl(KEYS[1])
 	if r.state == 'C' or not fp_matches(r.fp, fp) then
+		return {cur, t}
+	end
+	-- Not a held record this token leased: another intent's, or a
+	-- takeover's claim.
+	if ARGV[7] == '1' and (r.state ~= 'H' or ARGV[2] == '' or r.owner ~= ARGV[2]) then
 		return {cur, t}
 	end
 	-- A live reconciler lease of another token on a held record: that
