@@ -95,9 +95,12 @@ type ReconcilerConfig struct {
 // Reconciler settles held keys (see Hold) by asking the downstream
 // service what happened. Several Reconcilers may run at once, in one
 // process or many, over the same store: each key is leased by one of them
-// at a time (backends.Store.LeaseHeld), and only the holder of the live
-// lease can resolve it, so a key is resolved once, and never over a
-// completion. A Reconciler is not safe for concurrent Pass calls; run one
+// at a time (backends.Store.LeaseHeld), and only the holder of the
+// lease can resolve it (its Resolve is fenced by the lease:
+// backends.ResolveParams.OnlyLeased), so a key is resolved once, never
+// over a completion, and never once the key is no longer the held record
+// it leased: a verdict does not land on a key that expired or was deleted
+// meanwhile (the next intent's), nor over a takeover's claim. A Reconciler is not safe for concurrent Pass calls; run one
 // per goroutine.
 //
 // A panic in the user code a Reconciler runs for a key (the

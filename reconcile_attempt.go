@@ -132,9 +132,12 @@ func (r *Reconciler[T]) storeVerdict(ctx context.Context, l backends.Listed, tok
 	start := cfg.clock()
 	wctx := newWriteContext(context.WithoutCancel(ctx), writeTimeout)
 	res, err := r.keeper.store.Resolve(wctx, backends.ResolveParams{
-		// The listed record's fingerprint: the verdict is that intent's
-		// answer, never another's (a key deleted and claimed again).
+		// Fenced by our lease (OnlyLeased), with the listed record's
+		// fingerprint: the verdict is that intent's answer, never
+		// another's (a key that expired, or was deleted and claimed
+		// again), and never lands over a takeover's claim.
 		Scope: l.Scope, Key: l.Key, Fingerprint: l.Record.Fingerprint, Owner: token, Outcome: data, Retention: cfg.retention,
+		OnlyLeased: true,
 	})
 	wctx.end()
 	if err != nil {
