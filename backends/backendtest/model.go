@@ -114,6 +114,7 @@ type op struct {
 	code, msg string // Hold
 	list      listOp // List
 	refuse    bool   // Resolve: RefuseLiveClaim
+	only      bool   // Resolve: OnlyLeased
 }
 
 func (o op) String() string {
@@ -127,7 +128,7 @@ func (o op) String() string {
 	case opRelease:
 		return fmt.Sprintf("Release(%s, owner=%s)", o.key, o.owner)
 	case opResolve:
-		return fmt.Sprintf("Resolve(%s, owner=%q, fp=%q, outcome=%q, retention=%v, refuseLiveClaim=%v)", o.key, o.owner, o.fp, o.outcome, o.retention, o.refuse)
+		return fmt.Sprintf("Resolve(%s, owner=%q, fp=%q, outcome=%q, retention=%v, refuseLiveClaim=%v, onlyLeased=%v)", o.key, o.owner, o.fp, o.outcome, o.retention, o.refuse, o.only)
 	case opHold:
 		return fmt.Sprintf("Hold(%s, owner=%s, for=%v, code=%.12q, message=%.12q, retention=%v)", o.key, o.owner, o.lease, o.code, o.msg, o.retention)
 	case opLeaseHeld:
@@ -208,7 +209,7 @@ func generate(r *rand.Rand, n int) []op {
 		case w < 50:
 			o = op{kind: opRelease, key: key, owner: owner(key)}
 		case w < 58:
-			o = op{kind: opResolve, key: key, owner: resolver(key), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur(), refuse: len(ops)%2 == 0}
+			o = op{kind: opResolve, key: key, owner: resolver(key), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur(), refuse: len(ops)%2 == 0, only: len(ops)%3 == 0}
 		case w < 65:
 			o = op{kind: opHold, key: key, owner: owner(key), lease: holdFor(), code: pick(heldCodes), msg: pick(heldMessages), retention: dur()}
 		case w < 71:
@@ -232,7 +233,7 @@ func generate(r *rand.Rand, n int) []op {
 			// Then someone else meets it.
 			switch r.IntN(4) {
 			case 0:
-				o = op{kind: opResolve, key: key, owner: pick(resolveOwners), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur(), refuse: len(ops)%2 == 0}
+				o = op{kind: opResolve, key: key, owner: pick(resolveOwners), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur(), refuse: len(ops)%2 == 0, only: len(ops)%3 == 0}
 			case 1:
 				o = op{kind: opLeaseHeld, key: key, owner: pick(leaseOwners), lease: dur()}
 			case 2:
@@ -557,6 +558,12 @@ func applyContract(w world, o op, epoch int) (result, mrec) {
 			return mrec{state: backends.StateCompleted, owner: o.owner, fp: fp, outcome: o.outcome, expiry: deadlineOf(o.retention, epoch)}
 		}
 		switch {
+		case o.only && r.state == 0:
+			return result{}, r // the next intent's key
+		case o.only && completed && o.owner != "" && r.owner == o.owner && r.outcome == o.outcome:
+			return result{ok: true}, r // a re-send
+		case o.only && !(held && o.owner != "" && r.owner == o.owner && fpMatch(r.fp, o.fp)):
+			return existingResult(w, epoch), r // not a held record this token leased
 		case r.state == 0:
 			return result{ok: true}, resolved(o.fp)
 		case pending && o.refuse && w.leaseLive:
@@ -651,8 +658,8 @@ func do(e *env, c capabilities, o op) (result, error) {
 		ok, err := s.Release(ctx, backends.ReleaseParams{Scope: e.scope, Key: o.key, Owner: o.owner})
 		return result{ok: ok}, err
 	case opResolve:
-		r, err := s.Resolve(ctx, backends.ResolveParams{Scope: e.scope, Key: o.key, Fingerprint: bytesOf(o.fp), Owner: o.owner, Outcome: []byte(o.outcome), Retention: o.retention, RefuseLiveClaim: o.refuse})
-		if err != nil || r.Resolved {
+		r, err := s.Resolve(ctx, backends.ResolveParams{Scope: e.scope, Key: o.key, Fingerprint: bytesOf(o.fp), Owner: o.owner, Outcome: []byte(o.outcome), Retention: o.retention, RefuseLiveClaim: o.refuse, OnlyLeased: o.only})
+		if err != nil || r.Resolved || o.only && r.Existing.State == 0 {
 			return result{ok: r.Resolved}, err
 		}
 		return fromRecord(r.Existing), nil
