@@ -155,9 +155,10 @@ func (r *Reconciler[T]) storeVerdict(ctx context.Context, l backends.Listed, tok
 	// Our lease lapsed and someone else settled, leased or took the key,
 	// or it expired or was deleted; or it is held for another intent (a
 	// fingerprint other than the listed one), which our LeaseHeld may
-	// have leased: end that lease (it writes nothing under another's).
+	// have leased: end a live lease on it, which may be ours (it writes
+	// nothing under another's).
 	kr.rep.Busy++
-	if res.Existing.State == backends.StateHeld {
+	if res.Existing.State == backends.StateHeld && res.Existing.LeaseRemaining > 0 {
 		*live = !r.endLease(ctx, l, token, kr)
 	}
 	return nil
