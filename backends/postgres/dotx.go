@@ -45,9 +45,13 @@ type TxBeginner interface {
 // a Store of the same table, waits for this transaction (at most the
 // store's LockTimeout, holding one connection meanwhile), then replays its
 // outcome, or receives ErrInProgress past that time; it never waits longer. The transaction runs at the server's
-// default isolation level, which should be READ COMMITTED (see
-// Store.InTx). scope's store is replaced by s bound to the transaction;
-// scope's name and policy are kept.
+// default isolation level (default_transaction_isolation), which should be
+// READ COMMITTED; at REPEATABLE READ or SERIALIZABLE a key whose row
+// another transaction changed after the transaction's snapshot makes DoTx
+// roll back and return an *Error of Code CodeSerializationFailure, never
+// an answer from the snapshot (see Store.InTx): retry the call. scope's
+// store is replaced by s bound to the transaction; scope's name and policy
+// are kept.
 func DoTx[T any](ctx context.Context, db TxBeginner, s *Store, scope once.Scope, key string, fp once.Fingerprint, fn func(ctx context.Context, tx pgx.Tx) (T, error)) (T, error) {
 	var zero T
 	tx, err := db.Begin(ctx)

@@ -31,10 +31,19 @@ const lockTimeoutHint = time.Second
 // savepoint, leaving tx usable, and reports the key pending with a short
 // LeaseRemaining, which the core turns into ErrInProgress.
 //
-// tx should run at READ COMMITTED (the default). At REPEATABLE READ or
-// SERIALIZABLE, a duplicate committed after tx's snapshot makes Claim fail
-// with an *Error of Code CodeSerializationFailure: retry the transaction.
-// The store is valid until tx ends.
+// tx should run at READ COMMITTED (the default), where a Claim answers the
+// key's record as last committed. At REPEATABLE READ or SERIALIZABLE a
+// Claim never answers from tx's snapshot when another transaction
+// inserted, changed or deleted the key's row after it (a deleted record's
+// outcome, a completed record as still pending): it fails with an *Error
+// of Code CodeSerializationFailure, and the caller retries the
+// transaction. A row unchanged since the snapshot is answered as at READ
+// COMMITTED, with no write and no lock. At those levels a Claim also waits
+// (at most LockTimeout, then it reports the key pending as above) for a
+// transaction not yet ended that changed the key's row, and a Claim that
+// waits for the key (once.WithWait) in tx fails so at the first change of
+// the record after the snapshot: its owner's completion, release or lease
+// renewal. The store is valid until tx ends.
 func (s *Store) InTx(tx pgx.Tx) backends.Store {
 	return &txStore{s: s, tx: tx}
 }
@@ -71,8 +80,9 @@ func (t *txStore) RollbackToSavepoint(ctx context.Context) error {
 // Exclusive implements backends.Exclusive.
 func (*txStore) Exclusive() {}
 
-// Claim implements backends.Store. Its statements go in one pipelined batch,
-// so it costs one round trip (with Config.InsertFirstClaims, a batch for
+// Claim implements backends.Store with claim_tx.sql, which is claim.sql
+// but at REPEATABLE READ and SERIALIZABLE (see InTx). Its statements go in
+// one pipelined batch, so it costs one round trip (with Config.InsertFirstClaims, a batch for
 // the plain insert first and, when it inserted nothing, a read of the row,
 // or, when the insert met a row written by a transaction not yet ended,
 // the one-statement claim's batch after it; two when the lock timeout
@@ -107,10 +117,10 @@ func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.C
 					// every path in tx is the default claim's.
 					return t.s.sql.readClaim(ctx, t.tx, p)
 				}
-				// A transaction wrote the key's row: claim.sql, as below.
+				// A transaction wrote the key's row: claim_tx.sql, as below.
 			}
 			var r fastRow
-			err := t.guarded(ctx, "claim", t.s.sql.Claim, t.s.sql.claimArgs(p), r.scan)
+			err := t.guarded(ctx, "claim", t.s.sql.ClaimTx, t.s.sql.claimArgs(p), r.scan)
 			return r, err
 		}, func(ctx context.Context) (claimRow, error) {
 			return t.claimOnce(ctx, p)

@@ -35,7 +35,11 @@ func file(name string) string {
 // The record statements, with {table} unrendered. Their parameters are
 // documented at the top of each file.
 var (
-	Claim    = file("claim")
+	Claim = file("claim")
+	// ClaimTx is claim.sql for a caller's transaction (postgres.Store.InTx),
+	// which at REPEATABLE READ and SERIALIZABLE fails instead of answering
+	// from a snapshot older than the key's row.
+	ClaimTx  = file("claim_tx")
 	Takeover = file("takeover")
 	Complete = file("complete")
 	// InsertClaim is the claim's first statement under
@@ -61,7 +65,7 @@ var (
 type Statements struct {
 	Claim, Takeover, Complete, Renew, Release, Resolve, Sweep, Get, Delete string
 	Hold, LeaseHeld, List, ListHeld, Count                                 string
-	InsertClaim, ReadClaim                                                 string
+	InsertClaim, ReadClaim, ClaimTx                                        string
 }
 
 var slottedNotify = regexp.MustCompile(`\{notify:(\$[1-9][0-9]*)\}`)
@@ -78,6 +82,7 @@ func Render(table string) Statements {
 	}
 	return Statements{
 		Claim:       render(Claim),
+		ClaimTx:     render(ClaimTx),
 		InsertClaim: render(InsertClaim),
 		ReadClaim:   render(ReadClaim),
 		Takeover:    render(Takeover),

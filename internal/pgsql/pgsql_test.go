@@ -14,6 +14,7 @@ func TestRender(t *testing.T) {
 	for name, text := range map[string]string{
 		"claim": s.Claim, "takeover": s.Takeover, "complete": s.Complete, "renew": s.Renew, "release": s.Release,
 		"resolve": s.Resolve, "sweep": s.Sweep, "get": s.Get, "delete": s.Delete, "insert claim": s.InsertClaim, "read claim": s.ReadClaim,
+		"claim tx": s.ClaimTx,
 	} {
 		require.NotEmpty(t, text, name)
 		require.NotContains(t, text, "{table}", name)
@@ -68,7 +69,7 @@ func TestWritesNotifyOnlyTheirKey(t *testing.T) {
 		require.Contains(t, text, "pg_notify('"+Channel(table)+"'", name)
 		require.Contains(t, text, "pg_try_advisory_xact_lock("+LockSpaceLiteral(table), name)
 	}
-	for name, text := range map[string]string{"claim": s.Claim, "takeover": s.Takeover, "renew": s.Renew, "sweep": s.Sweep, "get": s.Get} {
+	for name, text := range map[string]string{"claim": s.Claim, "claim tx": s.ClaimTx, "takeover": s.Takeover, "renew": s.Renew, "sweep": s.Sweep, "get": s.Get} {
 		require.NotContains(t, text, "pg_notify", name)
 	}
 	require.Regexp(t, `^'-?[0-9]+'::int4$`, LockSpaceLiteral(table))
@@ -88,4 +89,29 @@ func TestInsertClaimInsertsClaimsRow(t *testing.T) {
 	// claim.sql's insert is gated on its read having found nothing.
 	claim = strings.Replace(claim, " WHERE NOT EXISTS (SELECT 1 FROM e)", "", 1)
 	require.Equal(t, claim, insert("insert_claim.sql", InsertClaim))
+	// claim_tx.sql's insert runs also when the read found a row, at
+	// REPEATABLE READ and SERIALIZABLE.
+	claimTx := strings.Replace(insert("claim_tx.sql", ClaimTx),
+		" WHERE NOT EXISTS (SELECT 1 FROM e) OR current_setting('transaction_isolation') <> 'read committed'", "", 1)
+	require.Equal(t, claim, claimTx)
+}
+
+// TestClaimTxIsClaimAtReadCommitted: claim_tx.sql differs from claim.sql
+// only in its insert's gate and in its read's branch, which gives way to
+// a row the insert wrote, so that at READ COMMITTED it reads and writes
+// what claim.sql does.
+func TestClaimTxIsClaimAtReadCommitted(t *testing.T) {
+	body := func(text string) string {
+		var lines []string
+		for _, l := range strings.Split(text, "\n") {
+			if !strings.HasPrefix(l, "--") {
+				lines = append(lines, l)
+			}
+		}
+		return strings.Join(lines, "\n")
+	}
+	tx := body(ClaimTx)
+	tx = strings.Replace(tx, " OR current_setting('transaction_isolation') <> 'read committed'", "", 1)
+	tx = strings.Replace(tx, "\nWHERE NOT EXISTS (SELECT 1 FROM ins)", "", 1)
+	require.Equal(t, body(Claim), tx)
 }
