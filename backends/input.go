@@ -14,18 +14,17 @@ var (
 )
 
 // OwnerProblem returns why owner cannot be the Owner of a store call:
-// "longer than 255 bytes" (MaxOwnerLen), or "empty" when required; ""
-// when it can. Claim, Complete, Renew, Release, Hold and LeaseHeld
-// require an owner, Resolve does not (see "Inputs" in the package
-// documentation). It never allocates.
+// "longer than 255 bytes" (MaxOwnerLen), "not valid UTF-8" or "contains
+// NUL" (a PostgreSQL text column stores neither), or "empty" when
+// required; "" when it can. Claim, Complete, Renew, Release, Hold and
+// LeaseHeld require an owner, Resolve does not (see "Inputs" in the
+// package documentation). The core's owner tokens (32 hexadecimal digits)
+// always pass. It never allocates.
 func OwnerProblem(owner string, required bool) string {
-	switch {
-	case len(owner) > MaxOwnerLen:
-		return ownerTooLong
-	case required && owner == "":
+	if required && owner == "" {
 		return "empty"
 	}
-	return ""
+	return heldTextProblem(owner, MaxOwnerLen, ownerTooLong)
 }
 
 // FingerprintProblem returns why fp cannot be the Fingerprint of a store

@@ -17,7 +17,13 @@ func TestOwnerProblem(t *testing.T) {
 		{strings.Repeat("t", MaxOwnerLen), true, ""},
 		{strings.Repeat("t", MaxOwnerLen+1), true, "longer than 255 bytes"},
 		{strings.Repeat("t", MaxOwnerLen+1), false, "longer than 255 bytes"},
-		{"\x00\xff", true, ""}, // an owner is opaque bytes: only its length counts
+		{strings.Repeat("é", MaxOwnerLen/2), true, ""},
+		{"o\xff", true, "not valid UTF-8"},
+		{"\xff\xfe", false, "not valid UTF-8"},
+		{"o\x00", true, "contains NUL"},
+		{"\x00", false, "contains NUL"},
+		{strings.Repeat("\xff", MaxOwnerLen+1), true, "longer than 255 bytes"},
+		{"0123456789abcdef0123456789abcdef", true, ""}, // the core's token
 	} {
 		if got := OwnerProblem(c.owner, c.required); got != c.want {
 			t.Errorf("OwnerProblem(%d bytes, %v) = %q, want %q", len(c.owner), c.required, got, c.want)
@@ -42,6 +48,7 @@ func TestInputProblemsDoNotAllocate(t *testing.T) {
 		_ = OwnerProblem(owner, true)
 		_ = OwnerProblem(long, true)
 		_ = OwnerProblem("", true)
+		_ = OwnerProblem("o\xff", true)
 		_ = FingerprintProblem(fp)
 		_, _ = HeldProblem(long, long)
 		_, _ = HeldProblem("c", "m\xff")

@@ -102,9 +102,10 @@
 //     bytes, or refused by NameProblem (Claim, Complete, Renew, Release,
 //     Resolve, Hold, LeaseHeld, Admin's Get and Delete, Watch);
 //   - an Owner that OwnerProblem refuses: longer than MaxOwnerLen bytes,
-//     or empty where one is required. Claim, Complete, Renew, Release,
-//     Hold and LeaseHeld require one (it fences every later write);
-//     Resolve's may be empty (see ResolveParams.Owner);
+//     not valid UTF-8, containing NUL, or empty where one is required.
+//     Claim, Complete, Renew, Release, Hold and LeaseHeld require one (it
+//     fences every later write); Resolve's may be empty (see
+//     ResolveParams.Owner);
 //   - a Fingerprint longer than MaxFingerprintLen bytes, which
 //     FingerprintProblem refuses (Claim, Resolve); an empty one means "no
 //     check";
@@ -113,11 +114,11 @@
 //     containing NUL. The pending record stays pending and its owner's.
 //
 // The core never sends any of them (it validates scopes, keys and
-// fingerprints first, its owner tokens are 32 bytes, and it makes a held
-// error's code and text valid and cuts them to the limits), so only a
-// direct caller meets these errors. The checks cost a length check, and a
-// pass over a scope's and a key's bytes (and a hold's code and message),
-// with no allocation when the input is valid.
+// fingerprints first, its owner tokens are 32 hexadecimal digits, and it
+// makes a held error's code and text valid and cuts them to the limits),
+// so only a direct caller meets these errors. The checks cost a length check, and a
+// pass over a scope's, a key's and an owner's bytes (and a hold's code
+// and message), with no allocation when the input is valid.
 //
 // # Implementing a backend
 //
@@ -137,8 +138,8 @@ import (
 // ResolveParams.Fingerprint) and MaxOwnerLen that of an owner token (the
 // Owner of every operation's parameters). The core validates scopes, keys
 // and fingerprints before any store call, and sends owner tokens of 32
-// bytes; every store refuses a direct caller's violation too (see "Inputs"
-// in the package documentation).
+// hexadecimal digits; every store refuses a direct caller's violation too
+// (see "Inputs" in the package documentation).
 const (
 	MaxScopeLen       = 255
 	MaxKeyLen         = 255
@@ -219,7 +220,7 @@ type ClaimParams struct {
 	// an empty Fingerprint keeps the stored one.
 	Fingerprint []byte
 	// Owner is the token of the new claim; every later write is fenced by
-	// it. Required: 1 to MaxOwnerLen bytes.
+	// it. Required: 1 to MaxOwnerLen bytes of valid UTF-8, no NUL.
 	Owner string
 	// Lease is how long the claim stays exclusive without renewal.
 	Lease time.Duration
@@ -247,7 +248,8 @@ type ClaimResult struct {
 type CompleteParams struct {
 	Scope string
 	Key   string
-	// Owner is the claim's token. Required: 1 to MaxOwnerLen bytes.
+	// Owner is the claim's token. Required: 1 to MaxOwnerLen bytes of
+	// valid UTF-8, no NUL.
 	Owner   string
 	Outcome []byte
 	// Retention is how long the completed record lives from completion.
@@ -258,7 +260,8 @@ type CompleteParams struct {
 type RenewParams struct {
 	Scope string
 	Key   string
-	// Owner is the claim's token. Required: 1 to MaxOwnerLen bytes.
+	// Owner is the claim's token. Required: 1 to MaxOwnerLen bytes of
+	// valid UTF-8, no NUL.
 	Owner string
 	// Lease is the new lease, counted from now by the store's clock. The
 	// record lives at least until the new lease ends.
@@ -269,7 +272,8 @@ type RenewParams struct {
 type ReleaseParams struct {
 	Scope string
 	Key   string
-	// Owner is the claim's token. Required: 1 to MaxOwnerLen bytes.
+	// Owner is the claim's token. Required: 1 to MaxOwnerLen bytes of
+	// valid UTF-8, no NUL.
 	Owner string
 }
 
@@ -286,7 +290,7 @@ type ResolveParams struct {
 	// a re-send of the same Resolve (same Owner, same Outcome) after a
 	// lost reply reports Resolved instead of the record it wrote. An empty
 	// Owner disables that recognition: a repeated Resolve then reports the
-	// completed record. At most MaxOwnerLen bytes.
+	// completed record. At most MaxOwnerLen bytes of valid UTF-8, no NUL.
 	Owner     string
 	Outcome   []byte
 	Retention time.Duration

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -85,7 +86,8 @@ type BadParamCall struct {
 	// "resolve".
 	Op string
 	// Field is "owner" or "fingerprint", the one that was bad; Value
-	// describes it: "empty", or its length ("256 bytes").
+	// describes it: "empty", its length ("256 bytes"), "invalid UTF-8" or
+	// "NUL".
 	Field, Value string
 	// Err is what the call returned.
 	Err error
@@ -95,14 +97,21 @@ type BadParamCall struct {
 }
 
 // badOwners are the owner tokens no call may send (see "Inputs" in
-// package backends): empty (Resolve excepted) and one byte over
-// backends.MaxOwnerLen.
-var badOwners = []string{"", strings.Repeat("o", backends.MaxOwnerLen+1)}
+// package backends, and backends.OwnerProblem): empty (Resolve excepted),
+// one byte over backends.MaxOwnerLen, invalid UTF-8, and NUL, each with
+// the Value a BadParamCall describes it by.
+var badOwners = []struct{ value, owner string }{
+	{"empty", ""},
+	{strconv.Itoa(backends.MaxOwnerLen+1) + " bytes", strings.Repeat("o", backends.MaxOwnerLen+1)},
+	{"invalid UTF-8", "o\xff\xfe"},
+	{"NUL", "o\x00o"},
+}
 
 // EachBadOwnerOrFingerprintCall calls, on (scope, key), every operation
 // that takes an owner once with each owner token no call may send (an
-// empty one, except on Resolve, whose owner may be empty, and one of
-// backends.MaxOwnerLen+1 bytes), and Claim and Resolve once with a
+// empty one, except on Resolve, whose owner may be empty, one of
+// backends.MaxOwnerLen+1 bytes, one of invalid UTF-8, one containing NUL),
+// and Claim and Resolve once with a
 // fingerprint of backends.MaxFingerprintLen+1 bytes (and a valid owner),
 // and passes each call's result to check. Every call is valid but for the
 // one field, and each sequence of calls on a bad owner (Claim, Renew,
@@ -111,11 +120,8 @@ var badOwners = []string{"", strings.Repeat("o", backends.MaxOwnerLen+1)}
 // the type of the error it returns; the conformance suite checks that
 // each call fails and that nothing is stored.
 func EachBadOwnerOrFingerprintCall(ctx context.Context, store backends.Store, scope, key string, check func(BadParamCall)) {
-	for _, owner := range badOwners {
-		value := fmt.Sprintf("%d bytes", len(owner))
-		if owner == "" {
-			value = "empty"
-		}
+	for _, b := range badOwners {
+		owner, value := b.owner, b.value
 		call := func(op string, applied bool, err error) {
 			check(BadParamCall{Op: op, Field: "owner", Value: value, Err: err, Applied: applied})
 		}
@@ -209,13 +215,13 @@ func exerciseInput(t *testing.T, newStore NewStore) {
 		// Without a fingerprint, so that a Resolve with the long one would
 		// match, and apply, on a store that accepted it.
 		longFP := bytes.Repeat([]byte{0xfe}, backends.MaxFingerprintLen+1)
-		owner, long := Token(), badOwners[1]
+		owner, long := Token(), badOwners[1].owner
 		e.mustClaim("pending", owner, nil, longLease, longRetention)
 		e.mustHold("held", Token(), nil, longLease)
 		for _, key := range []string{"pending", "held"} {
 			for _, bad := range badOwners {
-				msg := fmt.Sprintf("%s record, %d-byte owner", key, len(bad))
-				lr, err := e.store.LeaseHeld(e.ctx, backends.LeaseHeldParams{Scope: e.scope, Key: key, Owner: bad, Lease: longLease})
+				msg := fmt.Sprintf("%s record, owner %s", key, bad.value)
+				lr, err := e.store.LeaseHeld(e.ctx, backends.LeaseHeldParams{Scope: e.scope, Key: key, Owner: bad.owner, Lease: longLease})
 				require.Error(e.t, err, "leaseheld: "+msg)
 				require.False(e.t, lr.Leased, "leaseheld: "+msg)
 			}

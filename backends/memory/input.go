@@ -7,7 +7,8 @@ import "github.com/stagedoor/once/backends"
 // that is empty, longer than backends.MaxScopeLen or MaxKeyLen bytes, or
 // that backends.NameProblem refuses (invalid UTF-8, a control character,
 // NUL included); an owner token that backends.OwnerProblem refuses (empty
-// on any operation but Resolve, longer than backends.MaxOwnerLen bytes);
+// on any operation but Resolve, longer than backends.MaxOwnerLen bytes,
+// invalid UTF-8, NUL);
 // a fingerprint longer than backends.MaxFingerprintLen bytes; a held code
 // or message that backends.HeldProblem refuses (too long, invalid UTF-8,
 // NUL). The core

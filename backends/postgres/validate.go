@@ -34,7 +34,8 @@ func checkNames(op, scope, key string) error {
 
 // checkInput refuses, before any statement is sent, what checkNames
 // refuses, an owner token backends.OwnerProblem refuses (empty on any
-// operation but "resolve", longer than backends.MaxOwnerLen bytes) and a
+// operation but "resolve", longer than backends.MaxOwnerLen bytes, invalid
+// UTF-8 or NUL, which the owner column, text, cannot hold) and a
 // fingerprint longer than backends.MaxFingerprintLen bytes (see "Inputs"
 // in package backends), with an *Error naming the field, never its value.
 func checkInput(op, scope, key string, fp []byte, owner string) error {

@@ -28,10 +28,10 @@ var (
 	// that backends.NameProblem refuses (invalid UTF-8, a control
 	// character), an owner token that backends.OwnerProblem refuses
 	// (empty on any operation but Resolve, longer than
-	// backends.MaxOwnerLen bytes), a fingerprint longer than
-	// backends.MaxFingerprintLen bytes, or a held code or message that
-	// backends.HeldProblem refuses (too long, invalid UTF-8, NUL; see
-	// "Inputs" in package backends).
+	// backends.MaxOwnerLen bytes, invalid UTF-8, NUL), a fingerprint
+	// longer than backends.MaxFingerprintLen bytes, or a held code or
+	// message that backends.HeldProblem refuses (too long, invalid UTF-8,
+	// NUL; see "Inputs" in package backends).
 	ErrInvalid = errors.New("once/redisstore: invalid argument")
 )
 

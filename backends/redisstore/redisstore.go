@@ -235,7 +235,8 @@ func (s *Store) key(scope, key string) string { return recordKey(s.prefix, scope
 // precheck fails fast on an ended context and rejects, with an *Error of
 // kind ErrInvalid, a scope or key no record can have (see checkNames), an
 // owner token backends.OwnerProblem refuses (empty on any operation but
-// "resolve", longer than backends.MaxOwnerLen bytes) and a fingerprint
+// "resolve", longer than backends.MaxOwnerLen bytes, invalid UTF-8, NUL)
+// and a fingerprint
 // longer than backends.MaxFingerprintLen bytes (see "Inputs" in package
 // backends). Both limits fit the record's one-byte length fields.
 func precheck(ctx context.Context, op, scope, key, owner string, fp []byte) error {
