@@ -5,11 +5,13 @@ import (
 	"strings"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/internal/pgsql"
 )
 
 // Hold implements backends.Store in one statement. The held row enters
 // the partial index on held_at (migration 003), which only held rows are
-// in: the hot path never writes it.
+// in: the hot path never writes it. The statement wakes the key's waiters
+// (see Watch) when it changed the record, as Complete does.
 func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	return s.hold(ctx, s.db, p)
 }
@@ -28,7 +30,7 @@ func (s *Store) hold(ctx context.Context, q querier, p backends.HoldParams) (boo
 	}
 	var ok bool
 	_, err := interpretError("hold", q.QueryRow(ctx, s.sql.Hold,
-		p.Scope, p.Key, p.Owner, micros(p.For), p.Code, p.Message, micros(p.Retention)).Scan(&ok))
+		p.Scope, p.Key, p.Owner, micros(p.For), p.Code, p.Message, micros(p.Retention), pgsql.Slot(p.Scope, p.Key)).Scan(&ok))
 	return ok, err
 }
 

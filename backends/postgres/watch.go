@@ -15,7 +15,7 @@ import (
 	"github.com/stagedoor/once/internal/pgsql"
 )
 
-// Waiting: Complete, Release, Resolve and Delete call pg_notify in the
+// Waiting: Complete, Hold, Release, Resolve and Delete call pg_notify in the
 // statement itself (no extra round trip), on one channel per table, with a
 // 16-byte hash of (scope, key) as payload, and only when some session
 // waits on a key of the same lock slot: a listener holds a shared advisory

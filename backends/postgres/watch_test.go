@@ -121,11 +121,31 @@ func TestNotificationPayloadIsTheKeyHash(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, res.Resolved)
 		require.Equal(t, want, *next(), "resolve of a pending key")
+		_, err = s.Delete(ctx, scope, key)
+		require.NoError(t, err)
+		require.Equal(t, want, *next(), "delete")
+
+		owner = mustClaim(t, s, scope, key)
+		ok, err = s.Hold(ctx, backends.HoldParams{Scope: scope, Key: key, Owner: owner, For: time.Minute, Code: "c", Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, want, *next(), "hold")
 	}
 
 	// Statements that change nothing send nothing: a claim, a replay, a
-	// fenced write by a stranger, a resolve of a completed key.
+	// fenced write by a stranger, a re-sent hold, a resolve of a completed
+	// key.
 	scope := backendtest.Scope(t)
+	holder := mustClaim(t, s, scope, "held")
+	hold := func(owner string) bool {
+		ok, err := s.Hold(ctx, backends.HoldParams{Scope: scope, Key: "held", Owner: owner, For: time.Minute, Code: "c", Retention: time.Hour})
+		require.NoError(t, err)
+		return ok
+	}
+	require.True(t, hold(holder))
+	require.Equal(t, pgsql.Payload(scope, "held"), *next(), "hold")
+	require.True(t, hold(holder), "a re-sent hold reports true")
+	require.False(t, hold("stranger"))
 	owner := mustClaim(t, s, scope, "quiet")
 	_, err := s.Claim(ctx, claimParams(scope, "quiet"))
 	require.NoError(t, err)
@@ -328,6 +348,24 @@ func TestWatchSurvivesATerminatedConnection(t *testing.T) {
 	s.listen.mu.Unlock()
 	complete(t, s, scope, "k", owner)
 	requireWoken(t, c, "a completion after the reconnect")
+}
+
+// TestHoldWakesWatchers: a Hold changes the record (pending to held), so
+// it wakes the key's watchers, as on the Redis and SQLite stores
+// (backends.Watcher allows no missed change after Watch returned).
+func TestHoldWakesWatchers(t *testing.T) {
+	pool := newPool(t, nil)
+	s := newStore(t, pool)
+	ctx := context.Background()
+	scope := backendtest.Scope(t)
+	owner := mustClaim(t, s, scope, "k")
+	ch, stop, err := s.Watch(ctx, scope, "k")
+	require.NoError(t, err)
+	defer stop()
+	ok, err := s.Hold(ctx, backends.HoldParams{Scope: scope, Key: "k", Owner: owner, For: time.Minute, Code: "c", Message: "m", Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+	requireWoken(t, ch, "a hold")
 }
 
 // TestWatchWakesAtCommit: a completion made in the caller's transaction

@@ -13,7 +13,7 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// Watching: Complete, Release, Resolve and Delete publish on a channel
+// Watching: Complete, Hold, Release, Resolve and Delete publish on a channel
 // named like the record's key (PUBLISH, or SPUBLISH on a Cluster, where
 // the channel lives in the record's slot, served by the record's primary).
 // Publishing is always on: with nobody subscribed it costs the server

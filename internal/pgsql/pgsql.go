@@ -141,7 +141,7 @@ const (
 )
 
 // Waiting. The statements that change a record for its waiters (complete,
-// release, resolve, delete) each call pg_notify in the statement itself, on
+// hold, release, resolve, delete) each call pg_notify in the statement itself, on
 // one channel per table, with a payload that names the key without
 // revealing it: the first 16 hex digits (64 bits) of
 // SHA-256(scope || 0x00 || key) over their UTF-8 bytes. A text never holds
@@ -235,7 +235,8 @@ func Notify(table string) string {
 // NotifySlot is Notify for a statement that receives the key's Slot in
 // parameter param ("$6"), computed by the client: the server then hashes
 // the key only when it notifies, and a statement nobody waits for costs
-// one advisory lock try. It is what the hot path (complete.sql) uses.
+// one advisory lock try. It is what the hot path (complete.sql) uses, and
+// hold.sql.
 func NotifySlot(table, param string) string {
 	return notify(table, param+"::int")
 }

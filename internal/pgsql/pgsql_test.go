@@ -47,12 +47,14 @@ func TestKeyHashIsSHA256(t *testing.T) {
 	require.Zero(t, testing.AllocsPerRun(100, func() { _ = Slot("scope", "key") }), "Slot allocates nothing")
 }
 
-// TestCompletePassesTheSlot: the completion is notified through the slot
-// its client computed ($6), and hashes the key only for the payload.
+// TestCompletePassesTheSlot: the completion (and the hold) is notified
+// through the slot its client computed ($6, $8), and hashes the key only
+// for the payload.
 func TestCompletePassesTheSlot(t *testing.T) {
 	table := `"s"."t"`
 	s := Render(table)
 	require.Contains(t, s.Complete, "pg_try_advisory_xact_lock("+LockSpaceLiteral(table)+", $6::int)")
+	require.Contains(t, s.Hold, "pg_try_advisory_xact_lock("+LockSpaceLiteral(table)+", $8::int)")
 	require.Contains(t, s.Release, "pg_try_advisory_xact_lock("+LockSpaceLiteral(table)+", get_byte(")
 }
 
@@ -65,7 +67,7 @@ func TestPayloadSeparatesScopeFromKey(t *testing.T) {
 func TestWritesNotifyOnlyTheirKey(t *testing.T) {
 	table := `"s"."t"`
 	s := Render(table)
-	for name, text := range map[string]string{"complete": s.Complete, "release": s.Release, "resolve": s.Resolve, "delete": s.Delete} {
+	for name, text := range map[string]string{"complete": s.Complete, "hold": s.Hold, "release": s.Release, "resolve": s.Resolve, "delete": s.Delete} {
 		require.Contains(t, text, "pg_notify('"+Channel(table)+"'", name)
 		require.Contains(t, text, "pg_try_advisory_xact_lock("+LockSpaceLiteral(table), name)
 	}
