@@ -65,8 +65,14 @@
 // (never TookOver, never the caller's own claim as a duplicate); a
 // re-sent Complete or Resolve with the same Owner and outcome reports
 // success; a re-sent Renew reports true while the claim is still held;
-// a re-sent Release reports false (the record is gone either way, which
-// is all the caller needs: the core ignores Release's result).
+// a re-sent Hold by the same Owner reports true, and a re-sent LeaseHeld
+// by the same token reports the lease. Two writes are exceptions, which
+// report false on a re-send of a first send that applied: Release (the
+// record is gone either way, which is all the caller needs: the core
+// ignores Release's result) and Admin.Delete (likewise gone; Delete
+// carries no token by which the re-send could recognise its own earlier
+// delete, so its false then means "no live record now", not "there was
+// none").
 //
 // A record the store cannot see. A store whose Claim or Resolve waits for
 // a lock held by another uncommitted transaction (a SQL store: that
@@ -476,7 +482,9 @@ type Admin interface {
 	Get(ctx context.Context, scope, key string) (rec Record, expiresIn time.Duration, found bool, err error)
 	// Delete removes the record of (scope, key) whatever its state or
 	// owner, so the next call with the key is a new intent. It reports
-	// whether a live record existed. A pending owner's later writes are
-	// fenced off as after a takeover.
+	// whether a live record existed; a driver's re-send of a Delete that
+	// applied reports false (see "Re-sent writes" in the package
+	// documentation). A pending owner's later writes are fenced off as
+	// after a takeover.
 	Delete(ctx context.Context, scope, key string) (deleted bool, err error)
 }

@@ -102,7 +102,9 @@ func lossyStore(t *testing.T) (backends.Store, *lossyDialer) {
 
 // TestReSentAfterLostReply reproduces issue 13 (7) against the real Redis:
 // each write's first reply is lost after the server applied it, go-redis
-// re-sends it, and the store must report what the first send did.
+// re-sends it, and the store must report what the first send did, but for
+// the contract's two exceptions, Release and Admin.Delete, whose re-send
+// reports false (backends, "Re-sent writes").
 func TestReSentAfterLostReply(t *testing.T) {
 	ctx := t.Context()
 	lease, retention := time.Minute, time.Hour
@@ -197,5 +199,59 @@ func TestReSentAfterLostReply(t *testing.T) {
 		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: "k", Owner: backendtest.Token(), Lease: lease, Retention: retention})
 		require.NoError(t, err)
 		require.True(t, r.Claimed, "released")
+	})
+
+	hold := func(s backends.Store, scope, owner string) bool {
+		t.Helper()
+		ok, err := s.Hold(ctx, backends.HoldParams{Scope: scope, Key: "k", Owner: owner, For: lease, Code: "c", Message: "m", Retention: retention})
+		require.NoError(t, err)
+		return ok
+	}
+
+	t.Run("Hold", func(t *testing.T) {
+		// The re-send finds the record held by its own owner token.
+		s, d := lossyStore(t)
+		scope, owner := backendtest.Scope(t), backendtest.Token()
+		claim(s, scope, owner)
+		d.arm(redislua.Hold)
+		require.True(t, hold(s, scope, owner), "a re-sent Hold that applied reports true")
+		lost(t, d)
+		rec, _, found, err := s.(backends.Admin).Get(ctx, scope, "k")
+		require.NoError(t, err)
+		require.True(t, found)
+		require.Equal(t, backends.StateHeld, rec.State)
+		require.Equal(t, "c", rec.Held.Code)
+	})
+
+	t.Run("LeaseHeld", func(t *testing.T) {
+		// The re-send by the same reconciler token extends its own lease.
+		s, d := lossyStore(t)
+		scope, owner := backendtest.Scope(t), backendtest.Token()
+		claim(s, scope, owner)
+		require.True(t, hold(s, scope, owner))
+		d.arm(redislua.LeaseHeld)
+		r, err := s.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: scope, Key: "k", Owner: backendtest.Token(), Lease: lease})
+		require.NoError(t, err)
+		lost(t, d)
+		require.True(t, r.Leased, "a re-sent LeaseHeld that applied reports the lease, not another reconciler's: %+v", r)
+	})
+
+	t.Run("Delete", func(t *testing.T) {
+		// The contract's other exception: the re-send finds the key
+		// absent and reports false; the record is gone either way.
+		s, d := lossyStore(t)
+		scope := backendtest.Scope(t)
+		claim(s, scope, backendtest.Token())
+		d.arm(redislua.Delete)
+		deleted, err := s.(backends.Admin).Delete(ctx, scope, "k")
+		require.NoError(t, err)
+		lost(t, d)
+		require.False(t, deleted, "a re-sent Delete reports false (see backends, \"Re-sent writes\")")
+		_, _, found, err := s.(backends.Admin).Get(ctx, scope, "k")
+		require.NoError(t, err)
+		require.False(t, found, "deleted")
+		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: "k", Owner: backendtest.Token(), Lease: lease, Retention: retention})
+		require.NoError(t, err)
+		require.True(t, r.Claimed, "the next claim is a new intent")
 	})
 }

@@ -34,8 +34,11 @@
 // (MaxRetries). Every write recognises its own re-send: a Claim finding a
 // pending record with its own owner token reports Claimed, a Complete or
 // a Resolve whose owner token and outcome are already stored reports
-// success, a Renew renews again. A re-sent Release reports false, as the
-// contract allows.
+// success, a Renew renews again, a Hold finding the record held by its
+// own owner token reports true, a LeaseHeld by the same token extends its
+// lease. A re-sent Release and a re-sent Admin.Delete report false, as
+// the contract allows: the first send deleted the record, which the
+// re-send finds absent.
 //
 // # Guarantees and their limits
 //
