@@ -196,15 +196,35 @@ func TestListBatchThatChangedBetweenPages(t *testing.T) {
 	t.Run("added", func(t *testing.T) { testListBatchChanged(t, true) })
 }
 
+// listBatchDB is the database of TestListBatchThatChangedBetweenPages, one
+// no other test uses. The test needs a page to stop inside a SCAN batch:
+// a batch (COUNT 100, about 100 keys) must hold more of its records than
+// the page has room for, which fails in a database of many other keys (a
+// shared server's database 0 with 156 000 keys gave batches of less than
+// one of its records). In a database of its own the test's records are
+// the keyspace, save those of the same test run concurrently elsewhere.
+const listBatchDB = 13
+
+// listBatchForeignMax is the most keys of others that listBatchDB may
+// hold when the test starts: with its 1000 records, every batch then
+// holds 20 of them at least on average, twice the page's 10.
+const listBatchForeignMax = 4000
+
 func testListBatchChanged(t *testing.T, add bool) {
 	ctx := context.Background()
-	c := redis.NewClient(&redis.Options{Addr: serverenv.RedisAddr()})
+	c := redis.NewClient(&redis.Options{Addr: serverenv.RedisAddr(), DB: listBatchDB})
 	t.Cleanup(func() { _ = c.Close() })
 	if err := c.Ping(ctx).Err(); err != nil {
 		if serverenv.Required() {
-			t.Fatalf("redis at %s: %v", serverenv.RedisAddr(), err)
+			t.Fatalf("redis at %s, database %d: %v", serverenv.RedisAddr(), listBatchDB, err)
 		}
-		t.Skipf("redis at %s: %v", serverenv.RedisAddr(), err)
+		t.Skipf("redis at %s, database %d: %v", serverenv.RedisAddr(), listBatchDB, err)
+	}
+	foreign, err := c.DBSize(ctx).Result()
+	require.NoError(t, err)
+	if foreign > listBatchForeignMax {
+		t.Skipf("redis at %s: database %d holds %d keys of others (at most %d leave the walk a page that stops inside a SCAN batch, which this test needs)",
+			serverenv.RedisAddr(), listBatchDB, foreign, listBatchForeignMax)
 	}
 	s, err := New(ctx, c, &Config{KeyPrefix: "oncetest-listbatch:", EvictionPolicyCheck: EvictionIgnore})
 	require.NoError(t, err)
@@ -222,7 +242,7 @@ func testListBatchChanged(t *testing.T, add bool) {
 			_, _ = s.Delete(context.Background(), scope, k)
 		}
 	})
-	p := backends.ListParams{Scope: scope, Limit: 40}
+	p := backends.ListParams{Scope: scope, Limit: 10}
 	listed := map[string]bool{}
 	var twice, fresh []string
 	deleted, added := 0, 0
@@ -273,7 +293,7 @@ func testListBatchChanged(t *testing.T, add bool) {
 		}
 		p.Cursor = page.Next
 	}
-	require.Positive(t, deleted+added, "the walk stopped inside a batch")
+	require.Positive(t, deleted+added, "the walk stopped inside a batch (database %d held %d keys of others)", listBatchDB, foreign)
 	var missed []string
 	for k := range keep {
 		if !listed[k] {
