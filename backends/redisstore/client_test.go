@@ -52,6 +52,23 @@ func TestNewRefusesUnsupportedClients(t *testing.T) {
 	}
 }
 
+// TestNewRefusesKeyPrefixWithBrace: a Config.KeyPrefix containing "{"
+// is refused with a *KeyPrefixError before anything is sent (the client's
+// address is one nobody listens on): its records could share keys with
+// those of another prefix (see Config.KeyPrefix).
+func TestNewRefusesKeyPrefixWithBrace(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	t.Cleanup(func() { _ = c.Close() })
+	for _, prefix := range []string{"once:{5:", "{tenant}:", "once{"} {
+		s, err := redisstore.New(context.Background(), c, &redisstore.Config{KeyPrefix: prefix})
+		var e *redisstore.KeyPrefixError
+		require.ErrorAs(t, err, &e, "New accepted the prefix %q", prefix)
+		assert.Nil(t, s)
+		assert.Equal(t, prefix, e.Prefix)
+		assert.NotErrorIs(t, err, redisstore.ErrUnavailable, "nothing was sent")
+	}
+}
+
 // TestNewRefusesWrappedNilClients: a client of the caller's own type that
 // is not nil itself but wraps a nil or zero *redis.Client panics on its
 // first command; New reports an *UnsupportedClientError instead.

@@ -1,9 +1,35 @@
 package redisstore
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 )
+
+// KeyPrefixError reports a Config.KeyPrefix that New refuses, before
+// sending anything: one containing "{" (see Config.KeyPrefix).
+type KeyPrefixError struct {
+	// Prefix is the refused prefix.
+	Prefix string
+	// Reason says what is wrong with it.
+	Reason string
+}
+
+// Error implements error.
+func (e *KeyPrefixError) Error() string {
+	return fmt.Sprintf("once/redisstore: invalid KeyPrefix %q: %s", e.Prefix, e.Reason)
+}
+
+// checkKeyPrefix refuses a prefix containing "{": recordKey's encoding is
+// injective for one prefix, but a prefix that is another's followed by
+// "{" and more can write the other's keys (see Config.KeyPrefix), and a
+// "{...}" pair in it would be every record's Cluster hash tag.
+func checkKeyPrefix(prefix string) error {
+	if strings.Contains(prefix, "{") {
+		return &KeyPrefixError{Prefix: prefix, Reason: `contains "{"`}
+	}
+	return nil
+}
 
 // recordKey returns the Redis key of the record of (scope, key):
 //

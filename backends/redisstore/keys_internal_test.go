@@ -88,3 +88,42 @@ func TestInfoField(t *testing.T) {
 		t.Fatal("absent field found")
 	}
 }
+
+// TestPrefixWithBraceAliasesAnotherPrefix is why New refuses a KeyPrefix
+// with "{" (checkKeyPrefix): recordKey is injective for one prefix, but
+// not across a prefix and that prefix followed by "{" and more, so two
+// stores on one database would read and write each other's records. No
+// two prefixes without "{" do: their keys differ within the shorter
+// prefix, or at the byte after it, "{" in one key and a byte of the
+// longer prefix, not "{", in the other.
+func TestPrefixWithBraceAliasesAnotherPrefix(t *testing.T) {
+	if a, b := recordKey("once:{5:", "a", ":x"), recordKey("once:", "{1:a:", "x"); a != b {
+		t.Fatalf("%q != %q: the example of Config.KeyPrefix no longer aliases", a, b)
+	}
+	for _, p := range []string{"once:{5:", "{", "a{b}", "x}{"} {
+		if err := checkKeyPrefix(p); err == nil {
+			t.Errorf("checkKeyPrefix(%q) accepted it", p)
+		}
+	}
+	for _, p := range []string{"", "once:", "a}b", "tenant-1:", "*:"} {
+		if err := checkKeyPrefix(p); err != nil {
+			t.Errorf("checkKeyPrefix(%q) = %v", p, err)
+		}
+	}
+	// Prefixes without "{", scopes and keys with braces and colons: no two
+	// (prefix, scope, key) map to one Redis key.
+	prefixes := []string{"p", "p:", "p:5:", "p}", "p:1", "q"}
+	parts := []string{"a", ":", "{", "}", "{1:a:", "1:", ":x", "x", "a:"}
+	seen := map[string][3]string{}
+	for _, p := range prefixes {
+		for _, s := range parts {
+			for _, k := range parts {
+				got := recordKey(p, s, k)
+				if prev, dup := seen[got]; dup {
+					t.Fatalf("%q and %q both encode to %q", prev, [3]string{p, s, k}, got)
+				}
+				seen[got] = [3]string{p, s, k}
+			}
+		}
+	}
+}

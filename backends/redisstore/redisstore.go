@@ -73,9 +73,14 @@ const DefaultKeyPrefix = "once:"
 // Config configures a Store. A nil *Config means defaults.
 type Config struct {
 	// KeyPrefix is prepended to every record key, to share a database with
-	// other data. It should not contain a "{...}" pair: that would become
-	// the Cluster hash tag of every record and put them all in one slot.
-	// Defaults to DefaultKeyPrefix ("once:").
+	// other data. It must not contain "{" (New refuses it with a
+	// *KeyPrefixError): the records of a store whose prefix is another's
+	// followed by "{" and more could share keys with the other's (prefix
+	// "once:{5:" with scope "a", key ":x" writes the key of prefix
+	// "once:" with scope "{1:a:", key "x"), and the other's List would walk
+	// them; a "{...}" pair would also become the Cluster hash tag of every
+	// record and put them all in one slot. Defaults to DefaultKeyPrefix
+	// ("once:").
 	KeyPrefix string
 
 	// EvictionPolicyCheck says what New does when a primary's
@@ -112,7 +117,8 @@ var (
 // New returns a Store that uses client, which it never closes. It refuses
 // a *redis.Ring, and a nil client (a nil interface or a nil pointer, such
 // as a nil *redis.Client) or a zero *redis.Client or *redis.ClusterClient,
-// with an *UnsupportedClientError, before sending anything. New talks to
+// with an *UnsupportedClientError, and a Config.KeyPrefix containing "{"
+// with a *KeyPrefixError, before sending anything. New talks to
 // Redis, within ctx: it sends each server (every primary of a
 // *redis.ClusterClient) one INFO server cluster memory (without memory
 // under EvictionIgnore), from which it checks the version, the cluster
@@ -164,6 +170,9 @@ func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store
 	}
 	if cfg == nil {
 		cfg = &Config{}
+	}
+	if err := checkKeyPrefix(cfg.KeyPrefix); err != nil {
+		return nil, err
 	}
 	s := &Store{
 		client: client,
