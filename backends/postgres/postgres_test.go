@@ -298,15 +298,20 @@ func TestMigrationsFS(t *testing.T) {
 // involved, and context errors stay recognisable.
 func TestErrorsLeakNothing(t *testing.T) {
 	pool := newPool(t, nil)
-	s := newStore(t, pool)
+	s := newTable(t, pool, Config{})
 	ctx := context.Background()
-	secret := "secret-value\x00" // a NUL in a text parameter: SQLSTATE 22021 from the server
-	_, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "k-" + randomSuffix(), Owner: secret, Lease: time.Minute, Retention: time.Hour})
+	// A constraint the row breaks: the server's error (SQLSTATE 23514)
+	// quotes the row, owner included, in its detail.
+	_, err := pool.Exec(ctx, "ALTER TABLE "+s.cfg.qualifiedTable()+" ADD CONSTRAINT no_secret CHECK (owner NOT LIKE 'secret%')")
+	require.NoError(t, err)
+	_, err = s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "k-" + randomSuffix(), Owner: "secret-value", Lease: time.Minute, Retention: time.Hour})
 	require.Error(t, err)
 	var e *Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, "claim", e.Op)
-	assert.NotContains(t, err.Error(), "secret")
+	assert.Equal(t, "23514", e.Code)
+	assert.Equal(t, "no_secret", e.Constraint)
+	assert.NotContains(t, err.Error(), "secret-value")
 	assert.NotContains(t, err.Error(), "invalid input", "the server's error, not the store's check")
 	var pgErr *pgconn.PgError
 	assert.False(t, errors.As(err, &pgErr), "no pgconn error is reachable")
