@@ -239,9 +239,11 @@ func decodeFirst[T any](c *claim, data []byte) (v T, answer, decErr error) {
 
 // writeBack runs write, a store write settling the claim (a Complete or a
 // Hold, named op in the events), retrying a failing store a few times.
-// The renewer keeps the lease alive between attempts, and no attempt holds
-// renewals off past the proven lease, so no takeover starts while an
-// attempt may still land. It reports the last attempt's result.
+// The renewer keeps the lease alive between attempts, and each attempt's
+// timeout ends a renewal interval before the proven lease when it can (at
+// least one interval: an attempt that lands past the proven lease is
+// still fenced by the owner token, so it applies only if nobody took the
+// key over). It reports the last attempt's result.
 func (c *claim) writeBack(op string, write func(ctx context.Context) (bool, error)) (applied bool, err error) {
 	cfg := c.scope.cfg
 	for attempt := range completeAttempts {

@@ -101,6 +101,10 @@ type renewer struct {
 	lastOK time.Time
 	// abort cancels the renewal in flight, if any.
 	abort context.CancelFunc
+	// writing reports that write is running a write of the owner (fn has
+	// returned): the watchdog then only stops renewal, and the write's own
+	// result tells whether the claim was lost.
+	writing bool
 
 	// events waits for the observer, from head on; draining reports that a
 	// goroutine is emitting them, and idle is signalled when it is done.
@@ -242,6 +246,14 @@ func (r *renewer) expire() {
 		r.mu.Unlock()
 		return
 	}
+	if r.writing {
+		// fn has returned and its outcome's write is running, fenced by
+		// the owner token: it, not a lease-lost event, reports whether
+		// the claim was still this owner's. No renewal is sent any more.
+		r.haltLocked()
+		r.mu.Unlock()
+		return
+	}
 	// A renewal may be in flight, holding flight: it is cancelled, and
 	// finds the renewer stopped when it returns.
 	r.fail(Event{Scope: r.params.Scope, Key: r.params.Key, Op: "renew"}, false)
@@ -330,26 +342,41 @@ func (r *renewer) emit(e Event) {
 	r.cfg.emit(r.ctx, e)
 }
 
-// write runs one store write of the claim's owner with no renewal in
-// flight, and after the renewal events already queued. f gets the timeout
-// to use: writeTimeout, cut so that the write ends a renewal interval
-// before the proven lease does, leaving a renewal time to extend it (never
-// less than one interval). If f reports the claim settled, no renewal is
-// sent after write returns.
+// write runs one store write of the claim's owner (fn has returned) with
+// no renewal in flight, and after the renewal events already queued: it
+// waits for the observer without holding flight, so that a slow observer
+// never holds renewals off. f gets the timeout to use: writeTimeout, cut
+// so that the write ends a renewal interval before the proven lease does,
+// leaving a renewal time to extend it (never less than one interval: a
+// write past the proven lease is still fenced by the owner token). If f
+// reports the claim settled, no renewal is sent after write returns. The
+// watchdog firing during f only stops renewal (see expire).
 func (r *renewer) write(f func(timeout time.Duration) (settled bool)) {
 	if r == nil {
 		f(writeTimeout)
 		return
 	}
-	r.flight.Lock()
-	defer r.flight.Unlock()
-	r.waitIdle()
-	r.mu.Lock()
-	left := r.params.Lease - now().Sub(r.lastOK)
-	r.mu.Unlock()
-	if f(min(writeTimeout, max(left-r.interval, r.interval))) {
-		r.halt()
+	for {
+		r.waitIdle()
+		r.flight.Lock()
+		r.mu.Lock()
+		if !r.draining {
+			break // renewals queue their events holding flight: none can now
+		}
+		r.mu.Unlock()
+		r.flight.Unlock()
 	}
+	left := r.params.Lease - now().Sub(r.lastOK)
+	r.writing = true
+	r.mu.Unlock()
+	defer r.flight.Unlock()
+	settled := f(min(writeTimeout, max(left-r.interval, r.interval)))
+	r.mu.Lock()
+	r.writing = false
+	if settled {
+		r.haltLocked()
+	}
+	r.mu.Unlock()
 }
 
 // halt stops renewal without waiting for a renewal in flight.
