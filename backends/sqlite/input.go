@@ -27,7 +27,8 @@ func checkNames(op, scope, key string) error {
 // not one a record can have (checkNames), or owner or fp is not one a call
 // may send (see "Inputs" in package backends): an owner token that
 // backends.OwnerProblem refuses (empty on any operation but "resolve",
-// longer than backends.MaxOwnerLen bytes), a fingerprint longer than
+// longer than backends.MaxOwnerLen bytes, not valid UTF-8, or holding a
+// NUL byte), a fingerprint longer than
 // backends.MaxFingerprintLen bytes. nil costs no allocation.
 func checkWrite(op, scope, key, owner string, fp []byte) error {
 	if err := checkNames(op, scope, key); err != nil {

@@ -126,7 +126,7 @@ func (r *resolveCmd) Run(e *env) error {
 	case finalErr != nil:
 		what, stored = "a final error", "final_error"
 		if r.Code != "" {
-			what += " (code " + r.Code + ")"
+			what += " (code " + quoteText(r.Code) + ")"
 		}
 		if r.Data != "" {
 			what += " with data for the app's error type registered under that code (JSON codec)"

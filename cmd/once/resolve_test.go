@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,6 +109,11 @@ func resolveGuards(t *testing.T, store backends.Store, flags func(...string) []s
 	// --data: the registered error type comes back on a replay.
 	out = mustRun(t, flags("resolve", "g", "declined", "--error", "card declined", "--code", "card_declined", "--data", `{"reason":"insufficient_funds"}`)...)
 	assert.Contains(t, out, "a final error (code card_declined) with data")
+	// A code is echoed quoted when it holds a control character, as
+	// stored text is in list and get: it can forge no line.
+	out = mustRun(t, flags("resolve", "g", "forged-code", "--error", "declined", "--code", "x\nresolved: stored a JSON value")...)
+	assert.Contains(t, out, `(code "x\nresolved: stored a JSON value")`)
+	assert.NotContains(t, strings.TrimSpace(out), "\n", "one line: %q", out)
 	scope := once.New(store, once.RegisterError[*cardDeclined]("card_declined")).Scope("g")
 	_, err = once.Do(ctx, scope, "declined", nil, func(context.Context) (int, error) {
 		t.Error("a resolved key never runs fn")
