@@ -1,7 +1,5 @@
 package once
 
-import "errors"
-
 // Class says what the core does with an error returned by fn.
 type Class uint8
 
@@ -44,8 +42,8 @@ func (c *classified) Unwrap() error { return c.err }
 
 // Final marks err as the final answer to the intent: Do stores it and
 // replays it to every retry of the key. Do returns err itself, unwrapped.
-// Final(nil) is nil. See Classifier for an error that carries several
-// marks.
+// Final(nil) is nil. Joined beside a Hold or Retry mark
+// (errors.Join(Final(a), Hold(b))), the other mark wins (see Classifier).
 func Final(err error) error {
 	if err == nil {
 		return nil
@@ -58,7 +56,7 @@ func Final(err error) error {
 // an *InProgressError with Held set, and stores nothing.
 // Do returns err itself, unwrapped. Hold(nil) is nil. Joined beside a
 // Final or Retry mark (errors.Join(Final(a), Hold(b))), the Hold mark
-// wins (see Classifier).
+// wins (see Classifier for an error that carries several marks).
 func Hold(err error) error {
 	if err == nil {
 		return nil
@@ -68,8 +66,9 @@ func Hold(err error) error {
 
 // Retry marks err as retryable whatever the classifier says: Do releases
 // the claim at once and stores nothing, so the next call runs fn again. Do
-// returns err itself, unwrapped. Retry(nil) is nil. See Classifier for an
-// error that carries several marks.
+// returns err itself, unwrapped. Retry(nil) is nil. Joined beside a Final
+// mark (errors.Join(Final(a), Retry(b))), the Retry mark wins; beside a
+// Hold mark, the Hold mark does (see Classifier).
 func Retry(err error) error {
 	if err == nil {
 		return nil
@@ -81,21 +80,37 @@ func Retry(err error) error {
 // marking it with Final, Hold or Retry.
 //
 // An error may carry several marks, wrapped (fmt.Errorf's %w) or joined
-// (errors.Join) anywhere in its tree. A mark speaks for the error it
-// wraps, marks inside included: Retry(Hold(err)) is retryable, since the
-// code that added the outer mark had the last word. Among the outermost
-// marks (those no other mark wraps, as in errors.Join(Final(a), Hold(b))),
-// the most cautious wins, whatever their order: Hold over Final over
-// Retry. An outcome that is partly unknown is unknown: storing a final
-// answer for it (which no reconciler would revisit) or releasing the claim
-// (which runs fn again) could hide or repeat an effect that may have
-// happened. A final answer beside a retryable error is stored rather than
-// run again. The classifier is asked only about an error with no mark.
+// (errors.Join) anywhere in its tree. One rule decides its class, for Do
+// (and every call built on it, Consume included) as for the answer given
+// to Resolve or in a Reconciler's Verdict:
+//
+//   - A mark speaks for the error it wraps, marks inside included:
+//     Retry(Hold(err)) is retryable, since the code that added the outer
+//     mark had the last word.
+//   - The outermost marks are those that no other mark wraps, however
+//     deep: the tree is walked through Unwrap() error and Unwrap() []error
+//     (and an As method that finds a mark, where Unwrap finds none), and
+//     an unmarked wrapper, such as fmt.Errorf("charge: %w", Hold(err)),
+//     changes nothing.
+//   - Among the outermost marks the most cautious wins, whatever their
+//     order or depth: Hold, then Retry, then Final. An outcome partly
+//     unknown is unknown: a final answer stored for it (which no
+//     reconciler revisits) or fn run again could hide or repeat an effect
+//     that may have happened. An outcome partly retryable is retried: a
+//     final answer stored beside a failure that asked for another attempt
+//     would answer the intent without that attempt, for the retention,
+//     while running fn again is what the Retry mark says is safe.
+//
+// The classifier is asked only about an error with no mark; Resolve and a
+// Reconciler take an error with no mark as final.
 type Classifier func(err error) Class
 
 // classify returns the class of err and err without its class marker (a
-// marker on err itself; one deeper in err's tree stays). It calls c only
-// for an error with no marker.
+// marker on err itself; one deeper in err's tree stays). The class is that
+// of err's marks, as Classifier's doc states; for an error with no mark it
+// is c's answer (retryable when c is nil). It is the one place that
+// decides what marks mean: Do, Consume, Resolve and a Reconciler's
+// verdict all classify with it.
 func classify(err error, c Classifier) (Class, error) {
 	if m, ok := err.(*classified); ok {
 		return m.class, m.err
@@ -103,21 +118,16 @@ func classify(err error, c Classifier) (Class, error) {
 	if class, found := markedClass(err); found {
 		return class, err
 	}
-	// An error whose As method reaches a marker that no Unwrap shows.
-	var m *classified
-	if errors.As(err, &m) {
-		return m.class, err
-	}
 	if c != nil {
 		return c(err), err
 	}
 	return ClassRetry, err
 }
 
-// markedClass is the class of the outermost markers in err's tree (the
-// markers no other marker wraps), the most cautious of them: Hold, then
-// Final, then Retry. found is false when the tree has no marker that
-// Unwrap reaches.
+// markedClass is the class of the outermost marks in err's tree (the
+// marks no other mark wraps), the most cautious of them (see caution).
+// A node that is not a mark and whose Unwrap finds none is a mark when its
+// As method finds one. found is false when the tree has no mark.
 func markedClass(err error) (class Class, found bool) {
 	switch e := err.(type) {
 	case nil:
@@ -125,26 +135,32 @@ func markedClass(err error) (class Class, found bool) {
 	case *classified:
 		return e.class, true
 	case interface{ Unwrap() error }:
-		return markedClass(e.Unwrap())
+		class, found = markedClass(e.Unwrap())
 	case interface{ Unwrap() []error }:
 		for _, inner := range e.Unwrap() {
 			if c, ok := markedClass(inner); ok && (!found || caution(c) > caution(class)) {
 				class, found = c, true
 			}
 		}
-		return class, found
-	default:
-		return ClassRetry, false
 	}
+	if found {
+		return class, true
+	}
+	var m *classified
+	if a, ok := err.(interface{ As(any) bool }); ok && a.As(&m) && m != nil {
+		return m.class, true
+	}
+	return ClassRetry, false
 }
 
-// caution ranks classes for markedClass: a held outcome is never stored
-// nor run again, a final one is stored, a retryable one runs again.
+// caution ranks classes for markedClass: a held outcome is neither stored
+// nor run again; a retryable one stores nothing and runs again; a final
+// one is stored as the intent's answer for the retention.
 func caution(c Class) int {
 	switch c {
 	case ClassHold:
 		return 2
-	case ClassFinal:
+	case ClassRetry:
 		return 1
 	default:
 		return 0

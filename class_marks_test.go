@@ -14,11 +14,12 @@ import (
 // TestSeveralMarksOnOneError: an error that carries several class marks
 // (joined, or wrapped) gets the class Classifier's doc states: a mark
 // speaks for the error it wraps, and among the outermost marks the most
-// cautious wins, whatever their order (Hold, then Final, then Retry). The
+// cautious wins, whatever their order (Hold, then Retry, then Final). The
 // first mark found used to win, so errors.Join(Final(a), Hold(b)) stored a
 // final answer for an outcome partly unknown, and no reconciler would
-// ever settle the held part. The classifier is asked about an error with
-// no mark only.
+// ever settle the held part; then Final beat Retry, and a mark that only
+// an As method reaches lost to any other. The classifier is asked about
+// an error with no mark only.
 func TestSeveralMarksOnOneError(t *testing.T) {
 	a, b := errors.New("card declined"), errors.New("capture timed out")
 	cases := []struct {
@@ -30,8 +31,11 @@ func TestSeveralMarksOnOneError(t *testing.T) {
 		{"join hold then final", errors.Join(once.Hold(b), once.Final(a)), once.ClassHold},
 		{"wrapped join of final and hold", fmt.Errorf("charge: %w", errors.Join(once.Final(a), once.Hold(b))), once.ClassHold},
 		{"join retry then hold", errors.Join(once.Retry(a), once.Hold(b)), once.ClassHold},
-		{"join retry then final", errors.Join(once.Retry(a), once.Final(b)), once.ClassFinal},
-		{"join final then retry", errors.Join(once.Final(a), once.Retry(b)), once.ClassFinal},
+		{"join retry then final", errors.Join(once.Retry(a), once.Final(b)), once.ClassRetry},
+		{"join final then retry", errors.Join(once.Final(a), once.Retry(b)), once.ClassRetry},
+		{"final beside a deeper hold", errors.Join(once.Final(a), fmt.Errorf("capture: %w", once.Hold(b))), once.ClassHold},
+		{"a mark found by As alone", asOnly{once.Hold(b)}, once.ClassHold},
+		{"final beside a hold found by As", errors.Join(once.Final(a), asOnly{once.Hold(b)}), once.ClassHold},
 		{"join of a mark and an unmarked error", errors.Join(a, once.Final(b)), once.ClassFinal},
 		{"retry around hold", once.Retry(fmt.Errorf("step: %w", once.Hold(b))), once.ClassRetry},
 		{"final around a join with hold", once.Final(errors.Join(a, once.Hold(b))), once.ClassFinal},
@@ -69,3 +73,10 @@ func TestSeveralMarksOnOneError(t *testing.T) {
 		})
 	}
 }
+
+// asOnly hides its error from Unwrap, and finds it with As (an error type
+// that delegates As to an error it keeps private).
+type asOnly struct{ err error }
+
+func (e asOnly) Error() string      { return e.err.Error() }
+func (e asOnly) As(target any) bool { return errors.As(e.err, target) }

@@ -93,8 +93,9 @@ func (e *InProgressError) Is(target error) bool { return target == ErrInProgress
 // never contains the input itself.
 type InvalidInputError struct {
 	// Field is "ctx", "scope", "key", "fingerprint" or "fn", "err" (an
-	// error marked with Hold or Retry given to Resolve, or as a settled
-	// Verdict's Err, as the key's answer), or the option
+	// error that its marks make held or retryable, see Classifier, given
+	// to Resolve, or as a settled Verdict's Err, as the key's answer), or
+	// the option
 	// "lease", "retention", "wait", "max_outcome_size" or "local_cache";
 	// NewReconciler's are "keeper", "check", "store", "scope"
 	// (ReconcilerConfig.Scope), "reconciler_lease", "reconciler_batch" and

@@ -47,9 +47,11 @@ type HeldKey struct {
 type Verdict[T any] struct {
 	// Settled reports that the downstream service answered: the key is
 	// resolved with Value (Err nil) or with Err as a final error. When
-	// false the key stays held, for a later pass. An Err marked with Hold
-	// or Retry is no answer: the key stays held and is counted Failed,
-	// with an *InvalidInputError (Field "err") in the report's Errors.
+	// false the key stays held, for a later pass. An Err that its marks
+	// make held or retryable (by the rule Do classifies with: see
+	// Classifier) is no answer: the key stays held and is counted Failed,
+	// with an *InvalidInputError (Field "err") in the report's Errors. An
+	// Err with no mark is final.
 	Settled bool
 	Value   T
 	Err     error

@@ -18,8 +18,8 @@ type ReconcileReport struct {
 	// not be resolved (Failed of them): their ReconcileFunc returned an
 	// error or panicked, or the verdict did not encode (the codec failed
 	// or panicked, or the value or final error's methods panicked, or the
-	// outcome is too large, or a settled verdict's Err is marked with
-	// Hold or Retry: see Verdict), or the verdict came after the
+	// outcome is too large, or a settled verdict's Err is held or
+	// retryable by its marks: see Verdict), or the verdict came after the
 	// ReconcileFunc's deadline (ErrLateVerdict).
 	LeftHeld, Failed int
 	// Busy is the keys another Reconciler had leased, or that were

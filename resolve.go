@@ -2,7 +2,6 @@ package once
 
 import (
 	"context"
-	"errors"
 
 	"github.com/stagedoor/once/backends"
 )
@@ -10,9 +9,11 @@ import (
 // Resolve stores the outcome of a key whose outcome was held (see Hold) or
 // never recorded, as found out by a reconciliation job: value when err is
 // nil, else err as a final error. Every later call with the key replays it.
-// An err marked with Hold or Retry (anywhere in its chain, outside any
-// Final) is not an answer: Resolve refuses it with an *InvalidInputError
-// (Field "err") before any store call, and the key stays as it is.
+// An err whose marks make it held or retryable, by the rule Do classifies
+// with (see Classifier: the most cautious of its outermost marks), is not
+// an answer: Resolve refuses it with an *InvalidInputError (Field "err")
+// before any store call, and the key stays as it is. An err with no mark is
+// final, whatever the Keeper's classifier says.
 //
 // Resolve stores the outcome whether the key is absent or in progress, and
 // whoever holds the claim (a held owner's later completion is refused). It
@@ -100,13 +101,14 @@ func RefuseLiveClaim() ResolveOption {
 // encodeResolution encodes the outcome Resolve and a Reconciler store:
 // the final error err (inner is err without its class marker, as stored)
 // or, when err is nil, value with codec, within cfg's size limit. An err
-// marked with Hold or Retry is refused (see answerProblem).
+// that is no answer is refused (see answerProblem).
 func encodeResolution[T any](cfg *config, codec Codec, value T, err error) (data []byte, inner, encErr error) {
 	if err != nil {
-		if pErr := answerProblem(err); pErr != nil {
+		var class Class
+		class, inner = classify(err, unmarkedIsFinal)
+		if pErr := answerProblem(class); pErr != nil {
 			return nil, nil, pErr
 		}
-		_, inner = classify(err, nil)
 		data = encodeError(cfg, inner)
 	} else if data, encErr = encodeValue(codec, value); encErr != nil {
 		return nil, nil, encErr
@@ -117,23 +119,22 @@ func encodeResolution[T any](cfg *config, codec Codec, value T, err error) (data
 	return data, inner, nil
 }
 
+// unmarkedIsFinal is the classifier of an error given as a key's answer
+// (to Resolve, or as a settled Verdict's Err): one with no mark is final,
+// as Resolve documents, whatever the Keeper's classifier says.
+func unmarkedIsFinal(error) Class { return ClassFinal }
+
 // answerProblem refuses, as an *InvalidInputError (Field "err"), an error
-// given as a key's answer (to Resolve, or as a settled Verdict's Err)
-// that its caller marked as no answer: with Hold (the outcome is unknown)
-// or Retry (nothing happened; the next call runs fn again), found by
-// errors.As outside any Final. Storing it would make it the key's final
-// answer for the retention. An unmarked error is a final one, as Resolve
-// documents, whatever the Keeper's classifier says.
-func answerProblem(err error) error {
-	var m *classified
-	if !errors.As(err, &m) {
-		return nil
-	}
-	switch m.class {
+// given as a key's answer whose marks (classify) make it no answer: held
+// (the outcome is unknown) or retryable (nothing happened; the next call
+// runs fn again). Storing it would make it the key's final answer for the
+// retention.
+func answerProblem(class Class) error {
+	switch class {
 	case ClassHold:
-		return &InvalidInputError{Field: "err", Reason: "marked with Hold: an unknown outcome is not an answer"}
+		return &InvalidInputError{Field: "err", Reason: "held by its marks (see Classifier): an unknown outcome is not an answer"}
 	case ClassRetry:
-		return &InvalidInputError{Field: "err", Reason: "marked with Retry: a retryable error is not an answer"}
+		return &InvalidInputError{Field: "err", Reason: "retryable by its marks (see Classifier): a retryable error is not an answer"}
 	}
 	return nil
 }

@@ -1,0 +1,222 @@
+package once_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/memory"
+)
+
+// markTree describes an error tree built of marks (Final, Hold, Retry),
+// %w wrappers (one or several), errors.Join and plain errors; err builds
+// the error, and modelClass says what the rule of Classifier's doc gives
+// for it, computed on the description alone.
+type markTree struct {
+	kind string // "leaf", "mark", "wrap", "wrapmany", "join"
+	mark once.Class
+	kids []*markTree
+}
+
+// randomMarkTree returns a tree of at most depth levels below the root.
+func randomMarkTree(r *rand.Rand, depth int) *markTree {
+	if depth == 0 || r.IntN(5) == 0 {
+		return &markTree{kind: "leaf"}
+	}
+	switch r.IntN(4) {
+	case 0:
+		return &markTree{kind: "mark", mark: []once.Class{once.ClassFinal, once.ClassHold, once.ClassRetry}[r.IntN(3)], kids: []*markTree{randomMarkTree(r, depth-1)}}
+	case 1:
+		return &markTree{kind: "wrap", kids: []*markTree{randomMarkTree(r, depth-1)}}
+	}
+	t := &markTree{kind: []string{"wrapmany", "join"}[r.IntN(2)]}
+	for range 1 + r.IntN(3) {
+		t.kids = append(t.kids, randomMarkTree(r, depth-1))
+	}
+	return t
+}
+
+func (t *markTree) err() error {
+	var kids []error
+	for _, k := range t.kids {
+		kids = append(kids, k.err())
+	}
+	switch t.kind {
+	case "mark":
+		return map[once.Class]func(error) error{once.ClassFinal: once.Final, once.ClassHold: once.Hold, once.ClassRetry: once.Retry}[t.mark](kids[0])
+	case "wrap":
+		return fmt.Errorf("context: %w", kids[0])
+	case "wrapmany":
+		args := make([]any, len(kids))
+		for i, k := range kids {
+			args[i] = k
+		}
+		return fmt.Errorf(strings.Repeat("%w; ", len(kids)), args...)
+	case "join":
+		return errors.Join(kids...)
+	}
+	return errors.New("declined")
+}
+
+func (t *markTree) String() string {
+	switch t.kind {
+	case "leaf":
+		return "e"
+	case "mark":
+		return t.mark.String() + "(" + t.kids[0].String() + ")"
+	}
+	var kids []string
+	for _, k := range t.kids {
+		kids = append(kids, k.String())
+	}
+	return t.kind + "(" + strings.Join(kids, ", ") + ")"
+}
+
+// outermostMarks are the marks of t that no other mark wraps.
+func (t *markTree) outermostMarks() []once.Class {
+	if t.kind == "mark" {
+		return []once.Class{t.mark}
+	}
+	var marks []once.Class
+	for _, k := range t.kids {
+		marks = append(marks, k.outermostMarks()...)
+	}
+	return marks
+}
+
+// modelClass is the class of t: the first class, in order of caution,
+// among its outermost marks; unmarked when t has no mark.
+func (t *markTree) modelClass(unmarked once.Class) once.Class {
+	marks := t.outermostMarks()
+	for _, class := range []once.Class{once.ClassHold, once.ClassRetry, once.ClassFinal} {
+		for _, m := range marks {
+			if m == class {
+				return class
+			}
+		}
+	}
+	return unmarked
+}
+
+// TestMarksOneRuleEverywhere builds random error trees of marks and checks
+// that Do, Resolve and a Reconciler's verdict all classify each as the
+// model of Classifier's rule does: the most cautious (Hold, then Retry,
+// then Final) of the marks no other mark wraps, whatever their order and
+// depth. Do asks its classifier about a tree with no mark (it answers
+// final here); Resolve and the Reconciler take such a tree as final. On
+// main Resolve and the Reconciler took the first mark errors.As found, so
+// errors.Join(Final(a), Hold(b)) was stored as the key's final answer
+// while Do held it, and Final beat Retry in Do.
+func TestMarksOneRuleEverywhere(t *testing.T) {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	r := rand.New(rand.NewPCG(seed, 0))
+	ctx := t.Context()
+	doScope := once.New(memory.New(nil), once.WithHoldFor(once.HoldUntilResolved),
+		once.WithClassifier(func(error) once.Class { return once.ClassFinal })).Scope("do")
+	seen := map[once.Class]int{}
+	for i := range 300 {
+		tree := randomMarkTree(r, 4)
+		want := tree.modelClass(once.ClassFinal)
+		seen[want]++
+		name := fmt.Sprintf("tree %d %s", i, tree)
+
+		require.Equal(t, want.String(), doClass(t, doScope, fmt.Sprint(i), tree.err()).String(), "Do: %s", name)
+		require.Equal(t, want.String(), resolveClass(t, tree.err()).String(), "Resolve: %s", name)
+		require.Equal(t, want.String(), verdictClass(t, ctx, tree.err()).String(), "Reconciler: %s", name)
+	}
+	for _, class := range []once.Class{once.ClassFinal, once.ClassHold, once.ClassRetry} {
+		require.Positive(t, seen[class], "the trees cover %s", class)
+	}
+}
+
+// doClass is the class Do gave err, as its second call with key shows.
+func doClass(t *testing.T, scope once.Scope, key string, err error) once.Class {
+	t.Helper()
+	runs := 0
+	fn := func(context.Context) (int, error) { runs++; return 0, err }
+	_, first := once.Do(t.Context(), scope, key, nil, fn)
+	require.Error(t, first)
+	_, again := once.Do(t.Context(), scope, key, nil, fn)
+	var inProgress *once.InProgressError
+	switch {
+	case runs == 2:
+		return once.ClassRetry
+	case errors.As(again, &inProgress) && inProgress.Held:
+		return once.ClassHold
+	}
+	require.Equal(t, first.Error(), again.Error(), "a final error replays")
+	return once.ClassFinal
+}
+
+// answerClass is the class an answer's refusal (or its absence) tells.
+func answerClass(t *testing.T, err error) once.Class {
+	t.Helper()
+	if err == nil {
+		return once.ClassFinal
+	}
+	var invalid *once.InvalidInputError
+	require.ErrorAs(t, err, &invalid)
+	require.Equal(t, "err", invalid.Field)
+	reason := strings.ToLower(invalid.Reason)
+	if strings.Contains(reason, "held") || strings.Contains(reason, "hold") {
+		return once.ClassHold
+	}
+	require.Contains(t, reason, "retryable")
+	return once.ClassRetry
+}
+
+// resolveClass is the class Resolve gave err as a held key's answer.
+func resolveClass(t *testing.T, err error) once.Class {
+	t.Helper()
+	store := memory.New(nil)
+	scope := once.New(store, once.WithHoldFor(once.HoldUntilResolved)).Scope("s")
+	holdOne(t, scope, "k", nil)
+	class := answerClass(t, once.Resolve(t.Context(), scope, "k", nil, "", err))
+	requireHeldUnless(t, store, class == once.ClassFinal)
+	return class
+}
+
+// verdictClass is the class a Reconciler gave err as a settled verdict.
+func verdictClass(t *testing.T, ctx context.Context, err error) once.Class {
+	t.Helper()
+	store := memory.New(nil)
+	keeper := once.New(store, once.WithHoldFor(once.HoldUntilResolved))
+	holdOne(t, keeper.Scope("s"), "k", nil)
+	rc, nErr := once.NewReconciler(keeper, func(context.Context, once.HeldKey) (once.Verdict[string], error) {
+		return once.Verdict[string]{Settled: true, Err: err}, nil
+	}, once.ReconcilerConfig{})
+	require.NoError(t, nErr)
+	rep, pErr := rc.Pass(ctx)
+	require.NoError(t, pErr)
+	var refusal error
+	if rep.Resolved == 0 {
+		require.Equal(t, 1, rep.Failed)
+		require.Len(t, rep.Errors, 1)
+		refusal = rep.Errors[0]
+	}
+	class := answerClass(t, refusal)
+	requireHeldUnless(t, store, class == once.ClassFinal)
+	return class
+}
+
+// requireHeldUnless checks that key k of scope s is completed when
+// resolved, and held otherwise.
+func requireHeldUnless(t *testing.T, store *memory.Store, resolved bool) {
+	t.Helper()
+	rec, _, found, err := store.Get(t.Context(), "s", "k")
+	require.NoError(t, err)
+	require.True(t, found)
+	want := backends.StateHeld
+	if resolved {
+		want = backends.StateCompleted
+	}
+	require.Equal(t, want, rec.State)
+}
