@@ -31,7 +31,9 @@
 // outcome later. Retry(err) and unmarked errors (ClassRetry),
 // cancellations and panics in fn release the claim at once. A Classifier
 // (WithClassifier) returns ClassFinal, ClassRetry or ClassHold for unmarked
-// errors.
+// errors. An error with several marks takes the most cautious of its
+// outermost ones, Hold, then Retry, then Final, in Do as in Resolve (see
+// Classifier).
 //
 // # Observability
 //
