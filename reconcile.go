@@ -187,8 +187,12 @@ func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfi
 // again. A pass that did not reach the end of the held keys is followed
 // at once by the next. Calling Run (or Pass) again after a store error
 // goes on where it stopped, after the key that failed, which is backed
-// off and free for other Reconcilers (see Pass).
+// off and free for other Reconcilers (see Pass). A nil ctx is refused at
+// once with an *InvalidInputError (Field "ctx"), as Pass refuses it.
 func (r *Reconciler[T]) Run(ctx context.Context, interval time.Duration) error {
+	if err := validateContext(ctx); err != nil {
+		return err
+	}
 	t := time.NewTicker(max(interval, time.Millisecond))
 	defer t.Stop()
 	for {

@@ -8,8 +8,9 @@ import (
 
 // Pass examines at most Batch held keys, resuming where the previous
 // Pass stopped, and settles those whose ReconcileFunc returns a settled
-// verdict. It returns an error only when the store fails; the report
-// says what was done until then. A settled verdict is stored even when
+// verdict. It returns an error only when the store fails (the report
+// says what was done until then), or, before anything, an
+// *InvalidInputError (Field "ctx") for a nil ctx. A settled verdict is stored even when
 // ctx ends after the ReconcileFunc answered: the Resolve is detached from
 // ctx's cancellation (and bounded, as Do's completion is).
 //
@@ -39,6 +40,9 @@ import (
 // does not end every pass that reaches it.
 func (r *Reconciler[T]) Pass(ctx context.Context) (ReconcileReport, error) {
 	var rep ReconcileReport
+	if err := validateContext(ctx); err != nil {
+		return rep, err
+	}
 	relisted := len(r.rest) > 0
 	if relisted {
 		if err := r.relist(ctx); err != nil {

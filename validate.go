@@ -52,9 +52,18 @@ func ValidateFingerprint(fp Fingerprint) error {
 	return nil
 }
 
-func (s Scope) validate(ctx context.Context, key string, fp Fingerprint) error {
+// validateContext refuses a nil ctx, as every call that takes a context
+// does, with an *InvalidInputError (Field "ctx").
+func validateContext(ctx context.Context) error {
 	if ctx == nil {
 		return &InvalidInputError{Field: "ctx", Reason: "nil"}
+	}
+	return nil
+}
+
+func (s Scope) validate(ctx context.Context, key string, fp Fingerprint) error {
+	if err := validateContext(ctx); err != nil {
+		return err
 	}
 	if s.cfg == nil || s.store == nil {
 		return &InvalidInputError{Field: "scope", Reason: "zero Scope; use Keeper.Scope"}
