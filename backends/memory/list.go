@@ -1,11 +1,11 @@
 package memory
 
 import (
-	"cmp"
 	"context"
-	"slices"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/stagedoor/once/backends"
 )
@@ -13,16 +13,16 @@ import (
 var _ backends.Lister = (*Store)(nil)
 
 // cursor is a position in the walk: the records of shards before shard
-// are done, and so are those of shard up to (scope, key) in sort order
-// when scope is not empty (no record's scope is).
+// are done, and so are those of shard up to the place seq (see listing;
+// zero: none of them).
 type cursor struct {
-	shard      int
-	scope, key string
+	shard int
+	seq   uint64
 }
 
 // encode returns the List cursor of c for the walk of codec.
 func (c cursor) encode(codec backends.CursorCodec) string {
-	return codec.Encode(strconv.Itoa(c.shard), c.scope, c.key)
+	return codec.Encode(strconv.Itoa(c.shard), strconv.FormatUint(c.seq, 10))
 }
 
 // parseCursor parses a cursor of encode for codec's parameters ("" is
@@ -30,7 +30,7 @@ func (c cursor) encode(codec backends.CursorCodec) string {
 // anything encode does not return and a cursor returned for other
 // parameters.
 func parseCursor(s string, codec backends.CursorCodec) (cursor, error) {
-	f, err := codec.Decode(s, 3)
+	f, err := codec.Decode(s, 2)
 	if err != nil || f == nil {
 		return cursor{}, err
 	}
@@ -38,20 +38,25 @@ func parseCursor(s string, codec backends.CursorCodec) (cursor, error) {
 	if err != nil {
 		return cursor{}, err
 	}
-	if err := backends.CheckCursorRecord(f[1], f[2]); err != nil {
+	seq, err := backends.CursorUint(f[1], math.MaxUint64)
+	if err != nil {
 		return cursor{}, err
 	}
-	return cursor{shard: int(n), scope: f[1], key: f[2]}, nil
+	return cursor{shard: int(n), seq: seq}, nil
 }
 
-func compareKeys(a, b recordKey) int {
-	return cmp.Or(strings.Compare(a.scope, b.scope), strings.Compare(a.key, b.key))
-}
+// pageBudget is how many listing places one page of at most limit records
+// may examine: the records it returns, those the filters leave out and
+// stale places (see listing).
+func pageBudget(limit int) int { return 4*limit + 1024 }
 
 // List implements backends.Lister. It walks the shards in order and the
-// records of a shard in (scope, key) order, so a walk returns each
-// matching record once. A page examines the records of the shards it
-// touches: O(n log n) in their size.
+// pending and held records of a shard in the order they became so (see
+// listing), so a walk returns once each record that stays pending or held
+// throughout. A page resumes at its cursor's place with a binary search
+// and examines at most pageBudget places, so its cost follows the page,
+// whatever the store's size; a page may hold fewer than Limit records
+// (none, even) while Next is not empty.
 func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListPage, error) {
 	if err := ctx.Err(); err != nil {
 		return backends.ListPage{}, err
@@ -64,52 +69,57 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if err != nil {
 		return backends.ListPage{}, err
 	}
-	limit := p.PageLimit()
-	var page backends.ListPage
+	w := walk{p: p, limit: p.PageLimit()}
+	w.budget = pageBudget(w.limit)
+	w.page.Records = make([]backends.Listed, 0, min(w.limit, backends.DefaultListLimit))
 	for i := c.shard; i < shardCount; i++ {
-		matches := s.shardMatches(i, p, c)
-		if room := limit - len(page.Records); len(matches) > room {
-			page.Records = append(page.Records, matches[:room]...)
-			last := page.Records[len(page.Records)-1]
-			page.Next = cursor{shard: i, scope: last.Scope, key: last.Key}.encode(codec)
-			return page, nil
+		if seq, done := s.listShard(i, c.seq, &w); !done {
+			w.page.Next = cursor{shard: i, seq: seq}.encode(codec)
+			return w.page, nil
 		}
-		page.Records = append(page.Records, matches...)
-		c = cursor{}
-		if len(page.Records) == limit && i+1 < shardCount {
-			page.Next = cursor{shard: i + 1}.encode(codec)
-			return page, nil
-		}
+		c.seq = 0
 	}
-	return page, nil
+	return w.page, nil
 }
 
-// shardMatches returns the matching records of shard i after c, sorted.
-func (s *Store) shardMatches(i int, p backends.ListParams, c cursor) []backends.Listed {
+// walk is one page of List in the making.
+type walk struct {
+	p      backends.ListParams
+	limit  int
+	budget int // places the page may still examine
+	page   backends.ListPage
+}
+
+// listShard adds to w's page the matching records of shard i after the
+// place seq. done reports that it reached the shard's end; otherwise the
+// page is full or its budget spent, and next is the last place examined.
+func (s *Store) listShard(i int, seq uint64, w *walk) (next uint64, done bool) {
 	sh := &s.shards[i]
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	now := s.now()
-	var keys []recordKey
-	for k, e := range sh.records {
-		if !now.Before(e.expiresAt) || !listable(e, p.State) || now.Sub(e.since) < p.OlderThan {
+	next = seq
+	for _, pl := range sh.listing.places[sh.listing.after(seq):] {
+		if len(w.page.Records) == w.limit || w.budget == 0 {
+			return next, false
+		}
+		w.budget--
+		next = pl.seq
+		e, ok := sh.records[pl.k]
+		if !ok || e.seq != pl.seq || !w.matches(pl.k, e, now) {
 			continue
 		}
-		if p.Scope != "" && k.scope != p.Scope || !strings.HasPrefix(k.key, p.KeyPrefix) {
-			continue
-		}
-		if c.scope != "" && c.shard == i && compareKeys(k, recordKey{c.scope, c.key}) <= 0 {
-			continue
-		}
-		keys = append(keys, k)
+		w.page.Records = append(w.page.Records, backends.Listed{Scope: pl.k.scope, Key: pl.k.key, Record: view(e, now), ExpiresIn: e.expiresAt.Sub(now)})
 	}
-	slices.SortFunc(keys, compareKeys)
-	out := make([]backends.Listed, len(keys))
-	for j, k := range keys {
-		e := sh.records[k]
-		out[j] = backends.Listed{Scope: k.scope, Key: k.key, Record: view(e, now), ExpiresIn: e.expiresAt.Sub(now)}
+	return next, true
+}
+
+// matches reports whether the live record e of k is one the walk lists.
+func (w *walk) matches(k recordKey, e entry, now time.Time) bool {
+	if !now.Before(e.expiresAt) || w.p.State != 0 && e.state != w.p.State || now.Sub(e.since) < w.p.OlderThan {
+		return false
 	}
-	return out
+	return (w.p.Scope == "" || k.scope == w.p.Scope) && strings.HasPrefix(k.key, w.p.KeyPrefix)
 }
 
 // Count implements backends.Lister, examining every record.
@@ -145,11 +155,7 @@ func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
 	return c, nil
 }
 
-// listable reports whether e is a pending or held record of the state
-// asked for (zero: both).
-func listable(e entry, state backends.State) bool {
-	if e.state != backends.StatePending && e.state != backends.StateHeld {
-		return false
-	}
-	return state == 0 || e.state == state
+// listed reports whether a record of state st is listed: pending or held.
+func listed(st backends.State) bool {
+	return st == backends.StatePending || st == backends.StateHeld
 }

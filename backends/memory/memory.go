@@ -60,6 +60,9 @@ type entry struct {
 	// holdUntil, code and message describe a held record.
 	holdUntil     time.Time
 	code, message string
+	// seq is the record's place in its shard's listing while it is
+	// pending or held, zero otherwise (see listing).
+	seq uint64
 }
 
 type shard struct {
@@ -71,6 +74,8 @@ type shard struct {
 	// the number of records it left, so each write pays O(1) on average.
 	writesSinceSweep int
 	sizeAtSweep      int
+	// listing orders the pending and held records for List.
+	listing listing
 }
 
 // New returns an empty Store.
@@ -103,16 +108,27 @@ func (sh *shard) lookup(k recordKey, now time.Time) (entry, bool) {
 		return entry{}, false
 	}
 	if !now.Before(e.expiresAt) {
-		delete(sh.records, k)
+		sh.delete(k, e)
 		return entry{}, false
 	}
 	return e, true
 }
 
 // put stores e under k, wakes watchers of k and runs the amortised sweep.
-// The caller holds sh.mu.
+// A pending or held e keeps the listing place of the record it replaces
+// when it comes from that record (same seq), and takes a new one
+// otherwise. The caller holds sh.mu.
 func (sh *shard) put(k recordKey, e entry, now time.Time) {
+	old, had := sh.records[k]
+	if !listed(e.state) {
+		e.seq = 0
+	} else if !had || e.seq == 0 || e.seq != old.seq {
+		e.seq = sh.listing.add(k)
+	}
 	sh.records[k] = e
+	if had && old.seq != 0 && old.seq != e.seq {
+		sh.listing.left(1, sh.records)
+	}
 	sh.changed(k)
 	sh.writesSinceSweep++
 	if sh.writesSinceSweep > sh.sizeAtSweep+64 {
@@ -122,8 +138,19 @@ func (sh *shard) put(k recordKey, e entry, now time.Time) {
 
 // remove deletes k and wakes its watchers. The caller holds sh.mu.
 func (sh *shard) remove(k recordKey) {
-	delete(sh.records, k)
+	if e, ok := sh.records[k]; ok {
+		sh.delete(k, e)
+	}
 	sh.changed(k)
+}
+
+// delete deletes k, whose record is e, leaving its listing place stale.
+// The caller holds sh.mu.
+func (sh *shard) delete(k recordKey, e entry) {
+	delete(sh.records, k)
+	if e.seq != 0 {
+		sh.listing.left(1, sh.records)
+	}
 }
 
 func (sh *shard) changed(k recordKey) {
@@ -134,13 +161,17 @@ func (sh *shard) changed(k recordKey) {
 }
 
 func (sh *shard) sweep(now time.Time) int {
-	removed := 0
+	removed, unlisted := 0, 0
 	for k, e := range sh.records {
 		if !now.Before(e.expiresAt) {
 			delete(sh.records, k)
 			removed++
+			if e.seq != 0 {
+				unlisted++
+			}
 		}
 	}
+	sh.listing.left(unlisted, sh.records)
 	// A watcher of a key with no record would wait for a change that may
 	// never come; wake it (spurious wake-ups are allowed) and drop it.
 	for k, ch := range sh.watchers {
