@@ -24,8 +24,12 @@ type observation struct {
 	// renewals failed (it was starved past Lease − Lease/3, or its store
 	// was slow) after fn may have run.
 	LeaseLost []event
-	Effects   map[string][]effect
-	Rereads   map[string]reread
+	// Unrecorded are the Do calls that returned fn's value with
+	// ErrOutcomeUnrecorded: the store could not record the outcome, and
+	// the key runs fn again after its lease, as Do documents.
+	Unrecorded []event
+	Effects    map[string][]effect
+	Rereads    map[string]reread
 	// Stuck lists the keys still in progress past lease + slack.
 	Stuck []string
 }
@@ -35,7 +39,8 @@ type verdict struct {
 	Violations []string
 	// AllowedDups reports the raw-mode keys with more than one effect
 	// whose worker died between the effect and the completion, or was told
-	// that its lease was lost (ErrLeaseLost) after the effect: an unfenced
+	// that its lease was lost (ErrLeaseLost) or its outcome not recorded
+	// (ErrOutcomeUnrecorded) after the effect: an unfenced
 	// effect is not protected against a stale owner, and the library
 	// reports each such case to its caller, which is what is checked.
 	AllowedDups []string
@@ -61,6 +66,9 @@ func check(o observation) verdict {
 	}
 	for _, e := range o.LeaseLost {
 		window[e.Key] = append(window[e.Key], fmt.Sprintf("ErrLeaseLost reported to %s", e.Worker))
+	}
+	for _, e := range o.Unrecorded {
+		window[e.Key] = append(window[e.Key], fmt.Sprintf("ErrOutcomeUnrecorded reported to %s", e.Worker))
 	}
 	acked := map[string][]string{}
 	for _, a := range o.Acks {

@@ -33,18 +33,23 @@ func startRedis(t testing.TB) *redisServer {
 		t.Skipf("redis-server not installed: %v", err)
 	}
 	_ = bin
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	r := &redisServer{port: port, dir: t.TempDir()}
+	r := &redisServer{port: freePort(t), dir: t.TempDir()}
 	if err := r.start(); err != nil {
 		t.Fatalf("redis-server: %v", err)
 	}
 	t.Cleanup(r.kill)
 	return r
+}
+
+// freePort returns a loopback port nothing listened on a moment ago.
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().(*net.TCPAddr).Port
 }
 
 func (r *redisServer) addr() string { return "127.0.0.1:" + strconv.Itoa(r.port) }

@@ -48,9 +48,10 @@ func orNone(s string) string {
 var summary = &collector{}
 
 type collector struct {
-	mu    sync.Mutex
-	rows  []summaryRow
-	notes []string
+	mu        sync.Mutex
+	rows      []summaryRow
+	notes     []string
+	failovers []failoverRow
 }
 
 func (c *collector) add(r summaryRow) {
@@ -73,6 +74,7 @@ func (c *collector) markdown(code int, took time.Duration) string {
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Scenario < rows[j].Scenario })
 	notes := append([]string(nil), c.notes...)
 	sort.Strings(notes)
+	failovers := append([]failoverRow(nil), c.failovers...)
 	prof := currentProfile()
 	var b strings.Builder
 	keys, procs, faults, lost, stuck, viol, maxEff := 0, 0, map[string]int{}, 0, 0, 0, 0
@@ -112,6 +114,7 @@ func (c *collector) markdown(code int, took time.Duration) string {
 			b.WriteString("- " + n + "\n")
 		}
 	}
+	b.WriteString(failoverMarkdown(failovers))
 	return b.String()
 }
 
@@ -119,7 +122,7 @@ func (c *collector) markdown(code int, took time.Duration) string {
 // RESULTS.md.
 func (c *collector) finish(code int, took time.Duration) error {
 	c.mu.Lock()
-	empty := len(c.rows) == 0 && len(c.notes) == 0
+	empty := len(c.rows) == 0 && len(c.notes) == 0 && len(c.failovers) == 0
 	c.mu.Unlock()
 	if empty {
 		return nil
