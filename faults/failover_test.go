@@ -52,16 +52,18 @@ const failoverClients = 8
 // run twice only where Do reported it; asynchronous replication may lose
 // outcomes, which are counted, not failed. No key may be stuck in any mode.
 func TestPostgresFailover(t *testing.T) {
+	pg := findPgPrograms(t)
+	template := pg.initdb(t)
 	for _, r := range replications {
-		t.Run(r.Name, func(t *testing.T) { runFailover(t, r) })
+		t.Run(r.Name, func(t *testing.T) { runFailover(t, pg, template, r) })
 	}
 }
 
-func runFailover(t *testing.T, r replication) {
+func runFailover(t *testing.T, pg pgPrograms, template string, r replication) {
 	prof := currentProfile()
 	start := time.Now()
 	ctx := context.Background()
-	pair := startPgPair(t, r.Settings)
+	pair := startPgPair(t, pg, template, r.Settings)
 	at := func(what string) { t.Logf("%.2fs: %s", time.Since(start).Seconds(), what) }
 	at("primary and standby streaming")
 

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/user"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -15,22 +13,17 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/stagedoor/once/internal/testservers"
 )
 
 // pgPair is a PostgreSQL primary and a streaming replica of the suite's
 // own, on free loopback ports, in a temporary directory deleted when the
 // test ends (servers stopped, on failure too). The shared server on 5432 is
 // never touched. The replica reaches the primary through a proxy (link), so
-// that the replication stream can be delayed and cut. When the test runs as
-// root, the server programs run as the postgres OS user, as
-// scripts/services.sh does (initdb and postgres refuse root).
+// that the replication stream can be delayed and cut.
 type pgPair struct {
+	pgPrograms
 	t       testing.TB
-	bin     string
 	root    string
-	asPG    bool
 	primary pgNode
 	replica pgNode
 	link    *netProxy
@@ -47,41 +40,32 @@ type pgNode struct {
 // as application_name: the name synchronous_standby_names lists.
 const replicaName = "replica1"
 
-// startPgPair initdbs and starts the primary with settings (name=value,
-// no spaces), makes the replica with pg_basebackup -R through the link,
-// starts it, and waits until the primary reports it streaming, in sync
-// state when synchronous_standby_names is among settings.
-func startPgPair(t testing.TB, settings []string) *pgPair {
+// startPgPair starts the primary on a copy of template (see
+// pgPrograms.initdb) with settings (name=value, no spaces), makes the
+// replica with pg_basebackup -R, starts it streaming through the link,
+// and waits until the primary reports it streaming, in sync state when
+// synchronous_standby_names is among settings.
+func startPgPair(t testing.TB, pg pgPrograms, template string, settings []string) *pgPair {
 	t.Helper()
-	bin, err := pgBinDir()
-	if err != nil {
-		testservers.Unavailable(t, "PostgreSQL server programs (initdb, pg_basebackup)", err)
-	}
-	p := &pgPair{t: t, bin: bin, asPG: os.Geteuid() == 0}
-	if p.root, err = os.MkdirTemp("", "once-failover-"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(p.teardown)
-	if err := os.Chmod(p.root, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if p.asPG {
-		if err := chownToPostgres(p.root); err != nil {
-			testservers.Unavailable(t, "the postgres OS user (to run PostgreSQL as root)", err)
-		}
-	}
+	p := &pgPair{pgPrograms: pg, t: t, root: pg.tempDir(t)}
+	t.Cleanup(p.stop)
 	p.primary = pgNode{name: "primary", data: filepath.Join(p.root, "primary"), port: freePort(t)}
 	p.replica = pgNode{name: replicaName, data: filepath.Join(p.root, replicaName), port: freePort(t)}
-	if err := p.run("initdb", "-D", p.primary.data, "-U", "postgres", "-E", "UTF8", "--no-sync", "--auth=trust"); err != nil {
+	if err := p.run("cp", "-a", template, p.primary.data); err != nil {
 		t.Fatal(err)
 	}
 	if err := p.start(p.primary, settings); err != nil {
 		t.Fatal(err)
 	}
+	if err := p.run("pg_basebackup", "-d", fmt.Sprintf("host=127.0.0.1 port=%d user=postgres", p.primary.port),
+		"-D", p.replica.data, "-R", "-X", "stream", "-c", "fast", "--no-sync"); err != nil {
+		t.Fatal(err)
+	}
+	// The replica streams through the link: its primary_conninfo, last in
+	// postgresql.auto.conf, overrides the one -R wrote.
 	p.link = newProxy(t, fmt.Sprintf("127.0.0.1:%d", p.primary.port))
-	// -R writes primary_conninfo naming the link.
-	conninfo := fmt.Sprintf("host=127.0.0.1 port=%s user=postgres", strings.TrimPrefix(p.link.addr(), "127.0.0.1:"))
-	if err := p.run("pg_basebackup", "-d", conninfo, "-D", p.replica.data, "-R", "-X", "stream", "-c", "fast"); err != nil {
+	if err := appendLine(filepath.Join(p.replica.data, "postgresql.auto.conf"),
+		fmt.Sprintf("primary_conninfo = 'host=127.0.0.1 port=%s user=postgres'", strings.TrimPrefix(p.link.addr(), "127.0.0.1:"))); err != nil {
 		t.Fatal(err)
 	}
 	// A standby whose walreceiver lost its primary waits
@@ -226,32 +210,20 @@ func (p *pgPair) withConn(n pgNode, f func(context.Context, *pgx.Conn) error) {
 	}
 }
 
-// start starts n (pg_ctl start, which waits until it accepts connections).
+// start starts n (pg_ctl start, which waits until it accepts connections)
+// with fsync off: the servers' processes are killed, never the machine, so
+// what is written survives in the page cache and fsync changes no outcome,
+// while it makes a standby's start (which syncs its data directory) slow.
 func (p *pgPair) start(n pgNode, settings []string) error {
-	opts := []string{"-p", strconv.Itoa(n.port), "-k", p.root, "-c", "listen_addresses=127.0.0.1"}
+	opts := []string{"-p", strconv.Itoa(n.port), "-k", p.root, "-c", "listen_addresses=127.0.0.1", "-c", "fsync=off"}
 	for _, s := range settings {
 		opts = append(opts, "-c", s)
 	}
 	return p.run("pg_ctl", "-D", n.data, "-l", n.data+".log", "-w", "-t", "60", "-o", strings.Join(opts, " "), "start")
 }
 
-// run runs one of the server programs, as the postgres OS user when root.
-func (p *pgPair) run(prog string, args ...string) error {
-	path := filepath.Join(p.bin, prog)
-	cmd := exec.Command(path, args...)
-	if p.asPG {
-		cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
-	}
-	cmd.Dir = "/"
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%s %s: %v: %s", prog, strings.Join(args, " "), err, lastLines(string(out), 10))
-	}
-	return nil
-}
-
-// teardown stops whichever server still runs and deletes the directory.
-func (p *pgPair) teardown() {
+// stop stops whichever server still runs (pg_ctl stop -m immediate).
+func (p *pgPair) stop() {
 	for _, n := range []pgNode{p.replica, p.primary} {
 		if n.data == "" {
 			continue
@@ -262,79 +234,17 @@ func (p *pgPair) teardown() {
 			}
 		}
 	}
-	if err := os.RemoveAll(p.root); err != nil {
-		p.t.Errorf("removing %s: %v", p.root, err)
-	}
 }
 
-// pgBinDir is the newest /usr/lib/postgresql/*/bin holding initdb, else
-// the directory of initdb on PATH.
-func pgBinDir() (string, error) {
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	version := func(d string) int { v, _ := strconv.Atoi(filepath.Base(filepath.Dir(d))); return v }
-	slices.SortFunc(dirs, func(a, b string) int { return version(b) - version(a) })
-	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "initdb")); err == nil {
-			return d, nil
-		}
-	}
-	path, err := exec.LookPath("initdb")
-	if err != nil {
-		return "", err
-	}
-	return filepath.Dir(path), nil
-}
-
-func chownToPostgres(dir string) error {
-	u, err := user.Lookup("postgres")
+// appendLine appends line to the file at path, which keeps its owner.
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
 	if err != nil {
 		return err
 	}
-	uid, _ := strconv.Atoi(u.Uid)
-	gid, _ := strconv.Atoi(u.Gid)
-	return os.Chown(dir, uid, gid)
-}
-
-// postmasterPid reads the first line of data's postmaster.pid.
-func postmasterPid(data string) (int, error) {
-	b, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
-	if err != nil {
-		return 0, err
+	_, err = f.WriteString(line + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	return strconv.Atoi(strings.TrimSpace(line))
-}
-
-// childPids lists the processes whose parent is pid.
-func childPids(pid int) []int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var out []int
-	for _, s := range stats {
-		b, err := os.ReadFile(s)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …; comm may hold spaces and parentheses.
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			if c, err := strconv.Atoi(filepath.Base(filepath.Dir(s))); err == nil {
-				out = append(out, c)
-			}
-		}
-	}
-	return out
-}
-
-// alive reports whether pid runs (exists and is not a zombie).
-func alive(pid int) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	i := strings.LastIndexByte(string(b), ')')
-	return i >= 0 && len(b) > i+2 && b[i+2] != 'Z'
+	return err
 }
