@@ -122,7 +122,7 @@ func runFailover(t *testing.T, pg pgPrograms, template string, r replication) {
 	if err := pair.link.add("cut", "timeout", "downstream", map[string]any{"timeout": 0}); err != nil {
 		t.Fatal(err)
 	}
-	pair.kill(pids)
+	pair.killPrimary(pids)
 	killed := time.Now()
 	ackedBefore := load.acked.Load()
 	at("primary killed")

@@ -27,6 +27,9 @@ type pgPair struct {
 	primary pgNode
 	replica pgNode
 	link    *netProxy
+	// primaryKilled: the primary's postmaster.pid is stale, its pid
+	// possibly another process's by now.
+	primaryKilled bool
 }
 
 // pgNode is one server of a pgPair.
@@ -122,9 +125,11 @@ func (p *pgPair) freezePrimary() []int {
 	return append([]int{pid}, childPids(pid)...)
 }
 
-// kill sends SIGKILL to pids and waits until they are gone.
-func (p *pgPair) kill(pids []int) {
+// killPrimary sends SIGKILL to the primary's processes (pids, from
+// freezePrimary) and waits until they are gone.
+func (p *pgPair) killPrimary(pids []int) {
 	p.t.Helper()
+	p.primaryKilled = true
 	for _, q := range pids {
 		_ = syscall.Kill(q, syscall.SIGKILL)
 	}
@@ -222,13 +227,21 @@ func (p *pgPair) start(n pgNode, settings []string) error {
 	return p.run("pg_ctl", "-D", n.data, "-l", n.data+".log", "-w", "-t", "60", "-o", strings.Join(opts, " "), "start")
 }
 
-// stop stops whichever server still runs (pg_ctl stop -m immediate).
+// stop stops whichever server still runs (pg_ctl stop -m immediate), and
+// logs the end of each server's log when the test failed.
 func (p *pgPair) stop() {
 	for _, n := range []pgNode{p.replica, p.primary} {
 		if n.data == "" {
 			continue
 		}
+		if b, err := os.ReadFile(n.data + ".log"); err == nil && p.t.Failed() {
+			p.t.Logf("end of the %s's log:\n%s", n.name, lastLines(string(b), 30))
+		}
+		if n == p.primary && p.primaryKilled {
+			continue
+		}
 		if pid, err := postmasterPid(n.data); err == nil && alive(pid) {
+			_ = syscall.Kill(pid, syscall.SIGCONT) // if frozen by freezePrimary
 			if err := p.run("pg_ctl", "-D", n.data, "-m", "immediate", "-w", "stop"); err != nil {
 				p.t.Errorf("stopping the %s: %v", n.name, err)
 			}
