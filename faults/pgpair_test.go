@@ -122,7 +122,11 @@ func (p *pgPair) freezePrimary() []int {
 	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
 		p.t.Fatal(err)
 	}
-	return append([]int{pid}, childPids(pid)...)
+	children, err := childPids(pid)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	return append([]int{pid}, children...)
 }
 
 // killPrimary sends SIGKILL to the primary's processes (pids, from

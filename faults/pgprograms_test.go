@@ -131,28 +131,22 @@ func postmasterPid(data string) (int, error) {
 	return strconv.Atoi(strings.TrimSpace(line))
 }
 
-// childPids lists the processes whose parent is pid.
-func childPids(pid int) []int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-	var out []int
-	for _, s := range stats {
-		b, err := os.ReadFile(s)
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …; comm may hold spaces and parentheses.
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			if c, err := strconv.Atoi(filepath.Base(filepath.Dir(s))); err == nil {
-				out = append(out, c)
-			}
-		}
+// childPids lists the processes whose parent is pid, a single-threaded
+// process (Linux's /proc/PID/task/PID/children, one read).
+func childPids(pid int) ([]int, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
+	if err != nil {
+		return nil, err
 	}
-	return out
+	var out []int
+	for _, f := range strings.Fields(string(b)) {
+		c, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("/proc/%d/task/%d/children: %q", pid, pid, b)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // alive reports whether pid runs (exists and is not a zombie).
