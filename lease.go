@@ -37,9 +37,9 @@ type timer interface {
 
 // renewer keeps a claim's lease alive from the claim until the claim is
 // settled — completed, released or held — renewing it about every third of
-// the lease, through fn's run and the whole write-back of its outcome. It
-// cancels fn's context with cause ErrLeaseLost when the store reports the
-// claim lost, when renewals have failed for so long that the lease may
+// the lease while fn runs and between the attempts at writing its outcome.
+// It cancels fn's context with cause ErrLeaseLost when the store reports
+// the claim lost, when renewals have failed for so long that the lease may
 // lapse before the next attempt, or, whatever a renewal in flight does,
 // when the proven lease is about to end: once fails closed rather than let
 // fn run on a claim it may no longer hold.
@@ -54,16 +54,24 @@ type timer interface {
 // timer is made by the first renewal: a call whose claim is settled
 // before it costs nothing more.
 //
-// Renewals and the owner's completion attempts never overlap (write holds
-// the same lock), so a renewal never races the completion that settles the
-// claim, and once stop or a successful write has returned, no renewal is
-// ever sent again.
+// Nothing the renewer does holds back the owner's writes or Do's return.
+// While a write of the owner runs (write) no renewal is sent, and a
+// renewal in flight when it starts, or when stop is called, is cancelled
+// and abandoned, never waited for: its result is discarded. The store
+// fences the two (Renew writes nothing to a record that is completed,
+// held, absent or another owner's), and the renewer's state only ever
+// follows the write's result. A Renew that ignores its context may thus
+// still run, on its timer's goroutine, after Do returned; when it returns
+// it finds the renewal abandoned and does nothing more (no event, no
+// cancellation, no state). Once stop or a write that settled the claim
+// has returned, no renewal is sent again.
 //
-// Renewal events reach the observer outside that lock, in order, from one
+// Renewal events reach the observer outside r.mu, in order, from one
 // goroutine at a time (a queue the first emitter drains), so a slow
-// observer delays neither the next renewal nor the watchdog; write and stop
-// wait until the queue is drained, so no renewal event of a claim follows
-// its completion or its call's return.
+// observer delays neither the next renewal, nor the watchdog, nor a write.
+// A write or stop drops the events not yet handed to the observer: none
+// reaches it after the outcome's write has started (though one the
+// observer is handling then may still be running).
 //
 // It runs on timers (time.AfterFunc), so a short fn costs no goroutine.
 // A panic in the observer or in the store's Renew on the timer is
@@ -77,17 +85,14 @@ type renewer struct {
 	interval time.Duration
 	lost     context.CancelCauseFunc
 
-	// flight is held across each store write of the owner: a renewal or a
-	// completion attempt.
-	flight sync.Mutex
-
 	mu      sync.Mutex
 	timer   timer
 	stopped bool
 	// armed reports a pending fire of timer: set by each (re)arm, cleared
 	// when a fire reaches renew or Stop cancels it. A renewer goes back to
-	// the pool only when stopped and not armed: no fire of its timer can
-	// then run for the next claim that gets it.
+	// the pool only when stopped, not armed, with no renewal in flight and
+	// no event being emitted: nothing of its claim can then touch it once
+	// the next claim has it.
 	armed bool
 	// dog is the watchdog's timer, made by the first renewal; dogArmed
 	// reports a pending fire of it, as armed does for timer.
@@ -99,19 +104,23 @@ type renewer struct {
 	// lastOK is when the last proof of the lease (the claim or a renewal)
 	// was sent: the lease runs at least until lastOK + Lease.
 	lastOK time.Time
-	// abort cancels the renewal in flight, if any.
+	// sending counts the renewals whose Renew has not returned, abandoned
+	// ones included. round numbers the renewals that still count: a write
+	// moves it on, so that one in flight then is abandoned.
+	sending int
+	round   uint64
+	// abort cancels the latest renewal's context.
 	abort context.CancelFunc
 	// writing reports that write is running a write of the owner (fn has
-	// returned): the watchdog then only stops renewal, and the write's own
-	// result tells whether the claim was lost.
+	// returned): no renewal is sent meanwhile, and the watchdog only stops
+	// renewal: the write's own result tells whether the claim was lost.
 	writing bool
 
 	// events waits for the observer, from head on; draining reports that a
-	// goroutine is emitting them, and idle is signalled when it is done.
+	// goroutine is emitting them.
 	events   []Event
 	head     int
 	draining bool
-	idle     sync.Cond
 }
 
 // leaseMargin is how long before the proven lease ends the watchdog
@@ -128,7 +137,6 @@ func startRenewer(ctx context.Context, store backends.Store, cfg *config, p back
 	r, _ := renewers.Get().(*renewer)
 	if r == nil || r.clk != clk {
 		r = &renewer{clk: clk}
-		r.idle.L = &r.mu
 	}
 	r.ctx, r.store, r.cfg, r.params, r.lost = ctx, store, cfg, p, lost
 	r.interval = max(p.Lease/3, time.Millisecond) // MinLease keeps it above the floor; the floor only guards an unchecked lease
@@ -145,14 +153,15 @@ func startRenewer(ctx context.Context, store backends.Store, cfg *config, p back
 }
 
 // recycle returns a stopped renewer to the pool, once the claim is settled
-// and stop has returned. One whose timers may still fire is left to the
-// garbage collector: that fire finds it stopped and does nothing.
+// and stop has returned. One whose timers may still fire, whose abandoned
+// renewal has not returned, or whose events are still being emitted is
+// left to the garbage collector: each finds it stopped and does nothing.
 func (r *renewer) recycle() {
 	if r == nil {
 		return
 	}
 	r.mu.Lock()
-	reusable := r.stopped && !r.armed && !r.dogArmed
+	reusable := r.stopped && !r.armed && !r.dogArmed && r.sending == 0 && !r.draining
 	r.ctx, r.store, r.cfg, r.lost, r.abort, r.params = nil, nil, nil, nil, nil, backends.RenewParams{}
 	r.mu.Unlock()
 	if reusable {
@@ -166,22 +175,21 @@ func (r *renewer) left() time.Duration {
 	return r.params.Lease - leaseMargin(r.params.Lease) - now().Sub(r.lastOK)
 }
 
-// renew runs on the timer. It holds flight across the store's Renew, and
-// queues its events before letting go of it, so that write and stop, which
-// take flight and then wait for the queue, come after them.
+// renew runs on the timer. It sends no renewal while a write of the owner
+// runs (the write re-arms the timer when it leaves the claim unsettled),
+// and discards the result of a renewal that a write or stop abandoned
+// while it was in flight.
 func (r *renewer) renew() {
-	r.flight.Lock()
 	r.mu.Lock()
 	r.armed = false
-	if r.stopped {
+	if r.stopped || r.writing {
 		r.mu.Unlock()
-		r.flight.Unlock()
 		return
 	}
 	e := Event{Scope: r.params.Scope, Key: r.params.Key, Op: "renew"}
 	left := r.left()
 	if left <= 0 { // the timer fired late: the lease is no longer proven
-		r.fail(e, true)
+		r.fail(e)
 		return
 	}
 	if !r.dogArmed { // armed, it re-arms itself for the end the renewals prove
@@ -194,15 +202,17 @@ func (r *renewer) renew() {
 	}
 	ctx, abort := context.WithTimeout(r.ctx, min(r.interval, left))
 	r.abort = abort
+	r.sending++
+	round, store, p := r.round, r.store, r.params
 	r.mu.Unlock()
 	sent := now()
-	ok, err := r.send(ctx)
+	ok, err := sendRenew(ctx, store, p)
 	abort()
 
 	r.mu.Lock()
-	if r.stopped {
+	r.sending--
+	if r.stopped || r.round != round { // abandoned
 		r.mu.Unlock()
-		r.flight.Unlock()
 		return
 	}
 	e.StoreTime = r.cfg.since(sent)
@@ -211,12 +221,12 @@ func (r *renewer) renew() {
 		r.lastOK = sent
 		e.Kind = EventRenewed
 	case err == nil:
-		r.fail(e, true)
+		r.fail(e)
 		return
 	default:
 		e.Kind, e.Err = EventStoreError, err
 		if now().Sub(r.lastOK) >= r.params.Lease-r.interval {
-			r.fail(e, true)
+			r.fail(e)
 			return
 		}
 	}
@@ -224,7 +234,6 @@ func (r *renewer) renew() {
 	r.armed = true
 	drain := r.queue(e)
 	r.mu.Unlock()
-	r.flight.Unlock()
 	if drain {
 		r.drain()
 	}
@@ -254,16 +263,16 @@ func (r *renewer) expire() {
 		r.mu.Unlock()
 		return
 	}
-	// A renewal may be in flight, holding flight: it is cancelled, and
-	// finds the renewer stopped when it returns.
-	r.fail(Event{Scope: r.params.Scope, Key: r.params.Key, Op: "renew"}, false)
+	// A renewal in flight is cancelled, and finds the renewer stopped
+	// when it returns.
+	r.fail(Event{Scope: r.params.Scope, Key: r.params.Key, Op: "renew"})
 }
 
 // fail ends renewal as lost: it stops both timers, cancels the renewal in
 // flight, cancels fn's context with cause ErrLeaseLost, then reports e (if
-// it has a kind) and EventLeaseLost. It runs with r.mu held, and flight
-// when inFlight says so (renew), and unlocks them.
-func (r *renewer) fail(e Event, inFlight bool) {
+// it has a kind) and EventLeaseLost. It runs with r.mu held, and unlocks
+// it.
+func (r *renewer) fail(e Event) {
 	r.haltLocked()
 	drain := false
 	if e.Kind != 0 {
@@ -273,9 +282,6 @@ func (r *renewer) fail(e Event, inFlight bool) {
 	drain = r.queue(e) || drain
 	lost := r.lost
 	r.mu.Unlock()
-	if inFlight {
-		r.flight.Unlock()
-	}
 	lost(ErrLeaseLost)
 	if drain {
 		r.drain()
@@ -297,96 +303,89 @@ func (r *renewer) queue(e Event) (drain bool) {
 	return true
 }
 
-// drain emits the queued events, in order, until none is left.
+// drain emits the queued events, in order, until none is left (a write or
+// stop may drop the rest; see dropEvents).
 func (r *renewer) drain() {
 	r.mu.Lock()
 	for r.head < len(r.events) {
-		e := r.events[r.head]
+		e, cfg, ctx := r.events[r.head], r.cfg, r.ctx
 		r.head++
 		r.mu.Unlock()
-		r.emit(e)
+		emitRenewal(ctx, cfg, e)
 		r.mu.Lock()
 	}
 	clear(r.events)
 	r.events, r.head, r.draining = r.events[:0], 0, false
-	r.idle.Broadcast()
 	r.mu.Unlock()
 }
 
-// waitIdle waits until no renewal event is queued or being emitted.
-func (r *renewer) waitIdle() {
-	r.mu.Lock()
-	for r.draining {
-		r.idle.Wait()
-	}
-	r.mu.Unlock()
+// dropEvents drops the events not yet handed to the observer. r.mu is
+// held.
+func (r *renewer) dropEvents() {
+	clear(r.events[r.head:])
+	r.events = r.events[:r.head]
 }
 
-// send is the store's Renew. A panic in it (a user's store wrapper) is
+// sendRenew is the store's Renew. A panic in it (a user's store wrapper) is
 // recovered and reported as the renewal's error, since nothing on the
 // timer's goroutine could handle it: the renewer then fails closed as for
 // any failing renewal.
-func (r *renewer) send(ctx context.Context) (ok bool, err error) {
+func sendRenew(ctx context.Context, store backends.Store, p backends.RenewParams) (ok bool, err error) {
 	defer func() {
-		if p := recover(); p != nil {
-			ok, err = false, fmt.Errorf("once: store Renew panicked: %v", p)
+		if v := recover(); v != nil {
+			ok, err = false, fmt.Errorf("once: store Renew panicked: %v", v)
 		}
 	}()
-	return r.store.Renew(ctx, r.params)
+	return store.Renew(ctx, p)
 }
 
-// emit reports a renewal event; a panic in the observer is recovered, since
-// nothing on the timer's goroutine could handle it.
-func (r *renewer) emit(e Event) {
+// emitRenewal reports a renewal event; a panic in the observer is
+// recovered, since nothing on the timer's goroutine could handle it.
+func emitRenewal(ctx context.Context, cfg *config, e Event) {
 	defer func() { _ = recover() }()
-	r.cfg.emit(r.ctx, e)
+	cfg.emit(ctx, e)
 }
 
-// write runs one store write of the claim's owner (fn has returned) with
-// no renewal in flight, and after the renewal events already queued: it
-// waits for the observer without holding flight, so that a slow observer
-// never holds renewals off. f gets the timeout to use: writeTimeout, cut
-// so that the write ends a renewal interval before the proven lease does,
-// leaving a renewal time to extend it (never less than one interval: a
-// write past the proven lease is still fenced by the owner token). If f
-// reports the claim settled, no renewal is sent after write returns. The
-// watchdog firing during f only stops renewal (see expire).
+// write runs one store write of the claim's owner (fn has returned),
+// never waiting for a renewal: one in flight is cancelled and abandoned,
+// its result discarded, and none is sent until f returns; the renewal
+// events not yet handed to the observer are dropped. f gets the timeout
+// to use: writeTimeout, cut so that the write ends a renewal interval
+// before the proven lease does, leaving a renewal time to extend it
+// (never less than one interval: a write past the proven lease is still
+// fenced by the owner token). If f reports the claim settled, no renewal
+// is sent after write returns; otherwise renewal resumes at once if the
+// write held one off. The watchdog firing during f only stops renewal
+// (see expire).
 func (r *renewer) write(f func(timeout time.Duration) (settled bool)) {
 	if r == nil {
 		f(writeTimeout)
 		return
 	}
-	for {
-		r.waitIdle()
-		r.flight.Lock()
-		r.mu.Lock()
-		if !r.draining {
-			break // renewals queue their events holding flight: none can now
-		}
-		r.mu.Unlock()
-		r.flight.Unlock()
-	}
-	left := r.params.Lease - now().Sub(r.lastOK)
+	r.mu.Lock()
 	r.writing = true
+	r.round++
+	if r.abort != nil {
+		r.abort()
+	}
+	r.dropEvents()
+	left := r.params.Lease - now().Sub(r.lastOK)
 	r.mu.Unlock()
-	defer r.flight.Unlock()
 	settled := f(min(writeTimeout, max(left-r.interval, r.interval)))
 	r.mu.Lock()
 	r.writing = false
-	if settled {
+	switch {
+	case settled:
 		r.haltLocked()
+	case !r.stopped && !r.armed: // a renewal was skipped or abandoned
+		r.timer.Reset(0)
+		r.armed = true
 	}
 	r.mu.Unlock()
 }
 
-// halt stops renewal without waiting for a renewal in flight.
-func (r *renewer) halt() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.haltLocked()
-}
-
-// haltLocked is halt with r.mu held.
+// haltLocked stops renewal: both timers, and the renewal in flight, which
+// is cancelled and no longer counts. r.mu is held.
 func (r *renewer) haltLocked() {
 	r.stopped = true
 	if r.timer.Stop() {
@@ -400,16 +399,16 @@ func (r *renewer) haltLocked() {
 	}
 }
 
-// stop ends renewal: a renewal in flight is cancelled and waited for, and
-// so are the renewal events queued, so no renewal is sent and no renewal
-// event emitted after stop returns.
+// stop ends renewal without waiting for anything: a renewal in flight is
+// cancelled and abandoned (its result discarded), and the renewal events
+// not yet handed to the observer are dropped, so that no renewal is sent
+// and no renewal event handed to the observer after stop returns.
 func (r *renewer) stop() {
 	if r == nil {
 		return
 	}
-	r.halt()
-	r.flight.Lock()
-	//lint:ignore SA2001 the empty critical section waits for the renewal in flight
-	r.flight.Unlock()
-	r.waitIdle()
+	r.mu.Lock()
+	r.haltLocked()
+	r.dropEvents()
+	r.mu.Unlock()
 }
