@@ -16,7 +16,6 @@ import (
 	"github.com/stagedoor/once/backends/memory"
 	"github.com/stagedoor/once/backends/postgres"
 	"github.com/stagedoor/once/backends/redisstore"
-	"github.com/stagedoor/once/internal/testservers"
 )
 
 // A cancellation storm: many Do calls on a few hot keys, each with a
@@ -27,19 +26,12 @@ func TestNoGoroutineLeakAfterCancellationStorm(t *testing.T) {
 	for _, backend := range []string{"memory", "postgres", "redis", "mysql", "sqlite"} {
 		t.Run(backend, func(t *testing.T) {
 			ctx := context.Background()
-			spec := storeSpec{Backend: backend}
+			var spec storeSpec
 			var st *openedStore
-			switch backend {
-			case "memory":
+			if backend == "memory" {
 				st = &openedStore{store: memory.New(nil)}
-			case "postgres":
-				spec.Addr, spec.Table = testservers.PostgresURL(), migrateTable(t, "faults_leak_")
-			case "redis":
-				spec.Addr, spec.Prefix = testservers.RedisAddr(), redisPrefix(t, "faults-leak-")
-			case "mysql":
-				spec.Addr, spec.Table = mysqlDSN(), migrateMySQL(t, "faults_leak_")
-			case "sqlite":
-				spec.Addr = sqliteFile(t)
+			} else {
+				spec = testSpec(t, backend, "faults_leak_")
 			}
 			opts := []goleak.Option{goleak.IgnoreCurrent()}
 			if st == nil {

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -41,4 +42,25 @@ func redisPrefix(t testing.TB, prefix string) string {
 		}
 	})
 	return prefix
+}
+
+// testSpec is a fresh store of backend ("postgres", "redis", "mysql" or
+// "sqlite") on the test servers, named after prefix (letters and
+// underscores) and removed when t ends.
+func testSpec(t testing.TB, backend, prefix string) storeSpec {
+	t.Helper()
+	spec := storeSpec{Backend: backend}
+	switch backend {
+	case "postgres":
+		spec.Addr, spec.Table = testservers.PostgresURL(), migrateTable(t, prefix)
+	case "redis":
+		spec.Addr, spec.Prefix = testservers.RedisAddr(), redisPrefix(t, strings.ReplaceAll(prefix, "_", "-"))
+	case "mysql":
+		spec.Addr, spec.Table = mysqlDSN(), migrateMySQL(t, prefix)
+	case "sqlite":
+		spec.Addr = sqliteFile(t)
+	default:
+		t.Fatalf("unknown backend %q", backend)
+	}
+	return spec
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/internal/goroutines"
-	"github.com/stagedoor/once/internal/testservers"
 )
 
 // storeFrames matches a frame of the stores' Watch code: PostgreSQL's
@@ -25,13 +24,7 @@ func TestOpenedStoreCloseClosesTheStore(t *testing.T) {
 	for _, backend := range []string{"postgres", "redis"} {
 		t.Run(backend, func(t *testing.T) {
 			ctx := context.Background()
-			spec := storeSpec{Backend: backend}
-			switch backend {
-			case "postgres":
-				spec.Addr, spec.Table = testservers.PostgresURL(), migrateTable(t, "faults_close_")
-			case "redis":
-				spec.Addr, spec.Prefix = testservers.RedisAddr(), redisPrefix(t, "faults-close-")
-			}
+			spec := testSpec(t, backend, "faults_close_")
 			before := goroutines.Matching(storeFrames)
 			st, err := spec.open(ctx)
 			if err != nil {
