@@ -1,9 +1,11 @@
 package once_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,10 +20,41 @@ import (
 )
 
 // pausableProxy forwards TCP to target; while paused it holds every byte,
-// as a network partition or a stalled server looks to the client.
+// as a network partition or a stalled server looks to the client. Armed
+// with stallOn, it holds the first request that carries its marker, and
+// every later byte of that connection, until the stall's resume is
+// closed: one stalled connection among healthy ones.
 type pausableProxy struct {
 	ln     net.Listener
 	paused atomic.Bool
+	stall  atomic.Pointer[connStall]
+}
+
+// connStall is one connection stalled by pausableProxy.stallOn.
+type connStall struct {
+	marker         []byte
+	once           sync.Once
+	caught, resume chan struct{}
+}
+
+// stallOn arms p to stall the next connection that sends marker. caught
+// is closed when it has.
+func (p *pausableProxy) stallOn(marker []byte) *connStall {
+	s := &connStall{marker: marker, caught: make(chan struct{}), resume: make(chan struct{})}
+	p.stall.Store(s)
+	return s
+}
+
+// hold blocks the first caller whose bytes b carry the marker until
+// resume is closed.
+func (s *connStall) hold(b []byte) {
+	first := false
+	if bytes.Contains(b, s.marker) {
+		s.once.Do(func() { first = true; close(s.caught) })
+	}
+	if first {
+		<-s.resume
+	}
 }
 
 func newPausableProxy(t *testing.T, target string) *pausableProxy {
@@ -41,19 +74,24 @@ func newPausableProxy(t *testing.T, target string) *pausableProxy {
 				continue
 			}
 			t.Cleanup(func() { _ = c.Close(); _ = s.Close() })
-			go p.pipe(c, s)
-			go p.pipe(s, c)
+			go p.pipe(c, s, true)
+			go p.pipe(s, c, false)
 		}
 	}()
 	return p
 }
 
-func (p *pausableProxy) pipe(from, to net.Conn) {
+// pipe copies from to to; request tells the client's direction, the one a
+// stall holds.
+func (p *pausableProxy) pipe(from, to net.Conn, request bool) {
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := from.Read(buf)
 		for p.paused.Load() {
 			time.Sleep(time.Millisecond)
+		}
+		if s := p.stall.Load(); request && s != nil {
+			s.hold(buf[:n])
 		}
 		if n > 0 {
 			if _, werr := to.Write(buf[:n]); werr != nil {
@@ -143,4 +181,66 @@ func TestPartitionedRedisOwnerLosesItsContextBeforeItsLease(t *testing.T) {
 			assert.ErrorIs(t, f.cause, once.ErrLeaseLost)
 		})
 	}
+}
+
+// A Renew stalled on its connection past fn's end, behind a go-redis
+// client with its defaults (ContextTimeoutEnabled false: the renewal's
+// context is ignored, the read waits for ReadTimeout), held the outcome's
+// write back, which waited for the renewal: nothing was written before the
+// lease lapsed, a duplicate took the key over and ran fn again (issue 26).
+// The write no longer waits for it: the duplicate, waiting for the key,
+// gets the stored outcome, and fn runs once.
+func TestStalledRedisRenewalNeverLetsADuplicateRunFn(t *testing.T) {
+	ctx := context.Background()
+	dupClient := testservers.RedisClient(t) // also checks the server is up
+	proxy := newPausableProxy(t, testservers.RedisAddr())
+	prefix := "once-t-" + testservers.Suffix() + ":"
+	t.Cleanup(func() {
+		iter := dupClient.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			_ = dupClient.Del(ctx, iter.Val()).Err()
+		}
+	})
+	viaProxy := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String()})
+	t.Cleanup(func() { _ = viaProxy.Close() })
+	cfg := &redisstore.Config{KeyPrefix: prefix, EvictionPolicyCheck: redisstore.EvictionIgnore}
+	ownerStore, err := redisstore.New(ctx, viaProxy, cfg)
+	require.NoError(t, err)
+	dupStore, err := redisstore.New(ctx, dupClient, cfg)
+	require.NoError(t, err)
+
+	const lease = 1500 * time.Millisecond
+	var runs atomic.Int32
+	type result struct {
+		out once.Outcome[string]
+		err error
+	}
+	first := make(chan result, 1)
+	var stall *connStall
+	armed := make(chan struct{})
+	go func() {
+		out, err := once.DoOutcome(ctx, once.New(ownerStore, once.WithLease(lease)).Scope("s"), "k", nil, func(context.Context) (string, error) {
+			runs.Add(1)
+			// Only Claim and Renew send the lease, in milliseconds; the
+			// claim has been sent, so the next is the first renewal.
+			stall = proxy.stallOn([]byte("$4\r\n1500\r\n"))
+			close(armed)
+			<-stall.caught // fn returns while the renewal is stalled
+			return "first", nil
+		})
+		first <- result{out, err}
+	}()
+	<-armed
+	<-stall.caught
+	t.Cleanup(func() { close(stall.resume) })
+	v, err := once.Do(ctx, once.New(dupStore, once.WithLease(lease), once.WithWait(2*lease)).Scope("s"), "k", nil, func(context.Context) (string, error) {
+		runs.Add(1)
+		return "second", nil
+	})
+	r := <-first
+	require.Equal(t, int32(1), runs.Load(), "fn ran again (duplicate got %q, %v; first got %+v, %v)", v, err, r.out, r.err)
+	require.NoError(t, err)
+	assert.Equal(t, "first", v, "the duplicate gets the stored outcome")
+	require.NoError(t, r.err)
+	assert.True(t, r.out.Recorded)
 }

@@ -213,8 +213,9 @@ func TestRenewalThatHangsPastTheLeaseCancelsFnFirst(t *testing.T) {
 // and a duplicate took the key over and ran fn beside it (review finding
 // R4). Renewal events are now emitted outside that lock: renewals go on
 // while the observer blocks, the duplicate is told the key is in
-// progress, and Do still returns only after the observer has seen every
-// renewal event.
+// progress, and no renewal event reaches the observer after Do returned:
+// those queued behind the blocked one are dropped when fn's outcome is
+// written.
 func TestBlockingRenewalObserverNeitherStopsRenewalsNorLetsADuplicateIn(t *testing.T) {
 	ctx := context.Background()
 	const lease = 60 * time.Millisecond
