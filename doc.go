@@ -46,7 +46,9 @@
 // Every claim has a random owner token and a lease, renewed while fn runs.
 // Every write after the claim is conditional on the token, so a stale owner
 // that wakes after a takeover gets ErrLeaseLost and overwrites nothing. All
-// lease and expiry arithmetic uses the store's clock.
+// lease and expiry arithmetic uses the store's clock. Writing the outcome
+// never waits for a renewal, so Do returns within a bound of fn's end,
+// whatever a renewal in flight does: Do's documentation states it.
 //
 // # Outbound calls
 //

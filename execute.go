@@ -62,8 +62,9 @@ func (c *claim) emit(e Event) {
 
 // settle runs when execute returns or panics, whatever panicked (fn, the
 // classifier, a final error's methods, the store, or the observer on
-// EventClaimed, before fn ran): it stops renewal, so that no renewal of
-// the claim is sent after Do returns, and releases a claim whose fate was
+// EventClaimed, before fn ran): it stops renewal, without waiting for a
+// renewal in flight, so that no renewal of the claim is sent after Do
+// returns, and releases a claim whose fate was
 // not decided, so that the key is claimable again at once. First of all
 // it makes the local cache, if any, forget the claim (its completion, if
 // any, was cached already), so that no claim that ended (released, held,
@@ -239,7 +240,8 @@ func decodeFirst[T any](c *claim, data []byte) (v T, answer, decErr error) {
 
 // writeBack runs write, a store write settling the claim (a Complete or a
 // Hold, named op in the events), retrying a failing store a few times.
-// The renewer keeps the lease alive between attempts, and each attempt's
+// No attempt waits for a renewal (see renewer.write). The renewer keeps
+// the lease alive between attempts, and each attempt's
 // timeout ends a renewal interval before the proven lease when it can (at
 // least one interval: an attempt that lands past the proven lease is
 // still fenced by the owner token, so it applies only if nobody took the

@@ -110,11 +110,14 @@ type Event struct {
 
 // Observer receives the events of every call. It runs synchronously on the
 // call's goroutine (or a renewal timer's) and must be fast and safe for
-// concurrent use. A slow one delays the call, never its renewals: renewal
-// events are emitted outside the renewal's critical path, in order, and all
-// before the call's outcome is written and before it returns. ctx is the call's context (as returned by the Tracer's
-// TraceDoStart, when one is set; renewal events get it without its
-// cancellation).
+// concurrent use. A slow one delays the call's own events, never its
+// renewals nor the write of its outcome: renewal events are emitted on the
+// renewal timer's goroutine, in order, and those not yet handed to the
+// observer when the outcome's write starts are dropped, so none is handed
+// over after that (one the observer is still handling then may end after
+// the call returns). ctx is the call's context (as returned by the
+// Tracer's TraceDoStart, when one is set; renewal events get it without
+// its cancellation).
 //
 // An observer must not panic. If it does on the call's goroutine, the
 // panic propagates out of Do: on EventClaimed (fn does not run) after the

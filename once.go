@@ -54,6 +54,21 @@ import (
 // Do returns the value (and fn's error) with ErrOutcomeUnrecorded, and the
 // key runs fn again after its lease.
 //
+// Once fn has returned, Do waits for nothing but the store write that
+// settles the claim and the hooks it calls (tracer, observer, codec,
+// classifier, a held error's methods): a renewal in flight then is abandoned, never
+// waited for, and fenced by the owner token (a Renew writes nothing to a
+// completed, held or released claim). The write is a Complete or a Hold
+// tried at most three times, or one Release, each attempt on a context
+// detached from ctx's cancellation whose deadline is at most a fixed write
+// timeout and, for a Complete or a Hold, at most two thirds of the lease
+// after the attempt starts. With a store that returns when its context
+// ends, Do therefore returns within three such deadlines and two short
+// pauses of fn's end, plus the time its hooks take, whatever a renewal in
+// flight does. A Renew that ignores its context may outlive Do, on its
+// own goroutine, until the store returns it; its result is discarded, and
+// it reports no event.
+//
 // Do validates scope, key and fingerprint before touching the store and
 // returns an *InvalidInputError for bad input. It fails closed: when the
 // store cannot be reached, fn does not run and Do returns a *StoreError.

@@ -137,9 +137,10 @@ var (
 // once per re-send (MaxRetries), whatever context the store is given.
 // once's guarantee does not depend on it — the core cancels fn's context
 // a fifth of the lease before the proven lease ends, whether or not a
-// renewal in flight returns — but without it a hung renewal, completion or
-// release keeps Do from returning until go-redis gives up, and a caller's
-// deadline does not end a claim early. New neither requires the option nor
+// renewal in flight returns, and writes fn's outcome without waiting for
+// that renewal — but without it a hung completion or release keeps Do
+// from returning until go-redis gives up, and a caller's deadline does
+// not end a claim early. New neither requires the option nor
 // warns about it.
 //
 // It fails if Redis cannot be reached (ErrUnavailable); with a
