@@ -107,6 +107,30 @@ func (p *pausableProxy) pipe(from, to net.Conn, request bool) {
 	}
 }
 
+// proxiedRedisStores returns two Redis stores sharing a fresh key prefix:
+// owner's client, with go-redis's defaults but ContextTimeoutEnabled as
+// ctxTimeouts says, goes through proxy; dup's goes straight to Redis.
+func proxiedRedisStores(t *testing.T, ctxTimeouts bool) (proxy *pausableProxy, owner, dup *redisstore.Store) {
+	ctx := context.Background()
+	dupClient := testservers.RedisClient(t) // also checks the server is up
+	proxy = newPausableProxy(t, testservers.RedisAddr())
+	prefix := "once-t-" + testservers.Suffix() + ":"
+	t.Cleanup(func() {
+		iter := dupClient.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		for iter.Next(ctx) {
+			_ = dupClient.Del(ctx, iter.Val()).Err()
+		}
+	})
+	viaProxy := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String(), ContextTimeoutEnabled: ctxTimeouts})
+	t.Cleanup(func() { _ = viaProxy.Close() })
+	cfg := &redisstore.Config{KeyPrefix: prefix, EvictionPolicyCheck: redisstore.EvictionIgnore}
+	owner, err := redisstore.New(ctx, viaProxy, cfg)
+	require.NoError(t, err)
+	dup, err = redisstore.New(ctx, dupClient, cfg)
+	require.NoError(t, err)
+	return proxy, owner, dup
+}
+
 // An owner cut off from Redis must not keep a live context past its
 // lease. go-redis ignores context deadlines unless the client sets
 // ContextTimeoutEnabled (off by default), so a Renew on a partitioned
@@ -124,22 +148,7 @@ func TestPartitionedRedisOwnerLosesItsContextBeforeItsLease(t *testing.T) {
 	}{{"defaults", false}, {"context timeouts", true}} {
 		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
-			dupClient := testservers.RedisClient(t) // also checks the server is up
-			proxy := newPausableProxy(t, testservers.RedisAddr())
-			prefix := "once-t-" + testservers.Suffix() + ":"
-			t.Cleanup(func() {
-				iter := dupClient.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-				for iter.Next(ctx) {
-					_ = dupClient.Del(ctx, iter.Val()).Err()
-				}
-			})
-			viaProxy := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String(), ContextTimeoutEnabled: c.ctxTimeouts})
-			t.Cleanup(func() { _ = viaProxy.Close() })
-			cfg := &redisstore.Config{KeyPrefix: prefix, EvictionPolicyCheck: redisstore.EvictionIgnore}
-			ownerStore, err := redisstore.New(ctx, viaProxy, cfg)
-			require.NoError(t, err)
-			dupStore, err := redisstore.New(ctx, dupClient, cfg)
-			require.NoError(t, err)
+			proxy, ownerStore, dupStore := proxiedRedisStores(t, c.ctxTimeouts)
 
 			const lease = 600 * time.Millisecond
 			started, secondRan := make(chan struct{}), make(chan struct{})
@@ -192,22 +201,7 @@ func TestPartitionedRedisOwnerLosesItsContextBeforeItsLease(t *testing.T) {
 // gets the stored outcome, and fn runs once.
 func TestStalledRedisRenewalNeverLetsADuplicateRunFn(t *testing.T) {
 	ctx := context.Background()
-	dupClient := testservers.RedisClient(t) // also checks the server is up
-	proxy := newPausableProxy(t, testservers.RedisAddr())
-	prefix := "once-t-" + testservers.Suffix() + ":"
-	t.Cleanup(func() {
-		iter := dupClient.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			_ = dupClient.Del(ctx, iter.Val()).Err()
-		}
-	})
-	viaProxy := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String()})
-	t.Cleanup(func() { _ = viaProxy.Close() })
-	cfg := &redisstore.Config{KeyPrefix: prefix, EvictionPolicyCheck: redisstore.EvictionIgnore}
-	ownerStore, err := redisstore.New(ctx, viaProxy, cfg)
-	require.NoError(t, err)
-	dupStore, err := redisstore.New(ctx, dupClient, cfg)
-	require.NoError(t, err)
+	proxy, ownerStore, dupStore := proxiedRedisStores(t, false)
 
 	const lease = 1500 * time.Millisecond
 	var runs atomic.Int32
