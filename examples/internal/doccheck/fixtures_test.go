@@ -33,6 +33,7 @@ var fixtures = []fixture{
 	{"placeOrder", "var placeOrder http.Handler", []string{"net/http"}},
 	{"charge", "func charge(ctx context.Context, orderID string) (string, error) { return \"\", nil }", []string{"context"}},
 	{"newTestStore", "func newTestStore(testing.TB) backends.Store { return nil }", []string{"testing", "github.com/stagedoor/once/backends"}},
+	{"lookupCharge", "func lookupCharge(ctx context.Context, key string) (chargeID string, charged bool, err error) { return }", []string{"context"}},
 	{"authenticatedUser", "func authenticatedUser(r *http.Request) (string, error) { return \"\", nil }", []string{"net/http"}},
 }
 
