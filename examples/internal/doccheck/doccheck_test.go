@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -91,7 +92,8 @@ func TestGoBlocksCompile(t *testing.T) {
 	require.Contains(t, files, "README.md", "the README shows Go code")
 	out, err := compile(t, blocks)
 	require.NoError(t, err, "a Go block of the Markdown does not compile:\n%s", out)
-	t.Logf("%d Go blocks compiled, from %d files", len(blocks), len(compactStrings(files)))
+	slices.Sort(files)
+	t.Logf("%d Go blocks compiled, from %d files", len(blocks), len(slices.Compact(files)))
 }
 
 // TestShownProgramsAreTheirFiles checks that a block introduced by a link
@@ -162,16 +164,4 @@ func firstDifference(want, got string) (line int, w, g string, differ bool) {
 		}
 	}
 	return 0, "", "", false
-}
-
-func compactStrings(s []string) []string {
-	seen := map[string]bool{}
-	var out []string
-	for _, v := range s {
-		if !seen[v] {
-			seen[v] = true
-			out = append(out, v)
-		}
-	}
-	return out
 }
