@@ -134,6 +134,10 @@ func markedClass(err error) (class Class, found bool) {
 		return ClassRetry, false
 	case *classified:
 		return e.class, true
+	case *PanicError:
+		// A panic's value is not an answer fn returned: marks inside it
+		// say nothing, and the caller's policy for panics decides.
+		return ClassRetry, false
 	case interface{ Unwrap() error }:
 		class, found = markedClass(e.Unwrap())
 	case interface{ Unwrap() []error }:

@@ -161,7 +161,7 @@ func (r *renewer) recycle() {
 		return
 	}
 	r.mu.Lock()
-	reusable := r.stopped && !r.armed && !r.dogArmed && r.sending == 0 && !r.draining
+	reusable := r.stopped && !r.writing && !r.armed && !r.dogArmed && r.sending == 0 && !r.draining
 	r.ctx, r.store, r.cfg, r.lost, r.abort, r.params = nil, nil, nil, nil, nil, backends.RenewParams{}
 	r.mu.Unlock()
 	if reusable {
@@ -371,7 +371,16 @@ func (r *renewer) write(f func(timeout time.Duration) (settled bool)) {
 	r.dropEvents()
 	left := r.params.Lease - now().Sub(r.lastOK)
 	r.mu.Unlock()
+	returned := false
+	defer func() {
+		if !returned { // f panicked: the write is over; stop is still to come
+			r.mu.Lock()
+			r.writing = false
+			r.mu.Unlock()
+		}
+	}()
 	settled := f(min(writeTimeout, max(left-r.interval, r.interval)))
+	returned = true
 	r.mu.Lock()
 	r.writing = false
 	switch {
