@@ -25,7 +25,7 @@ func New(store backends.Store, cfg *Config) (backends.Store, error) {
 	if store == nil {
 		return nil, &ConfigError{Field: "store", Reason: "is nil"}
 	}
-	if _, ok := store.(backends.Exclusive); ok {
+	if _, ok := backends.As[backends.Exclusive](store); ok {
 		return nil, &ConfigError{Field: "store", Reason: "is bound to a transaction (backends.Exclusive)"}
 	}
 	s := &cache{

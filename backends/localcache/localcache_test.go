@@ -528,27 +528,51 @@ func TestEntryNeverOutlivesRemainingRetention(t *testing.T) {
 	require.EqualValues(t, 1, runs.Load())
 }
 
-// A Claim re-sent by the owner of the pending claim (a driver's retry
-// after a lost reply) is reported Claimed and changes nothing in the
-// store, whatever fingerprint it carries: the record keeps the first
-// Claim's, and so does the completed record the cache fills. The
-// conformance suite's model found the cache caching the re-send's.
-func TestResentClaimKeepsTheFirstFingerprint(t *testing.T) {
+// A Claim by the owner of the key's remembered claim is a re-send (the
+// record keeps the first Claim's fingerprint) or, after the record was
+// deleted or expired, a new claim with the same token (the record holds
+// the new fingerprint): the cache tells neither from the answer, so with
+// another fingerprint it caches no completion, and every answer is the
+// store's. The conformance suite's model found the cache caching the
+// re-send's fingerprint, then the first Claim's after a new claim.
+func TestOwnerClaimingAgainCachesNoGuessedFingerprint(t *testing.T) {
 	ctx := context.Background()
 	store := cached(t, memory.New(nil), localcache.Config{})
-	claim := func(owner string, fp []byte) backends.ClaimResult {
-		res, err := store.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "k", Owner: owner, Fingerprint: fp, Lease: time.Minute, Retention: time.Hour})
+	claim := func(key, owner string, fp []byte) backends.ClaimResult {
+		res, err := store.Claim(ctx, backends.ClaimParams{Scope: "s", Key: key, Owner: owner, Fingerprint: fp, Lease: time.Minute, Retention: time.Hour})
 		require.NoError(t, err)
 		return res
 	}
-	require.True(t, claim("owner-a", []byte("fp-a")).Claimed)
-	require.True(t, claim("owner-a", nil).Claimed, "a re-send")
-	applied, err := store.Complete(ctx, backends.CompleteParams{Scope: "s", Key: "k", Owner: "owner-a", Outcome: []byte("v"), Retention: time.Hour})
+	complete := func(key, owner string) {
+		applied, err := store.Complete(ctx, backends.CompleteParams{Scope: "s", Key: key, Owner: owner, Outcome: []byte("v"), Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, applied)
+	}
+	// A re-send with no fingerprint: the record keeps fp-a.
+	require.True(t, claim("resent", "owner-a", []byte("fp-a")).Claimed)
+	require.True(t, claim("resent", "owner-a", nil).Claimed)
+	complete("resent", "owner-a")
+	for range 2 { // from the store, then from the cache it filled
+		res := claim("resent", "owner-b", []byte("fp-b"))
+		require.Equal(t, backends.StateCompleted, res.Existing.State)
+		require.Equal(t, []byte("fp-a"), res.Existing.Fingerprint)
+	}
+	// A new claim by the same token after a delete: the record holds none.
+	require.True(t, claim("again", "owner-c", []byte("fp-c")).Claimed)
+	_, err := store.(backends.Admin).Delete(ctx, "s", "again")
 	require.NoError(t, err)
-	require.True(t, applied)
-	entries, _ := localcache.Stats(store)
-	require.Equal(t, 1, entries)
-	res := claim("owner-b", []byte("fp-b"))
-	require.Equal(t, backends.StateCompleted, res.Existing.State)
-	require.Equal(t, []byte("fp-a"), res.Existing.Fingerprint)
+	require.True(t, claim("again", "owner-c", nil).Claimed)
+	complete("again", "owner-c")
+	for range 2 {
+		res := claim("again", "owner-d", []byte("fp-d"))
+		require.Equal(t, backends.StateCompleted, res.Existing.State)
+		require.Empty(t, res.Existing.Fingerprint)
+	}
+	// The same fingerprint both times: the completion is cached.
+	require.True(t, claim("same", "owner-e", []byte("fp-e")).Claimed)
+	require.True(t, claim("same", "owner-e", []byte("fp-e")).Claimed)
+	before, _ := localcache.Stats(store)
+	complete("same", "owner-e")
+	after, _ := localcache.Stats(store)
+	require.Equal(t, before+1, after)
 }

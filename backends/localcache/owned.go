@@ -1,6 +1,9 @@
 package localcache
 
-import "time"
+import (
+	"bytes"
+	"time"
+)
 
 // ownedClaim is a claim won through the cache: its owner token and, when
 // known, the fingerprint the record holds, so that its completion can be
@@ -22,10 +25,13 @@ type ownedClaim struct {
 const ownedSweep = 8
 
 // own remembers a won claim, keeping owned within maxOwnedBytes. A claim
-// of an owner already remembered for the key is a re-send (a store
-// reports Claimed to its owner again), which changed nothing in the store:
-// the remembered claim stays as it is, with the fingerprint the first
-// Claim stored. When the claim does not fit, it drops up to ownedSweep of the claims whose first
+// by an owner already remembered for the key is either a re-send (the
+// store reports Claimed to the owner of the pending claim again, changing
+// nothing: the record keeps the first Claim's fingerprint) or a new claim
+// of an absent key by the same token (the record holds the new
+// fingerprint): the fingerprint is known only when both agree. (The core
+// draws a new token for every claim; only a direct caller reuses one.)
+// When the claim does not fit, it drops up to ownedSweep of the claims whose first
 // lease has passed (an entry a claim left that was never settled through
 // the cache), and if the claim still does not fit it forgets the new one
 // (its completion is then simply not cached).
@@ -35,7 +41,7 @@ func (c *cache) own(k cacheKey, oc ownedClaim) {
 	defer c.mu.Unlock()
 	if old, ok := c.owned[k]; ok {
 		if old.owner == oc.owner {
-			return
+			oc.fpKnown = oc.fpKnown && old.fpKnown && bytes.Equal(old.fp, oc.fp)
 		}
 		c.dropOwnedLocked(k, old)
 	}
