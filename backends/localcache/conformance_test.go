@@ -7,6 +7,7 @@ import (
 	"github.com/stagedoor/once/backends/backendtest"
 	"github.com/stagedoor/once/backends/localcache"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/internal/testservers"
 )
 
 // The cache changes no answer of the store it fronts: the conformance
@@ -26,4 +27,16 @@ func TestConformance(t *testing.T) {
 		shared := cached(t, memory.New(nil), localcache.Config{})
 		backendtest.Run(t, func(testing.TB) backends.Store { return shared })
 	})
+}
+
+// The cache changes no answer of the servers either, whose clocks are
+// not the cache's: one store of each, behind one cache shared by every
+// behaviour.
+func TestConformanceOnServers(t *testing.T) {
+	for _, name := range []string{"postgres", "redis"} {
+		t.Run(name, func(t *testing.T) {
+			shared := cached(t, testservers.Stores()[name](t), localcache.Config{})
+			backendtest.Run(t, func(testing.TB) backends.Store { return shared })
+		})
+	}
 }
