@@ -96,7 +96,7 @@ type InvalidInputError struct {
 	// error that its marks make held or retryable, see Classifier, given
 	// to Resolve, or as a settled Verdict's Err, as the key's answer), or
 	// the option
-	// "lease", "retention", "wait", "max_outcome_size" or "local_cache";
+	// "lease", "retention", "wait" or "max_outcome_size";
 	// NewReconciler's are "keeper", "check", "store", "scope"
 	// (ReconcilerConfig.Scope), "reconciler_lease", "reconciler_batch" and
 	// "reconciler_older_than" (ReconcilerConfig.Lease, Batch, OlderThan).

@@ -64,15 +64,9 @@ func (c *claim) emit(e Event) {
 // classifier, a final error's methods, the store, or the observer on
 // EventClaimed, before fn ran): it stops renewal, without waiting for a
 // renewal in flight, so that no renewal of the claim is sent after Do
-// returns, and releases a claim whose fate was
-// not decided, so that the key is claimable again at once. First of all
-// it makes the local cache, if any, forget the claim (its completion, if
-// any, was cached already), so that no claim that ended (released, held,
-// lost, unrecorded) stays remembered there.
+// returns, and releases a claim whose fate was not decided, so that the
+// key is claimable again at once.
 func (c *claim) settle() {
-	if lc := c.scope.cfg.cache; lc != nil {
-		lc.settleOwned(c.scope.name, c.key, c.owner)
-	}
 	c.renewer.stop()
 	if !c.settled {
 		c.release()
@@ -185,7 +179,7 @@ func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 	}
 	start := cfg.clock()
 	applied, err := c.writeBack("complete", func(ctx context.Context) (bool, error) {
-		return scope.completeStore(ctx, backends.CompleteParams{Scope: scope.name, Key: key, Owner: c.owner, Outcome: data, Retention: cfg.retention})
+		return scope.store.Complete(ctx, backends.CompleteParams{Scope: scope.name, Key: key, Owner: c.owner, Outcome: data, Retention: cfg.retention})
 	})
 	c.settled = true // completed, lost, or unrecorded: the claim is kept until its lease ends
 	switch {

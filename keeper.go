@@ -24,7 +24,6 @@ func New(store backends.Store, opts ...Option) *Keeper {
 			o(&k.cfg)
 		}
 	}
-	k.cfg.buildLocalCache()
 	return k
 }
 
@@ -73,6 +72,5 @@ func (s Scope) With(opts ...Option) Scope {
 // transaction.
 func (s Scope) WithStore(store backends.Store) Scope {
 	s.store = store
-	s.cfg = s.cfg.withoutLocalCache()
 	return s
 }

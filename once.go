@@ -107,17 +107,10 @@ func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 	var waiter *waiter
 	defer func() { waiter.close() }()
 	for {
-		// Every round, the first and each after a wait, asks the local
-		// cache first: a hit sends nothing to the store.
-		if cfg.cache != nil {
-			if out, ok, err := replayCached[T](ctx, scope, key, fp); ok {
-				return out, err
-			}
-		}
 		owner := newToken()
 		sent := now()
 		start := cfg.clock()
-		res, err := scope.claimStore(ctx, backends.ClaimParams{
+		res, err := scope.store.Claim(ctx, backends.ClaimParams{
 			Scope: scope.name, Key: key, Fingerprint: fp, Owner: owner,
 			Lease: cfg.lease, Retention: cfg.retention,
 		})

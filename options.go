@@ -28,8 +28,6 @@ type config struct {
 	errorTypes []errorType
 	observer   Observer
 	tracer     Tracer
-	localCache LocalCache
-	cache      *localCache
 }
 
 func defaultConfig() config {

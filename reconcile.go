@@ -145,10 +145,10 @@ type Reconciler[T any] struct {
 // NewReconciler returns a Reconciler of k's held keys; outcomes are
 // encoded with cfg.Codec (k's codec by default) and stored with k's
 // retention. k's store must
-// implement backends.Lister, k's options be valid as Do requires them
-// (a positive retention, for one, and a WithLocalCache config without a
-// negative field: NewReconciler refuses whatever every Do of k would),
-// and cfg valid (see ReconcilerConfig); NewReconciler returns an
+// implement backends.Lister (itself or a store it decorates: see
+// backends.As), k's options be valid as Do requires them (a positive
+// retention, for one: NewReconciler refuses whatever every Do of k
+// would), and cfg valid (see ReconcilerConfig); NewReconciler returns an
 // *InvalidInputError otherwise.
 func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfig) (*Reconciler[T], error) {
 	if k == nil {
@@ -157,12 +157,9 @@ func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfi
 	if check == nil {
 		return nil, &InvalidInputError{Field: "check", Reason: "nil"}
 	}
-	lister, ok := k.store.(backends.Lister)
+	lister, ok := backends.As[backends.Lister](k.store)
 	if !ok {
 		return nil, &InvalidInputError{Field: "store", Reason: "does not implement backends.Lister"}
-	}
-	if err := k.cfg.validateLocalCache(); err != nil { // as Scope.validate does for Do
-		return nil, err
 	}
 	if err := k.cfg.validate(); err != nil {
 		return nil, err

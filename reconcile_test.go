@@ -372,15 +372,12 @@ func TestReconcilerLeaseExtremes(t *testing.T) {
 }
 
 // TestNewReconcilerRejectsWhatDoRejects: a Keeper whose every Do returns
-// an *InvalidInputError (a negative field of WithLocalCache, a negative
-// retention) makes no Reconciler either, with the same error.
+// an *InvalidInputError (a negative retention) makes no Reconciler
+// either, with the same error.
 func TestNewReconcilerRejectsWhatDoRejects(t *testing.T) {
 	check := func(context.Context, once.HeldKey) (once.Verdict[int], error) { return once.Verdict[int]{}, nil }
 	for name, opt := range map[string]once.Option{
-		"local cache MaxEntries": once.WithLocalCache(once.LocalCache{MaxEntries: -1}),
-		"local cache MaxBytes":   once.WithLocalCache(once.LocalCache{MaxEntries: 10, MaxBytes: -1}),
-		"local cache TTL":        once.WithLocalCache(once.LocalCache{MaxEntries: 10, TTL: -time.Second}),
-		"retention":              once.WithRetention(-time.Hour),
+		"retention": once.WithRetention(-time.Hour),
 	} {
 		t.Run(name, func(t *testing.T) {
 			k := once.New(memory.New(nil), opt)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends/memory"
 )
 
 // gobCodec is a binary codec: its bytes are not UTF-8.
@@ -133,4 +134,34 @@ func TestTheFirstAnswerIsTheReplay(t *testing.T) {
 		assert.Equal(t, withHidden{Public: "p", hidden: "h"}, first.Value, "fn's value as it is")
 		assert.Equal(t, withHidden{Public: "p"}, replay.Value, "a codec that lies about losslessness is the codec's bug")
 	})
+}
+
+// aliasingCodec stores a []byte as is and decodes it without a copy, as a
+// zero-copy codec may: the decoded value shares the bytes it was given.
+type aliasingCodec struct{}
+
+func (aliasingCodec) Marshal(v any) ([]byte, error) { return v.([]byte), nil }
+func (aliasingCodec) Unmarshal(data []byte, v any) error {
+	*(v.(*[]byte)) = data
+	return nil
+}
+
+// A replay from the memory store decodes bytes
+// of its own: a caller that modifies its replayed value (a zero-copy
+// codec's value aliases what it decoded) changes neither the stored record
+// nor what later replays get.
+func TestMemoryReplayDoesNotShareBytesBetweenCallers(t *testing.T) {
+	ctx := context.Background()
+	scope := once.New(memory.New(nil), once.WithCodec(aliasingCodec{})).Scope("s")
+	fn := func(context.Context) ([]byte, error) { return []byte("paid"), nil }
+	_, err := once.Do(ctx, scope, "k", nil, fn)
+	require.NoError(t, err)
+	first, err := once.DoOutcome(ctx, scope, "k", nil, fn)
+	require.NoError(t, err)
+	require.True(t, first.Replayed)
+	copy(first.Value, "XXXX") // the caller's own value
+	second, err := once.DoOutcome(ctx, scope, "k", nil, fn)
+	require.NoError(t, err)
+	require.True(t, second.Replayed)
+	require.Equal(t, []byte("paid"), second.Value, "a replay is not changed by what another caller did to its value")
 }

@@ -68,9 +68,6 @@ func (s Scope) validate(ctx context.Context, key string, fp Fingerprint) error {
 	if s.cfg == nil || s.store == nil {
 		return &InvalidInputError{Field: "scope", Reason: "zero Scope; use Keeper.Scope"}
 	}
-	if err := s.cfg.validateLocalCache(); err != nil {
-		return err
-	}
 	if err := ValidateScope(s.name); err != nil {
 		return err
 	}

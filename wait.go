@@ -8,9 +8,9 @@ import (
 )
 
 // Pacing of the claims of a call waiting for a concurrent duplicate.
-// Without a watch (a store that is not a backends.Watcher, or a Watch that
-// failed) the waiter polls with backoff, from waitBackoffMin doubling to
-// waitBackoffMax. With a watch open it re-claims when the watch fires, and
+// Without a watch (a store with no backends.Watcher, itself or under a
+// decorator: see backends.As; or a Watch that failed) the waiter polls
+// with backoff, from waitBackoffMin doubling to waitBackoffMax. With a watch open it re-claims when the watch fires, and
 // otherwise only when the owner's lease, as last seen, ends (a dead owner
 // sends no notification) or after waitWatchPoll, which bounds the delay of
 // a lost notification (the watcher's connection dropped).
@@ -35,7 +35,7 @@ type waiter struct {
 
 func newWaiter(store backends.Store) *waiter {
 	w := &waiter{backoff: waitBackoffMin}
-	w.watcher, _ = store.(backends.Watcher)
+	w.watcher, _ = backends.As[backends.Watcher](store)
 	return w
 }
 

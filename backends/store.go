@@ -90,7 +90,7 @@
 // the hint and RetryAfter min(hint, 1 s), or, with WithWait, waits (the
 // hint at most, less on a Watch wake-up or a short backoff) and claims
 // again; once.Resolve answers an *InProgressError with Held false; a
-// Reconciler counts the key Busy; the local cache does not cache it. It
+// Reconciler counts the key Busy; package localcache does not cache it. It
 // must not be StateHeld (the core would report the key held, with no hold
 // left) nor carry a zero hint (a caller told RetryAfter 0 retries at once
 // into the same lock). The PostgreSQL and MySQL stores report a hint of
@@ -212,7 +212,7 @@ type Record struct {
 	// RetentionRemaining is the time left before a completed record
 	// expires, by the store's clock, as of the read that returned it. Zero
 	// when the store does not report it; a cache of completed records
-	// (once.WithLocalCache) never keeps an entry longer than it.
+	// (package localcache) never keeps an entry longer than it.
 	RetentionRemaining time.Duration
 }
 

@@ -6,14 +6,14 @@ import (
 	"io"
 	"strings"
 
-	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/localcache"
 )
 
-// cachedLibraryTarget is libraryTarget with a local cache
-// (once.WithLocalCache), in its own scope.
+// cachedLibraryTarget is libraryTarget with a local cache (package
+// localcache), in its own scope.
 func cachedLibraryTarget(ctx context.Context, store backends.Store, id string) (*target, error) {
-	return libraryTarget(ctx, store, "cached-"+id, once.WithLocalCache(once.LocalCache{MaxEntries: 1024}))
+	return libraryTarget(ctx, store, "cached-"+id, &localcache.Config{MaxEntries: 1024})
 }
 
 // runLocalCache measures the hot-key replay (-local-cache): the raw

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/localcache"
 )
 
 // countingStore counts every call to the wrapped store: the library's
@@ -56,10 +57,19 @@ func (c countingStore) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams
 
 // libraryTarget measures once.Do over store, in scope: a first execution
 // of a fresh key, a replay and a mismatch on a completed hot key, and a
-// duplicate of a key held by a live claim.
-func libraryTarget(ctx context.Context, store backends.Store, scope string, opts ...once.Option) (*target, error) {
+// duplicate of a key held by a live claim. A non-nil cache puts a local
+// cache (package localcache) in front of the store, above the count of
+// its round trips.
+func libraryTarget(ctx context.Context, store backends.Store, scope string, cache *localcache.Config) (*target, error) {
 	t := &target{}
-	k := once.New(countingStore{s: store, n: &t.trips}, append([]once.Option{once.WithLease(lease), once.WithRetention(retention)}, opts...)...)
+	var counted backends.Store = countingStore{s: store, n: &t.trips}
+	if cache != nil {
+		var err error
+		if counted, err = localcache.New(counted, cache); err != nil {
+			return nil, err
+		}
+	}
+	k := once.New(counted, once.WithLease(lease), once.WithRetention(retention))
 	sc := k.Scope(scope)
 	if _, err := once.Do(ctx, sc, hotKey, fpA, charge); err != nil {
 		return nil, fmt.Errorf("seed replay key: %w", err)

@@ -5,7 +5,7 @@
 //	go run ./bench                 # table + plot into bench/results
 //	go run ./bench -quick          # a few seconds, for CI
 //	go run ./bench -scale          # also the scale scenarios (minutes)
-//	go run ./bench -local-cache    # hot-key replay with once.WithLocalCache
+//	go run ./bench -local-cache    # hot-key replay with a local cache (package localcache)
 //
 // See bench/README.md for what each column means.
 package main

@@ -21,7 +21,7 @@ import (
 // lease timer: the ratio shows the library's whole overhead over a bare
 // map.
 func setupMemory(ctx context.Context, id string) (*suite, error) {
-	lib, err := libraryTarget(ctx, memory.New(nil), "lib-"+id)
+	lib, err := libraryTarget(ctx, memory.New(nil), "lib-"+id, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func setupMySQL(ctx context.Context, id string, conns int, claims string) (_ *su
 	if err := store.Migrate(ctx); err != nil {
 		return nil, err
 	}
-	lib, err := libraryTarget(ctx, store, "lib-"+id)
+	lib, err := libraryTarget(ctx, store, "lib-"+id, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -95,7 +95,7 @@ func setupPostgres(ctx context.Context, id string, conns int32, claims string) (
 	if err != nil {
 		return nil, err
 	}
-	lib, err := libraryTarget(ctx, s, "lib-"+id)
+	lib, err := libraryTarget(ctx, s, "lib-"+id, nil)
 	if err != nil {
 		return nil, err
 	}

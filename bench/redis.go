@@ -64,7 +64,7 @@ func setupRedis(ctx context.Context, id string) (_ *suite, err error) {
 	if err != nil {
 		return nil, err
 	}
-	lib, err := libraryTarget(ctx, s, "lib-"+id)
+	lib, err := libraryTarget(ctx, s, "lib-"+id, nil)
 	if err != nil {
 		return nil, err
 	}

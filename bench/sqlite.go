@@ -39,7 +39,7 @@ func setupSQLite(ctx context.Context, id string) (_ *suite, err error) {
 	if store, err = sqlitestore.Open(ctx, filepath.Join(dir, "library.db"), nil); err != nil {
 		return nil, err
 	}
-	lib, err := libraryTarget(ctx, store, "lib-"+id)
+	lib, err := libraryTarget(ctx, store, "lib-"+id, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,6 @@ func TestNewRefusesAPolicyEveryRequestWouldFail(t *testing.T) {
 		{"negative wait", once.New(store), []once.Option{once.WithWait(-1)}, "Options"},
 		{"zero lease", once.New(store), []once.Option{once.WithLease(0)}, "Options"},
 		{"negative retention", once.New(store), []once.Option{once.WithRetention(-time.Second)}, "Options"},
-		{"negative local cache", once.New(store), []once.Option{once.WithLocalCache(once.LocalCache{MaxEntries: 1, TTL: -1})}, "Options"},
 		{"the Keeper's lease", once.New(store, once.WithLease(-1)), nil, "Keeper"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

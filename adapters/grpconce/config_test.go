@@ -65,7 +65,6 @@ func TestServerInterceptorRefusesBadConfig(t *testing.T) {
 		{"negative wait", k, withScope(grpconce.Config{Options: []once.Option{once.WithWait(-1)}}), "Options", nil},
 		{"zero lease", k, withScope(grpconce.Config{Options: []once.Option{once.WithLease(0)}}), "Options", nil},
 		{"negative retention", k, withScope(grpconce.Config{Options: []once.Option{once.WithRetention(-time.Second)}}), "Options", nil},
-		{"negative local cache", k, withScope(grpconce.Config{Options: []once.Option{once.WithLocalCache(once.LocalCache{MaxEntries: 1, TTL: -1})}}), "Options", nil},
 		{"the Keeper's lease", once.New(store, once.WithLease(-1)), withScope(grpconce.Config{}), "Keeper", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

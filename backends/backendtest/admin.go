@@ -15,7 +15,7 @@ import (
 // admin returns e's store as a backends.Admin, or skips.
 func (e *env) admin() backends.Admin {
 	e.t.Helper()
-	a, ok := e.store.(backends.Admin)
+	a, ok := backends.As[backends.Admin](e.store)
 	if !ok {
 		e.t.Skip("store does not implement backends.Admin")
 	}

@@ -9,6 +9,10 @@
 // subtest of its area, so that a failure reads as
 // "Claim/TakeoverKeepsFingerprint".
 //
+// The suite finds the optional interfaces (Admin, Lister, Watcher) with
+// backends.As, so that a decorator of a store (package localcache) runs
+// every area the store it wraps supports.
+//
 // Every behaviour runs in parallel on a fresh random scope, so backends
 // may share one table or keyspace between behaviours. Lease and retention
 // cases use real, short durations: the suite never fakes time, and never

@@ -187,7 +187,7 @@ func exerciseHeld(t *testing.T, newStore NewStore) {
 
 	run(t, newStore, "AdminGetReportsHeld", func(e *env) {
 		e.mustHold("k", Token(), []byte("fp"), longLease)
-		if _, ok := e.store.(backends.Admin); !ok {
+		if _, ok := backends.As[backends.Admin](e.store); !ok {
 			e.t.Skip("store does not implement backends.Admin")
 		}
 		rec, expiresIn, found := e.get("k")

@@ -62,13 +62,13 @@ func EachBadNameCall(ctx context.Context, store backends.Store, scope, key strin
 			call("release", ok, err)
 			rr, err := store.Resolve(ctx, backends.ResolveParams{Scope: c.scope, Key: c.key, Owner: owner, Outcome: []byte("v"), Retention: longRetention})
 			call("resolve", rr.Resolved, err)
-			if a, ok := store.(backends.Admin); ok {
+			if a, ok := backends.As[backends.Admin](store); ok {
 				_, _, found, err := a.Get(ctx, c.scope, c.key)
 				call("get", found, err)
 				deleted, err := a.Delete(ctx, c.scope, c.key)
 				call("delete", deleted, err)
 			}
-			if w, ok := store.(backends.Watcher); ok {
+			if w, ok := backends.As[backends.Watcher](store); ok {
 				_, stop, err := w.Watch(ctx, c.scope, c.key)
 				if stop != nil {
 					stop()
@@ -192,7 +192,7 @@ func exerciseInput(t *testing.T, newStore NewStore) {
 			require.Error(e.t, c.Err, msg)
 			require.False(e.t, c.Applied, msg)
 		})
-		if _, ok := e.store.(backends.Lister); !ok {
+		if _, ok := backends.As[backends.Lister](e.store); !ok {
 			return
 		}
 		seen, _ := e.walk(backends.ListParams{Scope: e.scope})

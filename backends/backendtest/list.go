@@ -17,7 +17,7 @@ import (
 
 func (e *env) lister() backends.Lister {
 	e.t.Helper()
-	l, ok := e.store.(backends.Lister)
+	l, ok := backends.As[backends.Lister](e.store)
 	if !ok {
 		e.t.Skip("store does not implement backends.Lister")
 	}

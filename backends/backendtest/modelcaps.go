@@ -16,8 +16,9 @@ type (
 )
 
 // capabilities are the optional interfaces of the store under test that
-// the model drives. This is the one place the model asserts them: an
-// operation whose interface the store lacks is skipped (see runs).
+// the model drives, found with backends.As (on a decorator, on the store
+// it wraps). This is the one place the model asserts them: an operation
+// whose interface the store lacks is skipped (see runs).
 type capabilities struct {
 	admin  backends.Admin  // Delete, Get
 	lister backends.Lister // List, Count
@@ -28,13 +29,12 @@ type capabilities struct {
 
 func capabilitiesOf(s backends.Store) capabilities {
 	var c capabilities
-	c.admin, _ = s.(backends.Admin)
-	c.lister, _ = s.(backends.Lister)
+	c.admin, _ = backends.As[backends.Admin](s)
+	c.lister, _ = backends.As[backends.Lister](s)
 	c.ages = c.lister != nil
-	switch sw := s.(type) {
-	case batchSweeper:
+	if sw, ok := backends.As[batchSweeper](s); ok {
 		c.sweep = func(ctx context.Context) (int64, error) { return sw.Sweep(ctx, 0) }
-	case memorySweeper:
+	} else if sw, ok := backends.As[memorySweeper](s); ok {
 		c.sweep = func(context.Context) (int64, error) { return int64(sw.Sweep()), nil }
 	}
 	return c

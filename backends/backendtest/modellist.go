@@ -259,7 +259,7 @@ func (m *modelRun) statesOf(key string) (possible map[backends.State]bool, sure 
 func privateStores(e *env, newStore NewStore) bool {
 	e.t.Helper()
 	c := capabilitiesOf(e.store)
-	other, ok := newStore(e.t).(backends.Admin)
+	other, ok := backends.As[backends.Admin](newStore(e.t))
 	if c.admin == nil || c.lister == nil || !ok {
 		return false
 	}

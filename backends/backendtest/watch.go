@@ -13,7 +13,7 @@ import (
 // watcher returns e's store as a backends.Watcher, or skips.
 func (e *env) watcher() backends.Watcher {
 	e.t.Helper()
-	w, ok := e.store.(backends.Watcher)
+	w, ok := backends.As[backends.Watcher](e.store)
 	if !ok {
 		e.t.Skip("store does not implement backends.Watcher; the core polls")
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/localcache"
 )
 
 // storeClock is a settable clock for the Store (Options.Now).
@@ -50,11 +51,11 @@ func TestClaimReportsRetentionRemaining(t *testing.T) {
 	require.Equal(t, 40*time.Second, res.Existing.RetentionRemaining)
 }
 
-// A Keeper's local cache never serves a record read from SQLite after the
-// record expired there, however long the cache's TTL and the Keeper's
-// retention: the entry lives at most the time the store reported left.
-// The store runs on a fake clock set so that the record has 50 ms left
-// when the cache reads it; the cache runs on the real clock.
+// A local cache (package localcache) never serves a record read from
+// SQLite after the record expired there, however long the cache's TTL and
+// the Keeper's retention: the entry lives at most the time the store
+// reported left. The store and the cache run on one fake clock, set so
+// that the record has 50 ms left when the cache reads it.
 func TestLocalCacheNeverOutlivesTheRecord(t *testing.T) {
 	ctx := context.Background()
 	clock := &storeClock{now: time.Now()}
@@ -65,8 +66,9 @@ func TestLocalCacheNeverOutlivesTheRecord(t *testing.T) {
 	clock.Advance(time.Hour - 50*time.Millisecond)
 
 	cs := &claimCounter{Store: s}
-	scope := once.New(cs, once.WithRetention(time.Hour),
-		once.WithLocalCache(once.LocalCache{MaxEntries: 8, TTL: time.Hour})).Scope("s")
+	cached, err := localcache.New(cs, &localcache.Config{TTL: time.Hour, Now: clock.Now})
+	require.NoError(t, err)
+	scope := once.New(cached, once.WithRetention(time.Hour)).Scope("s")
 	var runs atomic.Int64
 	fn := func(context.Context) (int, error) { runs.Add(1); return 2, nil }
 	for range 3 {
@@ -77,7 +79,6 @@ func TestLocalCacheNeverOutlivesTheRecord(t *testing.T) {
 	require.EqualValues(t, 1, cs.claims.Load(), "replays answered from the cache")
 
 	clock.Advance(50 * time.Millisecond) // the record expired in the store
-	time.Sleep(60 * time.Millisecond)    // and, by the real clock, its 50 ms passed
 	v, err := once.Do(ctx, scope, "k", nil, fn)
 	require.NoError(t, err)
 	require.Equal(t, 2, v, "a new intent: the expired record is not served from the cache")

@@ -1,4 +1,4 @@
-package once_test
+package localcache_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/localcache"
 	"github.com/stagedoor/once/backends/memory"
 )
 
@@ -21,14 +22,17 @@ func (s *claimCounter) Claim(ctx context.Context, p backends.ClaimParams) (backe
 	return s.Store.Claim(ctx, p)
 }
 
-// A client retries one request in a loop. With a local cache, the replays
-// of the completed key are answered from this process's memory: only the
-// first call reaches the store.
-func ExampleWithLocalCache() {
+// A client retries one request in a loop. With a local cache in front of
+// the store, the replays of the completed key are answered from this
+// process's memory: only the first call reaches the store.
+func ExampleNew() {
 	ctx := context.Background()
 	store := &claimCounter{Store: memory.New(nil)}
-	k := once.New(store, once.WithLocalCache(once.LocalCache{MaxEntries: 10_000, TTL: 10 * time.Second}))
-	scope := k.Scope("buyer-42")
+	cached, err := localcache.New(store, &localcache.Config{MaxEntries: 10_000, TTL: 10 * time.Second})
+	if err != nil {
+		panic(err)
+	}
+	scope := once.New(cached).Scope("buyer-42")
 	fp := once.Fingerprint("sha256-of-the-request")
 	charge := func(ctx context.Context) (string, error) { return "ch_1", nil }
 
@@ -37,8 +41,8 @@ func ExampleWithLocalCache() {
 			panic(err)
 		}
 	}
-	// The fingerprint is checked as the store would: another request is refused.
-	_, err := once.Do(ctx, scope, "order-1042", once.Fingerprint("another-request"), charge)
+	// The fingerprint is checked as on a store's answer: another request is refused.
+	_, err = once.Do(ctx, scope, "order-1042", once.Fingerprint("another-request"), charge)
 	fmt.Println("another request:", err)
 	fmt.Println("claims sent to the store for 101 calls:", store.claims)
 	// Output:

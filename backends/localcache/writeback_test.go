@@ -1,4 +1,4 @@
-package once_test
+package localcache_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/localcache"
 	"github.com/stagedoor/once/backends/memory"
 )
 
@@ -33,11 +34,11 @@ func (c *fakeNow) add(d time.Duration) {
 // (retention from the first attempt), not retention from the retry: else
 // the cache replays an outcome the store no longer holds, and a new intent
 // with the key gets the old answer instead of running fn.
-func TestLocalCacheEntryFromRetriedCompletionDoesNotOutliveTheRecord(t *testing.T) {
+func TestEntryFromRetriedCompletionDoesNotOutliveTheRecord(t *testing.T) {
 	ctx := context.Background()
 	clock := &fakeNow{t: time.Unix(1_000_000, 0)}
 	inner := memory.New(&memory.Config{Now: clock.now})
-	store := newFaultStore(inner)
+	store := &hookStore{Store: inner}
 	var attempts atomic.Int32
 	store.complete = func(ctx context.Context, p backends.CompleteParams) (bool, error) {
 		applied, err := inner.Complete(ctx, p)
@@ -48,8 +49,8 @@ func TestLocalCacheEntryFromRetriedCompletionDoesNotOutliveTheRecord(t *testing.
 		return applied, err
 	}
 	const retention = time.Second
-	k := once.New(store, once.WithRetention(retention), once.WithLease(time.Hour),
-		once.WithLocalCache(once.LocalCacheWithClock(once.LocalCache{MaxEntries: 8, TTL: time.Hour}, clock.now)))
+	k := once.New(cached(t, store, localcache.Config{MaxEntries: 8, TTL: time.Hour, Now: clock.now}),
+		once.WithRetention(retention), once.WithLease(time.Hour))
 	scope := k.Scope("s")
 	var runs atomic.Int32
 	fn := func(context.Context) (int32, error) { return runs.Add(1), nil }
@@ -79,10 +80,10 @@ func (aliasingCodec) Unmarshal(data []byte, v any) error {
 // Each replay from the store decodes fresh bytes; a replay from the local
 // cache must too, so that a caller that modifies its replayed value (legal:
 // it is the caller's) does not change the answer later replays get.
-func TestLocalCacheReplayDoesNotShareBytesBetweenCallers(t *testing.T) {
+func TestReplayDoesNotShareBytesBetweenCallers(t *testing.T) {
 	ctx := context.Background()
 	store := &countingStore{Store: memory.New(nil)}
-	scope := once.New(store, once.WithCodec(aliasingCodec{}), once.WithLocalCache(once.LocalCache{MaxEntries: 8})).Scope("s")
+	scope := once.New(cached(t, store, localcache.Config{MaxEntries: 8}), once.WithCodec(aliasingCodec{})).Scope("s")
 	fn := func(context.Context) ([]byte, error) { return []byte("paid"), nil }
 
 	_, err := once.Do(ctx, scope, "k", nil, fn)
@@ -102,7 +103,7 @@ func TestLocalCacheReplayDoesNotShareBytesBetweenCallers(t *testing.T) {
 // their own bytes: with a zero-copy codec, one caller modifying its value
 // changes neither another's value nor the cache (the race detector sees a
 // shared buffer).
-func TestLocalCacheJoinedDuplicatesDoNotShareBytes(t *testing.T) {
+func TestJoinedDuplicatesDoNotShareBytes(t *testing.T) {
 	const n = 8
 	ctx := context.Background()
 	mem := memory.New(nil)
@@ -110,7 +111,8 @@ func TestLocalCacheJoinedDuplicatesDoNotShareBytes(t *testing.T) {
 		func(context.Context) ([]byte, error) { return []byte("paid"), nil })
 	require.NoError(t, err)
 	cs := &countingStore{Store: mem, gate: make(chan struct{})}
-	scope := once.New(cs, once.WithCodec(aliasingCodec{}), once.WithLocalCache(once.LocalCache{MaxEntries: 8})).Scope("s")
+	c := cached(t, cs, localcache.Config{MaxEntries: 8})
+	scope := once.New(c, once.WithCodec(aliasingCodec{})).Scope("s")
 	values := make([][]byte, n)
 	var wg sync.WaitGroup
 	for i := range n {
@@ -122,7 +124,7 @@ func TestLocalCacheJoinedDuplicatesDoNotShareBytes(t *testing.T) {
 			values[i] = v
 		})
 	}
-	waitFor(t, func() bool { return once.LocalCacheJoined(scope) == n-1 })
+	waitFor(t, func() bool { return localcache.Joined(c) == n-1 })
 	close(cs.gate)
 	wg.Wait()
 	require.EqualValues(t, 1, cs.claims.Load(), "one store read for all")
@@ -134,35 +136,15 @@ func TestLocalCacheJoinedDuplicatesDoNotShareBytes(t *testing.T) {
 	require.Equal(t, "paid", string(again))
 }
 
-// Without a local cache too, a replay from the memory store decodes bytes
-// of its own: a caller that modifies its replayed value (a zero-copy
-// codec's value aliases what it decoded) changes neither the stored record
-// nor what later replays get.
-func TestMemoryReplayDoesNotShareBytesBetweenCallers(t *testing.T) {
-	ctx := context.Background()
-	scope := once.New(memory.New(nil), once.WithCodec(aliasingCodec{})).Scope("s")
-	fn := func(context.Context) ([]byte, error) { return []byte("paid"), nil }
-	_, err := once.Do(ctx, scope, "k", nil, fn)
-	require.NoError(t, err)
-	first, err := once.DoOutcome(ctx, scope, "k", nil, fn)
-	require.NoError(t, err)
-	require.True(t, first.Replayed)
-	copy(first.Value, "XXXX") // the caller's own value
-	second, err := once.DoOutcome(ctx, scope, "k", nil, fn)
-	require.NoError(t, err)
-	require.True(t, second.Replayed)
-	require.Equal(t, []byte("paid"), second.Value, "a replay is not changed by what another caller did to its value")
-}
-
 // The first caller owns what Do returns and what it passed: with a
 // zero-copy codec its value aliases the encoded outcome that went to the
 // store and to the local cache, and its fingerprint buffer is free for
 // reuse once Do returns. Modifying either changes neither the cached
 // record nor the stored one.
-func TestLocalCacheFirstCallerOwnsItsBytes(t *testing.T) {
+func TestFirstCallerOwnsItsBytes(t *testing.T) {
 	ctx := context.Background()
 	store := &countingStore{Store: memory.New(nil)}
-	scope := once.New(store, once.WithCodec(aliasingCodec{}), once.WithLocalCache(once.LocalCache{MaxEntries: 8})).Scope("s")
+	scope := once.New(cached(t, store, localcache.Config{MaxEntries: 8}), once.WithCodec(aliasingCodec{})).Scope("s")
 	fp := once.Fingerprint("fingerprint")
 	first, err := once.DoOutcome(ctx, scope, "k", fp, func(context.Context) ([]byte, error) { return []byte("paid"), nil })
 	require.NoError(t, err)

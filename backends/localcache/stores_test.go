@@ -1,4 +1,4 @@
-package once_test
+package localcache_test
 
 import (
 	"context"
@@ -9,20 +9,23 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends/localcache"
 	"github.com/stagedoor/once/internal/testservers"
 )
 
-// TestLocalCacheOnEveryStore checks the cache over the real servers: the
+// TestOnEveryStore checks the cache over the real servers: the
 // first claims of 32 concurrent duplicates are one store call (31 join it),
 // fn runs once and every waiting duplicate gets its outcome, hot replays
 // make no store call, and a mismatching fingerprint gets ErrKeyReused.
-func TestLocalCacheOnEveryStore(t *testing.T) {
+func TestOnEveryStore(t *testing.T) {
 	for name, newStore := range testservers.Stores() {
 		t.Run(name, func(t *testing.T) {
 			cs := &countingStore{Store: newStore(t), gate: make(chan struct{})}
-			scope := once.New(cs, once.WithLocalCache(once.LocalCache{MaxEntries: 64}), once.WithWait(20*time.Second)).Scope("cache-" + testservers.Suffix())
+			c := cached(t, cs, localcache.Config{MaxEntries: 64})
+			w := world{keeper: once.New(c, once.WithWait(20*time.Second)), cached: c, count: cs}
+			scope := w.keeper.Scope("cache-" + testservers.Suffix())
 			var runs atomic.Int64
-			errs := runDuplicates(t, 32, scope, cs, cacheFP("a"), countRuns(&runs, 5), 31)
+			errs := runDuplicates(t, 32, w, scope, cacheFP("a"), countRuns(&runs, 5), 31)
 			for _, err := range errs {
 				require.NoError(t, err)
 			}
@@ -41,14 +44,14 @@ func TestLocalCacheOnEveryStore(t *testing.T) {
 	}
 }
 
-// The local cache keys (scope, key) as a pair, as the stores do: scope
-// "a:b" with key "c" and scope "a" with key "b:c" are two intents, each
+// The cache keys (scope, key) as a pair, as the stores do: scope "a:b"
+// with key "c" and scope "a" with key "b:c" are two intents, each
 // replaying its own answer from the cache.
-func TestLocalCacheScopeAndKeyNeverCollide(t *testing.T) {
+func TestScopeAndKeyNeverCollide(t *testing.T) {
 	for name, newStore := range testservers.Stores() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			k := once.New(newStore(t), once.WithLocalCache(once.LocalCache{MaxEntries: 64}))
+			k := once.New(cached(t, newStore(t), localcache.Config{MaxEntries: 64}))
 			prefix := "col-" + testservers.Suffix()
 			ab, a := k.Scope(prefix+":b"), k.Scope(prefix)
 			first, err := once.Do(ctx, ab, "c", nil, func(context.Context) (string, error) { return "ab+c", nil })

@@ -1,4 +1,4 @@
-package once_test
+package localcache_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/localcache"
 	"github.com/stagedoor/once/backends/memory"
 )
 
@@ -32,13 +33,14 @@ func (s *pendingUntilFill) Claim(ctx context.Context, p backends.ClaimParams) (b
 	return backends.ClaimResult{Existing: backends.Record{State: backends.StatePending, Fingerprint: bytes.Clone(p.Fingerprint), LeaseRemaining: time.Hour}}, nil
 }
 
-// A call waiting for a duplicate (WithWait) asks the local cache again
-// after each wait: once another call of the process completed the key,
-// the waiter replays that outcome from the cache, although the store
-// would still answer it pending (no store Claim could end its wait).
-func TestLocalCacheAnswersTheRoundAfterAWait(t *testing.T) {
+// A call waiting for a duplicate (WithWait) asks the cache again after
+// each wait (each round's Claim): once another call of the process
+// completed the key, the waiter replays that outcome from the cache,
+// although the store would still answer it pending (no store Claim could
+// end its wait).
+func TestAnswersTheRoundAfterAWait(t *testing.T) {
 	st := &pendingUntilFill{Store: memory.New(nil)}
-	scope := once.New(st, once.WithLocalCache(once.LocalCache{MaxEntries: 8}), once.WithWait(30*time.Second)).Scope("s")
+	scope := once.New(cached(t, st, localcache.Config{MaxEntries: 8}), once.WithWait(30*time.Second)).Scope("s")
 	ctx := context.Background()
 	fp := cacheFP("a")
 	type result struct {

@@ -1,4 +1,4 @@
-package once_test
+package localcache_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/localcache"
 	"github.com/stagedoor/once/backends/memory"
 )
 
@@ -33,16 +34,15 @@ func (s *failFirstClaimStore) Claim(ctx context.Context, p backends.ClaimParams)
 	return s.Store.Claim(ctx, p)
 }
 
-// TestLocalCacheFailedLeaderFollowersShareOneClaim: when the Claim of the
+// TestFailedLeaderFollowersShareOneClaim: when the Claim of the
 // duplicate leading a flight fails (a store timeout: the moment the store
 // is least able to take a burst), the duplicates that joined it make one
-// store call between them, as the README promises of concurrent
-// duplicates; on main each sent its own Claim at once (n duplicates, n
-// store calls).
-func TestLocalCacheFailedLeaderFollowersShareOneClaim(t *testing.T) {
+// store call between them, not one each.
+func TestFailedLeaderFollowersShareOneClaim(t *testing.T) {
 	const n = 16
 	st := &failFirstClaimStore{Store: memory.New(nil), gate: make(chan struct{})}
-	scope := once.New(st, once.WithLocalCache(once.LocalCache{MaxEntries: 8})).Scope("s")
+	store := cached(t, st, localcache.Config{MaxEntries: 8})
+	scope := once.New(store).Scope("s")
 	var runs atomic.Int64
 	var wg sync.WaitGroup
 	errs := make([]error, n)
@@ -54,7 +54,7 @@ func TestLocalCacheFailedLeaderFollowersShareOneClaim(t *testing.T) {
 			})
 		})
 	}
-	waitJoined(t, scope, n-1)
+	waitJoined(t, store, n-1)
 	close(st.gate)
 	wg.Wait()
 	require.EqualValues(t, 1, runs.Load())
@@ -86,15 +86,14 @@ func (nullStore) Claim(context.Context, backends.ClaimParams) (backends.ClaimRes
 func (nullStore) Release(context.Context, backends.ReleaseParams) (bool, error) { return true, nil }
 func (nullStore) Renew(context.Context, backends.RenewParams) (bool, error)     { return true, nil }
 
-// TestLocalCacheMemoryBoundedByMaxBytes: a burst of distinct keys whose fn
-// fails retryably (a downstream outage) leaves nothing in the local cache
-// and does not grow the heap past MaxBytes; on main every won claim stayed
-// remembered (uncounted by MaxBytes, up to max(MaxEntries, 1024) entries)
-// until it completed, which these never do: 20 000 of them grew the heap
-// by about 9 MiB with MaxBytes 64 KiB.
-func TestLocalCacheMemoryBoundedByMaxBytes(t *testing.T) {
+// TestMemoryBoundedByMaxBytes: a burst of distinct keys whose fn fails
+// retryably (a downstream outage) leaves nothing in the local cache and
+// does not grow the heap past MaxBytes: every won claim is forgotten when
+// it is released.
+func TestMemoryBoundedByMaxBytes(t *testing.T) {
 	const n, maxBytes = 20_000, 64 << 10
-	scope := once.New(nullStore{}, once.WithLocalCache(once.LocalCache{MaxEntries: 1 << 20, MaxBytes: maxBytes})).Scope("s")
+	store := cached(t, nullStore{}, localcache.Config{MaxBytes: maxBytes})
+	scope := once.New(store).Scope("s")
 	fp := once.Fingerprint(strings.Repeat("f", 64))
 	errDown := errors.New("downstream unavailable")
 	heap := func() uint64 {
@@ -110,7 +109,7 @@ func TestLocalCacheMemoryBoundedByMaxBytes(t *testing.T) {
 		require.ErrorIs(t, err, errDown)
 	}
 	grown := int64(heap()) - int64(before)
-	entries, bytes := once.LocalCacheOwned(scope)
+	entries, bytes := localcache.Owned(store)
 	runtime.KeepAlive(scope)
 	t.Logf("heap grew %d KiB after %d retryable failures (MaxBytes %d KiB)", grown>>10, n, maxBytes>>10)
 	require.Zero(t, entries, "claims that settled are still remembered")
@@ -134,12 +133,11 @@ func (s *lossyStore) Complete(ctx context.Context, p backends.CompleteParams) (b
 	return s.Store.Complete(ctx, p)
 }
 
-// TestLocalCacheForgetsEveryClaimThatSettles: however a claim ends —
-// completed, final error, retryable error, panic, hold, a completion the
-// store failed (unrecorded) or fenced off (lease lost) — the local cache
-// remembers nothing of it afterwards (on main, only a completion removed
-// it).
-func TestLocalCacheForgetsEveryClaimThatSettles(t *testing.T) {
+// TestForgetsEveryClaimThatSettles: however a claim ends — completed,
+// final error, retryable error, panic, hold, a completion the store failed
+// (unrecorded) or fenced off (lease lost) — the local cache remembers
+// nothing of it afterwards.
+func TestForgetsEveryClaimThatSettles(t *testing.T) {
 	for _, tc := range []struct {
 		name        string
 		lose, fence bool
@@ -154,26 +152,27 @@ func TestLocalCacheForgetsEveryClaimThatSettles(t *testing.T) {
 		{"lease-lost", false, true, func(context.Context) (int, error) { return 1, nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			st := &lossyStore{Store: memory.New(nil), lose: tc.lose, fence: tc.fence}
-			scope := once.New(st, once.WithLocalCache(once.LocalCache{MaxEntries: 8})).Scope("s")
+			store := cached(t, &lossyStore{Store: memory.New(nil), lose: tc.lose, fence: tc.fence}, localcache.Config{MaxEntries: 8})
+			scope := once.New(store).Scope("s")
 			func() {
 				defer func() { _ = recover() }()
 				_, _ = once.Do(context.Background(), scope, "k", once.Fingerprint("fp"), tc.fn)
 			}()
-			entries, bytes := once.LocalCacheOwned(scope)
+			entries, bytes := localcache.Owned(store)
 			require.Zero(t, entries)
 			require.Zero(t, bytes)
 		})
 	}
 }
 
-// TestLocalCacheRunningClaimsWithinMaxBytes: the claims in flight the
-// local cache remembers (so that their completion fills it) take at most
-// MaxBytes however many run at once; those past it are not remembered,
-// and every completion still answers correctly.
-func TestLocalCacheRunningClaimsWithinMaxBytes(t *testing.T) {
+// TestRunningClaimsWithinMaxBytes: the claims in flight the local cache
+// remembers (so that their completion fills it) take at most MaxBytes
+// however many run at once; those past it are not remembered, and every
+// completion still answers correctly.
+func TestRunningClaimsWithinMaxBytes(t *testing.T) {
 	const n, maxBytes = 64, 2 << 10
-	scope := once.New(memory.New(nil), once.WithLocalCache(once.LocalCache{MaxEntries: 1 << 20, MaxBytes: maxBytes})).Scope("s")
+	store := cached(t, memory.New(nil), localcache.Config{MaxBytes: maxBytes})
+	scope := once.New(store).Scope("s")
 	release := make(chan struct{})
 	var started sync.WaitGroup
 	var wg sync.WaitGroup
@@ -190,13 +189,13 @@ func TestLocalCacheRunningClaimsWithinMaxBytes(t *testing.T) {
 		})
 	}
 	started.Wait()
-	entries, bytes := once.LocalCacheOwned(scope)
+	entries, bytes := localcache.Owned(store)
 	require.Positive(t, entries)
 	require.Less(t, entries, n, "MaxBytes did not bound the claims remembered")
 	require.LessOrEqual(t, bytes, maxBytes)
 	close(release)
 	wg.Wait()
-	entries, bytes = once.LocalCacheOwned(scope)
+	entries, bytes = localcache.Owned(store)
 	require.Zero(t, entries)
 	require.Zero(t, bytes)
 	for i := range n {

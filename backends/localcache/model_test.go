@@ -1,4 +1,4 @@
-package once_test
+package localcache_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends/localcache"
 	"github.com/stagedoor/once/backends/memory"
 )
 
@@ -55,13 +56,13 @@ type cacheAnswer struct {
 	err string
 }
 
-// TestLocalCacheModel runs random sequences of calls, final, retryable and
+// TestModel runs random sequences of calls, final, retryable and
 // held errors, resolves, deletes and clock jumps against a cached and an
 // uncached Keeper, each on its own store with one fake clock. Every answer
 // must be identical, except within TTL after the key's record was deleted
 // or expired in the store, where the cached world may answer from the old
 // record (its outcome, or ErrKeyReused to another fingerprint); such a key is then retired, since the two stores differ.
-func TestLocalCacheModel(t *testing.T) {
+func TestModel(t *testing.T) {
 	seeds, ops := 200, 300
 	if testing.Short() {
 		seeds = 30
@@ -83,12 +84,13 @@ func runCacheModel(t *testing.T, seed uint64, ops int) (stale, hits int) {
 	clock := newFakeClock()
 	const retention, lease = 10 * time.Minute, 30 * time.Second
 	ttl := []time.Duration{time.Second, time.Minute, 10 * time.Minute, 2 * time.Hour}[rng.IntN(4)]
-	lc := once.LocalCacheWithClock(once.LocalCache{MaxEntries: 1 + rng.IntN(3), TTL: ttl}, clock.Now)
+	cfg := localcache.Config{MaxEntries: 1 + rng.IntN(3), TTL: ttl, Now: clock.Now}
 	opts := []once.Option{once.WithRetention(retention), once.WithLease(lease)}
 
 	memA := memory.New(&memory.Config{Now: clock.Now})
 	countA := &countingStore{Store: memA}
-	cached := cacheWorld{mem: memA, scope: once.New(countA, append(opts, once.WithLocalCache(lc))...).Scope("m")}
+	cachedA := cached(t, countA, cfg)
+	cachedW := cacheWorld{mem: memA, scope: once.New(cachedA, opts...).Scope("m")}
 	memB := memory.New(&memory.Config{Now: clock.Now})
 	plain := cacheWorld{mem: memB, scope: once.New(memB, opts...).Scope("m")}
 
@@ -124,7 +126,7 @@ func runCacheModel(t *testing.T, seed uint64, ops int) (stale, hits int) {
 				return a
 			}
 			claimsBefore := countA.claims.Load()
-			a, b := run(cached), run(plain)
+			a, b := run(cachedW), run(plain)
 			if countA.claims.Load() == claimsBefore {
 				hits++
 			}
@@ -144,14 +146,14 @@ func runCacheModel(t *testing.T, seed uint64, ops int) (stale, hits int) {
 			}
 		case r < 14:
 			v := rng.IntN(1000)
-			ea := once.Resolve(ctx, cached.scope, key, f, v, nil)
+			ea := once.Resolve(ctx, cachedW.scope, key, f, v, nil)
 			eb := once.Resolve(ctx, plain.scope, key, f, v, nil)
 			require.Equal(t, fmt.Sprint(eb), fmt.Sprint(ea), step)
 			if eb == nil {
 				mk.completedAt(now, retention, ttl)
 			}
 		case r < 16:
-			da, err := cached.mem.Delete(ctx, "m", key)
+			da, err := cachedW.mem.Delete(ctx, "m", key)
 			require.NoError(t, err)
 			db, err := plain.mem.Delete(ctx, "m", key)
 			require.NoError(t, err)
@@ -166,7 +168,7 @@ func runCacheModel(t *testing.T, seed uint64, ops int) (stale, hits int) {
 			clock.Advance([]time.Duration{time.Second, lease, 2 * time.Minute, retention}[rng.IntN(4)])
 		}
 	}
-	entries, _ := once.LocalCacheStats(cached.scope)
+	entries, _ := localcache.Stats(cachedA)
 	require.LessOrEqual(t, entries, 3)
 	return stale, hits
 }

@@ -1,4 +1,4 @@
-package once_test
+package localcache_test
 
 import (
 	"context"
@@ -13,20 +13,21 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends/localcache"
 	"github.com/stagedoor/once/internal/testservers"
 )
 
-// TestLocalCacheConcurrentOnEveryStore: goroutines hammer a few keys
-// through a cached Keeper, with fn succeeding, failing retryably, holding
+// TestConcurrentOnEveryStore: goroutines hammer a few keys through a
+// Keeper over the cache, with fn succeeding, failing retryably, holding
 // (briefly), panicking, or outliving its caller's context, on memory,
 // PostgreSQL and Redis. Each key's outcome is recorded once; every success
 // any caller got is that outcome; no value is recorded twice.
-func TestLocalCacheConcurrentOnEveryStore(t *testing.T) {
+func TestConcurrentOnEveryStore(t *testing.T) {
 	for name, newStore := range testservers.Stores() {
 		t.Run(name, func(t *testing.T) {
 			store := newStore(t)
-			k := once.New(store, once.WithLease(time.Second), once.WithHoldFor(5*time.Millisecond),
-				once.WithLocalCache(once.LocalCache{MaxEntries: 2, TTL: time.Minute}))
+			k := once.New(cached(t, store, localcache.Config{MaxEntries: 2, TTL: time.Minute}),
+				once.WithLease(time.Second), once.WithHoldFor(5*time.Millisecond))
 			plain := once.New(store, once.WithLease(time.Second)).Scope("c")
 			scope := k.Scope("c")
 			const keys, workers, calls = 6, 12, 60
