@@ -69,7 +69,7 @@ func TestLocalCacheConcurrentOnEveryStore(t *testing.T) {
 								mu.Lock()
 								answers[ki] = append(answers[ki], out.Value)
 								mu.Unlock()
-								if out.Recorded && !out.Replayed {
+								if out.Status == once.Recorded {
 									recorded[ki].Add(1)
 								}
 							}

@@ -208,7 +208,7 @@ func Reject(err error) error {
 // ReasonHeld for a claim the core released, or the reverse.
 //
 // The unrecorded and lease-lost rows are the core's own completion
-// failures (Outcome.Unrecorded, Outcome.LeaseLost), never read from the
+// failures (Outcome.Status Unrecorded, LeaseLost), never read from the
 // handler's error: a handler error that wraps ErrOutcomeUnrecorded or
 // ErrLeaseLost (a nested Do's failure) is a handler error like any other.
 // An unrecorded outcome is acknowledged because the handler's effect has
@@ -294,7 +294,7 @@ func consumeValue[T any](ctx context.Context, scope Scope, key string, fp Finger
 	if ran {
 		d = decideRan(ctx, scope, out, class, err)
 	} else {
-		d = decideNotRan(ctx, out.Replayed, err)
+		d = decideNotRan(ctx, out.Status == Replayed, err)
 	}
 	if tooLarge(d) {
 		d = Decision{Action: DeadLetter, Reason: ReasonTooLarge, Err: d.Err}
@@ -322,27 +322,27 @@ func tooLarge(d Decision) bool {
 
 // decideRan decides after the handler ran in this call.
 // The lease-lost and unrecorded cases are read from what the core reports
-// (Outcome.LeaseLost, Outcome.Unrecorded), never from the error chain: a
+// (Outcome.Status LeaseLost, Unrecorded), never from the error chain: a
 // handler's own error may wrap ErrOutcomeUnrecorded or ErrLeaseLost (from a
 // nested Do) while nothing of this message's outcome was stored.
 func decideRan[T any](ctx context.Context, scope Scope, out Outcome[T], class Class, err error) Decision {
 	switch {
 	case err == nil:
 		return Decision{Action: Ack, Reason: ReasonDone}
-	case out.Recorded:
+	case out.Status == Recorded:
 		// A final error, or a value recorded as an error (too large, not
 		// encodable): every redelivery gets the same answer.
 		return Decision{Action: Ack, Reason: ReasonFinal, Err: err}
 	case errors.Is(err, ErrRejected):
 		return Decision{Action: DeadLetter, Reason: ReasonRejected, Err: err}
-	case out.LeaseLost:
+	case out.Status == LeaseLost:
 		return Decision{Action: RetryLater, Reason: ReasonLeaseLost, Err: err}
 	case class == ClassHold:
-		// Also when the hold could not be stored (out.Unrecorded): the key
+		// Also when the hold could not be stored (Outcome.Status HoldUnrecorded): the key
 		// then runs the handler again after its lease, as the redelivery
 		// does.
 		return Decision{Action: RetryLater, Reason: ReasonHeld, RetryAfter: scope.heldRetryAfter(), Err: err}
-	case out.Unrecorded:
+	case out.Status == Unrecorded:
 		return Decision{Action: Ack, Reason: ReasonUnrecorded, Err: err}
 	case endedBy(ctx, err):
 		// The consumer is shutting down, not the message failing: a broker

@@ -77,23 +77,39 @@ func TestConsumeCoreCompletionFailures(t *testing.T) {
 	require.ErrorIs(t, d.Err, once.ErrLeaseLost)
 }
 
-// DoOutcome reports the core's completion failures in the Outcome itself.
-func TestDoOutcomeReportsUnrecordedAndLeaseLost(t *testing.T) {
+// DoOutcome reports in Outcome.Status how each call ended: the core's own
+// completion failures included, and a held key.
+func TestDoOutcomeReportsHowTheCallEnded(t *testing.T) {
 	ctx := context.Background()
 	one := func(context.Context) (int, error) { return 1, nil }
 
 	out, err := once.DoOutcome(ctx, once.New(completeFails{memory.New(nil)}).Scope("s"), "k", nil, one)
 	require.ErrorIs(t, err, once.ErrOutcomeUnrecorded)
-	require.True(t, out.Unrecorded)
-	require.False(t, out.LeaseLost || out.Recorded)
+	require.Equal(t, once.Unrecorded, out.Status)
 
 	out, err = once.DoOutcome(ctx, once.New(completeLost{memory.New(nil)}).Scope("s"), "k", nil, one)
 	require.ErrorIs(t, err, once.ErrLeaseLost)
-	require.True(t, out.LeaseLost)
-	require.False(t, out.Unrecorded || out.Recorded)
+	require.Equal(t, once.LeaseLost, out.Status)
 
-	out, err = once.DoOutcome(ctx, once.New(memory.New(nil)).Scope("s"), "k", nil, one)
+	scope := once.New(memory.New(nil)).Scope("s")
+	out, err = once.DoOutcome(ctx, scope, "k", nil, one)
 	require.NoError(t, err)
-	require.True(t, out.Recorded)
-	require.False(t, out.Unrecorded || out.LeaseLost)
+	require.Equal(t, once.Recorded, out.Status)
+
+	out, err = once.DoOutcome(ctx, scope, "k", nil, one)
+	require.NoError(t, err)
+	require.Equal(t, once.Replayed, out.Status)
+
+	out, err = once.DoOutcome(ctx, scope, "held", nil, func(context.Context) (int, error) { return 0, once.Hold(errors.New("timeout")) })
+	require.Error(t, err)
+	require.Equal(t, once.Held, out.Status)
+
+	out, err = once.DoOutcome(ctx, scope, "held", nil, one)
+	require.ErrorIs(t, err, once.ErrInProgress)
+	require.Zero(t, out.Status, "fn did not run")
+	require.Equal(t, "not run", out.Status.String())
+
+	out, err = once.DoOutcome(ctx, scope, "released", nil, func(context.Context) (int, error) { return 0, errors.New("retry me") })
+	require.Error(t, err)
+	require.Equal(t, once.Released, out.Status)
 }

@@ -141,17 +141,17 @@ func settleOutcome[T any](c *claim, fnCtx context.Context, start time.Time, v T,
 		applied, err := c.hold(fnErr)
 		switch {
 		case err != nil:
-			return Outcome[T]{Value: v, Unrecorded: true}, errors.Join(fnErr, &UnrecordedError{Err: err})
+			return Outcome[T]{Value: v, Status: HoldUnrecorded}, errors.Join(fnErr, &UnrecordedError{Err: err})
 		case !applied:
-			return Outcome[T]{Value: v, LeaseLost: true}, errors.Join(fnErr, ErrLeaseLost)
+			return Outcome[T]{Value: v, Status: LeaseLost}, errors.Join(fnErr, ErrLeaseLost)
 		}
-		return Outcome[T]{Value: v}, fnErr
+		return Outcome[T]{Value: v, Status: Held}, fnErr
 	default:
 		c.release()
 		if errors.Is(context.Cause(fnCtx), ErrLeaseLost) {
-			return Outcome[T]{Value: v, LeaseLost: true}, errors.Join(fnErr, ErrLeaseLost)
+			return Outcome[T]{Value: v, Status: LeaseLost}, errors.Join(fnErr, ErrLeaseLost)
 		}
-		return Outcome[T]{Value: v}, fnErr
+		return Outcome[T]{Value: v, Status: Released}, fnErr
 	}
 }
 
@@ -191,13 +191,13 @@ func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 	switch {
 	case err != nil:
 		c.emit(Event{Kind: EventUnrecorded, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start), Err: err})
-		return Outcome[T]{Value: v, Unrecorded: true}, errors.Join(fnErr, &UnrecordedError{Err: err})
+		return Outcome[T]{Value: v, Status: Unrecorded}, errors.Join(fnErr, &UnrecordedError{Err: err})
 	case !applied:
 		c.emit(Event{Kind: EventLeaseLost, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start), Err: ErrLeaseLost})
-		return Outcome[T]{Value: v, LeaseLost: true}, errors.Join(fnErr, ErrLeaseLost)
+		return Outcome[T]{Value: v, Status: LeaseLost}, errors.Join(fnErr, ErrLeaseLost)
 	default:
 		c.emit(Event{Kind: EventRecorded, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start)})
-		return Outcome[T]{Value: first, Recorded: true}, answer
+		return Outcome[T]{Value: first, Status: Recorded}, answer
 	}
 }
 

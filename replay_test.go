@@ -39,8 +39,8 @@ func firstAndReplay[T any](t *testing.T, scope once.Scope, fn func(context.Conte
 	ctx := context.Background()
 	first, firstErr = once.DoOutcome(ctx, scope, "k", nil, fn)
 	replay, replayErr = once.DoOutcome(ctx, scope, "k", nil, fn)
-	require.True(t, replay.Replayed)
-	require.False(t, first.Replayed)
+	require.Equal(t, once.Replayed, replay.Status)
+	require.NotEqual(t, once.Replayed, first.Status)
 	return first, replay, firstErr, replayErr
 }
 

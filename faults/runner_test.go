@@ -106,7 +106,7 @@ func plainCall(scope once.Scope, l ledger, trig *trigger, self string, pid int) 
 	var seq atomic.Int64
 	return func(ctx context.Context, key string) (string, bool, error) {
 		out, err := once.DoOutcome(ctx, scope, key, nil, effectFn(l, trig, self, pid, &seq, key, nil))
-		return out.Value, out.Replayed, err
+		return out.Value, out.Status == once.Replayed, err
 	}
 }
 

@@ -67,12 +67,12 @@ func doTxOnce[T any](ctx context.Context, db TxBeginner, s *Store, scope once.Sc
 		ran = true
 		return fn(ctx, tx)
 	})
-	if !out.Recorded {
+	if out.Status != once.Recorded && out.Status != once.Replayed {
 		return out.Value, ran, err
 	}
 	cerr := tx.Commit()
 	done = true
-	if _, cerr := interpretError("commit", cerr); cerr != nil && !out.Replayed {
+	if _, cerr := interpretError("commit", cerr); cerr != nil && out.Status != once.Replayed {
 		return zero, ran, cerr
 	}
 	return out.Value, ran, err

@@ -67,12 +67,12 @@ func DoTx[T any](ctx context.Context, db TxBeginner, s *Store, scope once.Scope,
 	out, err := once.DoOutcome(ctx, scope.WithStore(s.InTx(tx)), key, fp, func(ctx context.Context) (T, error) {
 		return fn(ctx, tx)
 	})
-	if !out.Recorded {
+	if out.Status != once.Recorded && out.Status != once.Replayed {
 		return out.Value, err
 	}
 	cerr := tx.Commit(ctx)
 	done = true
-	if _, cerr := interpretError("commit", cerr); cerr != nil && !out.Replayed {
+	if _, cerr := interpretError("commit", cerr); cerr != nil && out.Status != once.Replayed {
 		return zero, cerr
 	}
 	return out.Value, err
