@@ -206,13 +206,16 @@ func TestLocalCacheBoundsBytes(t *testing.T) {
 	require.Equal(t, before+1, cs.claims.Load())
 }
 
-func TestLocalCacheNotUsedInsideWithStore(t *testing.T) {
+func TestLocalCacheNotUsedInsideDoTx(t *testing.T) {
 	ctx := context.Background()
 	k, cs, _ := cachedKeeper(newFakeClock(), once.LocalCache{MaxEntries: 8})
-	scope := k.Scope("s").WithStore(cs)
+	scope := k.Scope("s")
 	var runs atomic.Int64
+	var txs []*fakeTx
 	for range 3 {
-		_, err := once.Do(ctx, scope, "k", nil, countRuns(&runs, 1))
+		_, err := once.DoTx(ctx, scope, "k", nil, fakeBegin(cs, &txs, nil), func(ctx context.Context, _ *fakeTx) (int, error) {
+			return countRuns(&runs, 1)(ctx)
+		})
 		require.NoError(t, err)
 	}
 	require.EqualValues(t, 3, cs.claims.Load())

@@ -247,55 +247,44 @@ func Consume(ctx context.Context, scope Scope, key string, fp Fingerprint, handl
 // WithMaxOutcomeSize (the store's own limits permitting); the stored error
 // stays until the record's retention ends or a Resolve overwrites it.
 func ConsumeValue[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, handler func(context.Context) (T, error)) (v T, d Decision) {
-	return consumeValue(ctx, scope, key, fp, handler, nil)
+	if handler == nil {
+		return v, misconfigured()
+	}
+	return consumeValue(ctx, false, func() (Outcome[T], error) {
+		return DoOutcome(ctx, scope, key, fp, func(ctx context.Context) (T, error) {
+			v, err := handler(ctx)
+			return v, rejectable(err)
+		})
+	})
 }
 
-// consumeValue is ConsumeValue with a hook, settle, that runs after the
-// handler returned an error and before the core acts on it. It gets the
-// error's class and returns the class the core applies (ConsumeValueTx
-// rolls a held handler's writes back there, or makes the error retryable
-// when it cannot). A nil settle keeps the class.
-//
-// The handler's error is classified here, once: the core gets it marked
-// with the class decided (a marker on the error itself, which the core
-// honours without asking the classifier again), so the decision and what
-// the core did with the claim cannot disagree, whatever the classifier.
-func consumeValue[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, handler func(context.Context) (T, error), settle func(Class) Class) (v T, d Decision) {
-	if handler == nil {
-		return v, Decision{Action: RetryLater, Reason: ReasonMisconfigured, Err: &InvalidInputError{Field: "fn", Reason: "nil"}}
+// misconfigured is the decision for a nil handler.
+func misconfigured() Decision {
+	return Decision{Action: RetryLater, Reason: ReasonMisconfigured, Err: &InvalidInputError{Field: "fn", Reason: "nil"}}
+}
+
+// rejectable marks a rejected message's error Retry, whatever its other
+// marks, so that the claim is released for a corrected copy of the
+// message.
+func rejectable(err error) error {
+	if errors.Is(err, ErrRejected) {
+		return Retry(err)
 	}
-	var ran bool
-	var class Class
-	fn := func(ctx context.Context) (T, error) {
-		ran = true
-		v, err := handler(ctx)
-		if err == nil {
-			return v, nil
-		}
-		if errors.Is(err, ErrRejected) {
-			// Rejected whatever its marks: dead-lettered, so the claim is
-			// released for a corrected copy of the message.
-			class = ClassRetry
-		} else {
-			class, err = classify(err, scope.classifier())
-		}
-		if settle != nil {
-			class = settle(class)
-		}
-		return v, &classified{err: err, class: class}
-	}
+	return err
+}
+
+// consumeValue runs the call do (DoOutcome or DoTxOutcome, the handler's
+// error passed through rejectable) and decides from how it ended; a
+// panic is recovered into ReasonPanicked.
+func consumeValue[T any](ctx context.Context, inTx bool, do func() (Outcome[T], error)) (v T, d Decision) {
 	defer func() {
 		if p := recover(); p != nil {
 			var zero T
 			v, d = zero, Decision{Action: RetryLater, Reason: ReasonPanicked, Err: &PanicError{Value: p, Stack: debug.Stack()}}
 		}
 	}()
-	out, err := DoOutcome(ctx, scope, key, fp, fn)
-	if ran {
-		d = decideRan(ctx, scope, out, class, err)
-	} else {
-		d = decideNotRan(ctx, out.Status == Replayed, err)
-	}
+	out, err := do()
+	d = decide(ctx, out, err, inTx)
 	if tooLarge(d) {
 		d = Decision{Action: DeadLetter, Reason: ReasonTooLarge, Err: d.Err}
 	}
@@ -320,37 +309,52 @@ func tooLarge(d Decision) bool {
 	return ok
 }
 
-// decideRan decides after the handler ran in this call.
-// The lease-lost and unrecorded cases are read from what the core reports
-// (Outcome.Status LeaseLost, Unrecorded), never from the error chain: a
-// handler's own error may wrap ErrOutcomeUnrecorded or ErrLeaseLost (from a
-// nested Do) while nothing of this message's outcome was stored.
-func decideRan[T any](ctx context.Context, scope Scope, out Outcome[T], class Class, err error) Decision {
-	switch {
-	case err == nil:
-		return Decision{Action: Ack, Reason: ReasonDone}
-	case out.Status == Recorded:
+// decide maps how the call ended (out.Status, read from the core, never
+// from the handler's error, which may wrap ErrOutcomeUnrecorded or
+// ErrLeaseLost from a nested Do) to a decision. In a transaction (inTx),
+// an outcome that was not recorded was rolled back with the handler's
+// writes, so the message must be delivered again.
+func decide[T any](ctx context.Context, out Outcome[T], err error, inTx bool) Decision {
+	switch out.Status {
+	case Replayed:
+		if err != nil {
+			return Decision{Action: Ack, Reason: ReasonReplayedFinal, Err: err}
+		}
+		return Decision{Action: Ack, Reason: ReasonReplayed}
+	case Recorded:
 		// A final error, or a value recorded as an error (too large, not
 		// encodable): every redelivery gets the same answer.
-		return Decision{Action: Ack, Reason: ReasonFinal, Err: err}
-	case errors.Is(err, ErrRejected):
-		return Decision{Action: DeadLetter, Reason: ReasonRejected, Err: err}
-	case out.Status == LeaseLost:
-		return Decision{Action: RetryLater, Reason: ReasonLeaseLost, Err: err}
-	case class == ClassHold:
-		// Also when the hold could not be stored (Outcome.Status HoldUnrecorded): the key
-		// then runs the handler again after its lease, as the redelivery
-		// does.
-		return Decision{Action: RetryLater, Reason: ReasonHeld, RetryAfter: scope.heldRetryAfter(), Err: err}
-	case out.Status == Unrecorded:
+		if err != nil {
+			return Decision{Action: Ack, Reason: ReasonFinal, Err: err}
+		}
+		return Decision{Action: Ack, Reason: ReasonDone}
+	case Held:
+		return Decision{Action: RetryLater, Reason: ReasonHeld, RetryAfter: min(out.RetryAfter, HeldRedelivery), Err: err}
+	case Unrecorded, HoldUnrecorded:
+		if inTx {
+			return Decision{Action: RetryLater, Reason: ReasonStoreDown, RetryAfter: StoreRetryAfter, Err: err}
+		}
+		if out.Status == HoldUnrecorded {
+			// The key is not held: it runs the handler again after its
+			// lease, as the redelivery does.
+			return Decision{Action: RetryLater, Reason: ReasonHeld, Err: err}
+		}
+		// The handler's effect happened: a redelivery would repeat it.
 		return Decision{Action: Ack, Reason: ReasonUnrecorded, Err: err}
-	case endedBy(ctx, err):
-		// The consumer is shutting down, not the message failing: a broker
-		// adapter must not count this delivery toward its limit.
-		return Decision{Action: RetryLater, Reason: ReasonCanceled, Err: err}
-	default:
+	case LeaseLost:
+		return Decision{Action: RetryLater, Reason: ReasonLeaseLost, Err: err}
+	case Released:
+		switch {
+		case errors.Is(err, ErrRejected):
+			return Decision{Action: DeadLetter, Reason: ReasonRejected, Err: err}
+		case endedBy(ctx, err):
+			// The consumer is shutting down, not the message failing: a
+			// broker adapter must not count this delivery toward its limit.
+			return Decision{Action: RetryLater, Reason: ReasonCanceled, Err: err}
+		}
 		return Decision{Action: RetryLater, Reason: ReasonHandlerError, Err: err}
 	}
+	return decideNotRan(ctx, err)
 }
 
 // endedBy reports that ctx is done and err is (or wraps) its error or its
@@ -367,15 +371,12 @@ func endedBy(ctx context.Context, err error) bool {
 	return cause != nil && errors.Is(err, cause)
 }
 
-// decideNotRan decides when the handler did not run in this call.
-func decideNotRan(ctx context.Context, replayed bool, err error) Decision {
+// decideNotRan decides when the handler did not run and nothing was
+// replayed.
+func decideNotRan(ctx context.Context, err error) Decision {
 	var inProgress *InProgressError
 	var invalid *InvalidInputError
 	switch {
-	case err == nil:
-		return Decision{Action: Ack, Reason: ReasonReplayed}
-	case replayed:
-		return Decision{Action: Ack, Reason: ReasonReplayedFinal, Err: err}
 	case errors.As(err, &invalid) && invalid.Field == "key":
 		return Decision{Action: DeadLetter, Reason: ReasonInvalidKey, Err: err}
 	case invalid != nil:
@@ -392,28 +393,9 @@ func decideNotRan(ctx context.Context, replayed bool, err error) Decision {
 		return Decision{Action: RetryLater, Reason: ReasonInProgress, RetryAfter: retryAfter, Err: err}
 	case errors.Is(err, ErrUndecodable):
 		return Decision{Action: DeadLetter, Reason: ReasonUndecodable, Err: err}
-	case ctx.Err() != nil:
+	case ctx != nil && ctx.Err() != nil:
 		return Decision{Action: RetryLater, Reason: ReasonCanceled, Err: err}
-	default: // a *StoreError: the claim failed, the handler did not run
+	default: // a *StoreError: the claim (or the transaction) failed, the handler did not run
 		return Decision{Action: RetryLater, Reason: ReasonStoreDown, RetryAfter: StoreRetryAfter, Err: err}
 	}
-}
-
-// classifier reads a Scope's policy; a zero Scope has none.
-func (s Scope) classifier() Classifier {
-	if s.cfg == nil {
-		return nil
-	}
-	return s.cfg.classifier
-}
-
-// heldRetryAfter is the RetryAfter of a key this call held: the hold
-// period, at most HeldRedelivery (a redelivery while the key is held gets
-// ReasonInProgress with the hold left, at most HeldRedelivery, too).
-func (s Scope) heldRetryAfter() time.Duration {
-	hold := DefaultLease
-	if s.cfg != nil {
-		hold = s.cfg.holdPeriod()
-	}
-	return min(hold, HeldRedelivery)
 }

@@ -57,10 +57,12 @@ func TestConsumeValueFinalErrorWrappingTooLargeIsFinal(t *testing.T) {
 	}
 }
 
-// In a transaction, an over-cap value dead-letters and rolls back: neither
-// the handler's effect nor the claim is kept, and a redelivery runs the
-// handler again (and dead-letters again, until the cap is raised).
-func TestConsumeValueTxOverCapRollsBack(t *testing.T) {
+// In a transaction, an over-cap value is recorded as the key's final
+// error and committed with the handler's effect, as DoTx commits every
+// recorded answer, and dead-letters as outside a transaction: a
+// redelivery replays it and dead-letters again, the handler not running
+// again.
+func TestConsumeValueTxOverCapCommitsAndDeadLetters(t *testing.T) {
 	ctx := context.Background()
 	e := newTxEnv(t)
 	scope := once.New(nil, once.WithMaxOutcomeSize(256)).Scope("group")
@@ -75,6 +77,6 @@ func TestConsumeValueTxOverCapRollsBack(t *testing.T) {
 		require.Equal(t, once.ReasonTooLarge, d.Reason)
 		require.Empty(t, v)
 	}
-	require.EqualValues(t, 2, runs.Load(), "the claim rolled back with the effect")
-	require.Zero(t, e.count("m1"))
+	require.EqualValues(t, 1, runs.Load(), "the handler ran once")
+	require.Equal(t, 1, e.count("m1"), "its effect committed with the record")
 }

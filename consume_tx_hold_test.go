@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
-	"github.com/stagedoor/once/backends"
 )
 
 // requireHeld checks, outside any transaction, that key is held in the
@@ -20,7 +19,7 @@ import (
 func requireHeld(t *testing.T, e *txEnv, scope once.Scope, key string) {
 	t.Helper()
 	ran := false
-	_, err := once.Do(context.Background(), scope.WithStore(e.store), key, nil, func(context.Context) (int, error) { ran = true; return 0, nil })
+	_, err := once.Do(context.Background(), once.New(e.store).Scope(scope.Name()), key, nil, func(context.Context) (int, error) { ran = true; return 0, nil })
 	var inProgress *once.InProgressError
 	require.ErrorAs(t, err, &inProgress, "the key is not held")
 	require.True(t, inProgress.Held)
@@ -60,7 +59,7 @@ func TestConsumeTxHoldKeepsTheKeyHeld(t *testing.T) {
 		require.True(t, inProgress.Held)
 		require.Equal(t, 1, runs, "the handler whose outcome is unknown did not run again")
 
-		require.NoError(t, once.Resolve(ctx, scope.WithStore(e.store), "m1", nil, struct{}{}, nil))
+		require.NoError(t, once.Resolve(ctx, once.New(e.store).Scope(scope.Name()), "m1", nil, struct{}{}, nil))
 		d = once.ConsumeTx(ctx, scope, "m1", nil, e.begin, handler)
 		requireDecision(t, d, once.Ack, once.ReasonReplayed)
 		require.Equal(t, 1, runs)
@@ -100,112 +99,6 @@ func TestConsumeTxHoldKeepsTheKeyHeld(t *testing.T) {
 		require.Equal(t, 40*time.Second, d.RetryAfter)
 		requireHeld(t, e, scope, "m1")
 	})
-}
-
-// txFaults is a transaction's store (Exclusive and a Savepointer, as the
-// PostgreSQL InTx store is) with failures injected into the savepoint
-// calls and Hold.
-type txFaults struct {
-	backends.Store
-	sp                             backends.Savepointer
-	savepoint, rollbackTo, holdErr error
-	holdLost                       bool
-}
-
-func (f *txFaults) Exclusive() {}
-
-func (f *txFaults) Savepoint(ctx context.Context) error {
-	if f.savepoint != nil {
-		return f.savepoint
-	}
-	return f.sp.Savepoint(ctx)
-}
-
-func (f *txFaults) RollbackToSavepoint(ctx context.Context) error {
-	if f.rollbackTo != nil {
-		return f.rollbackTo
-	}
-	return f.sp.RollbackToSavepoint(ctx)
-}
-
-func (f *txFaults) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
-	switch {
-	case f.holdErr != nil:
-		return false, f.holdErr
-	case f.holdLost:
-		return false, nil
-	}
-	return f.Store.Hold(ctx, p)
-}
-
-// TestConsumeTxHoldThatCannotBeKept: when the key cannot be held (the
-// savepoint, the rollback to it, the hold or the commit fails), ConsumeTx
-// rolls everything back and answers ReasonStoreDown, never ReasonHeld, with
-// the handler's error and the store's; the redelivery runs the handler
-// again. A store that cannot take savepoints makes a Hold error retryable:
-// ReasonHandlerError.
-func TestConsumeTxHoldThatCannotBeKept(t *testing.T) {
-	ctx := context.Background()
-	scope := once.New(nil, once.WithHoldFor(once.HoldUntilResolved)).Scope("group")
-	errTimeout := errors.New("provider timed out")
-	cases := []struct {
-		name    string
-		faults  txFaults
-		commit  bool // the commit fails
-		op      string
-		handled bool // the handler ran
-		noSave  bool // a store without savepoints
-	}{
-		{name: "savepoint", faults: txFaults{savepoint: errStoreDown}, op: "savepoint"},
-		{name: "rollback to savepoint", faults: txFaults{rollbackTo: errStoreDown}, op: "rollback to savepoint", handled: true},
-		{name: "hold fails", faults: txFaults{holdErr: errStoreDown}, op: "hold", handled: true},
-		{name: "hold not applied", faults: txFaults{holdLost: true}, op: "hold", handled: true},
-		{name: "commit", commit: true, op: "commit", handled: true},
-		{name: "no savepoints", noSave: true, handled: true},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			e := newTxEnv(t)
-			faulty := func(ctx context.Context) (pgx.Tx, backends.Store, error) {
-				tx, store, err := e.begin(ctx)
-				if err != nil {
-					return nil, nil, err
-				}
-				if c.noSave {
-					return tx, txFaultStore{store}, nil
-				}
-				f := c.faults
-				f.Store, f.sp = store, store.(backends.Savepointer)
-				if c.commit {
-					return failingCommit{tx}, &f, nil
-				}
-				return tx, &f, nil
-			}
-			runs := 0
-			d := once.ConsumeTx(ctx, scope, "m1", nil, faulty, func(ctx context.Context, tx pgx.Tx) error {
-				runs++
-				require.NoError(t, e.effect(ctx, tx, "m1"))
-				return once.Hold(errTimeout)
-			})
-			require.Equal(t, once.RetryLater, d.Action)
-			if c.noSave {
-				require.Equal(t, once.ReasonHandlerError, d.Reason, "%v", d.Err)
-				require.Equal(t, errTimeout, d.Err)
-			} else {
-				require.Equal(t, once.ReasonStoreDown, d.Reason, "%v", d.Err)
-				var se *once.StoreError
-				require.ErrorAs(t, d.Err, &se)
-				require.Equal(t, c.op, se.Op)
-				require.Equal(t, c.handled, errors.Is(d.Err, errTimeout), "the handler's error is in Err when it ran: %v", d.Err)
-			}
-			require.Equal(t, c.handled, runs == 1, "the handler ran")
-			require.Zero(t, e.count("m1"))
-
-			d = once.ConsumeTx(ctx, scope, "m1", nil, e.begin, func(ctx context.Context, tx pgx.Tx) error { return e.effect(ctx, tx, "m1") })
-			requireDecision(t, d, once.Ack, once.ReasonDone)
-			require.Equal(t, 1, e.count("m1"), "the key was not held")
-		})
-	}
 }
 
 // TestConsumeTxAgainstAModel drives ConsumeTx on PostgreSQL with random

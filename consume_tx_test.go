@@ -31,13 +31,7 @@ func newTxEnv(t *testing.T) *txEnv {
 	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), "DROP TABLE "+table) })
 	return &txEnv{
 		store: store,
-		begin: func(ctx context.Context) (pgx.Tx, backends.Store, error) {
-			tx, err := pool.Begin(ctx)
-			if err != nil {
-				return nil, nil, err
-			}
-			return tx, store.InTx(tx), nil
-		},
+		begin: store.BeginTx,
 		count: func(key string) int {
 			var n int
 			require.NoError(t, pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table+" WHERE key = $1", key).Scan(&n))
@@ -126,7 +120,7 @@ func TestConsumeTx(t *testing.T) {
 			fs.set(func(f *faultStore) {
 				f.complete = func(context.Context, backends.CompleteParams) (bool, error) { return false, errStoreDown }
 			})
-			return tx, txFaultStore{fs}, err
+			return tx, txFaultStore{fs, store.(backends.Savepointer)}, err
 		}
 		d := once.ConsumeTx(ctx, scope, "m1", fp, unrecorded, func(ctx context.Context, tx pgx.Tx) error { return e.effect(ctx, tx, "m1") })
 		require.Equal(t, once.RetryLater, d.Action)
@@ -186,8 +180,9 @@ func TestConsumeTx(t *testing.T) {
 	})
 }
 
-// txFaultStore keeps the backends.Exclusive mark of a transaction's store
-// through a fault wrapper.
-type txFaultStore struct{ backends.Store }
-
-func (txFaultStore) Exclusive() {}
+// txFaultStore keeps the savepoints of a transaction's store through a
+// fault wrapper.
+type txFaultStore struct {
+	backends.Store
+	backends.Savepointer
+}

@@ -116,15 +116,12 @@ func (e *InvalidInputError) Is(target error) bool { return target == ErrInvalidI
 type StoreError struct {
 	// Op is the store operation: "claim" (Do and its kin, before fn
 	// runs), "resolve" (Resolve, and a Reconciler), "list" and
-	// "leaseheld" (a Reconciler), or "begin", "commit", "savepoint",
-	// "rollback to savepoint" and "hold" (a transactional consumer's
-	// transaction, see ConsumeTx). Do's own writes after fn ran are not
-	// StoreErrors: a completion or a hold that fails is an
+	// "leaseheld" (a Reconciler), or DoTx's "begin" (before fn runs) and
+	// "commit" (the Err of an *UnrecordedError). Do's own writes after fn
+	// ran are not StoreErrors: a completion or a hold that fails is an
 	// *UnrecordedError (ErrOutcomeUnrecorded), a renewal that cannot prove
 	// the lease ends in ErrLeaseLost, and a failed release is reported to
 	// the observers (EventStoreError) while Do returns fn's error.
-	// ConsumeTx, which must know that a hold was written before it commits
-	// it, answers one that failed with a StoreError of Op "hold".
 	Op  string
 	Err error
 }

@@ -109,7 +109,7 @@ func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSe
 	fnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	c := &claim{scope: scope, key: key, owner: owner, callCtx: ctx, detached: context.WithoutCancel(ctx)}
-	if _, exclusive := store.(backends.Exclusive); !exclusive {
+	if !scope.inTx {
 		c.renewer = startRenewer(c.detached, store, cfg,
 			backends.RenewParams{Scope: scope.name, Key: key, Owner: owner, Lease: cfg.lease}, claimSent, cancel)
 	}
@@ -145,7 +145,7 @@ func settleOutcome[T any](c *claim, fnCtx context.Context, start time.Time, v T,
 		case !applied:
 			return Outcome[T]{Value: v, Status: LeaseLost}, errors.Join(fnErr, ErrLeaseLost)
 		}
-		return Outcome[T]{Value: v, Status: Held}, fnErr
+		return Outcome[T]{Value: v, Status: Held, RetryAfter: cfg.holdPeriod()}, fnErr
 	default:
 		c.release()
 		if errors.Is(context.Cause(fnCtx), ErrLeaseLost) {

@@ -44,7 +44,7 @@ type LocalCache struct {
 // constant-time rule (backends.FingerprintMatches), so a call with another
 // fingerprint gets ErrKeyReused and never the cached outcome; a matching
 // call gets the replayed outcome. Pending records, and every record of a
-// Scope derived with WithStore (a transaction), are never cached.
+// DoTx call (in a transaction), are never cached.
 //
 // How long. A record completed by this Keeper's Do is cached from the
 // moment its first completion attempt was sent (a retried completion

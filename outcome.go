@@ -1,5 +1,7 @@
 package once
 
+import "time"
+
 // Outcome is the full answer of DoOutcome: the value and how the call
 // ended.
 type Outcome[T any] struct {
@@ -12,6 +14,10 @@ type Outcome[T any] struct {
 	// Status says how the call ended: whether fn ran, and what became of
 	// the key.
 	Status Status
+	// RetryAfter is, when Status is Held, how long the key stays held: the
+	// hold period (WithHoldFor), after which a call runs fn again unless
+	// the key was resolved. It is zero otherwise.
+	RetryAfter time.Duration
 }
 
 // Status is how a call ended. The zero Status means that the call ended

@@ -12,7 +12,7 @@ import (
 // a span started there is the parent of everything the call does;
 // TraceDoEnd runs last, with that context, when the call returns or
 // panics. Calls made through other packages (oncehttp's middleware,
-// postgres.DoTx) go through Do, so the tracer sees them too.
+// DoTx) go through Do, so the tracer sees them too.
 //
 // Both methods run on the call's goroutine and must be safe for concurrent
 // use. A panic in them propagates out of Do; TraceDoStart runs before the

@@ -110,11 +110,11 @@ func plainCall(scope once.Scope, l ledger, trig *trigger, self string, pid int) 
 	}
 }
 
-// txCall is postgres.DoTx with the effect in the transaction.
-func txCall(db postgres.TxBeginner, store *postgres.Store, scope once.Scope, l *pgLedger, trig *trigger, self string, pid int) callFunc {
+// txCall is once.DoTx with the effect in the transaction.
+func txCall(store *postgres.Store, scope once.Scope, l *pgLedger, trig *trigger, self string, pid int) callFunc {
 	var seq atomic.Int64
 	return func(ctx context.Context, key string) (string, bool, error) {
-		v, err := postgres.DoTx(ctx, hookedBeginner{db: db, trig: trig, key: key}, store, scope, key, nil,
+		v, err := once.DoTx(ctx, scope, key, nil, hookedBegin(store, trig, key),
 			func(ctx context.Context, tx pgx.Tx) (string, error) {
 				return effectFn(l, trig, self, pid, &seq, key, tx)(ctx)
 			})

@@ -156,7 +156,7 @@ func runScenario(t *testing.T, sc scenario) verdict {
 	scope := once.New(st.store, once.WithLease(prof.Lease)).Scope(base.Scope)
 	call := plainCall(scope, l, nil, "recovery", 0)
 	if sc.Mode == modeTx {
-		call = txCall(st.pool, st.pg, scope, l, nil, "recovery", 0)
+		call = txCall(st.pg, scope, l, nil, "recovery", 0)
 	}
 	var stuck []string
 	for _, key := range keys {

@@ -1,6 +1,6 @@
 // Package onceotel instruments once calls with OpenTelemetry: a span
 // around every call (a once.Tracer, so calls made through oncehttp and
-// postgres.DoTx get one too) with its outcome as an attribute, metrics
+// once.DoTx get one too) with its outcome as an attribute, metrics
 // from every event, and every event as a span event on that span.
 //
 //	inst, err := onceotel.New(nil) // global meter and tracer providers
@@ -31,7 +31,7 @@
 // of that event's or span's data (a span whose End panicked may not be
 // exported).
 //
-// # postgres.DoTx
+// # once.DoTx
 //
 // The span covers the once.DoOutcome call that DoTx makes inside its
 // transaction, and it ends before DoTx commits: the commit, and its
@@ -39,8 +39,9 @@
 // deferred constraint, a lost connection) leaves a span with outcome
 // executed, status Unset and the events claimed, executed and recorded,
 // though nothing was stored and the next call runs fn again. The commit's
-// result is DoTx's return value (an *postgres.Error with Op "commit"):
-// trace it in the caller, in a span of its own around DoTx. onceotel sees
+// result is DoTx's return value (a *once.StoreError of Op "commit", in an
+// *once.UnrecordedError): trace it in the caller, in a span of its own
+// around DoTx. onceotel sees
 // only the core's hooks, which end before the commit, so it cannot do
 // better alone; a span covering the commit needs a hook in DoTx.
 package onceotel

@@ -150,7 +150,7 @@ func Process(ctx context.Context, scope once.Scope, d *amqp.Delivery, h Handler,
 
 // ProcessTx is Process with the handler inside one database transaction,
 // as once.ConsumeTx runs it: begin opens the transaction and returns it
-// with a store bound to it (for PostgreSQL, pool.Begin and Store.InTx);
+// with a store bound to it (a SQL store's BeginTx);
 // the claim, the handler's writes through tx and the outcome commit
 // together before the delivery is acknowledged.
 func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, d *amqp.Delivery, begin func(context.Context) (X, backends.Store, error), h func(ctx context.Context, tx X, d *amqp.Delivery) error, cfg *Config) (once.Decision, error) {

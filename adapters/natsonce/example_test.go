@@ -11,7 +11,6 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/natsonce"
-	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/postgres"
 )
 
@@ -50,15 +49,8 @@ func ExampleProcessTx() {
 	pool, _ := pgxpool.New(ctx, "postgres://localhost/app")
 	store, _ := postgres.New(pool, nil)
 	scope := once.New(store).Scope("billing")
-	begin := func(ctx context.Context) (pgx.Tx, backends.Store, error) {
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		return tx, store.InTx(tx), nil
-	}
 	var msg jetstream.Msg // from Consumer.Next, Fetch or Consume
-	d, err := natsonce.ProcessTx(ctx, scope, msg, begin, func(ctx context.Context, tx pgx.Tx, msg jetstream.Msg) error {
+	d, err := natsonce.ProcessTx(ctx, scope, msg, store.BeginTx, func(ctx context.Context, tx pgx.Tx, msg jetstream.Msg) error {
 		_, err := tx.Exec(ctx, "INSERT INTO charges (order_id) VALUES ($1)", msg.Headers().Get("Order-Id"))
 		return err
 	}, &natsonce.Config{Key: natsonce.HeaderKey("Order-Id")})

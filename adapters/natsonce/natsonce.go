@@ -103,7 +103,7 @@ func Process(ctx context.Context, scope once.Scope, msg jetstream.Msg, h Handler
 
 // ProcessTx is Process with the handler inside one database transaction,
 // as once.ConsumeTx runs it: begin opens the transaction and returns it
-// with a store bound to it (for PostgreSQL, pool.Begin and Store.InTx);
+// with a store bound to it (a SQL store's BeginTx);
 // the claim, the handler's writes through tx and the outcome commit
 // together before the message is acknowledged. A consumer killed at any
 // point then leaves the effect either committed with its record (the

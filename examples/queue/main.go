@@ -24,8 +24,8 @@
 // set. -store memory is refused: separate processes share no memory.
 //
 // With PostgreSQL the bill is written in the transaction of the claim
-// (once.ConsumeValueTx over postgres Store.InTx, the mechanism of
-// postgres.DoTx), so a kill between the bill and the recording of the
+// (once.ConsumeValueTx over the postgres Store's BeginTx, the mechanism
+// of once.DoTx), so a kill between the bill and the recording of the
 // outcome rolls both back. With Redis the bill and the outcome are separate
 // writes: a kill between them would bill again after the lease, as any
 // at-least-once consumer would, so the Redis run kills only at the two

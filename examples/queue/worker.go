@@ -13,7 +13,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stagedoor/once"
-	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/postgres"
 	"github.com/stagedoor/once/examples/internal/exstore"
 	"github.com/stagedoor/once/hashers"
@@ -156,8 +155,8 @@ func (w *worker) handle(ctx context.Context, m redis.XMessage, reclaimed bool) {
 }
 
 // consume runs the bill under once.Consume. With PostgreSQL the bill is
-// written in the transaction of the claim (once.ConsumeValueTx over
-// Store.InTx, the mechanism of postgres.DoTx): a worker killed between the
+// written in the transaction of the claim (once.ConsumeValueTx over the
+// store's BeginTx, the mechanism of once.DoTx): a worker killed between the
 // bill and the commit leaves neither, and the reclaimed entry bills once.
 // With Redis the bill and the outcome are separate writes.
 func (w *worker) consume(ctx context.Context, m redis.XMessage, orderID string, fp once.Fingerprint) (string, once.Decision) {
@@ -183,14 +182,7 @@ func (w *worker) consume(ctx context.Context, m redis.XMessage, orderID string, 
 			return "billed by " + w.Name, nil
 		})
 	}
-	begin := func(ctx context.Context) (pgx.Tx, backends.Store, error) {
-		tx, err := w.pool.Begin(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		return tx, w.pg.InTx(tx), nil
-	}
-	return once.ConsumeValueTx(ctx, w.scope, orderID, fp, begin, func(ctx context.Context, tx pgx.Tx) (string, error) {
+	return once.ConsumeValueTx(ctx, w.scope, orderID, fp, w.pg.BeginTx, func(ctx context.Context, tx pgx.Tx) (string, error) {
 		if err := work(ctx); err != nil {
 			return "", err
 		}
