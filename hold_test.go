@@ -286,8 +286,7 @@ func TestATransientHoldFailureIsRetried(t *testing.T) {
 // Hold fails, Do says so: fn's error joined with an *UnrecordedError
 // (ErrOutcomeUnrecorded, the last store failure), and Status HoldUnrecorded,
 // since the key is not held and runs fn again after its lease. Renewal
-// stops when Do returns. Consume answers ReasonHeld (redeliver after the
-// lease, when the key is claimable again) with that error.
+// stops when Do returns.
 func TestAHoldThatKeepsFailingIsReportedUnrecorded(t *testing.T) {
 	ctx := context.Background()
 	store := newFaultStore(memory.New(nil))
@@ -313,12 +312,6 @@ func TestAHoldThatKeepsFailingIsReportedUnrecorded(t *testing.T) {
 	renewals := store.Calls("renew")
 	time.Sleep(4 * panicLease)
 	require.Equal(t, renewals, store.Calls("renew"), "no renewal after Do returned")
-
-	d := once.Consume(ctx, scope, "k2", nil, func(context.Context) error { return once.Hold(timeoutError{}) })
-	require.Equal(t, once.RetryLater, d.Action)
-	require.Equal(t, once.ReasonHeld, d.Reason)
-	require.Equal(t, panicLease, d.RetryAfter, "redelivered once the key is claimable again")
-	require.ErrorIs(t, d.Err, once.ErrOutcomeUnrecorded)
 }
 
 // TestASlowHoldNeverLetsTheLeaseLapse: the Hold runs as a completion does,
@@ -435,9 +428,8 @@ func TestAPanicInAHeldErrorsTextStillHoldsTheKey(t *testing.T) {
 // TestAHoldAfterATakeoverReportsTheLeaseLost: a Hold that finds the claim
 // taken over (its lease lapsed, another caller claimed the key) writes
 // nothing, and Do reports it as a completion that finds the claim lost
-// does: fn's error joined with ErrLeaseLost, and Status LeaseLost, so
-// that Consume answers ReasonLeaseLost, not ReasonHeld, for a key another
-// consumer now owns.
+// does: fn's error joined with ErrLeaseLost, and Status LeaseLost, not
+// Held, for a key another caller now owns.
 func TestAHoldAfterATakeoverReportsTheLeaseLost(t *testing.T) {
 	ctx := context.Background()
 	inner := memory.New(nil)
@@ -468,8 +460,4 @@ func TestAHoldAfterATakeoverReportsTheLeaseLost(t *testing.T) {
 	rec, _, _, err := inner.Get(ctx, "s", "k")
 	require.NoError(t, err)
 	require.Equal(t, backends.StatePending, rec.State, "the new owner's claim is left as it is")
-
-	d := once.Consume(ctx, scope, "k2", nil, func(context.Context) error { return once.Hold(timeoutError{}) })
-	require.Equal(t, once.ReasonLeaseLost, d.Reason)
-	require.Equal(t, once.RetryLater, d.Action)
 }

@@ -12,11 +12,12 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/natsonce"
 	"github.com/stagedoor/once/backends/postgres"
+	"github.com/stagedoor/once/consume"
 )
 
 // Consume a JetStream stream with a durable consumer: each message's
 // handler runs once per Nats-Msg-Id, and the message is acked, naked with a
-// delay or terminated as once.Consume decides.
+// delay or terminated as consume.Do decides.
 func ExampleHandlerFunc() {
 	ctx := context.Background()
 	nc, err := nats.Connect(nats.DefaultURL)
@@ -34,7 +35,7 @@ func ExampleHandlerFunc() {
 		return nil
 	}
 	cc, err := cons.Consume(natsonce.HandlerFunc(ctx, scope, charge, &natsonce.Config{
-		OnDecision: func(msg jetstream.Msg, d once.Decision, ackErr error) { log.Printf("%s: %v", msg.Subject(), d) },
+		OnDecision: func(msg jetstream.Msg, d consume.Decision, ackErr error) { log.Printf("%s: %v", msg.Subject(), d) },
 	}))
 	if err != nil {
 		log.Fatal(err)

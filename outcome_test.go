@@ -3,7 +3,6 @@ package once_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -25,56 +24,6 @@ type completeLost struct{ backends.Store }
 
 func (completeLost) Complete(context.Context, backends.CompleteParams) (bool, error) {
 	return false, nil
-}
-
-// A handler whose own retryable error wraps ErrOutcomeUnrecorded or
-// ErrLeaseLost (from a nested Do whose completion failed) is a handler
-// error: nothing of the message's outcome is stored, so the message must be
-// delivered again, not acknowledged as unrecorded.
-func TestConsumeHandlerErrorWrappingNestedFailureIsRetried(t *testing.T) {
-	nested := map[string]backends.Store{
-		"unrecorded": completeFails{memory.New(nil)},
-		"lease lost": completeLost{memory.New(nil)},
-	}
-	for name, store := range nested {
-		t.Run(name, func(t *testing.T) {
-			ctx := context.Background()
-			outer := once.New(memory.New(nil)).Scope("group")
-			inner := once.New(store).Scope("sub")
-			var runs atomic.Int32
-			handler := func(ctx context.Context) error {
-				runs.Add(1)
-				_, err := once.Do(ctx, inner, "step-1", nil, func(context.Context) (int, error) { return 1, nil })
-				require.Error(t, err)
-				return errors.Join(errors.New("step 1 failed, retry the message"), err)
-			}
-			d := once.Consume(ctx, outer, "m1", nil, handler)
-			require.Equal(t, once.RetryLater, d.Action, "decision %v (err %v)", d, d.Err)
-			require.Equal(t, once.ReasonHandlerError, d.Reason)
-
-			d = once.Consume(ctx, outer, "m1", nil, handler)
-			require.Equal(t, once.ReasonHandlerError, d.Reason, "the claim was released: the redelivery runs the handler again")
-			require.EqualValues(t, 2, runs.Load())
-		})
-	}
-}
-
-// The core's own failures are still told apart: an outcome the store
-// failed to record is acknowledged, a completion that lost the lease is
-// retried.
-func TestConsumeCoreCompletionFailures(t *testing.T) {
-	ctx := context.Background()
-	ok := func(context.Context) error { return nil }
-
-	d := once.Consume(ctx, once.New(completeFails{memory.New(nil)}).Scope("group"), "m1", nil, ok)
-	require.Equal(t, once.Ack, d.Action, "decision %v", d)
-	require.Equal(t, once.ReasonUnrecorded, d.Reason)
-	require.ErrorIs(t, d.Err, once.ErrOutcomeUnrecorded)
-
-	d = once.Consume(ctx, once.New(completeLost{memory.New(nil)}).Scope("group"), "m1", nil, ok)
-	require.Equal(t, once.RetryLater, d.Action, "decision %v", d)
-	require.Equal(t, once.ReasonLeaseLost, d.Reason)
-	require.ErrorIs(t, d.Err, once.ErrLeaseLost)
 }
 
 // DoOutcome reports in Outcome.Status how each call ended: the core's own

@@ -1,4 +1,4 @@
-package once_test
+package consume_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/consume"
 )
 
 // requireHeld checks, outside any transaction, that key is held in the
@@ -26,13 +27,13 @@ func requireHeld(t *testing.T, e *txEnv, scope once.Scope, key string) {
 	require.False(t, ran)
 }
 
-// TestConsumeTxHoldKeepsTheKeyHeld: a handler's Hold error leaves its key
-// held after ConsumeTx, as Consume's ReasonHeld says, with the handler's
+// TestDoTxHoldKeepsTheKeyHeld: a handler's Hold error leaves its key
+// held after DoTx, as Do's ReasonHeld says, with the handler's
 // writes undone (rolled back to the savepoint taken after the claim) and
-// the held claim committed. ConsumeTx rolled back every decision but Ack,
+// the held claim committed. DoTx rolled back every decision but Ack,
 // the hold with it: it answered ReasonHeld for a key that was not held,
 // and the redelivery ran the handler, whose outcome was unknown, again.
-func TestConsumeTxHoldKeepsTheKeyHeld(t *testing.T) {
+func TestDoTxHoldKeepsTheKeyHeld(t *testing.T) {
 	ctx := context.Background()
 	scope := once.New(nil, once.WithHoldFor(once.HoldUntilResolved)).Scope("group")
 	errTimeout := errors.New("payment provider timed out after the request left")
@@ -45,36 +46,36 @@ func TestConsumeTxHoldKeepsTheKeyHeld(t *testing.T) {
 			require.NoError(t, e.effect(ctx, tx, "m1"))
 			return once.Hold(errTimeout)
 		}
-		d := once.ConsumeTx(ctx, scope, "m1", nil, e.begin, handler)
-		requireDecision(t, d, once.RetryLater, once.ReasonHeld)
+		d := consume.DoTx(ctx, scope, "m1", nil, e.begin, handler)
+		requireDecision(t, d, consume.RetryLater, consume.ReasonHeld)
 		require.ErrorIs(t, d.Err, errTimeout)
-		require.Equal(t, once.HeldRedelivery, d.RetryAfter)
+		require.Equal(t, consume.HeldRedelivery, d.RetryAfter)
 		require.Zero(t, e.count("m1"), "the handler's writes rolled back")
 		requireHeld(t, e, scope, "m1")
 
-		d = once.ConsumeTx(ctx, scope, "m1", nil, e.begin, handler)
-		requireDecision(t, d, once.RetryLater, once.ReasonInProgress)
+		d = consume.DoTx(ctx, scope, "m1", nil, e.begin, handler)
+		requireDecision(t, d, consume.RetryLater, consume.ReasonInProgress)
 		var inProgress *once.InProgressError
 		require.ErrorAs(t, d.Err, &inProgress)
 		require.True(t, inProgress.Held)
 		require.Equal(t, 1, runs, "the handler whose outcome is unknown did not run again")
 
 		require.NoError(t, once.Resolve(ctx, once.New(e.store).Scope(scope.Name()), "m1", nil, struct{}{}, nil))
-		d = once.ConsumeTx(ctx, scope, "m1", nil, e.begin, handler)
-		requireDecision(t, d, once.Ack, once.ReasonReplayed)
+		d = consume.DoTx(ctx, scope, "m1", nil, e.begin, handler)
+		requireDecision(t, d, consume.Ack, consume.ReasonReplayed)
 		require.Equal(t, 1, runs)
 	})
 	t.Run("AfterAFailedStatement", func(t *testing.T) {
 		// The handler's failed statement aborted the transaction; the
 		// rollback to the savepoint makes it usable for the hold.
 		e := newTxEnv(t)
-		d := once.ConsumeTx(ctx, scope, "m1", nil, e.begin, func(ctx context.Context, tx pgx.Tx) error {
+		d := consume.DoTx(ctx, scope, "m1", nil, e.begin, func(ctx context.Context, tx pgx.Tx) error {
 			require.NoError(t, e.effect(ctx, tx, "m1"))
 			_, err := tx.Exec(ctx, "SELECT 1/0")
 			require.Error(t, err)
 			return once.Hold(errTimeout)
 		})
-		requireDecision(t, d, once.RetryLater, once.ReasonHeld)
+		requireDecision(t, d, consume.RetryLater, consume.ReasonHeld)
 		require.Zero(t, e.count("m1"))
 		requireHeld(t, e, scope, "m1")
 	})
@@ -84,30 +85,30 @@ func TestConsumeTxHoldKeepsTheKeyHeld(t *testing.T) {
 		e := newTxEnv(t)
 		dctx, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
 		defer cancel()
-		d := once.ConsumeTx(dctx, scope, "m1", nil, e.begin, func(ctx context.Context, tx pgx.Tx) error {
+		d := consume.DoTx(dctx, scope, "m1", nil, e.begin, func(ctx context.Context, tx pgx.Tx) error {
 			<-ctx.Done()
 			return once.Hold(ctx.Err())
 		})
-		requireDecision(t, d, once.RetryLater, once.ReasonHeld)
+		requireDecision(t, d, consume.RetryLater, consume.ReasonHeld)
 		requireHeld(t, e, scope, "m1")
 	})
 	t.Run("DefaultHoldIsOneLease", func(t *testing.T) {
 		e := newTxEnv(t)
 		scope := once.New(nil, once.WithLease(40*time.Second)).Scope("group")
-		d := once.ConsumeTx(ctx, scope, "m1", nil, e.begin, func(context.Context, pgx.Tx) error { return once.Hold(errTimeout) })
-		requireDecision(t, d, once.RetryLater, once.ReasonHeld)
+		d := consume.DoTx(ctx, scope, "m1", nil, e.begin, func(context.Context, pgx.Tx) error { return once.Hold(errTimeout) })
+		requireDecision(t, d, consume.RetryLater, consume.ReasonHeld)
 		require.Equal(t, 40*time.Second, d.RetryAfter)
 		requireHeld(t, e, scope, "m1")
 	})
 }
 
-// TestConsumeTxAgainstAModel drives ConsumeTx on PostgreSQL with random
+// TestDoTxAgainstAModel drives DoTx on PostgreSQL with random
 // deliveries (keys, payloads, handler behaviours), each handler writing
 // one effect row in the transaction, and checks every decision and handler
-// run against Consume's model, and the effect rows against the model's
+// run against Do's model, and the effect rows against the model's
 // state: one row for a key done or final, none otherwise (a held key's
 // writes are rolled back, the key committed held).
-func TestConsumeTxAgainstAModel(t *testing.T) {
+func TestDoTxAgainstAModel(t *testing.T) {
 	e := newTxEnv(t)
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
@@ -120,7 +121,7 @@ func TestConsumeTxAgainstAModel(t *testing.T) {
 		payload := "p" + strconv.Itoa(rng.IntN(2))
 		behaviour := behaviours[rng.IntN(len(behaviours))]
 		ran := false
-		d := once.ConsumeTx(context.Background(), scope, key, once.Fingerprint(payload), e.begin, func(ctx context.Context, tx pgx.Tx) error {
+		d := consume.DoTx(context.Background(), scope, key, once.Fingerprint(payload), e.begin, func(ctx context.Context, tx pgx.Tx) error {
 			ran = true
 			if err := e.effect(ctx, tx, key); err != nil {
 				return err
@@ -135,7 +136,7 @@ func TestConsumeTxAgainstAModel(t *testing.T) {
 			case "panic":
 				panic("bug")
 			case "reject":
-				return once.Reject(errors.New("bad payload"))
+				return consume.Reject(errors.New("bad payload"))
 			}
 			return nil
 		})
