@@ -54,14 +54,14 @@ func TestAllocationBudgets(t *testing.T) {
 		{"first execution", allocsFirstExecution, func() error {
 			out, err := once.DoOutcome(ctx, scope, keys[next], benchFP, chargeFn)
 			next++
-			if err == nil && (out.Replayed || !out.Recorded) {
+			if err == nil && out.Status != once.Recorded {
 				err = errors.New("not a first execution")
 			}
 			return err
 		}},
 		{"replay", allocsReplay, func() error {
 			out, err := once.DoOutcome(ctx, scope, "hot", benchFP, chargeFn)
-			if err == nil && !out.Replayed {
+			if err == nil && out.Status != once.Replayed {
 				err = errors.New("not a replay")
 			}
 			return err

@@ -81,8 +81,8 @@ func Retry(err error) error {
 //
 // An error may carry several marks, wrapped (fmt.Errorf's %w) or joined
 // (errors.Join) anywhere in its tree. One rule decides its class, for Do
-// (and every call built on it, Consume included) as for the answer given
-// to Resolve or in a Reconciler's Verdict:
+// (and every call built on it, package consume's included) as for the
+// answer given to Resolve or in a Reconciler's Verdict:
 //
 //   - A mark speaks for the error it wraps, marks inside included:
 //     Retry(Hold(err)) is retryable, since the code that added the outer
@@ -109,8 +109,8 @@ type Classifier func(err error) Class
 // marker on err itself; one deeper in err's tree stays). The class is that
 // of err's marks, as Classifier's doc states; for an error with no mark it
 // is c's answer (retryable when c is nil). It is the one place that
-// decides what marks mean: Do, Consume, Resolve and a Reconciler's
-// verdict all classify with it.
+// decides what marks mean: Do (package consume's too), Resolve and a
+// Reconciler's verdict all classify with it.
 func classify(err error, c Classifier) (Class, error) {
 	if m, ok := err.(*classified); ok {
 		return m.class, m.err

@@ -2,6 +2,7 @@ package once
 
 import (
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 )
@@ -116,15 +117,12 @@ func (e *InvalidInputError) Is(target error) bool { return target == ErrInvalidI
 type StoreError struct {
 	// Op is the store operation: "claim" (Do and its kin, before fn
 	// runs), "resolve" (Resolve, and a Reconciler), "list" and
-	// "leaseheld" (a Reconciler), or "begin", "commit", "savepoint",
-	// "rollback to savepoint" and "hold" (a transactional consumer's
-	// transaction, see ConsumeTx). Do's own writes after fn ran are not
-	// StoreErrors: a completion or a hold that fails is an
+	// "leaseheld" (a Reconciler), or DoTx's "begin" (before fn runs) and
+	// "commit" (the Err of an *UnrecordedError). Do's own writes after fn
+	// ran are not StoreErrors: a completion or a hold that fails is an
 	// *UnrecordedError (ErrOutcomeUnrecorded), a renewal that cannot prove
 	// the lease ends in ErrLeaseLost, and a failed release is reported to
 	// the observers (EventStoreError) while Do returns fn's error.
-	// ConsumeTx, which must know that a hold was written before it commits
-	// it, answers one that failed with a StoreError of Op "hold".
 	Op  string
 	Err error
 }
@@ -206,4 +204,28 @@ func (e *undecodable) Error() string { return ErrUndecodable.Error() + ": " + e.
 func (e *undecodable) Unwrap() error { return e.err }
 func (e *undecodable) Is(target error) bool {
 	return target == ErrUndecodable
+}
+
+// PanicError is a panic recovered from a handler: the value it panicked
+// with and the stack at the panic. Package consume answers a handler's
+// panic with one (consume.ReasonHandlerError).
+//
+// It is also how fn reports to Do a panic it recovered itself, to settle
+// the key otherwise than by the release a panic gets (oncehttp's
+// middleware holds the key of a panicking handler and answers 500): an
+// error from fn whose chain holds a *PanicError makes the call traced as
+// panicked (TraceDoEndData.Panicked), and observers find it in the
+// EventExecuted's FnErr. It changes nothing else: the error's class is
+// that of any error fn returns (Hold, Final, Retry, the classifier's).
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("once: handler panicked: %v", e.Value) }
+
+// Unwrap returns the panic value when it is an error.
+func (e *PanicError) Unwrap() error {
+	err, _ := e.Value.(error)
+	return err
 }

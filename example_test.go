@@ -53,12 +53,12 @@ func ExampleFinal() {
 	for range 2 {
 		out, err := once.DoOutcome(ctx, scope, "order-881", nil, charge)
 		var declined *CardDeclinedError
-		fmt.Println(errors.As(err, &declined), declined.Reason, "replayed:", out.Replayed)
+		fmt.Println(errors.As(err, &declined), declined.Reason, "status:", out.Status)
 	}
 	fmt.Println("attempts:", attempts)
 	// Output:
-	// true insufficient_funds replayed: false
-	// true insufficient_funds replayed: true
+	// true insufficient_funds status: recorded
+	// true insufficient_funds status: replayed
 	// attempts: 1
 }
 

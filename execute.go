@@ -103,7 +103,7 @@ func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSe
 	fnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	c := &claim{scope: scope, key: key, owner: owner, callCtx: ctx, detached: context.WithoutCancel(ctx)}
-	if _, exclusive := store.(backends.Exclusive); !exclusive {
+	if !scope.inTx {
 		c.renewer = startRenewer(c.detached, store, cfg,
 			backends.RenewParams{Scope: scope.name, Key: key, Owner: owner, Lease: cfg.lease}, claimSent, cancel)
 	}
@@ -135,17 +135,17 @@ func settleOutcome[T any](c *claim, fnCtx context.Context, start time.Time, v T,
 		applied, err := c.hold(fnErr)
 		switch {
 		case err != nil:
-			return Outcome[T]{Value: v, Unrecorded: true}, errors.Join(fnErr, &UnrecordedError{Err: err})
+			return Outcome[T]{Value: v, Status: HoldUnrecorded}, errors.Join(fnErr, &UnrecordedError{Err: err})
 		case !applied:
-			return Outcome[T]{Value: v, LeaseLost: true}, errors.Join(fnErr, ErrLeaseLost)
+			return Outcome[T]{Value: v, Status: LeaseLost}, errors.Join(fnErr, ErrLeaseLost)
 		}
-		return Outcome[T]{Value: v}, fnErr
+		return Outcome[T]{Value: v, Status: Held, RetryAfter: cfg.holdPeriod()}, fnErr
 	default:
 		c.release()
 		if errors.Is(context.Cause(fnCtx), ErrLeaseLost) {
-			return Outcome[T]{Value: v, LeaseLost: true}, errors.Join(fnErr, ErrLeaseLost)
+			return Outcome[T]{Value: v, Status: LeaseLost}, errors.Join(fnErr, ErrLeaseLost)
 		}
-		return Outcome[T]{Value: v}, fnErr
+		return Outcome[T]{Value: v, Status: Released}, fnErr
 	}
 }
 
@@ -185,13 +185,13 @@ func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 	switch {
 	case err != nil:
 		c.emit(Event{Kind: EventUnrecorded, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start), Err: err})
-		return Outcome[T]{Value: v, Unrecorded: true}, errors.Join(fnErr, &UnrecordedError{Err: err})
+		return Outcome[T]{Value: v, Status: Unrecorded}, errors.Join(fnErr, &UnrecordedError{Err: err})
 	case !applied:
 		c.emit(Event{Kind: EventLeaseLost, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start), Err: ErrLeaseLost})
-		return Outcome[T]{Value: v, LeaseLost: true}, errors.Join(fnErr, ErrLeaseLost)
+		return Outcome[T]{Value: v, Status: LeaseLost}, errors.Join(fnErr, ErrLeaseLost)
 	default:
 		c.emit(Event{Kind: EventRecorded, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start)})
-		return Outcome[T]{Value: first, Recorded: true}, answer
+		return Outcome[T]{Value: first, Status: Recorded}, answer
 	}
 }
 

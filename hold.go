@@ -35,7 +35,7 @@ const HoldUntilResolved = backends.HoldUntilResolved
 // The key is held by one store write after fn returned, retried as the
 // write of an outcome is. If every attempt fails, the key is not held: Do
 // returns fn's error joined with an *UnrecordedError (ErrOutcomeUnrecorded)
-// and Outcome.Unrecorded, and the key runs fn again after its lease, even
+// and Outcome.Status HoldUnrecorded, and the key runs fn again after its lease, even
 // with HoldUntilResolved.
 //
 // A negative d keeps the current value.

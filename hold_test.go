@@ -262,7 +262,7 @@ func TestATransientHoldFailureIsRetried(t *testing.T) {
 			out, err := once.DoOutcome(ctx, scope, "k", nil, fn)
 			require.ErrorIs(t, err, timeoutError{})
 			require.NotErrorIs(t, err, once.ErrOutcomeUnrecorded, "the retry held the key")
-			require.False(t, out.Unrecorded)
+			require.Equal(t, once.Held, out.Status)
 			require.Equal(t, 2, store.Calls("hold"), "one failed attempt, one retry")
 			require.Equal(t, 1, log.count(once.EventStoreError, "hold"), "the failed attempt is reported")
 			held, _ := log.last(once.EventHeld)
@@ -284,10 +284,9 @@ func TestATransientHoldFailureIsRetried(t *testing.T) {
 
 // TestAHoldThatKeepsFailingIsReportedUnrecorded: when every attempt of the
 // Hold fails, Do says so: fn's error joined with an *UnrecordedError
-// (ErrOutcomeUnrecorded, the last store failure), and Outcome.Unrecorded,
+// (ErrOutcomeUnrecorded, the last store failure), and Status HoldUnrecorded,
 // since the key is not held and runs fn again after its lease. Renewal
-// stops when Do returns. Consume answers ReasonHeld (redeliver after the
-// lease, when the key is claimable again) with that error.
+// stops when Do returns.
 func TestAHoldThatKeepsFailingIsReportedUnrecorded(t *testing.T) {
 	ctx := context.Background()
 	store := newFaultStore(memory.New(nil))
@@ -303,8 +302,7 @@ func TestAHoldThatKeepsFailingIsReportedUnrecorded(t *testing.T) {
 	require.ErrorIs(t, err, down, "the last store failure is in the answer")
 	var unrecorded *once.UnrecordedError
 	require.ErrorAs(t, err, &unrecorded)
-	require.True(t, out.Unrecorded)
-	require.False(t, out.LeaseLost)
+	require.Equal(t, once.HoldUnrecorded, out.Status)
 	require.Equal(t, 3, store.Calls("hold"), "the Hold is tried as a Complete is")
 	require.Equal(t, 3, log.count(once.EventStoreError, "hold"))
 	held, ok := log.last(once.EventHeld)
@@ -314,12 +312,6 @@ func TestAHoldThatKeepsFailingIsReportedUnrecorded(t *testing.T) {
 	renewals := store.Calls("renew")
 	time.Sleep(4 * panicLease)
 	require.Equal(t, renewals, store.Calls("renew"), "no renewal after Do returned")
-
-	d := once.Consume(ctx, scope, "k2", nil, func(context.Context) error { return once.Hold(timeoutError{}) })
-	require.Equal(t, once.RetryLater, d.Action)
-	require.Equal(t, once.ReasonHeld, d.Reason)
-	require.Equal(t, panicLease, d.RetryAfter, "redelivered once the key is claimable again")
-	require.ErrorIs(t, d.Err, once.ErrOutcomeUnrecorded)
 }
 
 // TestASlowHoldNeverLetsTheLeaseLapse: the Hold runs as a completion does,
@@ -436,9 +428,8 @@ func TestAPanicInAHeldErrorsTextStillHoldsTheKey(t *testing.T) {
 // TestAHoldAfterATakeoverReportsTheLeaseLost: a Hold that finds the claim
 // taken over (its lease lapsed, another caller claimed the key) writes
 // nothing, and Do reports it as a completion that finds the claim lost
-// does: fn's error joined with ErrLeaseLost, and Outcome.LeaseLost, so
-// that Consume answers ReasonLeaseLost, not ReasonHeld, for a key another
-// consumer now owns.
+// does: fn's error joined with ErrLeaseLost, and Status LeaseLost, not
+// Held, for a key another caller now owns.
 func TestAHoldAfterATakeoverReportsTheLeaseLost(t *testing.T) {
 	ctx := context.Background()
 	inner := memory.New(nil)
@@ -461,8 +452,7 @@ func TestAHoldAfterATakeoverReportsTheLeaseLost(t *testing.T) {
 	out, err := once.DoOutcome(ctx, scope, "k", nil, func(context.Context) (int, error) { return 0, once.Hold(timeoutError{}) })
 	require.ErrorIs(t, err, once.ErrLeaseLost)
 	require.ErrorIs(t, err, timeoutError{})
-	require.True(t, out.LeaseLost)
-	require.False(t, out.Unrecorded)
+	require.Equal(t, once.LeaseLost, out.Status)
 	require.Equal(t, 1, store.Calls("hold"), "a lost claim is not retried")
 	held, ok := log.last(once.EventHeld)
 	require.True(t, ok)
@@ -470,8 +460,4 @@ func TestAHoldAfterATakeoverReportsTheLeaseLost(t *testing.T) {
 	rec, _, _, err := inner.Get(ctx, "s", "k")
 	require.NoError(t, err)
 	require.Equal(t, backends.StatePending, rec.State, "the new owner's claim is left as it is")
-
-	d := once.Consume(ctx, scope, "k2", nil, func(context.Context) error { return once.Hold(timeoutError{}) })
-	require.Equal(t, once.ReasonLeaseLost, d.Reason)
-	require.Equal(t, once.RetryLater, d.Action)
 }

@@ -45,6 +45,7 @@ type Scope struct {
 	name  string
 	store backends.Store
 	cfg   *config
+	inTx  bool // store is bound to a transaction (DoTx)
 }
 
 // Name returns the scope's name.
@@ -67,10 +68,14 @@ func (s Scope) With(opts ...Option) Scope {
 	return s
 }
 
-// WithStore returns a copy of s that uses store, keeping s's name and
-// policy. The PostgreSQL backend uses it to run a call inside the caller's
-// transaction.
-func (s Scope) WithStore(store backends.Store) Scope {
+// bound returns a copy of s whose calls run on store, bound to a
+// transaction (DoTx), keeping s's name and policy but no local cache. The
+// core never renews a lease on such a store: a claim made inside a
+// transaction is invisible to other sessions until it commits, so there is
+// no lease to keep alive (duplicates wait on the store's row lock), and a
+// transaction must not be used from a renewal's goroutine.
+func (s Scope) bound(store backends.Store) Scope {
 	s.store = store
+	s.inTx = true
 	return s
 }

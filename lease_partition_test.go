@@ -236,5 +236,5 @@ func TestStalledRedisRenewalNeverLetsADuplicateRunFn(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "first", v, "the duplicate gets the stored outcome")
 	require.NoError(t, r.err)
-	assert.True(t, r.out.Recorded)
+	assert.Equal(t, once.Recorded, r.out.Status)
 }

@@ -55,7 +55,7 @@ func TestBlockingRenewalObserverNeverHoldsTheWriteBack(t *testing.T) {
 		ran.Add(1)
 		return 2, nil
 	})
-	if !dup.Replayed {
+	if dup.Status != once.Replayed {
 		close(unblock) // the first Do waits for the observer
 		t.Fatalf("the duplicate got %+v, %v (fn ran again %d times), not the stored outcome", dup, err, ran.Load())
 	}
@@ -65,7 +65,7 @@ func TestBlockingRenewalObserverNeverHoldsTheWriteBack(t *testing.T) {
 	assert.Equal(t, 1, dup.Value)
 	assert.Zero(t, ran.Load(), "fn ran again for a key whose first fn succeeded")
 	require.NoError(t, r.err)
-	assert.True(t, r.out.Recorded)
+	assert.Equal(t, once.Recorded, r.out.Status)
 }
 
 // TestWatchdogDuringAnAppliedCompleteReportsNoLeaseLost: the watchdog
@@ -102,6 +102,6 @@ func TestWatchdogDuringAnAppliedCompleteReportsNoLeaseLost(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	t.Logf("outcome %+v, events %v", out, kinds)
-	assert.True(t, out.Recorded)
+	assert.Equal(t, once.Recorded, out.Status)
 	assert.NotContains(t, kinds, once.EventLeaseLost, "a recorded claim reported lost to the observer")
 }

@@ -471,7 +471,7 @@ func (h *harness) count(res callResult) {
 	switch {
 	case res.panicked != nil:
 		h.stats["panicked"]++
-	case res.out.Replayed:
+	case res.out.Status == Replayed:
 		h.stats["replayed"]++
 	case errors.Is(res.err, ErrInProgress):
 		h.stats["in_progress"]++
@@ -537,7 +537,7 @@ func (h *harness) checkNotRun(id int, key string, rec *modelRecord, hk callHooks
 		h.wantPanic(id, res)
 		return
 	}
-	if !res.out.Replayed {
+	if res.out.Status != Replayed {
 		h.failf("call %d on completed %q: not a replay (%v)", id, key, res.err)
 	}
 	h.checkAnswer(id, key, rec.answer, res)
@@ -650,7 +650,7 @@ func (h *harness) settle(id int, key string, b behaviour, hk callHooks, res call
 			h.wantPanic(id, res)
 			return
 		}
-		if !res.out.Recorded {
+		if res.out.Status != Recorded {
 			h.failf("call %d on %q: not recorded (%v)", id, key, res.err)
 		}
 		h.checkAnswer(id, key, want, res) // the first answer is what replays get

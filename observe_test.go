@@ -118,22 +118,6 @@ func TestObserverSeesRenewalsAndLeaseLoss(t *testing.T) {
 	assert.Contains(t, rec.kinds(), once.EventLeaseLost)
 }
 
-// exclusiveStore marks a store as bound to one transaction.
-type exclusiveStore struct{ *faultStore }
-
-func (exclusiveStore) Exclusive() {}
-
-func TestExclusiveStoresAreNeverRenewed(t *testing.T) {
-	store := exclusiveStore{newFaultStore(memory.New(nil))}
-	scope := once.New(store, once.WithLease(15*time.Millisecond)).Scope("s")
-	_, err := once.Do(context.Background(), scope, "k", nil, func(context.Context) (int, error) {
-		time.Sleep(80 * time.Millisecond)
-		return 1, nil
-	})
-	require.NoError(t, err)
-	assert.Zero(t, store.Calls("renew"))
-}
-
 // Every event names the store operation it reports on, and only those
 // without one (executed) leave Op empty; held names "hold" on a store
 // that keeps the held state.

@@ -77,8 +77,9 @@ func Do[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, fn 
 	return out.Value, err
 }
 
-// DoOutcome is Do, and also reports whether the answer was replayed from
-// the store and whether it is recorded there.
+// DoOutcome is Do, and also reports how the call ended (Outcome.Status):
+// whether the answer was replayed from the store, and otherwise what
+// became of the key after fn ran.
 func DoOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, fn func(context.Context) (T, error)) (Outcome[T], error) {
 	if ctx != nil && scope.cfg != nil && scope.cfg.tracer != nil {
 		return traced(ctx, scope.cfg.tracer, scope.name, key, func(ctx context.Context, recovered *bool) (Outcome[T], error) {
@@ -179,5 +180,5 @@ func replay[T any](cfg *config, stored []byte) (out Outcome[T], finalErr, decode
 	if decodeErr != nil {
 		return Outcome[T]{}, nil, decodeErr
 	}
-	return Outcome[T]{Value: v, Replayed: true, Recorded: true}, finalErr, nil
+	return Outcome[T]{Value: v, Status: Replayed}, finalErr, nil
 }

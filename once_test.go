@@ -36,15 +36,13 @@ func TestFirstCallRunsThenReplays(t *testing.T) {
 	first, err := once.DoOutcome(ctx, scope, "k", once.Fingerprint("fp"), c.fn)
 	require.NoError(t, err)
 	assert.Equal(t, order{ID: "o-1", Amount: 4200}, first.Value)
-	assert.False(t, first.Replayed)
-	assert.True(t, first.Recorded)
+	assert.Equal(t, once.Recorded, first.Status)
 
 	for range 3 {
 		again, err := once.DoOutcome(ctx, scope, "k", once.Fingerprint("fp"), c.fn)
 		require.NoError(t, err)
 		assert.Equal(t, first.Value, again.Value)
-		assert.True(t, again.Replayed)
-		assert.True(t, again.Recorded)
+		assert.Equal(t, once.Replayed, again.Status)
 	}
 	assert.Equal(t, int32(1), c.runs.Load())
 }
@@ -120,7 +118,7 @@ func TestRetentionExpiry(t *testing.T) {
 	clock.Advance(2 * time.Minute)
 	out, err := once.DoOutcome(ctx, k.Scope("s"), "k", once.Fingerprint("new"), c.fn)
 	require.NoError(t, err)
-	assert.False(t, out.Replayed)
+	assert.NotEqual(t, once.Replayed, out.Status)
 	assert.Equal(t, int32(2), c.runs.Load(), "after retention: a new intent")
 }
 
@@ -222,7 +220,7 @@ func TestWaitReturnsTheOwnersOutcome(t *testing.T) {
 				func(context.Context) (string, error) { return "duplicate", nil })
 			require.NoError(t, err)
 			assert.Equal(t, "owner", out.Value)
-			assert.True(t, out.Replayed)
+			assert.Equal(t, once.Replayed, out.Status)
 			wg.Wait()
 		})
 	}

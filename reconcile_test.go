@@ -230,7 +230,7 @@ func TestReconcilerEncodesWithItsCodec(t *testing.T) {
 	ran := func(context.Context) (string, error) { t.Error("fn ran on a resolved key"); return "", nil }
 	out, err := once.DoOutcome(t.Context(), keeper.Scope(k.scope).With(once.WithCodec(gobCodec{})), k.key, once.Fingerprint("fp"), ran)
 	require.NoError(t, err)
-	require.True(t, out.Replayed)
+	require.Equal(t, once.Replayed, out.Status)
 	require.Equal(t, "charged", out.Value)
 	_, err = once.Do(t.Context(), keeper.Scope(k.scope), k.key, once.Fingerprint("fp"), ran)
 	require.Error(t, err, "the value is in gob, which the Keeper's JSONCodec does not read")

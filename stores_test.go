@@ -45,7 +45,7 @@ func TestSemanticsOnEveryStore(t *testing.T) {
 				var declined *CardDeclinedError
 				require.ErrorAs(t, err, &declined)
 				assert.Equal(t, "lost_card", declined.Reason)
-				assert.True(t, out.Replayed)
+				assert.Equal(t, once.Replayed, out.Status)
 			})
 			t.Run("HeldThenRerun", func(t *testing.T) {
 				scope := once.New(newStore(t), once.WithLease(300*time.Millisecond)).Scope("s")

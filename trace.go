@@ -12,7 +12,7 @@ import (
 // a span started there is the parent of everything the call does;
 // TraceDoEnd runs last, with that context, when the call returns or
 // panics. Calls made through other packages (oncehttp's middleware,
-// postgres.DoTx) go through Do, so the tracer sees them too.
+// DoTx) go through Do, so the tracer sees them too.
 //
 // Both methods run on the call's goroutine and must be safe for concurrent
 // use. A panic in them propagates out of Do; TraceDoStart runs before the
@@ -33,9 +33,8 @@ type TraceDoStartData struct {
 type TraceDoEndData struct {
 	Scope string
 	Key   string
-	// Replayed and Recorded are those of the call's Outcome.
-	Replayed bool
-	Recorded bool
+	// Status is that of the call's Outcome.
+	Status Status
 	// Err is the error the call returned.
 	Err error
 	// Panicked reports that fn or a hook panicked: either the call is
@@ -78,7 +77,7 @@ func traced[T any](ctx context.Context, t Tracer, scope, key string, call func(c
 	ctx = t.TraceDoStart(ctx, TraceDoStartData{Scope: scope, Key: key})
 	returned, recovered := false, false
 	defer func() {
-		t.TraceDoEnd(ctx, TraceDoEndData{Scope: scope, Key: key, Replayed: out.Replayed, Recorded: out.Recorded, Err: err, Panicked: !returned || recovered})
+		t.TraceDoEnd(ctx, TraceDoEndData{Scope: scope, Key: key, Status: out.Status, Err: err, Panicked: !returned || recovered})
 	}()
 	out, err = call(ctx, &recovered)
 	returned = true

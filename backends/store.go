@@ -447,21 +447,12 @@ func BoundFingerprint(stored, given []byte) []byte {
 	return given
 }
 
-// Exclusive is implemented by stores bound to one connection or one
-// transaction, which must not be called concurrently. The core never renews
-// leases on such a store: a claim made inside a transaction is invisible to
-// other sessions until it commits, so there is no lease to keep alive, and
-// concurrent duplicates wait on the store's own row lock instead.
-type Exclusive interface {
-	// Exclusive is a marker; it does nothing.
-	Exclusive()
-}
-
-// Savepointer is implemented by Exclusive stores bound to a transaction
-// that can undo part of it. once.ConsumeTx marks the transaction after the
-// claim and, when the handler's outcome is unknown (a Hold error), undoes
-// the handler's writes back to the mark and commits the claim turned held,
-// so that the key stays held after the transaction ends.
+// Savepointer is implemented by stores bound to a transaction (the store
+// a SQL backend's BeginTx returns) that can undo part of it. once.DoTx
+// marks the transaction after a claim it wins and, when fn's outcome is
+// unknown (a Hold error), undoes fn's writes back to the mark and holds
+// the claim in the transaction, so that the key stays held after the
+// commit.
 type Savepointer interface {
 	// Savepoint marks the transaction's current point (an SQL SAVEPOINT),
 	// replacing the store's previous mark.

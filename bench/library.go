@@ -81,14 +81,14 @@ func libraryTarget(ctx context.Context, store backends.Store, scope string, cach
 	var keys keySeq
 	t.ops[pathFirst] = func(ctx context.Context) error {
 		out, err := once.DoOutcome(ctx, sc, keys.next(""), fpA, charge)
-		if err != nil || out.Replayed || !out.Recorded {
+		if err != nil || out.Status != once.Recorded {
 			return fmt.Errorf("first execution: %v %+v", err, out)
 		}
 		return nil
 	}
 	t.ops[pathReplay] = func(ctx context.Context) error {
 		out, err := once.DoOutcome(ctx, sc, hotKey, fpA, charge)
-		if err != nil || !out.Replayed || out.Value != thePayment {
+		if err != nil || out.Status != once.Replayed || out.Value != thePayment {
 			return fmt.Errorf("replay: %v %+v", err, out)
 		}
 		return nil

@@ -146,7 +146,7 @@ func runInProcess(t *testing.T, store backends.Store, workers, nkeys int) verdic
 		cctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		out, err := once.DoOutcome(cctx, scope, key, nil, func(context.Context) (string, error) { ran = true; return "", nil })
 		cancel()
-		rr := reread{Replayed: out.Replayed && !ran, Value: out.Value}
+		rr := reread{Replayed: out.Status == once.Replayed && !ran, Value: out.Value}
 		if err != nil {
 			rr.Err = err.Error()
 		}

@@ -11,7 +11,7 @@
 // Invariants checked after every run (see checker_test.go):
 //
 //   - one effect per key when the effect is fenced (a unique key downstream)
-//     or transactional (postgres.DoTx); in raw mode a second effect only for
+//     or transactional (once.DoTx); in raw mode a second effect only for
 //     keys whose worker died between the effect and the completion, each
 //     one reported;
 //   - no acknowledged outcome lost or changed: every acknowledged key
@@ -27,10 +27,10 @@
 // network
 // scenario (latency, resets, dropped connections through the proxy) runs on
 // PostgreSQL, Redis and MariaDB; SQLite has no network, and no server to
-// blackhole or restart. The transactional mode (postgres.DoTx) runs on
+// blackhole or restart. The transactional mode (once.DoTx) runs on
 // PostgreSQL only: the ledger of effects is a PostgreSQL table, so a
-// MariaDB transaction cannot hold both the effect and the outcome, and
-// sqlitestore has no DoTx. The blackhole check runs on PostgreSQL, Redis
+// MariaDB or SQLite transaction cannot hold both the effect and the
+// outcome. The blackhole check runs on PostgreSQL, Redis
 // and MariaDB, the cancellation storm on every store.
 //
 // TestPostgresFailover starts a PostgreSQL primary and a streaming standby

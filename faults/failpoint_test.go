@@ -118,20 +118,17 @@ func (s hookedStore) Complete(ctx context.Context, p backends.CompleteParams) (b
 	return ok, err
 }
 
-// hookedBeginner fires the completion failpoints around the Commit of a
-// DoTx transaction, where the outcome becomes durable.
-type hookedBeginner struct {
-	db   postgres.TxBeginner
-	trig *trigger
-	key  string
-}
-
-func (b hookedBeginner) Begin(ctx context.Context) (pgx.Tx, error) {
-	tx, err := b.db.Begin(ctx)
-	if err != nil {
-		return nil, err
+// hookedBegin is store.BeginTx with the completion failpoints fired
+// around the Commit of the once.DoTx transaction, where the outcome
+// becomes durable.
+func hookedBegin(store *postgres.Store, trig *trigger, key string) func(context.Context) (pgx.Tx, backends.Store, error) {
+	return func(ctx context.Context) (pgx.Tx, backends.Store, error) {
+		tx, bound, err := store.BeginTx(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		return hookedTx{Tx: tx, trig: trig, key: key}, bound, nil
 	}
-	return hookedTx{Tx: tx, trig: b.trig, key: b.key}, nil
 }
 
 type hookedTx struct {

@@ -122,10 +122,10 @@ func TestReplyDroppedAfterExecution(t *testing.T) {
 			d.arm()
 			out, firstErr := once.DoOutcome(context.Background(), scope, "k", nil, fn)
 			switch {
-			case firstErr == nil && out.Value == "v1" && out.Recorded && !out.Replayed:
+			case firstErr == nil && out.Value == "v1" && out.Status == once.Recorded:
 				// The re-sent Complete (the core's or the driver's) found its
 				// own outcome and reported it applied.
-			case errors.Is(firstErr, once.ErrOutcomeUnrecorded) && out.Value == "v1" && !out.Recorded:
+			case errors.Is(firstErr, once.ErrOutcomeUnrecorded) && out.Value == "v1" && out.Status == once.Unrecorded:
 				// Every attempt lost its reply: the core could not confirm the
 				// write and says so; the replay below shows it landed.
 			default:
@@ -135,14 +135,14 @@ func TestReplyDroppedAfterExecution(t *testing.T) {
 			}
 			time.Sleep(hold + 200*time.Millisecond) // the toxic is gone
 			again, err := once.DoOutcome(context.Background(), scope, "k", nil, fn)
-			if err != nil || again.Value != "v1" || !again.Replayed {
+			if err != nil || again.Value != "v1" || again.Status != once.Replayed {
 				t.Errorf("after a lost completion reply: %+v, %v", again, err)
 			}
 			requireRecord(t, st.store, "drop", "k", backends.StateCompleted)
 			if n := runs.Load(); n != 1 {
 				t.Errorf("fn ran %d times", n)
 			}
-			summary.note("%s, reply to Complete dropped: first Do → recorded=%v err=%v; next Do replays it; fn ran %d time", backend, out.Recorded, errKindOrNil(firstErr), runs.Load())
+			summary.note("%s, reply to Complete dropped: first Do → %v err=%v; next Do replays it; fn ran %d time", backend, out.Status, errKindOrNil(firstErr), runs.Load())
 		})
 	}
 }
@@ -208,7 +208,7 @@ func lostClaimReply(t *testing.T, backend string, c lostClaimCase, lease time.Du
 	if got == lostClaimRan {
 		requireRecord(t, st.store, "drop", "k", backends.StateCompleted)
 		out, err := once.DoOutcome(context.Background(), scope, "k", nil, fn)
-		if err != nil || out.Value != "v1" || !out.Replayed {
+		if err != nil || out.Value != "v1" || out.Status != once.Replayed {
 			t.Fatalf("replay after the re-sent claim: %+v, %v", out, err)
 		}
 		if n := runs.Load(); n != 1 {

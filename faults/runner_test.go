@@ -106,15 +106,15 @@ func plainCall(scope once.Scope, l ledger, trig *trigger, self string, pid int) 
 	var seq atomic.Int64
 	return func(ctx context.Context, key string) (string, bool, error) {
 		out, err := once.DoOutcome(ctx, scope, key, nil, effectFn(l, trig, self, pid, &seq, key, nil))
-		return out.Value, out.Replayed, err
+		return out.Value, out.Status == once.Replayed, err
 	}
 }
 
-// txCall is postgres.DoTx with the effect in the transaction.
-func txCall(db postgres.TxBeginner, store *postgres.Store, scope once.Scope, l *pgLedger, trig *trigger, self string, pid int) callFunc {
+// txCall is once.DoTx with the effect in the transaction.
+func txCall(store *postgres.Store, scope once.Scope, l *pgLedger, trig *trigger, self string, pid int) callFunc {
 	var seq atomic.Int64
 	return func(ctx context.Context, key string) (string, bool, error) {
-		v, err := postgres.DoTx(ctx, hookedBeginner{db: db, trig: trig, key: key}, store, scope, key, nil,
+		v, err := once.DoTx(ctx, scope, key, nil, hookedBegin(store, trig, key),
 			func(ctx context.Context, tx pgx.Tx) (string, error) {
 				return effectFn(l, trig, self, pid, &seq, key, tx)(ctx)
 			})

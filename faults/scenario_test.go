@@ -156,7 +156,7 @@ func runScenario(t *testing.T, sc scenario) verdict {
 	scope := once.New(st.store, once.WithLease(prof.Lease)).Scope(base.Scope)
 	call := plainCall(scope, l, nil, "recovery", 0)
 	if sc.Mode == modeTx {
-		call = txCall(st.pool, st.pg, scope, l, nil, "recovery", 0)
+		call = txCall(st.pg, scope, l, nil, "recovery", 0)
 	}
 	var stuck []string
 	for _, key := range keys {
@@ -184,7 +184,7 @@ func runScenario(t *testing.T, sc scenario) verdict {
 	for _, key := range keys {
 		ran := false
 		out, err := once.DoOutcome(ctx, scope, key, nil, func(context.Context) (string, error) { ran = true; return "re-read ran fn", nil })
-		rr := reread{Replayed: out.Replayed && !ran, Value: out.Value}
+		rr := reread{Replayed: out.Status == once.Replayed && !ran, Value: out.Value}
 		if err != nil {
 			rr.Err = err.Error()
 		}

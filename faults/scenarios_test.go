@@ -80,7 +80,7 @@ func TestNetworkRedisFenced(t *testing.T) {
 
 // MariaDB (backends/mysql): the same
 // processes against one records table. The transactional mode does not
-// apply: mysqlstore.DoTx commits the outcome with writes in MariaDB,
+// apply: once.DoTx over mysqlstore commits the outcome with writes in MariaDB,
 // while the suite's ledger of effects is a PostgreSQL table.
 func TestCrashMySQLRaw(t *testing.T) {
 	runScenario(t, scenario{Name: "kill -9 at every step", Backend: "mysql", Mode: modeRaw, Fails: killAtEveryPoint()})
@@ -108,7 +108,8 @@ func TestNetworkMySQLFenced(t *testing.T) {
 // BEGIN IMMEDIATE, busy_timeout; one clock: one machine), so duplicates
 // race across processes as on a server store. There is no network to cut
 // and no server to stop: the network scenario and the blackhole check do
-// not apply, nor does the transactional mode (sqlitestore has no DoTx).
+// not apply, nor does the transactional mode (the ledger is a PostgreSQL
+// table).
 func TestCrashSQLiteRaw(t *testing.T) {
 	runScenario(t, scenario{Name: "kill -9 at every step", Backend: "sqlite", Mode: modeRaw, Fails: killAtEveryPoint()})
 }

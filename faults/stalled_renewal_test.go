@@ -128,7 +128,7 @@ func TestStalledRenewalNeverHoldsTheOutcomeBack(t *testing.T) {
 					if runs.Load() != wantRuns {
 						t.Errorf("fn ran %d times, want %d", runs.Load(), wantRuns)
 					}
-					if c.name == "complete" && (r.err != nil || !r.out.Recorded) {
+					if c.name == "complete" && (r.err != nil || r.out.Status != once.Recorded) {
 						t.Errorf("first Do: %+v, %v; want its outcome recorded", r.out, r.err)
 					}
 				})

@@ -61,7 +61,7 @@ func workerMain() int {
 	scope := keeper.Scope(cfg.Scope)
 	call := plainCall(scope, l, trig, cfg.ID, pid)
 	if cfg.Mode == modeTx {
-		call = txCall(st.pool, st.pg, scope, l, trig, cfg.ID, pid)
+		call = txCall(st.pg, scope, l, trig, cfg.ID, pid)
 	}
 	r := &runner{
 		id: cfg.ID, keys: cfg.Keys, call: call, trig: trig, emit: out.emit, pid: pid,

@@ -1,6 +1,6 @@
 // Package onceotel instruments once calls with OpenTelemetry: a span
 // around every call (a once.Tracer, so calls made through oncehttp and
-// postgres.DoTx get one too) with its outcome as an attribute, metrics
+// once.DoTx get one too) with its outcome as an attribute, metrics
 // from every event, and every event as a span event on that span.
 //
 //	inst, err := onceotel.New(nil) // global meter and tracer providers
@@ -31,7 +31,7 @@
 // of that event's or span's data (a span whose End panicked may not be
 // exported).
 //
-// # postgres.DoTx
+// # once.DoTx
 //
 // The span covers the once.DoOutcome call that DoTx makes inside its
 // transaction, and it ends before DoTx commits: the commit, and its
@@ -39,8 +39,9 @@
 // deferred constraint, a lost connection) leaves a span with outcome
 // executed, status Unset and the events claimed, executed and recorded,
 // though nothing was stored and the next call runs fn again. The commit's
-// result is DoTx's return value (an *postgres.Error with Op "commit"):
-// trace it in the caller, in a span of its own around DoTx. onceotel sees
+// result is DoTx's return value (a *once.StoreError of Op "commit", in an
+// *once.UnrecordedError): trace it in the caller, in a span of its own
+// around DoTx. onceotel sees
 // only the core's hooks, which end before the commit, so it cannot do
 // better alone; a span covering the commit needs a hook in DoTx.
 package onceotel
@@ -186,9 +187,6 @@ func (i *Instrumentation) Observer() once.Observer {
 				span = nil
 			} else {
 				span = st.span
-				if e.Kind == once.EventHeld && e.Err == nil && st.scope == e.Scope && st.key == e.Key {
-					st.held.Store(true)
-				}
 			}
 		}
 		attrs := []attribute.KeyValue{
@@ -264,10 +262,8 @@ const (
 	OutcomeReplayed   = "replayed"
 	OutcomeInProgress = "in_progress"
 	OutcomeKeyReused  = "key_reused"
-	// OutcomeHeld: fn returned a held error and the key is held (the
-	// once.held event, without a store error). Needs the Observer too, as
-	// Options installs it; with the Tracer alone a held call is
-	// OutcomeError.
+	// OutcomeHeld: fn returned a held error and the key is held
+	// (once.Held).
 	OutcomeHeld  = "held"
 	OutcomeError = "error"
 	OutcomePanic = "panic"
@@ -297,10 +293,8 @@ type startKey struct{}
 // callState is what the tracer keeps for one call, in its context; a
 // nil *callState marks a call whose span could not be started.
 type callState struct {
-	span       trace.Span
-	scope, key string
-	start      time.Time
-	held       atomic.Bool // the observer saw the key held
+	span  trace.Span
+	start time.Time
 }
 
 func (t tracer) TraceDoStart(ctx context.Context, d once.TraceDoStartData) (out context.Context) {
@@ -313,7 +307,7 @@ func (t tracer) TraceDoStart(ctx context.Context, d once.TraceDoStartData) (out 
 	}()
 	ctx2, span := t.i.tracer.Start(ctx, "once.Do", trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attribute.String("once.scope_class", t.i.class(d.Scope))))
-	return context.WithValue(ctx2, startKey{}, &callState{span: span, scope: d.Scope, key: d.Key, start: time.Now()})
+	return context.WithValue(ctx2, startKey{}, &callState{span: span, start: time.Now()})
 }
 
 func (t tracer) TraceDoEnd(ctx context.Context, d once.TraceDoEndData) {
@@ -329,15 +323,15 @@ func (t tracer) TraceDoEnd(ctx context.Context, d once.TraceDoEndData) {
 	case d.Panicked:
 		outcome = OutcomePanic
 		span.SetStatus(codes.Error, "panic")
-	case d.Replayed:
+	case d.Status == once.Replayed:
 		outcome = OutcomeReplayed
 	case errors.Is(d.Err, once.ErrInProgress):
 		outcome = OutcomeInProgress
 	case errors.Is(d.Err, once.ErrKeyReused):
 		outcome = OutcomeKeyReused
-	case d.Err != nil && !d.Recorded:
+	case d.Err != nil && d.Status != once.Recorded:
 		outcome = OutcomeError
-		if st.held.Load() {
+		if d.Status == once.Held {
 			outcome = OutcomeHeld
 		}
 		span.SetStatus(codes.Error, t.i.statusText(d.Err))

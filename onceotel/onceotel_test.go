@@ -20,7 +20,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/stagedoor/once"
-	"github.com/stagedoor/once/backends/postgres"
 	"github.com/stagedoor/once/internal/testservers"
 	"github.com/stagedoor/once/oncehttp"
 	"github.com/stagedoor/once/onceotel"
@@ -182,13 +181,13 @@ func TestHTTPMiddlewarePanicIsTracedAsAPanic(t *testing.T) {
 	assert.Equal(t, onceotel.OutcomeHeld, spanOutcome(ended[1]))
 }
 
-// postgres.DoTx calls the core with the scope's policy, tracer included.
+// once.DoTx calls the core with the scope's policy, tracer included.
 func TestDoTxCallsAreTraced(t *testing.T) {
 	inst, _, spans := setup(t)
-	store, pool := testservers.PostgresStore(t)
+	store, _ := testservers.PostgresStore(t)
 	scope := once.New(store, inst.Options()...).Scope("s-" + testservers.Suffix())
 	for range 2 {
-		_, err := postgres.DoTx(context.Background(), pool, store, scope, "k", nil, func(context.Context, pgx.Tx) (int, error) {
+		_, err := once.DoTx(context.Background(), scope, "k", nil, store.BeginTx, func(context.Context, pgx.Tx) (int, error) {
 			return 1, nil
 		})
 		require.NoError(t, err)

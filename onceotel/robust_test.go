@@ -20,7 +20,6 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/memory"
-	"github.com/stagedoor/once/backends/postgres"
 	"github.com/stagedoor/once/internal/testservers"
 	"github.com/stagedoor/once/onceotel"
 )
@@ -306,13 +305,14 @@ func TestDoTxSpanEndsBeforeTheCommit(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _, _ = pool.Exec(context.Background(), "DROP TABLE IF EXISTS "+table) })
 	scope := once.New(store, inst.Options()...).Scope("s-" + testservers.Suffix())
-	_, err = postgres.DoTx(ctx, pool, store, scope, "k", nil, func(ctx context.Context, tx pgx.Tx) (int, error) {
+	_, err = once.DoTx(ctx, scope, "k", nil, store.BeginTx, func(ctx context.Context, tx pgx.Tx) (int, error) {
 		_, err := tx.Exec(ctx, "INSERT INTO "+table+" VALUES (1), (1)")
 		return 7, err
 	})
-	var pe *postgres.Error
-	require.ErrorAs(t, err, &pe)
-	assert.Equal(t, "commit", pe.Op)
+	var se *once.StoreError
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "commit", se.Op)
+	require.ErrorIs(t, err, once.ErrOutcomeUnrecorded)
 	ended := spans.Ended()
 	require.Len(t, ended, 1)
 	assert.Equal(t, onceotel.OutcomeExecuted, spanOutcome(ended[0]))

@@ -12,6 +12,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/internal/redelivery"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/consume"
 )
 
 // DefaultMaxRequeueDelay caps the wait before a requeue. Every requeue
@@ -32,7 +33,7 @@ const MaxShutdownWait = time.Second
 
 // Handler processes one delivery. Its error is classified as once.Do
 // classifies fn's errors: wrap it with once.Final for an answer that must
-// not be retried, once.Reject for a message that can never be processed,
+// not be retried, consume.Reject for a message that can never be processed,
 // once.Hold for an unknown outcome.
 //
 // Process settles the delivery; the handler must not. It is given a copy
@@ -62,15 +63,15 @@ func handlerCopy(d *amqp.Delivery) *amqp.Delivery {
 // Config tunes Process. A nil *Config means the defaults.
 type Config struct {
 	// Key returns the idempotency key of a delivery. An error, or an empty
-	// or invalid key, dead-letters it as once.ReasonInvalidKey. A panic (a
+	// or invalid key, dead-letters it as consume.ReasonInvalidKey. A panic (a
 	// *ConfigPanicError) is a bug of the service, not of the message: the
-	// delivery is requeued as once.ReasonMisconfigured, backed off as
+	// delivery is requeued as consume.ReasonMisconfigured, backed off as
 	// RequeueBackoff says and never dead-lettered by MaxDeliveries.
 	// Defaults to MessageIDKey.
 	Key func(d *amqp.Delivery) (string, error)
 	// Fingerprint returns the digest the key is bound to; nil disables the
 	// check. A panic in it is requeued as a Key's is
-	// (once.ReasonMisconfigured, a *ConfigPanicError). Defaults to
+	// (consume.ReasonMisconfigured, a *ConfigPanicError). Defaults to
 	// BodyFingerprint.
 	Fingerprint func(d *amqp.Delivery) once.Fingerprint
 	// MaxRequeueDelay caps how long a RetryLater decision waits before it
@@ -87,7 +88,7 @@ type Config struct {
 	// RetryAfter hint (a handler error or panic, a misconfiguration, a lost
 	// lease): RequeueBackoff on the first delivery, doubled for every
 	// further one (Deliveries), at most MaxRequeueDelay. A store outage
-	// waits once.StoreRetryAfter doubled the same way. Once Process's
+	// waits consume.StoreRetryAfter doubled the same way. Once Process's
 	// context is cancelled (a shutdown), a requeue waits RequeueBackoff
 	// whatever the count, at most MaxRequeueDelay and MaxShutdownWait (see
 	// the package doc); a context past its deadline is backed off as a
@@ -99,14 +100,14 @@ type Config struct {
 	// MaxDeliveries, when positive, dead-letters (Nack without requeue) a
 	// delivery whose handler returned a retryable error or panicked on a
 	// delivery whose count (Deliveries) is at least MaxDeliveries, as
-	// once.ReasonExhausted. The count is every delivery of the message,
+	// consume.ReasonExhausted. The count is every delivery of the message,
 	// not its handler failures: the requeues of an in-progress or held key,
 	// of a store outage or of a shutdown, and the redeliveries of a killed
 	// consumer's deliveries count too, so a message may be dead-lettered
 	// on fewer than MaxDeliveries handler failures. A handler that
-	// outlives a deadline on Process's context (once.ReasonCanceled,
+	// outlives a deadline on Process's context (consume.ReasonCanceled,
 	// context.DeadlineExceeded) counts as failing. A shutdown
-	// (once.ReasonCanceled, the context cancelled) and the other retry
+	// (consume.ReasonCanceled, the context cancelled) and the other retry
 	// reasons (in progress, store down, held) are never dead-lettered by
 	// it.
 	//
@@ -124,7 +125,7 @@ type Config struct {
 	// the decision and the error of the acknowledgement. A panic in it is
 	// recovered and ignored: the delivery is settled already. Defaults to
 	// nil.
-	OnDecision func(d *amqp.Delivery, dec once.Decision, ackErr error)
+	OnDecision func(d *amqp.Delivery, dec consume.Decision, ackErr error)
 }
 
 var (
@@ -133,9 +134,9 @@ var (
 )
 
 // Process runs h for d at most once per key in scope (the consumer group),
-// settles d as once.Consume decides and returns the decision and the
+// settles d as consume.Do decides and returns the decision and the
 // acknowledgement's error. It never panics: a panic in h is answered with
-// a requeue (once.ReasonPanicked). A RetryLater waits before its requeue
+// a requeue (consume.ReasonHandlerError). A RetryLater waits before its requeue
 // (see the package doc); the returned decision's RetryAfter is the wait
 // applied, at most Config.MaxRequeueDelay, not the hint. Once ctx is
 // cancelled (a shutdown), the requeue waits Config.RequeueBackoff, at most
@@ -143,26 +144,26 @@ var (
 // returns ctx's error with the acknowledgement's after such a wait; a ctx
 // past its deadline does not shorten the wait. A handler failing on
 // the Config.MaxDeliveries-th delivery dead-letters it
-// (once.ReasonExhausted).
-func Process(ctx context.Context, scope once.Scope, d *amqp.Delivery, h Handler, cfg *Config) (once.Decision, error) {
+// (consume.ReasonExhausted).
+func Process(ctx context.Context, scope once.Scope, d *amqp.Delivery, h Handler, cfg *Config) (consume.Decision, error) {
 	return settleAndReport(ctx, d, pace(ctx, d, decide(ctx, scope, d, h, cfg), cfg), cfg)
 }
 
 // ProcessTx is Process with the handler inside one database transaction,
-// as once.ConsumeTx runs it: begin opens the transaction and returns it
-// with a store bound to it (for PostgreSQL, pool.Begin and Store.InTx);
+// as consume.DoTx runs it: begin opens the transaction and returns it
+// with a store bound to it (a SQL store's BeginTx);
 // the claim, the handler's writes through tx and the outcome commit
 // together before the delivery is acknowledged.
-func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, d *amqp.Delivery, begin func(context.Context) (X, backends.Store, error), h func(ctx context.Context, tx X, d *amqp.Delivery) error, cfg *Config) (once.Decision, error) {
-	var dec once.Decision
+func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, d *amqp.Delivery, begin func(context.Context) (X, backends.Store, error), h func(ctx context.Context, tx X, d *amqp.Delivery) error, cfg *Config) (consume.Decision, error) {
+	var dec consume.Decision
 	switch key, fp, bad := identify(d, cfg); {
 	case bad != nil:
 		dec = *bad
 	case h == nil:
-		dec = once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: errNilHandler}
+		dec = consume.Decision{Action: consume.RetryLater, Reason: consume.ReasonMisconfigured, Err: errNilHandler}
 	default:
 		hd := handlerCopy(d)
-		dec = once.ConsumeTx(ctx, scope, key, fp, begin, func(ctx context.Context, tx X) error { return h(ctx, tx, hd) })
+		dec = consume.DoTx(ctx, scope, key, fp, begin, func(ctx context.Context, tx X) error { return h(ctx, tx, hd) })
 	}
 	return settleAndReport(ctx, d, pace(ctx, d, dec, cfg), cfg)
 }
@@ -171,7 +172,7 @@ func ProcessTx[X once.Tx](ctx context.Context, scope once.Scope, d *amqp.Deliver
 // requeue (a negative maxDelay requeues at once). It returns ctx's error
 // if ctx ends during the wait, after requeueing. Unlike Process, it
 // applies no backoff or delivery limit.
-func Settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay time.Duration) error {
+func Settle(ctx context.Context, d *amqp.Delivery, dec consume.Decision, maxDelay time.Duration) error {
 	_, err := settle(ctx, d, dec, maxDelay, 0, false)
 	return err
 }
@@ -180,14 +181,14 @@ func Settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay t
 // Once ctx has ended, before the wait or during it, the requeue waits at
 // most grace more, within the wait planned; with paceDeadline, a ctx past
 // its deadline (a per-message timeout, not a shutdown) waits all of it.
-func settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay, grace time.Duration, paceDeadline bool) (time.Duration, error) {
+func settle(ctx context.Context, d *amqp.Delivery, dec consume.Decision, maxDelay, grace time.Duration, paceDeadline bool) (time.Duration, error) {
 	if d == nil {
 		return 0, errNilDelivery
 	}
 	switch dec.Action {
-	case once.Ack:
+	case consume.Ack:
 		return 0, d.Ack(false)
-	case once.DeadLetter:
+	case consume.DeadLetter:
 		return 0, d.Nack(false, false)
 	}
 	var waitErr error
@@ -233,9 +234,9 @@ func settle(ctx context.Context, d *amqp.Delivery, dec once.Decision, maxDelay, 
 
 // settleAndReport settles d and reports dec with, for a requeue, the wait
 // actually applied as its RetryAfter.
-func settleAndReport(ctx context.Context, d *amqp.Delivery, dec once.Decision, cfg *Config) (once.Decision, error) {
+func settleAndReport(ctx context.Context, d *amqp.Delivery, dec consume.Decision, cfg *Config) (consume.Decision, error) {
 	wait, err := settle(ctx, d, dec, maxRequeueDelay(cfg), shutdownWait(cfg), true)
-	if dec.Action == once.RetryLater && d != nil {
+	if dec.Action == consume.RetryLater && d != nil {
 		dec.RetryAfter = wait
 	}
 	report(cfg, d, dec, err)
@@ -244,7 +245,7 @@ func settleAndReport(ctx context.Context, d *amqp.Delivery, dec once.Decision, c
 
 // report calls cfg.OnDecision, if any; a panic in it is recovered and
 // ignored, since the delivery is already settled.
-func report(cfg *Config, d *amqp.Delivery, dec once.Decision, ackErr error) {
+func report(cfg *Config, d *amqp.Delivery, dec consume.Decision, ackErr error) {
 	if cfg == nil || cfg.OnDecision == nil {
 		return
 	}
@@ -269,23 +270,23 @@ func maxRequeueDelay(cfg *Config) time.Duration {
 	return DefaultMaxRequeueDelay
 }
 
-func decide(ctx context.Context, scope once.Scope, d *amqp.Delivery, h Handler, cfg *Config) once.Decision {
+func decide(ctx context.Context, scope once.Scope, d *amqp.Delivery, h Handler, cfg *Config) consume.Decision {
 	key, fp, bad := identify(d, cfg)
 	if bad != nil {
 		return *bad
 	}
 	if h == nil {
-		return once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: errNilHandler}
+		return consume.Decision{Action: consume.RetryLater, Reason: consume.ReasonMisconfigured, Err: errNilHandler}
 	}
 	hd := handlerCopy(d)
-	return once.Consume(ctx, scope, key, fp, func(ctx context.Context) error { return h(ctx, hd) })
+	return consume.Do(ctx, scope, key, fp, func(ctx context.Context) error { return h(ctx, hd) })
 }
 
 // identify returns the key and fingerprint of d, or the decision for a
 // delivery that cannot be processed.
-func identify(d *amqp.Delivery, cfg *Config) (string, once.Fingerprint, *once.Decision) {
+func identify(d *amqp.Delivery, cfg *Config) (string, once.Fingerprint, *consume.Decision) {
 	if d == nil {
-		return "", nil, &once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: errNilDelivery}
+		return "", nil, &consume.Decision{Action: consume.RetryLater, Reason: consume.ReasonMisconfigured, Err: errNilDelivery}
 	}
 	keyOf, fpOf := MessageIDKey, BodyFingerprint
 	if cfg != nil {
@@ -299,21 +300,21 @@ func identify(d *amqp.Delivery, cfg *Config) (string, once.Fingerprint, *once.De
 	key, err := callKey(keyOf, d)
 	var pe *ConfigPanicError
 	if errors.As(err, &pe) {
-		return "", nil, &once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}
+		return "", nil, &consume.Decision{Action: consume.RetryLater, Reason: consume.ReasonMisconfigured, Err: err}
 	}
 	if err != nil {
-		return "", nil, &once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}
+		return "", nil, &consume.Decision{Action: consume.DeadLetter, Reason: consume.ReasonInvalidKey, Err: err}
 	}
 	fp, err := callFingerprint(fpOf, d)
 	if err != nil { // only a panic: a *ConfigPanicError
-		return "", nil, &once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}
+		return "", nil, &consume.Decision{Action: consume.RetryLater, Reason: consume.ReasonMisconfigured, Err: err}
 	}
 	return key, fp, nil
 }
 
 // ConfigPanicError is the Err of the decision for a delivery whose
 // Config.Key or Config.Fingerprint panicked (Func names which). The
-// delivery is requeued as once.ReasonMisconfigured, as the core answers a
+// delivery is requeued as consume.ReasonMisconfigured, as the core answers a
 // misconfiguration: a callback that panics is a bug of the service (a bad
 // deploy may panic on every message), and dead-lettering each delivery
 // would dead-letter the whole queue; once the callback is fixed, the

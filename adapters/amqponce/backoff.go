@@ -9,8 +9,8 @@ import (
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
-	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/internal/redelivery"
+	"github.com/stagedoor/once/consume"
 )
 
 // DefaultRequeueBackoff is the wait before the requeue of a delivery's
@@ -21,14 +21,14 @@ const DefaultRequeueBackoff = 250 * time.Millisecond
 // decision for delivery d: a handler that failed (error or panic) on the
 // MaxDeliveries-th delivery dead-letters it; an in-progress key waits the
 // owner's lease left (a held key the hold's); a store outage waits
-// once.StoreRetryAfter doubled per earlier delivery; a RetryLater without
+// consume.StoreRetryAfter doubled per earlier delivery; a RetryLater without
 // a hint waits RequeueBackoff doubled per earlier delivery. Every wait is
 // at most MaxRequeueDelay, and the decision's RetryAfter is the wait that
 // Settle applies. A shutdown (ReasonCanceled) waits shutdownWait; one
 // whose ctx is past its deadline (a per-message timeout) is no shutdown:
 // it is a handler failure, backed off and limited as one.
-func pace(ctx context.Context, d *amqp.Delivery, dec once.Decision, cfg *Config) once.Decision {
-	if dec.Action != once.RetryLater || d == nil {
+func pace(ctx context.Context, d *amqp.Delivery, dec consume.Decision, cfg *Config) consume.Decision {
+	if dec.Action != consume.RetryLater || d == nil {
 		return dec
 	}
 	var c Config
@@ -36,24 +36,24 @@ func pace(ctx context.Context, d *amqp.Delivery, dec once.Decision, cfg *Config)
 		c = *cfg
 	}
 	n := Deliveries(d)
-	timedOut := dec.Reason == once.ReasonCanceled && ctx != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
-	if c.MaxDeliveries > 0 && n >= int64(c.MaxDeliveries) && (dec.Reason == once.ReasonHandlerError || dec.Reason == once.ReasonPanicked || timedOut) {
-		return once.Decision{Action: once.DeadLetter, Reason: once.ReasonExhausted,
+	timedOut := dec.Reason == consume.ReasonCanceled && ctx != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
+	if c.MaxDeliveries > 0 && n >= int64(c.MaxDeliveries) && (dec.Reason == consume.ReasonHandlerError || timedOut) {
+		return consume.Decision{Action: consume.DeadLetter, Reason: consume.ReasonExhausted,
 			Err: fmt.Errorf("amqponce: delivery %d of at most %d, %s: %w", n, c.MaxDeliveries, dec.Reason, dec.Err)}
 	}
 	limit := maxRequeueDelay(cfg)
 	switch {
-	case dec.Reason == once.ReasonInProgress:
+	case dec.Reason == consume.ReasonInProgress:
 		// Every requeue is a counted delivery: wait out the owner's lease
 		// (or the hold) up to the cap, not the core's one-second hint.
 		dec.RetryAfter = redelivery.InProgressWait(dec)
-	case dec.Reason == once.ReasonCanceled && !timedOut:
+	case dec.Reason == consume.ReasonCanceled && !timedOut:
 		// A shutdown: nothing failed, so no backoff by the delivery count,
 		// and a short wait (settle's grace once ctx is cancelled) so that a
 		// consumer still receiving does not requeue at broker speed.
 		dec.RetryAfter = shutdownWait(cfg)
-	case dec.Reason == once.ReasonStoreDown:
-		dec.RetryAfter = redelivery.Backoff(max(dec.RetryAfter, once.StoreRetryAfter), limit, uint64(n))
+	case dec.Reason == consume.ReasonStoreDown:
+		dec.RetryAfter = redelivery.Backoff(max(dec.RetryAfter, consume.StoreRetryAfter), limit, uint64(n))
 	case dec.RetryAfter == 0:
 		base := c.RequeueBackoff
 		if base == 0 {

@@ -1,11 +1,11 @@
 // Package amqponce processes RabbitMQ (AMQP 0-9-1) deliveries at most once
-// per key with package once, and settles each delivery as once.Consume
+// per key with package once, and settles each delivery as consume.Do
 // decides:
 //
-//	once.Ack        → d.Ack(false)
-//	once.RetryLater → d.Nack(false, true): requeued, after waiting
+//	consume.Ack        → d.Ack(false)
+//	consume.RetryLater → d.Nack(false, true): requeued, after waiting
 //	                  the decision's RetryAfter (see Requeues below)
-//	once.DeadLetter → d.Nack(false, false): dropped, or routed to the
+//	consume.DeadLetter → d.Nack(false, false): dropped, or routed to the
 //	                  queue's dead-letter exchange (x-dead-letter-exchange)
 //	                  when it has one
 //
@@ -20,7 +20,7 @@
 // routing key and the body, so a key reused with another body is
 // dead-lettered too. A panic in Config.Key, Config.Fingerprint or
 // Config.OnDecision is recovered: the first two requeue the delivery as
-// once.ReasonMisconfigured (*ConfigPanicError), backed off and never
+// consume.ReasonMisconfigured (*ConfigPanicError), backed off and never
 // dead-lettered, since the service is at fault, not the message; the last
 // is ignored.
 //
@@ -29,8 +29,8 @@
 // AMQP has no delayed requeue: a requeued delivery comes back at once. So
 // Process waits before it requeues, at most Config.MaxRequeueDelay (5 s by
 // default): an in-progress key waits the owner's lease left (a held key
-// the hold left); a Hold error the hold (at most once.HeldRedelivery); a
-// store outage once.StoreRetryAfter doubled per earlier delivery; a
+// the hold left); a Hold error the hold (at most consume.HeldRedelivery); a
+// store outage consume.StoreRetryAfter doubled per earlier delivery; a
 // RetryLater without a hint (a handler error or panic)
 // Config.RequeueBackoff doubled per earlier delivery, so that a poison
 // message is not requeued at broker speed. The decision's RetryAfter is
@@ -39,7 +39,7 @@
 // A shutdown (Process's context cancelled) waits too, but briefly:
 // RequeueBackoff (250 ms by default), whatever the delivery count, at
 // most MaxRequeueDelay and at most MaxShutdownWait (1 s). A decision
-// taken after ctx was cancelled (once.ReasonCanceled, or any other) waits
+// taken after ctx was cancelled (consume.ReasonCanceled, or any other) waits
 // that long before its requeue, and a wait that the cancellation
 // interrupts goes on for at most that long more, so that Process returns
 // within MaxShutdownWait of it. Requeued at once, a delivery came
@@ -51,7 +51,7 @@
 // Cancel the consumer (Channel.Cancel) or close the channel when
 // shutting down, so that the broker stops delivering. A context past its
 // deadline (a per-message timeout around Process) is no shutdown: the
-// core answers once.ReasonCanceled for it too, but Process backs it off
+// core answers consume.ReasonCanceled for it too, but Process backs it off
 // by the delivery count, waits all of the wait, and counts it toward
 // MaxDeliveries, as a handler error, so that a handler that always
 // outlives the timeout is not requeued forever. The wait
@@ -74,7 +74,7 @@
 // them (at 1 s a 30 s lease costs 30, over RabbitMQ 4's default).
 //
 // Config.MaxDeliveries dead-letters a failing handler's delivery
-// (once.ReasonExhausted) when the delivery's count (Deliveries) is at
+// (consume.ReasonExhausted) when the delivery's count (Deliveries) is at
 // least MaxDeliveries. The count is every delivery, not the handler's
 // failures: requeues while in progress, held, the store down or the
 // consumer shutting down, and redeliveries after a killed consumer, all

@@ -12,7 +12,7 @@ import (
 
 // Consume a queue with manual acknowledgements: each delivery's handler
 // runs once per MessageId, and the delivery is acked, requeued or
-// dead-lettered (to the queue's x-dead-letter-exchange) as once.Consume
+// dead-lettered (to the queue's x-dead-letter-exchange) as consume.Do
 // decides.
 func ExampleProcess() {
 	ctx := context.Background()

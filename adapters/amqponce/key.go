@@ -10,7 +10,7 @@ import (
 )
 
 // ErrMissingKey: the delivery carries no idempotency key. Process
-// dead-letters it with once.ReasonInvalidKey.
+// dead-letters it with consume.ReasonInvalidKey.
 var ErrMissingKey = errors.New("amqponce: message has no idempotency key")
 
 // MessageIDKey returns the delivery's MessageId property; ErrMissingKey

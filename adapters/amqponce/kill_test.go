@@ -17,7 +17,6 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/amqponce"
 	"github.com/stagedoor/once/adapters/internal/adaptertest"
-	"github.com/stagedoor/once/backends"
 )
 
 func TestMain(m *testing.M) {
@@ -179,14 +178,7 @@ func runWorker() error {
 		d.Acknowledger = killingAcker{Acknowledger: d.Acknowledger, kill: point == "before ack",
 			settled: func() error { return ledger.Record(ctx, "settled:"+key, pid) }}
 		if pg != nil {
-			begin := func(ctx context.Context) (pgx.Tx, backends.Store, error) {
-				tx, err := pool.Begin(ctx)
-				if err != nil {
-					return nil, nil, err
-				}
-				return tx, pg.InTx(tx), nil
-			}
-			_, _ = amqponce.ProcessTx(ctx, scope, &d, begin, func(ctx context.Context, tx pgx.Tx, _ *amqp.Delivery) error {
+			_, _ = amqponce.ProcessTx(ctx, scope, &d, pg.BeginTx, func(ctx context.Context, tx pgx.Tx, _ *amqp.Delivery) error {
 				if err := ledger.RecordTx(ctx, tx, key, pid); err != nil {
 					return err
 				}

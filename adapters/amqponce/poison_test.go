@@ -12,6 +12,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/amqponce"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/consume"
 )
 
 var errBoom = errors.New("payment service refused")
@@ -53,15 +54,15 @@ func TestPoisonDeliveryBackedOffThenDeadLettered(t *testing.T) {
 		require.EqualValues(t, i+1, amqponce.Deliveries(d), "headers %v", d.Headers)
 		dec, err := amqponce.Process(context.Background(), scope, d, panics, cfg)
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonPanicked, dec.Reason)
+		require.Equal(t, consume.ReasonHandlerError, dec.Reason)
 		require.Equal(t, want, dec.RetryAfter, "delivery %d", i+1)
 	}
 	d := e.next(t, q)
 	require.EqualValues(t, 5, amqponce.Deliveries(d))
 	dec, err := amqponce.Process(context.Background(), scope, d, panics, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.DeadLetter, dec.Action, "decision %v", dec)
-	require.Equal(t, once.ReasonExhausted, dec.Reason)
+	require.Equal(t, consume.DeadLetter, dec.Action, "decision %v", dec)
+	require.Equal(t, consume.ReasonExhausted, dec.Reason)
 	var p *once.PanicError
 	require.ErrorAs(t, dec.Err, &p, "the last failure is kept")
 
@@ -84,7 +85,7 @@ func TestPoisonOnClassicQueue(t *testing.T) {
 
 	dec, err := amqponce.Process(context.Background(), once.Scope{}, e.next(t, e.queue), func(context.Context, *amqp.Delivery) error { return nil }, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonMisconfigured, dec.Reason, "decision %v", dec)
+	require.Equal(t, consume.ReasonMisconfigured, dec.Reason, "decision %v", dec)
 	require.Equal(t, 5*time.Millisecond, dec.RetryAfter)
 
 	d := e.next(t, e.queue)
@@ -92,7 +93,7 @@ func TestPoisonOnClassicQueue(t *testing.T) {
 	require.EqualValues(t, 2, amqponce.Deliveries(d))
 	dec, err = amqponce.Process(context.Background(), scope, d, func(context.Context, *amqp.Delivery) error { return errBoom }, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonExhausted, dec.Reason, "decision %v", dec)
+	require.Equal(t, consume.ReasonExhausted, dec.Reason, "decision %v", dec)
 	require.ErrorIs(t, dec.Err, errBoom)
 	ready, dead := e.counts(t)
 	require.Zero(t, ready)

@@ -14,10 +14,11 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/amqponce"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/consume"
 	"github.com/stagedoor/once/internal/testservers"
 )
 
-// TestProcessSettlesAsTheTableSays runs each row of once.Consume's table
+// TestProcessSettlesAsTheTableSays runs each row of consume.Do's table
 // through a real RabbitMQ queue with a dead-letter queue, on every store,
 // and checks where each message went.
 func TestProcessSettlesAsTheTableSays(t *testing.T) {
@@ -34,7 +35,7 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 	counting := func(runs *atomic.Int32, err error) amqponce.Handler {
 		return func(context.Context, *amqp.Delivery) error { runs.Add(1); return err }
 	}
-	process := func(t *testing.T, e *env, scope once.Scope, h amqponce.Handler, cfg *amqponce.Config) once.Decision {
+	process := func(t *testing.T, e *env, scope once.Scope, h amqponce.Handler, cfg *amqponce.Config) consume.Decision {
 		t.Helper()
 		d, err := amqponce.Process(ctx, scope, e.next(t, e.queue), h, cfg)
 		require.NoError(t, err)
@@ -46,8 +47,8 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		var runs atomic.Int32
 		e.publish(t, "charge 5", "m1", nil)
 		e.publish(t, "charge 5", "m1", nil)
-		require.Equal(t, once.ReasonDone, process(t, e, scope, counting(&runs, nil), nil).Reason)
-		require.Equal(t, once.ReasonReplayed, process(t, e, scope, counting(&runs, nil), nil).Reason)
+		require.Equal(t, consume.ReasonDone, process(t, e, scope, counting(&runs, nil), nil).Reason)
+		require.Equal(t, consume.ReasonReplayed, process(t, e, scope, counting(&runs, nil), nil).Reason)
 		ready, dead := e.counts(t)
 		require.Zero(t, ready+dead)
 		require.Equal(t, int32(1), runs.Load())
@@ -56,20 +57,20 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		e, scope := newEnv(t), once.New(newStore(t)).Scope("billing")
 		var runs atomic.Int32
 		e.publish(t, "charge 5", "m1", nil)
-		require.Equal(t, once.ReasonHandlerError, process(t, e, scope, counting(&runs, errors.New("provider 503")), nil).Reason)
+		require.Equal(t, consume.ReasonHandlerError, process(t, e, scope, counting(&runs, errors.New("provider 503")), nil).Reason)
 		again := e.next(t, e.queue)
 		require.True(t, again.Redelivered)
 		d, err := amqponce.Process(ctx, scope, again, counting(&runs, nil), nil)
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonDone, d.Reason)
+		require.Equal(t, consume.ReasonDone, d.Reason)
 		require.Equal(t, int32(2), runs.Load())
 	})
 	t.Run("PanicIsRequeued", func(t *testing.T) {
 		e, scope := newEnv(t), once.New(newStore(t)).Scope("billing")
 		e.publish(t, "charge 5", "m1", nil)
-		require.Equal(t, once.ReasonPanicked, process(t, e, scope, func(context.Context, *amqp.Delivery) error { panic("bug") }, nil).Reason)
+		require.Equal(t, consume.ReasonHandlerError, process(t, e, scope, func(context.Context, *amqp.Delivery) error { panic("bug") }, nil).Reason)
 		var runs atomic.Int32
-		require.Equal(t, once.ReasonDone, process(t, e, scope, counting(&runs, nil), nil).Reason)
+		require.Equal(t, consume.ReasonDone, process(t, e, scope, counting(&runs, nil), nil).Reason)
 		require.Equal(t, int32(1), runs.Load())
 		ready, dead := e.counts(t)
 		require.Zero(t, ready+dead)
@@ -79,9 +80,9 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		var runs atomic.Int32
 		e.publish(t, "charge 5", "m1", nil)
 		e.publish(t, "charge 5", "m1", nil)
-		require.Equal(t, once.ReasonFinal, process(t, e, scope, counting(&runs, once.Final(errors.New("declined"))), nil).Reason)
+		require.Equal(t, consume.ReasonDone, process(t, e, scope, counting(&runs, once.Final(errors.New("declined"))), nil).Reason)
 		d := process(t, e, scope, counting(&runs, nil), nil)
-		require.Equal(t, once.ReasonReplayedFinal, d.Reason)
+		require.Equal(t, consume.ReasonReplayed, d.Reason)
 		require.EqualError(t, d.Err, "declined")
 		ready, dead := e.counts(t)
 		require.Zero(t, ready+dead, "a replayed final error is acked, not redelivered forever")
@@ -90,23 +91,23 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 	t.Run("InProgressIsRequeuedAfterTheHint", func(t *testing.T) {
 		e, scope := newEnv(t), once.New(newStore(t)).Scope("billing")
 		started, release := make(chan struct{}), make(chan struct{})
-		owner := make(chan once.Decision, 1)
+		owner := make(chan consume.Decision, 1)
 		go func() {
-			owner <- once.Consume(ctx, scope, "m1", nil, func(context.Context) error { close(started); <-release; return nil })
+			owner <- consume.Do(ctx, scope, "m1", nil, func(context.Context) error { close(started); <-release; return nil })
 		}()
 		<-started
 		e.publish(t, "charge 5", "m1", nil)
 		cfg := &amqponce.Config{Fingerprint: func(*amqp.Delivery) once.Fingerprint { return nil }, MaxRequeueDelay: 50 * time.Millisecond}
 		var runs atomic.Int32
 		d := process(t, e, scope, counting(&runs, nil), cfg)
-		require.Equal(t, once.ReasonInProgress, d.Reason)
+		require.Equal(t, consume.ReasonInProgress, d.Reason)
 		close(release)
-		require.Equal(t, once.ReasonDone, (<-owner).Reason)
+		require.Equal(t, consume.ReasonDone, (<-owner).Reason)
 		again := e.next(t, e.queue)
 		require.True(t, again.Redelivered)
 		d, err := amqponce.Process(ctx, scope, again, counting(&runs, nil), cfg)
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonReplayed, d.Reason)
+		require.Equal(t, consume.ReasonReplayed, d.Reason)
 		require.Zero(t, runs.Load())
 	})
 	t.Run("BadMessagesAreDeadLettered", func(t *testing.T) {
@@ -117,11 +118,11 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		e.publish(t, "charge 5", "m1", nil)
 		e.publish(t, "charge 6", "m1", nil)
 		e.publish(t, "not json", "m2", nil)
-		want := []once.Reason{once.ReasonInvalidKey, once.ReasonInvalidKey, once.ReasonDone, once.ReasonKeyReused, once.ReasonRejected}
+		want := []consume.Reason{consume.ReasonInvalidKey, consume.ReasonInvalidKey, consume.ReasonDone, consume.ReasonKeyReused, consume.ReasonRejected}
 		for i, reason := range want {
 			h := counting(&runs, nil)
 			if i == 4 {
-				h = counting(&runs, once.Reject(errors.New("payload is not JSON")))
+				h = counting(&runs, consume.Reject(errors.New("payload is not JSON")))
 			}
 			require.Equal(t, reason, process(t, e, scope, h, nil).Reason)
 		}
@@ -144,13 +145,13 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		e.publish(t, "charge 5", "b", amqp.Table{"order-id": "o1"})
 		e.publish(t, "charge 5", "c", amqp.Table{"order-id": int32(7)})
 		e.publish(t, "charge 5", "d", amqp.Table{"order-id": strings.Repeat("k", 256)})
-		require.Equal(t, once.ReasonDone, process(t, e, scope, counting(&runs, nil), cfg).Reason)
-		require.Equal(t, once.ReasonReplayed, process(t, e, scope, counting(&runs, nil), cfg).Reason)
+		require.Equal(t, consume.ReasonDone, process(t, e, scope, counting(&runs, nil), cfg).Reason)
+		require.Equal(t, consume.ReasonReplayed, process(t, e, scope, counting(&runs, nil), cfg).Reason)
 		d := process(t, e, scope, counting(&runs, nil), cfg)
-		require.Equal(t, once.ReasonInvalidKey, d.Reason)
+		require.Equal(t, consume.ReasonInvalidKey, d.Reason)
 		require.ErrorIs(t, d.Err, amqponce.ErrMissingKey)
 		d = process(t, e, scope, counting(&runs, nil), cfg)
-		require.Equal(t, once.ReasonInvalidKey, d.Reason, "a key over 255 bytes is dead-lettered")
+		require.Equal(t, consume.ReasonInvalidKey, d.Reason, "a key over 255 bytes is dead-lettered")
 		require.ErrorIs(t, d.Err, once.ErrInvalidInput)
 		require.Eventually(t, func() bool { _, dead := e.counts(t); return dead == 2 }, 5*time.Second, 10*time.Millisecond)
 		require.Equal(t, int32(1), runs.Load())
@@ -161,8 +162,8 @@ func TestNilInputsNeverPanic(t *testing.T) {
 	scope := once.New(nil).Scope("billing")
 	d, err := amqponce.Process(context.Background(), scope, nil, nil, nil)
 	require.Error(t, err)
-	require.Equal(t, once.ReasonMisconfigured, d.Reason)
+	require.Equal(t, consume.ReasonMisconfigured, d.Reason)
 	d, err = amqponce.Process(context.Background(), scope, &amqp.Delivery{MessageId: "m"}, nil, nil)
 	require.Error(t, err, "a delivery without an acknowledger cannot be settled")
-	require.Equal(t, once.ReasonMisconfigured, d.Reason)
+	require.Equal(t, consume.ReasonMisconfigured, d.Reason)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/amqponce"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/consume"
 )
 
 // holdKey claims key in scope from another consumer and keeps the claim
@@ -46,7 +47,7 @@ func TestShutdownOnTheLastDeliveryIsNotExhausted(t *testing.T) {
 	cfg := &amqponce.Config{MaxDeliveries: 2, RequeueBackoff: time.Millisecond}
 	dec, err := amqponce.Process(context.Background(), scope, e.next(t, q), func(context.Context, *amqp.Delivery) error { return errors.New("transient") }, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonHandlerError, dec.Reason)
+	require.Equal(t, consume.ReasonHandlerError, dec.Reason)
 	d := e.next(t, q)
 	require.EqualValues(t, 2, amqponce.Deliveries(d))
 	sctx, stop := context.WithCancel(context.Background())
@@ -56,11 +57,11 @@ func TestShutdownOnTheLastDeliveryIsNotExhausted(t *testing.T) {
 		return ctx.Err()
 	}, cfg)
 	require.ErrorIs(t, err, context.Canceled, "the requeue's wait was cut short")
-	require.Equal(t, once.RetryLater, dec.Action, "decision %v", dec)
-	require.Equal(t, once.ReasonCanceled, dec.Reason)
+	require.Equal(t, consume.RetryLater, dec.Action, "decision %v", dec)
+	require.Equal(t, consume.ReasonCanceled, dec.Reason)
 	dec, err = amqponce.Process(context.Background(), scope, e.next(t, q), func(context.Context, *amqp.Delivery) error { return nil }, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonDone, dec.Reason)
+	require.Equal(t, consume.ReasonDone, dec.Reason)
 }
 
 // A delivery whose key another consumer runs waits the owner's lease left,
@@ -75,7 +76,7 @@ func TestInProgressWaitsTheOwnersLeaseUpToTheCap(t *testing.T) {
 	cfg := &amqponce.Config{Fingerprint: noFingerprint, MaxRequeueDelay: 1500 * time.Millisecond}
 	dec, err := amqponce.Process(context.Background(), scope, e.next(t, e.queue), func(context.Context, *amqp.Delivery) error { return nil }, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonInProgress, dec.Reason)
+	require.Equal(t, consume.ReasonInProgress, dec.Reason)
 	require.Equal(t, 1500*time.Millisecond, dec.RetryAfter)
 }
 
@@ -89,11 +90,11 @@ func TestRetryAfterIsTheWaitApplied(t *testing.T) {
 		return once.Hold(errors.New("provider timeout after send"))
 	}, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonHeld, dec.Reason)
+	require.Equal(t, consume.ReasonHeld, dec.Reason)
 	require.Equal(t, 20*time.Millisecond, dec.RetryAfter, "the wait, not the 30s lease")
 	dec, err = amqponce.Process(context.Background(), scope, e.next(t, e.queue), func(context.Context, *amqp.Delivery) error { return nil }, &amqponce.Config{MaxRequeueDelay: -1})
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonInProgress, dec.Reason)
+	require.Equal(t, consume.ReasonInProgress, dec.Reason)
 	require.Zero(t, dec.RetryAfter, "requeued at once")
 	require.Equal(t, "retry later (in progress)", dec.String())
 }
@@ -114,7 +115,7 @@ func TestHandlerCannotSettleTheDelivery(t *testing.T) {
 		return nil
 	}, nil)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonDone, dec.Reason)
+	require.Equal(t, consume.ReasonDone, dec.Reason)
 	for _, err := range []error{ackErr, nackErr, rejectErr} {
 		require.ErrorIs(t, err, amqponce.ErrSettledByProcess)
 	}
@@ -137,7 +138,7 @@ func TestHandlerCannotSettleTheDelivery(t *testing.T) {
 
 // A panicking Config.Key or Config.Fingerprint is a bug of the service,
 // not of the message: the delivery is requeued as
-// once.ReasonMisconfigured with the *amqponce.ConfigPanicError, backed off,
+// consume.ReasonMisconfigured with the *amqponce.ConfigPanicError, backed off,
 // not dead-lettered (nor exhausted by MaxDeliveries), so that a bad deploy
 // whose Key panics on every message does not dead-letter the queue; once
 // the callback is fixed, the message is processed. A panicking OnDecision
@@ -145,7 +146,7 @@ func TestHandlerCannotSettleTheDelivery(t *testing.T) {
 func TestConfigFuncPanicsAreRecovered(t *testing.T) {
 	e := newEnv(t)
 	scope := once.New(memory.New(nil)).Scope("billing")
-	var reported []once.Reason
+	var reported []consume.Reason
 	var broken bool
 	cfg := &amqponce.Config{
 		Key: func(d *amqp.Delivery) (string, error) {
@@ -160,7 +161,7 @@ func TestConfigFuncPanicsAreRecovered(t *testing.T) {
 			}
 			return amqponce.BodyFingerprint(d)
 		},
-		OnDecision: func(_ *amqp.Delivery, dec once.Decision, _ error) {
+		OnDecision: func(_ *amqp.Delivery, dec consume.Decision, _ error) {
 			reported = append(reported, dec.Reason)
 			panic("logger broke")
 		},
@@ -174,8 +175,8 @@ func TestConfigFuncPanicsAreRecovered(t *testing.T) {
 		for i, wait := range []time.Duration{time.Millisecond, 2 * time.Millisecond} { // first delivery, redelivery
 			dec, err := amqponce.Process(context.Background(), scope, e.next(t, e.queue), h, cfg)
 			require.NoError(t, err)
-			require.Equal(t, once.RetryLater, dec.Action, "%s, delivery %d: %v", tc.fn, i+1, dec)
-			require.Equal(t, once.ReasonMisconfigured, dec.Reason)
+			require.Equal(t, consume.RetryLater, dec.Action, "%s, delivery %d: %v", tc.fn, i+1, dec)
+			require.Equal(t, consume.ReasonMisconfigured, dec.Reason)
 			require.Equal(t, wait, dec.RetryAfter, "backed off as RequeueBackoff says")
 			var p *amqponce.ConfigPanicError
 			require.ErrorAs(t, dec.Err, &p)
@@ -185,10 +186,10 @@ func TestConfigFuncPanicsAreRecovered(t *testing.T) {
 		broken = false // the fix is deployed
 		dec, err := amqponce.Process(context.Background(), scope, e.next(t, e.queue), h, cfg)
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonDone, dec.Reason)
+		require.Equal(t, consume.ReasonDone, dec.Reason)
 	}
-	m := once.ReasonMisconfigured
-	require.Equal(t, []once.Reason{m, m, once.ReasonDone, m, m, once.ReasonDone}, reported)
+	m := consume.ReasonMisconfigured
+	require.Equal(t, []consume.Reason{m, m, consume.ReasonDone, m, m, consume.ReasonDone}, reported)
 	ready, dead := e.counts(t)
 	require.Zero(t, ready)
 	require.Zero(t, dead)
@@ -217,15 +218,15 @@ func TestCanceledContextReportsTheWaitApplied(t *testing.T) {
 	ack := &fakeAck{}
 	d := &amqp.Delivery{Acknowledger: ack, MessageId: "m-1", Body: []byte("x"), Headers: amqp.Table{"x-delivery-count": int64(4)}}
 	ctx, cancel := context.WithCancel(context.Background())
-	var reported once.Decision
+	var reported consume.Decision
 	start := time.Now()
 	dec, err := amqponce.Process(ctx, scope, d, func(ctx context.Context, _ *amqp.Delivery) error {
 		cancel() // SIGTERM while the handler runs
 		return ctx.Err()
-	}, &amqponce.Config{RequeueBackoff: 30 * time.Millisecond, OnDecision: func(_ *amqp.Delivery, dec once.Decision, _ error) { reported = dec }})
+	}, &amqponce.Config{RequeueBackoff: 30 * time.Millisecond, OnDecision: func(_ *amqp.Delivery, dec consume.Decision, _ error) { reported = dec }})
 	require.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond, "waited before the requeue")
 	require.ErrorIs(t, err, context.Canceled)
-	require.Equal(t, once.ReasonCanceled, dec.Reason)
+	require.Equal(t, consume.ReasonCanceled, dec.Reason)
 	require.Equal(t, 30*time.Millisecond, dec.RetryAfter)
 	require.Equal(t, 30*time.Millisecond, reported.RetryAfter, "OnDecision sees the wait applied too")
 	require.Equal(t, 1, ack.nacks)

@@ -12,6 +12,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/amqponce"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/consume"
 )
 
 // A consumer whose context has ended (a rolling deploy) but whose channel
@@ -48,7 +49,7 @@ func TestShutdownRequeueWaitsRequeueBackoff(t *testing.T) {
 		dec, err := amqponce.Process(ctx, scope, &d, h, cfg)
 		require.GreaterOrEqual(t, time.Since(start), backoff, "delivery %d: waited before the requeue", i+1)
 		require.ErrorIs(t, err, context.Canceled)
-		require.Equal(t, once.ReasonCanceled, dec.Reason, "delivery %d", i+1)
+		require.Equal(t, consume.ReasonCanceled, dec.Reason, "delivery %d", i+1)
 		require.Equal(t, backoff, dec.RetryAfter, "delivery %d: the first delivery's backoff, not the count's", i+1)
 	}
 	require.Zero(t, runs)
@@ -68,7 +69,7 @@ func TestShutdownWaitIsBounded(t *testing.T) {
 		dec, err := amqponce.Process(ctx, scope, d, func(context.Context, *amqp.Delivery) error { return nil },
 			&amqponce.Config{RequeueBackoff: time.Hour, MaxRequeueDelay: time.Hour})
 		require.ErrorIs(t, err, context.Canceled)
-		require.Equal(t, once.ReasonCanceled, dec.Reason)
+		require.Equal(t, consume.ReasonCanceled, dec.Reason)
 		require.Equal(t, amqponce.MaxShutdownWait, dec.RetryAfter)
 		require.Equal(t, 1, ack.nacks)
 		require.True(t, ack.requeue)
@@ -84,7 +85,7 @@ func TestShutdownWaitIsBounded(t *testing.T) {
 			&amqponce.Config{RequeueBackoff: backoff, MaxRequeueDelay: time.Hour})
 		elapsed := time.Since(start)
 		require.ErrorIs(t, err, context.Canceled)
-		require.Equal(t, once.ReasonHandlerError, dec.Reason)
+		require.Equal(t, consume.ReasonHandlerError, dec.Reason)
 		require.GreaterOrEqual(t, elapsed, 50*time.Millisecond+backoff, "waited RequeueBackoff on after the end of ctx")
 		require.Greater(t, dec.RetryAfter, backoff)
 		require.Less(t, dec.RetryAfter, time.Hour, "not the planned hour")
@@ -96,7 +97,7 @@ func TestShutdownWaitIsBounded(t *testing.T) {
 
 // A per-message timeout on Process's context (context.WithTimeout around
 // each call) made a handler that always outlives it a shutdown on every
-// delivery: the core answers once.ReasonCanceled for any ended context,
+// delivery: the core answers consume.ReasonCanceled for any ended context,
 // so the delivery was requeued at once, never backed off and never
 // dead-lettered, whatever MaxDeliveries. A context past its deadline is no
 // shutdown: the requeue waits the delivery count's backoff, all of it,
@@ -112,7 +113,7 @@ func TestDeadlineOnProcessContextIsAHandlerFailure(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	process := func(d *amqp.Delivery) (once.Decision, time.Duration) {
+	process := func(d *amqp.Delivery) (consume.Decision, time.Duration) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 		defer cancel()
 		start := time.Now()
@@ -124,15 +125,15 @@ func TestDeadlineOnProcessContextIsAHandlerFailure(t *testing.T) {
 		d := e.next(t, q)
 		require.EqualValues(t, i+1, amqponce.Deliveries(d))
 		dec, took := process(d)
-		require.Equal(t, once.RetryLater, dec.Action, "delivery %d: %v", i+1, dec)
-		require.Equal(t, once.ReasonCanceled, dec.Reason)
+		require.Equal(t, consume.RetryLater, dec.Action, "delivery %d: %v", i+1, dec)
+		require.Equal(t, consume.ReasonCanceled, dec.Reason)
 		require.ErrorIs(t, dec.Err, context.DeadlineExceeded)
 		require.Equal(t, want, dec.RetryAfter, "delivery %d: backed off by the count", i+1)
 		require.GreaterOrEqual(t, took, want, "delivery %d: the wait was applied", i+1)
 	}
 	dec, _ := process(e.next(t, q))
-	require.Equal(t, once.DeadLetter, dec.Action, "decision %v", dec)
-	require.Equal(t, once.ReasonExhausted, dec.Reason)
+	require.Equal(t, consume.DeadLetter, dec.Action, "decision %v", dec)
+	require.Equal(t, consume.ReasonExhausted, dec.Reason)
 	require.ErrorIs(t, dec.Err, context.DeadlineExceeded)
 	dead := e.next(t, e.dlq)
 	require.Equal(t, "slow-1", dead.MessageId)

@@ -235,7 +235,7 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 		}
 		return handlerResp, handlerErr
 	}
-	if out.Replayed {
+	if out.Status == once.Replayed {
 		header := out.Value.Header.Copy()
 		if header == nil {
 			header = metadata.MD{}
@@ -261,7 +261,7 @@ func (s *server) intercept(ctx context.Context, req any, info *grpc.UnaryServerI
 // ran the handler, is the handler's own retryable or held error, returned
 // as it was, rather than a failure to record the outcome.
 func handlersOwn(out once.Outcome[storedReply], err, handlerErr error) bool {
-	return handlerErr != nil && !out.Unrecorded && !out.LeaseLost && !out.Recorded && errors.Is(err, handlerErr)
+	return handlerErr != nil && (out.Status == once.Released || out.Status == once.Held) && errors.Is(err, handlerErr)
 }
 
 // protocolError maps what once.DoOutcome returned, for a call that did

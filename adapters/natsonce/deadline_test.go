@@ -12,11 +12,12 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/natsonce"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/consume"
 )
 
 // A per-message timeout on Process's context (context.WithTimeout around
 // each call) made a handler that always outlives it a shutdown on every
-// delivery: the core answers once.ReasonCanceled for any ended context,
+// delivery: the core answers consume.ReasonCanceled for any ended context,
 // and natsonce Nak-ed it after RetryBackoff, never more, and never
 // terminated it, whatever MaxDeliveries: redelivered once a second
 // forever. A context past its deadline is no shutdown: the failure is
@@ -31,7 +32,7 @@ func TestDeadlineOnProcessContextIsAHandlerFailure(t *testing.T) {
 		<-ctx.Done()
 		return ctx.Err()
 	}
-	process := func(msg jetstream.Msg) once.Decision {
+	process := func(msg jetstream.Msg) consume.Decision {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
 		defer cancel()
 		d, err := natsonce.Process(ctx, scope, msg, outlives, cfg)
@@ -42,14 +43,14 @@ func TestDeadlineOnProcessContextIsAHandlerFailure(t *testing.T) {
 		msg := e.next(t)
 		require.EqualValues(t, i+1, numDelivered(t, msg))
 		d := process(msg)
-		require.Equal(t, once.RetryLater, d.Action, "delivery %d: %v", i+1, d)
-		require.Equal(t, once.ReasonCanceled, d.Reason)
+		require.Equal(t, consume.RetryLater, d.Action, "delivery %d: %v", i+1, d)
+		require.Equal(t, consume.ReasonCanceled, d.Reason)
 		require.ErrorIs(t, d.Err, context.DeadlineExceeded)
 		require.Equal(t, want, d.RetryAfter, "delivery %d: backed off by the count", i+1)
 	}
 	d := process(e.next(t))
-	require.Equal(t, once.DeadLetter, d.Action, "decision %v", d)
-	require.Equal(t, once.ReasonExhausted, d.Reason)
+	require.Equal(t, consume.DeadLetter, d.Action, "decision %v", d)
+	require.Equal(t, consume.ReasonExhausted, d.Reason)
 	require.ErrorIs(t, d.Err, context.DeadlineExceeded)
 	e.settled(t)
 }

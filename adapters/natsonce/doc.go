@@ -1,11 +1,11 @@
 // Package natsonce processes NATS JetStream messages at most once per key
-// with package once, and acknowledges each message as once.Consume
+// with package once, and acknowledges each message as consume.Do
 // decides:
 //
-//	once.Ack        → msg.Ack()
-//	once.RetryLater → msg.NakWithDelay(RetryAfter), where RetryAfter is
+//	consume.Ack        → msg.Ack()
+//	consume.RetryLater → msg.NakWithDelay(RetryAfter), where RetryAfter is
 //	                  the delay Process applies (see Redelivery below)
-//	once.DeadLetter → msg.Term(): JetStream stops delivering the message and
+//	consume.DeadLetter → msg.Term(): JetStream stops delivering the message and
 //	                  publishes a MSG_TERMINATED advisory, which a
 //	                  dead-letter consumer can follow (Config.TermWithReason
 //	                  adds the reason, on nats-server 2.10.4 or later)
@@ -18,7 +18,7 @@
 // The fingerprint is a digest of the subject and the payload, so a key
 // reused with another payload is terminated too. A panic in Config.Key,
 // Config.Fingerprint or Config.OnDecision is recovered: the first two Nak
-// the message as once.ReasonMisconfigured (*ConfigPanicError), backed off
+// the message as consume.ReasonMisconfigured (*ConfigPanicError), backed off
 // and never terminated, since the service is at fault, not the message;
 // the last is ignored.
 //
@@ -28,32 +28,32 @@
 // the consumer's MaxDeliver and Config.MaxDeliveries. Process therefore
 // Naks with the delay that spends the fewest deliveries:
 //
-//   - a key in progress elsewhere (once.ReasonInProgress): the owner's
+//   - a key in progress elsewhere (consume.ReasonInProgress): the owner's
 //     lease left (up to the scope's lease, 30 s by default), at most
 //     Config.MaxRetryBackoff (1 min by default), not the core's one-second
-//     hint; a held key: the hold left, at most once.HeldRedelivery (1 min)
+//     hint; a held key: the hold left, at most consume.HeldRedelivery (1 min)
 //     and at most Config.MaxRetryBackoff.
 //     A message Nak-ed with a delay stays pending until it is redelivered:
 //     it counts toward the consumer's MaxAckPending meanwhile (with
 //     MaxAckPending 1, nothing else is delivered), so keep MaxAckPending
 //     well above the duplicates that may wait at once;
-//   - a Hold error (once.ReasonHeld): the hold (once.WithHoldFor; one
-//     lease by default), at most once.HeldRedelivery;
-//   - the store unreachable (once.ReasonStoreDown): once.StoreRetryAfter
+//   - a Hold error (consume.ReasonHeld): the hold (once.WithHoldFor; one
+//     lease by default), at most consume.HeldRedelivery;
+//   - the store unreachable (consume.ReasonStoreDown): consume.StoreRetryAfter
 //     (1 s) doubled per earlier delivery, at most Config.MaxRetryBackoff;
 //   - no hint (a handler error or panic, a misconfiguration, a lost lease):
 //     Config.RetryBackoff doubled per earlier delivery, at most
 //     Config.MaxRetryBackoff, so that a poison message is not redelivered
 //     at broker speed;
-//   - a consumer shutting down (once.ReasonCanceled, Process's context
+//   - a consumer shutting down (consume.ReasonCanceled, Process's context
 //     cancelled): Config.RetryBackoff (1 s by default), whatever the
 //     delivery count, since nothing failed. A context past its deadline (a
 //     per-message timeout around Process) is no shutdown: the core answers
-//     once.ReasonCanceled for it too, but Process backs it off and limits
+//     consume.ReasonCanceled for it too, but Process backs it off and limits
 //     it as a handler error, so that a handler that always outlives the
 //     timeout is not redelivered every RetryBackoff forever.
 //
-// Config.MaxDeliveries terminates a message (once.ReasonExhausted) whose
+// Config.MaxDeliveries terminates a message (consume.ReasonExhausted) whose
 // handler fails (error or panic) on a delivery whose NumDelivered is at
 // least MaxDeliveries. NumDelivered counts every delivery of the message,
 // not handler failures: the Naks above (in progress, held, store down,
@@ -73,7 +73,7 @@
 // may spend without a handler failure: one per two thirds to all of a
 // lease while another consumer runs the key (the owner renews its lease,
 // so a handler running 10 minutes under a 30 s lease costs 20 to 30), one
-// per lease after a Hold and one per once.HeldRedelivery while
+// per lease after a Hold and one per consume.HeldRedelivery while
 // the key is held (a key held until resolved, forever), about
 // log2(outage/1s)+outage/MaxRetryBackoff for a store outage, and one per
 // consumer killed with the message. No finite MaxDeliver covers a key held

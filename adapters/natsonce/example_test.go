@@ -11,13 +11,13 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/natsonce"
-	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/postgres"
+	"github.com/stagedoor/once/consume"
 )
 
 // Consume a JetStream stream with a durable consumer: each message's
 // handler runs once per Nats-Msg-Id, and the message is acked, naked with a
-// delay or terminated as once.Consume decides.
+// delay or terminated as consume.Do decides.
 func ExampleHandlerFunc() {
 	ctx := context.Background()
 	nc, err := nats.Connect(nats.DefaultURL)
@@ -35,7 +35,7 @@ func ExampleHandlerFunc() {
 		return nil
 	}
 	cc, err := cons.Consume(natsonce.HandlerFunc(ctx, scope, charge, &natsonce.Config{
-		OnDecision: func(msg jetstream.Msg, d once.Decision, ackErr error) { log.Printf("%s: %v", msg.Subject(), d) },
+		OnDecision: func(msg jetstream.Msg, d consume.Decision, ackErr error) { log.Printf("%s: %v", msg.Subject(), d) },
 	}))
 	if err != nil {
 		log.Fatal(err)
@@ -50,15 +50,8 @@ func ExampleProcessTx() {
 	pool, _ := pgxpool.New(ctx, "postgres://localhost/app")
 	store, _ := postgres.New(pool, nil)
 	scope := once.New(store).Scope("billing")
-	begin := func(ctx context.Context) (pgx.Tx, backends.Store, error) {
-		tx, err := pool.Begin(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		return tx, store.InTx(tx), nil
-	}
 	var msg jetstream.Msg // from Consumer.Next, Fetch or Consume
-	d, err := natsonce.ProcessTx(ctx, scope, msg, begin, func(ctx context.Context, tx pgx.Tx, msg jetstream.Msg) error {
+	d, err := natsonce.ProcessTx(ctx, scope, msg, store.BeginTx, func(ctx context.Context, tx pgx.Tx, msg jetstream.Msg) error {
 		_, err := tx.Exec(ctx, "INSERT INTO charges (order_id) VALUES ($1)", msg.Headers().Get("Order-Id"))
 		return err
 	}, &natsonce.Config{Key: natsonce.HeaderKey("Order-Id")})

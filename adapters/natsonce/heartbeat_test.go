@@ -12,6 +12,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/natsonce"
+	"github.com/stagedoor/once/consume"
 )
 
 // TestHeartbeatHoldsOffRedelivery runs a handler three times slower than
@@ -24,7 +25,7 @@ func TestHeartbeatHoldsOffRedelivery(t *testing.T) {
 			scope := once.New(nil).Scope("billing")
 			e.publish(t, "charge 5", map[string]string{nats.MsgIdHdr: "m1"})
 			msg := e.next(t)
-			done := make(chan once.Decision, 1)
+			done := make(chan consume.Decision, 1)
 			release := make(chan struct{})
 			go func() {
 				d, _ := natsonce.Process(context.Background(), scope, msg, func(context.Context, jetstream.Msg) error {
@@ -35,13 +36,13 @@ func TestHeartbeatHoldsOffRedelivery(t *testing.T) {
 			}()
 			again, err := e.cons.Next(jetstream.FetchMaxWait(2400 * time.Millisecond))
 			close(release)
-			require.Equal(t, once.ReasonDone, (<-done).Reason)
+			require.Equal(t, consume.ReasonDone, (<-done).Reason)
 			if heartbeat == 0 {
 				require.NoError(t, err, "redelivered after AckWait")
 				require.Equal(t, uint64(2), numDelivered(t, again))
 				d, err := natsonce.Process(context.Background(), scope, again, func(context.Context, jetstream.Msg) error { return nil }, nil)
 				require.NoError(t, err)
-				require.Equal(t, once.ReasonReplayed, d.Reason)
+				require.Equal(t, consume.ReasonReplayed, d.Reason)
 				return
 			}
 			require.True(t, errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded), "no redelivery while the handler beats: %v", err)

@@ -14,7 +14,7 @@ import (
 )
 
 // ErrMissingKey: the message carries no idempotency key. Process
-// terminates it with once.ReasonInvalidKey.
+// terminates it with consume.ReasonInvalidKey.
 var ErrMissingKey = errors.New("natsonce: message has no idempotency key")
 
 // MsgIDKey returns the key of the message's stream and its Nats-Msg-Id

@@ -17,7 +17,6 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/internal/adaptertest"
 	"github.com/stagedoor/once/adapters/natsonce"
-	"github.com/stagedoor/once/backends"
 )
 
 func TestMain(m *testing.M) {
@@ -140,14 +139,7 @@ func runWorker() error {
 		point := killPoint(key, md.NumDelivered)
 		wrapped := killingMsg{Msg: msg, kill: point == "before ack"}
 		if pg != nil {
-			begin := func(ctx context.Context) (pgx.Tx, backends.Store, error) {
-				tx, err := pool.Begin(ctx)
-				if err != nil {
-					return nil, nil, err
-				}
-				return tx, pg.InTx(tx), nil
-			}
-			_, _ = natsonce.ProcessTx(ctx, scope, wrapped, begin, func(ctx context.Context, tx pgx.Tx, _ jetstream.Msg) error {
+			_, _ = natsonce.ProcessTx(ctx, scope, wrapped, pg.BeginTx, func(ctx context.Context, tx pgx.Tx, _ jetstream.Msg) error {
 				if err := ledger.RecordTx(ctx, tx, key, pid); err != nil {
 					return err
 				}

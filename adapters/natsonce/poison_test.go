@@ -13,6 +13,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/natsonce"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/consume"
 )
 
 // A handler that panics on every delivery is Nak-ed with a delay that
@@ -32,16 +33,16 @@ func TestPoisonMessageBackedOffThenTerminated(t *testing.T) {
 		require.EqualValues(t, i+1, numDelivered(t, msg))
 		d, err := natsonce.Process(context.Background(), scope, msg, panics, cfg)
 		require.NoError(t, err)
-		require.Equal(t, once.RetryLater, d.Action)
-		require.Equal(t, once.ReasonPanicked, d.Reason)
+		require.Equal(t, consume.RetryLater, d.Action)
+		require.Equal(t, consume.ReasonHandlerError, d.Reason)
 		require.Equal(t, want, d.RetryAfter, "delivery %d", i+1)
 	}
 	msg := e.next(t)
 	require.EqualValues(t, 5, numDelivered(t, msg))
 	d, err := natsonce.Process(context.Background(), scope, msg, panics, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.DeadLetter, d.Action, "decision %v", d)
-	require.Equal(t, once.ReasonExhausted, d.Reason)
+	require.Equal(t, consume.DeadLetter, d.Action, "decision %v", d)
+	require.Equal(t, consume.ReasonExhausted, d.Reason)
 	var p *once.PanicError
 	require.ErrorAs(t, d.Err, &p, "the last failure is kept")
 
@@ -67,13 +68,13 @@ func TestPoisonLimitOnlyTerminatesHandlerFailures(t *testing.T) {
 	for range 3 {
 		d, err := natsonce.Process(context.Background(), misconfigured, e.next(t), func(context.Context, jetstream.Msg) error { return nil }, cfg)
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonMisconfigured, d.Reason, "decision %v", d)
+		require.Equal(t, consume.ReasonMisconfigured, d.Reason, "decision %v", d)
 		require.Positive(t, d.RetryAfter)
 	}
 	scope := once.New(memory.New(nil)).Scope("billing")
 	d, err := natsonce.Process(context.Background(), scope, e.next(t), func(context.Context, jetstream.Msg) error { return errBoom }, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonExhausted, d.Reason, "decision %v", d)
+	require.Equal(t, consume.ReasonExhausted, d.Reason, "decision %v", d)
 	require.ErrorIs(t, d.Err, errBoom)
 	e.settled(t)
 }

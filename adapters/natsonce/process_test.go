@@ -16,10 +16,11 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/natsonce"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/consume"
 	"github.com/stagedoor/once/internal/testservers"
 )
 
-// TestProcessSettlesAsTheTableSays runs each row of once.Consume's table
+// TestProcessSettlesAsTheTableSays runs each row of consume.Do's table
 // through a real JetStream consumer on every store and checks what the
 // broker did with the message.
 func TestProcessSettlesAsTheTableSays(t *testing.T) {
@@ -46,10 +47,10 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		e.publish(t, "charge 5", map[string]string{"Order-Id": "o1", nats.MsgIdHdr: "b"})
 		d, err := natsonce.Process(ctx, scope, e.next(t), counting(&runs, nil), orderCfg())
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonDone, d.Reason)
+		require.Equal(t, consume.ReasonDone, d.Reason)
 		d, err = natsonce.Process(ctx, scope, e.next(t), counting(&runs, nil), orderCfg())
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonReplayed, d.Reason)
+		require.Equal(t, consume.ReasonReplayed, d.Reason)
 		e.settled(t)
 		require.Equal(t, int32(1), runs.Load())
 	})
@@ -59,7 +60,7 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		e.publish(t, "charge 5", map[string]string{nats.MsgIdHdr: "m-1"})
 		d, err := natsonce.Process(ctx, scope, e.next(t), counting(&runs, nil), nil)
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonDone, d.Reason)
+		require.Equal(t, consume.ReasonDone, d.Reason)
 		_, err = once.Do(ctx, scope, e.stream+".m-1", nil, func(context.Context) (struct{}, error) {
 			runs.Add(1)
 			return struct{}{}, nil
@@ -75,12 +76,12 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		first := e.next(t)
 		d, err := natsonce.Process(ctx, scope, first, counting(&runs, errors.New("provider 503")), orderCfg())
 		require.NoError(t, err)
-		require.Equal(t, once.RetryLater, d.Action)
+		require.Equal(t, consume.RetryLater, d.Action)
 		again := e.next(t)
 		require.Equal(t, uint64(2), numDelivered(t, again), "a Nak redelivers at once")
 		d, err = natsonce.Process(ctx, scope, again, counting(&runs, nil), orderCfg())
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonDone, d.Reason)
+		require.Equal(t, consume.ReasonDone, d.Reason)
 		e.settled(t)
 		require.Equal(t, int32(2), runs.Load())
 	})
@@ -89,11 +90,11 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		e.publish(t, "charge 5", map[string]string{"Order-Id": "o1"})
 		d, err := natsonce.Process(ctx, scope, e.next(t), func(context.Context, jetstream.Msg) error { panic("bug") }, orderCfg())
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonPanicked, d.Reason)
+		require.Equal(t, consume.ReasonHandlerError, d.Reason)
 		var runs atomic.Int32
 		d, err = natsonce.Process(ctx, scope, e.next(t), counting(&runs, nil), orderCfg())
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonDone, d.Reason)
+		require.Equal(t, consume.ReasonDone, d.Reason)
 		e.settled(t)
 	})
 	t.Run("FinalErrorIsAckedAndReplayed", func(t *testing.T) {
@@ -103,10 +104,10 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		e.publish(t, "charge 5", map[string]string{"Order-Id": "o1", nats.MsgIdHdr: "b"})
 		d, err := natsonce.Process(ctx, scope, e.next(t), counting(&runs, once.Final(errors.New("card declined"))), orderCfg())
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonFinal, d.Reason)
+		require.Equal(t, consume.ReasonDone, d.Reason)
 		d, err = natsonce.Process(ctx, scope, e.next(t), counting(&runs, nil), orderCfg())
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonReplayedFinal, d.Reason)
+		require.Equal(t, consume.ReasonReplayed, d.Reason)
 		require.EqualError(t, d.Err, "card declined")
 		e.settled(t)
 		require.Equal(t, int32(1), runs.Load())
@@ -115,9 +116,9 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		// The Nak waits the owner's lease left: a short lease keeps the test short.
 		e, scope := newEnv(t, time.Minute), once.New(newStore(t), once.WithLease(time.Second)).Scope("billing")
 		started, release := make(chan struct{}), make(chan struct{})
-		owner := make(chan once.Decision, 1)
+		owner := make(chan consume.Decision, 1)
 		go func() {
-			owner <- once.Consume(ctx, scope, "o1", nil, func(context.Context) error { close(started); <-release; return nil })
+			owner <- consume.Do(ctx, scope, "o1", nil, func(context.Context) error { close(started); <-release; return nil })
 		}()
 		<-started
 		e.publish(t, "charge 5", map[string]string{"Order-Id": "o1"})
@@ -126,15 +127,15 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		var runs atomic.Int32
 		d, err := natsonce.Process(ctx, scope, e.next(t), counting(&runs, nil), cfg)
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonInProgress, d.Reason)
+		require.Equal(t, consume.ReasonInProgress, d.Reason)
 		require.Positive(t, d.RetryAfter)
 		close(release)
-		require.Equal(t, once.ReasonDone, (<-owner).Reason)
+		require.Equal(t, consume.ReasonDone, (<-owner).Reason)
 		again := e.next(t)
 		require.Equal(t, uint64(2), numDelivered(t, again))
 		d, err = natsonce.Process(ctx, scope, again, counting(&runs, nil), cfg)
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonReplayed, d.Reason)
+		require.Equal(t, consume.ReasonReplayed, d.Reason)
 		e.settled(t)
 		require.Zero(t, runs.Load())
 	})
@@ -149,11 +150,11 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		e.publish(t, "charge 5", map[string]string{"Order-Id": "o1"})
 		e.publish(t, "charge 6", map[string]string{"Order-Id": "o1"})
 		e.publish(t, "not json", map[string]string{"Order-Id": "o2"})
-		want := []once.Reason{once.ReasonInvalidKey, once.ReasonInvalidKey, once.ReasonDone, once.ReasonKeyReused, once.ReasonRejected}
+		want := []consume.Reason{consume.ReasonInvalidKey, consume.ReasonInvalidKey, consume.ReasonDone, consume.ReasonKeyReused, consume.ReasonRejected}
 		for i, reason := range want {
 			h := counting(&runs, nil)
 			if i == 4 {
-				h = counting(&runs, once.Reject(errors.New("payload is not JSON")))
+				h = counting(&runs, consume.Reject(errors.New("payload is not JSON")))
 			}
 			d, err := natsonce.Process(ctx, scope, e.next(t), h, orderCfg())
 			require.NoError(t, err)
@@ -176,9 +177,9 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 	t.Run("HandlerFuncInConsume", func(t *testing.T) {
 		e, scope := newEnv(t, time.Minute), once.New(newStore(t)).Scope("billing")
 		var runs atomic.Int32
-		decisions := make(chan once.Decision, 10)
+		decisions := make(chan consume.Decision, 10)
 		cfg := orderCfg()
-		cfg.OnDecision = func(_ jetstream.Msg, d once.Decision, ackErr error) {
+		cfg.OnDecision = func(_ jetstream.Msg, d consume.Decision, ackErr error) {
 			require.NoError(t, ackErr)
 			decisions <- d
 		}
@@ -188,11 +189,11 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		for range 3 {
 			e.publish(t, "charge 5", map[string]string{"Order-Id": "o1"})
 		}
-		reasons := map[once.Reason]int{}
+		reasons := map[consume.Reason]int{}
 		for range 3 {
 			reasons[(<-decisions).Reason]++
 		}
-		require.Equal(t, map[once.Reason]int{once.ReasonDone: 1, once.ReasonReplayed: 2}, reasons)
+		require.Equal(t, map[consume.Reason]int{consume.ReasonDone: 1, consume.ReasonReplayed: 2}, reasons)
 		e.settled(t)
 		require.Equal(t, int32(1), runs.Load())
 	})
@@ -202,5 +203,5 @@ func TestNilInputsNeverPanic(t *testing.T) {
 	scope := once.New(nil).Scope("billing")
 	d, err := natsonce.Process(context.Background(), scope, nil, nil, nil)
 	require.Error(t, err)
-	require.Equal(t, once.ReasonMisconfigured, d.Reason)
+	require.Equal(t, consume.ReasonMisconfigured, d.Reason)
 }

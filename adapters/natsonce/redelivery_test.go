@@ -16,6 +16,7 @@ import (
 	"github.com/stagedoor/once/adapters/natsonce"
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/consume"
 )
 
 // holdKey claims key in scope from another consumer and keeps the claim
@@ -53,7 +54,7 @@ func TestShutdownOnTheLastDeliveryIsNotExhausted(t *testing.T) {
 	cfg := &natsonce.Config{MaxDeliveries: 2, RetryBackoff: time.Millisecond}
 	d, err := natsonce.Process(context.Background(), scope, e.next(t), func(context.Context, jetstream.Msg) error { return errors.New("transient") }, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonHandlerError, d.Reason)
+	require.Equal(t, consume.ReasonHandlerError, d.Reason)
 	ctx, cancel := context.WithCancel(context.Background())
 	msg := e.next(t)
 	require.EqualValues(t, 2, numDelivered(t, msg))
@@ -63,11 +64,11 @@ func TestShutdownOnTheLastDeliveryIsNotExhausted(t *testing.T) {
 		return ctx.Err()
 	}, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.RetryLater, d.Action, "decision %v", d)
-	require.Equal(t, once.ReasonCanceled, d.Reason)
+	require.Equal(t, consume.RetryLater, d.Action, "decision %v", d)
+	require.Equal(t, consume.ReasonCanceled, d.Reason)
 	d, err = natsonce.Process(context.Background(), scope, e.next(t), func(context.Context, jetstream.Msg) error { return nil }, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonDone, d.Reason)
+	require.Equal(t, consume.ReasonDone, d.Reason)
 	e.settled(t)
 }
 
@@ -83,13 +84,13 @@ func TestInProgressNakWaitsTheOwnersLease(t *testing.T) {
 	cfg := &natsonce.Config{Key: natsonce.HeaderKey("Order-Id"), Fingerprint: func(jetstream.Msg) once.Fingerprint { return nil }}
 	d, err := natsonce.Process(context.Background(), scope, e.next(t), func(context.Context, jetstream.Msg) error { return nil }, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonInProgress, d.Reason)
+	require.Equal(t, consume.ReasonInProgress, d.Reason)
 	require.Greater(t, d.RetryAfter, time.Second, "the lease left, not capped at 1s")
 	require.LessOrEqual(t, d.RetryAfter, once.DefaultLease)
 }
 
 // The delivery that held its key, and a duplicate while the key is held,
-// are Nak-ed after the hold left (at most once.HeldRedelivery).
+// are Nak-ed after the hold left (at most consume.HeldRedelivery).
 func TestHeldKeyNakWaitsTheHold(t *testing.T) {
 	e := newEnv(t, 30*time.Second)
 	scope := once.New(memory.New(nil), once.WithHoldFor(10*time.Minute)).Scope("billing")
@@ -99,13 +100,13 @@ func TestHeldKeyNakWaitsTheHold(t *testing.T) {
 		return once.Hold(errors.New("provider timeout after send"))
 	}, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonHeld, d.Reason)
-	require.Equal(t, once.HeldRedelivery, d.RetryAfter, "the ten-minute hold, at most HeldRedelivery: not the 30 s lease")
+	require.Equal(t, consume.ReasonHeld, d.Reason)
+	require.Equal(t, consume.HeldRedelivery, d.RetryAfter, "the ten-minute hold, at most HeldRedelivery: not the 30 s lease")
 	e.publish(t, "charge", map[string]string{nats.MsgIdHdr: "order-h2", "Order-Id": "order-h"})
 	d, err = natsonce.Process(context.Background(), scope, e.next(t), func(context.Context, jetstream.Msg) error { return nil }, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonInProgress, d.Reason)
-	require.Equal(t, once.HeldRedelivery, d.RetryAfter)
+	require.Equal(t, consume.ReasonInProgress, d.Reason)
+	require.Equal(t, consume.HeldRedelivery, d.RetryAfter)
 }
 
 // downStore is a store whose every claim fails as an unreachable server's.
@@ -137,7 +138,7 @@ func (m *deliveredMsg) NakWithDelay(d time.Duration) error {
 }
 
 // While the store is down, each delivery waits twice as long as the one
-// before, from once.StoreRetryAfter up to MaxRetryBackoff, so a long outage
+// before, from consume.StoreRetryAfter up to MaxRetryBackoff, so a long outage
 // costs few deliveries.
 func TestStoreOutageBacksOffPerDelivery(t *testing.T) {
 	down := once.New(downStore{memory.New(nil)}).Scope("billing")
@@ -146,7 +147,7 @@ func TestStoreOutageBacksOffPerDelivery(t *testing.T) {
 		msg := &deliveredMsg{n: uint64(i + 1)}
 		d, err := natsonce.Process(context.Background(), down, msg, func(context.Context, jetstream.Msg) error { return nil }, &natsonce.Config{MaxDeliveries: 2})
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonStoreDown, d.Reason)
+		require.Equal(t, consume.ReasonStoreDown, d.Reason)
 		require.Equal(t, w, d.RetryAfter, "delivery %d", i+1)
 		require.Equal(t, w, msg.delay, "the Nak's delay is the reported one")
 	}
@@ -168,7 +169,7 @@ func TestSameMsgIDInTwoStreamsIsTwoKeys(t *testing.T) {
 	for _, e := range []*env{a, b} {
 		d, err := natsonce.Process(context.Background(), scope, e.next(t), h, nil)
 		require.NoError(t, err)
-		require.Equal(t, once.ReasonDone, d.Reason, "stream %s: %v (%v)", e.stream, d, d.Err)
+		require.Equal(t, consume.ReasonDone, d.Reason, "stream %s: %v (%v)", e.stream, d, d.Err)
 		e.settled(t)
 	}
 	require.Equal(t, 2, runs)
@@ -207,7 +208,7 @@ func (m *streamMsg) Metadata() (*jetstream.MsgMetadata, error) {
 func (m *streamMsg) Headers() nats.Header { return nats.Header{nats.MsgIdHdr: []string{m.id}} }
 
 // A Config.Key or Config.Fingerprint that panics is a bug of the service,
-// not of the message: the message is Nak-ed as once.ReasonMisconfigured
+// not of the message: the message is Nak-ed as consume.ReasonMisconfigured
 // with the *ConfigPanicError, backed off, not terminated (nor exhausted by
 // MaxDeliveries), so that a bad deploy whose Key panics on every message
 // does not dead-letter the stream; once the callback is fixed, the
@@ -219,7 +220,7 @@ func TestConfigFuncPanicsAreRecovered(t *testing.T) {
 	scope := once.New(memory.New(nil)).Scope("billing")
 	type seen struct {
 		payload string
-		d       once.Decision
+		d       consume.Decision
 	}
 	decisions := make(chan seen, 1000)
 	var broken atomic.Bool
@@ -237,7 +238,7 @@ func TestConfigFuncPanicsAreRecovered(t *testing.T) {
 			}
 			return natsonce.PayloadFingerprint(msg)
 		},
-		OnDecision: func(msg jetstream.Msg, d once.Decision, _ error) {
+		OnDecision: func(msg jetstream.Msg, d consume.Decision, _ error) {
 			decisions <- seen{string(msg.Data()), d}
 			panic("logger broke")
 		},
@@ -254,14 +255,14 @@ func TestConfigFuncPanicsAreRecovered(t *testing.T) {
 	done := map[string]bool{}
 	for len(done) < 3 {
 		s := <-decisions
-		if s.d.Reason == once.ReasonDone {
+		if s.d.Reason == consume.ReasonDone {
 			done[s.payload] = true
 			continue
 		}
 		fn, ok := panicked[s.payload]
 		require.True(t, ok, "%q: %v", s.payload, s.d)
-		require.Equal(t, once.RetryLater, s.d.Action, "%q: %v", s.payload, s.d)
-		require.Equal(t, once.ReasonMisconfigured, s.d.Reason)
+		require.Equal(t, consume.RetryLater, s.d.Action, "%q: %v", s.payload, s.d)
+		require.Equal(t, consume.ReasonMisconfigured, s.d.Reason)
 		require.Equal(t, 10*time.Millisecond, s.d.RetryAfter, "backed off as RetryBackoff says")
 		var p *natsonce.ConfigPanicError
 		require.ErrorAs(t, s.d.Err, &p)
@@ -276,7 +277,7 @@ func TestConfigFuncPanicsAreRecovered(t *testing.T) {
 	e.settled(t)
 }
 
-// A shutdown (once.ReasonCanceled) is Nak-ed after RetryBackoff, whatever
+// A shutdown (consume.ReasonCanceled) is Nak-ed after RetryBackoff, whatever
 // the delivery count: nothing failed, and the backoff by the delivery count
 // parked the message up to MaxRetryBackoff (1 min after six earlier
 // deliveries) during a rolling restart.
@@ -289,7 +290,7 @@ func TestShutdownIsNakedWithoutTheDeliveryBackoff(t *testing.T) {
 		return ctx.Err()
 	}, nil)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonCanceled, d.Reason, "decision %v", d)
+	require.Equal(t, consume.ReasonCanceled, d.Reason, "decision %v", d)
 	require.Equal(t, natsonce.DefaultRetryBackoff, d.RetryAfter)
 	require.Equal(t, natsonce.DefaultRetryBackoff, msg.delay, "the Nak's delay")
 }
@@ -305,7 +306,7 @@ func TestInProgressNakIsCappedByMaxRetryBackoff(t *testing.T) {
 	cfg := &natsonce.Config{Fingerprint: func(jetstream.Msg) once.Fingerprint { return nil }, MaxRetryBackoff: 2 * time.Second}
 	d, err := natsonce.Process(context.Background(), scope, msg, func(context.Context, jetstream.Msg) error { return nil }, cfg)
 	require.NoError(t, err)
-	require.Equal(t, once.ReasonInProgress, d.Reason, "decision %v", d)
+	require.Equal(t, consume.ReasonInProgress, d.Reason, "decision %v", d)
 	require.Equal(t, 2*time.Second, d.RetryAfter)
 	require.Equal(t, 2*time.Second, msg.delay)
 	d, err = natsonce.Process(context.Background(), scope, msg, func(context.Context, jetstream.Msg) error { return nil }, &natsonce.Config{Fingerprint: cfg.Fingerprint})

@@ -14,11 +14,11 @@
 // never lost) and their own consumers can deduplicate them by UUID.
 //
 // The router acts on the handler's result: nil → Ack, an error → Nack
-// (redelivery). Middleware answers once.Consume's decisions so:
+// (redelivery). Middleware answers consume.Do's decisions so:
 //
-//	once.Ack        → the produced messages (stored ones on a replay), nil
-//	once.RetryLater → a *RetryError, after waiting: the router nacks
-//	once.DeadLetter → a *DeadLetterError: a poison queue outside this
+//	consume.Ack        → the produced messages (stored ones on a replay), nil
+//	consume.RetryLater → a *RetryError, after waiting: the router nacks
+//	consume.DeadLetter → a *DeadLetterError: a poison queue outside this
 //	                  middleware moves it; without one the router nacks it
 //
 // Brokers redeliver a nacked message at once (GoChannel, RabbitMQ through
@@ -44,7 +44,7 @@
 // handler's MaxDeliveries-th failure of a message in this process (a
 // retryable error, a panic, or a failure at the deadline of a
 // middleware.Timeout placed outside the middleware) and every later one
-// are dead-lettered as once.ReasonExhausted, for the poison queue to move.
+// are dead-lettered as consume.ReasonExhausted, for the poison queue to move.
 // A Watermill message carries no delivery count, so the middleware counts
 // the handler's failures itself: unlike amqponce and natsonce, whose
 // broker counts every delivery, the redeliveries of a key in progress or
@@ -80,7 +80,7 @@
 // by default; the store must accept that size too). Produced messages whose
 // stored form is over the cap could not be republished for a duplicate, so
 // they are never handed to the router: the message is dead-lettered
-// (once.ReasonTooLarge), on its first run and on every redelivery. Raise the
+// (consume.ReasonTooLarge), on its first run and on every redelivery. Raise the
 // cap on the Keeper or Scope for handlers that produce large batches, or
 // produce references to the data instead of the data.
 package watermillonce

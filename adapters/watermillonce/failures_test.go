@@ -17,6 +17,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/watermillonce"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/consume"
 )
 
 // A handler that fails at the deadline of watermill's middleware.Timeout
@@ -114,7 +115,7 @@ func TestFirstDeadLetterAfterRetriesIsNotDelayed(t *testing.T) {
 		if calls <= 8 {
 			return nil, errors.New("transient")
 		}
-		return nil, once.Reject(errors.New("bad payload"))
+		return nil, consume.Reject(errors.New("bad payload"))
 	})
 	for i := range 8 {
 		_, err := h(message.NewMessage("u1", []byte("x")))

@@ -16,6 +16,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/watermillonce"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/consume"
 )
 
 func next(t *testing.T, ch <-chan *message.Message) *message.Message {
@@ -129,13 +130,13 @@ func TestDefaultKeyWithoutHandlerName(t *testing.T) {
 	var re *watermillonce.RetryError
 	require.ErrorAs(t, err, &re)
 	require.ErrorIs(t, err, watermillonce.ErrNoHandlerName)
-	require.Equal(t, once.ReasonMisconfigured, re.Decision.Reason)
+	require.Equal(t, consume.ReasonMisconfigured, re.Decision.Reason)
 	require.Zero(t, runs)
 }
 
 // A Key or Fingerprint that panics is a bug of the service, not of the
 // message (a bad deploy panics on every message): it is answered RetryLater,
-// once.ReasonMisconfigured, with a *ConfigPanicError, backed off, not
+// consume.ReasonMisconfigured, with a *ConfigPanicError, backed off, not
 // dead-lettered; the handler does not run and the middleware does not
 // panic.
 func TestPanickingKeyOrFingerprintIsRetriedLater(t *testing.T) {
@@ -147,8 +148,8 @@ func TestPanickingKeyOrFingerprintIsRetriedLater(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			scope := once.New(memory.New(nil)).Scope("orders")
 			runs := 0
-			var seen []once.Decision
-			cfg.OnDecision = func(_ *message.Message, d once.Decision) { seen = append(seen, d) }
+			var seen []consume.Decision
+			cfg.OnDecision = func(_ *message.Message, d consume.Decision) { seen = append(seen, d) }
 			cfg.RetryBackoff = time.Millisecond
 			h := watermillonce.Middleware(scope, cfg)(func(*message.Message) ([]*message.Message, error) {
 				runs++
@@ -159,15 +160,15 @@ func TestPanickingKeyOrFingerprintIsRetriedLater(t *testing.T) {
 			require.False(t, watermillonce.IsDeadLetter(err), "%v", err)
 			var re *watermillonce.RetryError
 			require.ErrorAs(t, err, &re)
-			require.Equal(t, once.ReasonMisconfigured, re.Decision.Reason)
+			require.Equal(t, consume.ReasonMisconfigured, re.Decision.Reason)
 			require.Equal(t, time.Millisecond, re.Decision.RetryAfter, "backed off")
 			var pe *watermillonce.ConfigPanicError
 			require.ErrorAs(t, err, &pe)
 			require.Equal(t, name, pe.Func)
 			require.NotEmpty(t, pe.Stack)
 			require.Len(t, seen, 1)
-			require.Equal(t, once.RetryLater, seen[0].Action)
-			require.Equal(t, once.ReasonMisconfigured, seen[0].Reason)
+			require.Equal(t, consume.RetryLater, seen[0].Action)
+			require.Equal(t, consume.ReasonMisconfigured, seen[0].Reason)
 			require.Zero(t, runs)
 		})
 	}
@@ -180,7 +181,7 @@ func TestPanickingOnDecisionChangesNothing(t *testing.T) {
 	runs := 0
 	cfg := &watermillonce.Config{
 		Key:        func(m *message.Message) (string, error) { return m.UUID, nil },
-		OnDecision: func(*message.Message, once.Decision) { panic("metrics down") },
+		OnDecision: func(*message.Message, consume.Decision) { panic("metrics down") },
 	}
 	h := watermillonce.Middleware(scope, cfg)(func(*message.Message) ([]*message.Message, error) {
 		runs++

@@ -10,6 +10,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/watermillonce"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/consume"
 )
 
 // Produced messages over the outcome cap (1 MiB by default) have no durable
@@ -18,10 +19,10 @@ import (
 // the message is dead-lettered on the first run and on every redelivery.
 func TestProducedMessagesOverTheCapAreDeadLettered(t *testing.T) {
 	scope := once.New(memory.New(nil)).Scope("handler")
-	var decisions []once.Decision
+	var decisions []consume.Decision
 	mw := watermillonce.Middleware(scope, &watermillonce.Config{
 		Key:        func(m *message.Message) (string, error) { return m.UUID, nil }, // called outside a router: no handler name
-		OnDecision: func(_ *message.Message, d once.Decision) { decisions = append(decisions, d) },
+		OnDecision: func(_ *message.Message, d consume.Decision) { decisions = append(decisions, d) },
 	})
 	runs := 0
 	h := mw(func(msg *message.Message) ([]*message.Message, error) {
@@ -35,7 +36,7 @@ func TestProducedMessagesOverTheCapAreDeadLettered(t *testing.T) {
 		require.True(t, watermillonce.IsDeadLetter(err), "delivery %d: %v", delivery, err)
 		require.ErrorIs(t, err, once.ErrOutcomeTooLarge)
 		require.Empty(t, produced, "delivery %d: produced messages without a durable record", delivery)
-		require.Equal(t, once.ReasonTooLarge, decisions[delivery].Reason)
+		require.Equal(t, consume.ReasonTooLarge, decisions[delivery].Reason)
 	}
 	require.Equal(t, 1, runs, "the redelivery replays the stored error")
 

@@ -17,12 +17,13 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/watermillonce"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/consume"
 )
 
 // A message whose handler keeps failing was redelivered forever (backed
 // off, at most 1 s apart): the middleware had no delivery limit, unlike
 // amqponce and natsonce. With MaxDeliveries 3 the third failure is
-// dead-lettered as once.ReasonExhausted, returned at once for the poison
+// dead-lettered as consume.ReasonExhausted, returned at once for the poison
 // queue, and OnDecision is told; without a poison queue the message comes
 // back and each further failure is a dead letter backed off by the dead
 // letters' own count.
@@ -30,11 +31,11 @@ func TestMaxDeliveriesDeadLettersAFailingMessage(t *testing.T) {
 	const ms = time.Millisecond
 	cases := map[string]struct {
 		h      message.HandlerFunc
-		reason once.Reason
+		reason consume.Reason
 		mws    func(mw message.HandlerMiddleware) []message.HandlerMiddleware
 	}{
-		"HandlerError": {h: func(*message.Message) ([]*message.Message, error) { return nil, errors.New("db timeout") }, reason: once.ReasonHandlerError},
-		"HandlerPanic": {h: func(*message.Message) ([]*message.Message, error) { panic("cannot parse") }, reason: once.ReasonPanicked},
+		"HandlerError": {h: func(*message.Message) ([]*message.Message, error) { return nil, errors.New("db timeout") }, reason: consume.ReasonHandlerError},
+		"HandlerPanic": {h: func(*message.Message) ([]*message.Message, error) { panic("cannot parse") }, reason: consume.ReasonHandlerError},
 		// middleware.Timeout outside the middleware: the core answers
 		// ReasonCanceled for the ended context, but a deadline is no
 		// shutdown, so the failure counts.
@@ -43,7 +44,7 @@ func TestMaxDeliveriesDeadLettersAFailingMessage(t *testing.T) {
 				<-msg.Context().Done()
 				return nil, msg.Context().Err()
 			},
-			reason: once.ReasonCanceled,
+			reason: consume.ReasonCanceled,
 			mws: func(mw message.HandlerMiddleware) []message.HandlerMiddleware {
 				return []message.HandlerMiddleware{middleware.Timeout(ms), mw}
 			},
@@ -54,10 +55,10 @@ func TestMaxDeliveriesDeadLettersAFailingMessage(t *testing.T) {
 			t.Parallel()
 			rec := newRecorder()
 			var mu sync.Mutex
-			var decisions []once.Decision
+			var decisions []consume.Decision
 			scope := once.New(memory.New(nil)).Scope("billing")
 			mw := watermillonce.Middleware(scope, &watermillonce.Config{MaxDeliveries: 3, RetryBackoff: ms, MaxRetryDelay: 4 * ms,
-				OnDecision: func(_ *message.Message, d once.Decision) { mu.Lock(); decisions = append(decisions, d); mu.Unlock() }})
+				OnDecision: func(_ *message.Message, d consume.Decision) { mu.Lock(); decisions = append(decisions, d); mu.Unlock() }})
 			mws := []message.HandlerMiddleware{mw}
 			if tc.mws != nil {
 				mws = tc.mws(mw)
@@ -73,8 +74,8 @@ func TestMaxDeliveriesDeadLettersAFailingMessage(t *testing.T) {
 			for i, wait := range []time.Duration{0, ms, 2 * ms} {
 				var dl *watermillonce.DeadLetterError
 				require.ErrorAs(t, errs[2+i], &dl, "delivery %d", 3+i)
-				require.Equal(t, once.DeadLetter, dl.Decision.Action)
-				require.Equal(t, once.ReasonExhausted, dl.Decision.Reason)
+				require.Equal(t, consume.DeadLetter, dl.Decision.Action)
+				require.Equal(t, consume.ReasonExhausted, dl.Decision.Reason)
 				require.Equal(t, wait, dl.Wait, "dead letter %d", i+1)
 				require.True(t, watermillonce.IsDeadLetter(errs[2+i]))
 				require.Contains(t, dl.Error(), fmt.Sprintf("handler failure %d of at most 3, %s", 3+i, tc.reason))
@@ -82,7 +83,7 @@ func TestMaxDeliveriesDeadLettersAFailingMessage(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			require.GreaterOrEqual(t, len(decisions), 5)
-			require.Equal(t, once.ReasonExhausted, decisions[2].Reason, "OnDecision is told")
+			require.Equal(t, consume.ReasonExhausted, decisions[2].Reason, "OnDecision is told")
 		})
 	}
 }
@@ -102,7 +103,7 @@ func TestExhaustedMessageGoesToThePoisonQueue(t *testing.T) {
 	r.publish(t, "m1", "order o1", nil)
 	dead := receive(t, r.poison)
 	require.Equal(t, "m1", dead.UUID)
-	require.Contains(t, dead.Metadata.Get(middleware.ReasonForPoisonedKey), string(once.ReasonExhausted))
+	require.Contains(t, dead.Metadata.Get(middleware.ReasonForPoisonedKey), string(consume.ReasonExhausted))
 	require.Contains(t, dead.Metadata.Get(middleware.ReasonForPoisonedKey), "provider 503")
 	require.EqualValues(t, 4, runs.Load())
 	select {
@@ -126,7 +127,7 @@ func TestMaxDeliveriesCountsOnlyHandlerFailures(t *testing.T) {
 	scope := once.New(memory.New(nil)).Scope("billing")
 	var key string
 	var brokenKey bool
-	var seen once.Decision
+	var seen consume.Decision
 	for _, maxDeliveries := range []int{1, 2, 3, 5} {
 		mw := watermillonce.Middleware(scope, &watermillonce.Config{MaxDeliveries: maxDeliveries, RetryBackoff: base, MaxRetryDelay: limit,
 			Key: func(*message.Message) (string, error) {
@@ -136,7 +137,7 @@ func TestMaxDeliveriesCountsOnlyHandlerFailures(t *testing.T) {
 				return key, nil
 			},
 			Fingerprint: func(*message.Message) once.Fingerprint { return nil },
-			OnDecision:  func(_ *message.Message, d once.Decision) { seen = d },
+			OnDecision:  func(_ *message.Message, d consume.Decision) { seen = d },
 		})
 		for m := range 6 {
 			key = fmt.Sprintf("max%d-msg%d", maxDeliveries, m)
@@ -195,8 +196,8 @@ func TestMaxDeliveriesCountsOnlyHandlerFailures(t *testing.T) {
 					deadLetters++
 					var dl *watermillonce.DeadLetterError
 					require.ErrorAs(t, err, &dl, at)
-					require.Equal(t, once.ReasonExhausted, dl.Decision.Reason, at)
-					require.Equal(t, once.ReasonExhausted, seen.Reason, at)
+					require.Equal(t, consume.ReasonExhausted, dl.Decision.Reason, at)
+					require.Equal(t, consume.ReasonExhausted, seen.Reason, at)
 					want := time.Duration(0)
 					if deadLetters > 1 {
 						want = min(base<<(deadLetters-2), limit)
@@ -211,15 +212,15 @@ func TestMaxDeliveriesCountsOnlyHandlerFailures(t *testing.T) {
 				}
 				var re *watermillonce.RetryError
 				require.ErrorAs(t, err, &re, at)
-				require.Equal(t, once.RetryLater, seen.Action, at)
+				require.Equal(t, consume.RetryLater, seen.Action, at)
 				switch kind {
 				case "in progress":
-					require.Equal(t, once.ReasonInProgress, re.Decision.Reason, at)
+					require.Equal(t, consume.ReasonInProgress, re.Decision.Reason, at)
 				case "shutdown":
-					require.Equal(t, once.ReasonCanceled, re.Decision.Reason, at)
+					require.Equal(t, consume.ReasonCanceled, re.Decision.Reason, at)
 					require.Zero(t, re.Decision.RetryAfter, at)
 				case "misconfigured":
-					require.Equal(t, once.ReasonMisconfigured, re.Decision.Reason, at)
+					require.Equal(t, consume.ReasonMisconfigured, re.Decision.Reason, at)
 					require.Equal(t, min(base<<(min(keyless, 10)-1), limit), re.Decision.RetryAfter, at)
 				default:
 					require.Equal(t, min(base<<(min(retries, 10)-1), limit), re.Decision.RetryAfter, at)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/internal/redelivery"
+	"github.com/stagedoor/once/consume"
 	"github.com/stagedoor/once/hashers"
 )
 
@@ -34,13 +35,13 @@ var ErrMissingKey = errors.New("watermillonce: message has no idempotency key")
 // (message.HandlerNameFromCtx is empty), so UUIDKey and MetadataKey cannot
 // tell one handler's keys from another's. The router always sets it; it is
 // missing when the middleware is called outside a router. Middleware
-// answers it once.RetryLater with once.ReasonMisconfigured: the message is
+// answers it consume.RetryLater with consume.ReasonMisconfigured: the message is
 // not at fault.
 var ErrNoHandlerName = errors.New("watermillonce: message context names no router handler (message.HandlerNameFromCtx is empty)")
 
 // ConfigPanicError is the Decision.Err of a message whose Config.Key or
 // Config.Fingerprint panicked: the middleware recovers the panic and
-// answers it once.RetryLater with once.ReasonMisconfigured, backed off as
+// answers it consume.RetryLater with consume.ReasonMisconfigured, backed off as
 // any retryable failure. A callback that panics is a bug of the service
 // (a bad deploy panics on every message), not of the message, which is
 // handled once the callback is fixed instead of being dead-lettered.
@@ -63,16 +64,16 @@ func (e *ConfigPanicError) Unwrap() error {
 // Config tunes Middleware. A nil *Config means the defaults.
 type Config struct {
 	// Key returns the idempotency key of a message. An error, or an empty
-	// or invalid key, dead-letters it as once.ReasonInvalidKey;
+	// or invalid key, dead-letters it as consume.ReasonInvalidKey;
 	// ErrNoHandlerName and a panic (a *ConfigPanicError) are answered
-	// RetryLater, once.ReasonMisconfigured: the message is not at fault.
+	// RetryLater, consume.ReasonMisconfigured: the message is not at fault.
 	// Defaults to UUIDKey. A Key of your own must tell the handlers that
 	// share the middleware apart (as UUIDKey does, with the handler name):
 	// two handlers given the same key share one outcome, and the second
 	// one never runs.
 	Key func(msg *message.Message) (string, error)
 	// Fingerprint returns the digest the key is bound to (nil for no
-	// check). A panic is answered RetryLater, once.ReasonMisconfigured,
+	// check). A panic is answered RetryLater, consume.ReasonMisconfigured,
 	// with a *ConfigPanicError.
 	// Defaults to PayloadFingerprint.
 	Fingerprint func(msg *message.Message) once.Fingerprint
@@ -105,14 +106,13 @@ type Config struct {
 	// MaxDeliveries, when positive, dead-letters a message whose handler
 	// has failed on MaxDeliveries of its deliveries in this process: the
 	// failure that reaches the limit, and every one after it, is returned
-	// as a *DeadLetterError with once.ReasonExhausted instead of a
+	// as a *DeadLetterError with consume.ReasonExhausted instead of a
 	// *RetryError, for the poison queue to move (see RetryBackoff for its
 	// waits: it is counted as a dead letter). A handler failure is a
-	// retryable error (once.ReasonHandlerError), a panic
-	// (once.ReasonPanicked), or a failure at the deadline of a
-	// middleware.Timeout placed outside the middleware (once.ReasonCanceled
-	// with the message's context past its deadline, which no shutdown
-	// sets). A Watermill message carries no delivery count, so the
+	// retryable error or a panic (consume.ReasonHandlerError), or a
+	// failure at the deadline of a middleware.Timeout placed outside the
+	// middleware (consume.ReasonCanceled with the message's context past
+	// its deadline, which no shutdown sets). A Watermill message carries no delivery count, so the
 	// middleware counts the handler's failures itself, with the failure
 	// counts of RetryBackoff: the other deliveries (a key in progress
 	// elsewhere or held, a store outage, a misconfiguration, a lost lease, a
@@ -130,9 +130,9 @@ type Config struct {
 	// OnDecision, when set, is called with each message's decision, before
 	// the middleware waits; a RetryLater decision's RetryAfter is then the
 	// wait the middleware applies, and a message dead-lettered by
-	// MaxDeliveries is told once.ReasonExhausted. A panic in it is
+	// MaxDeliveries is told consume.ReasonExhausted. A panic in it is
 	// recovered and changes nothing. Defaults to nil.
-	OnDecision func(msg *message.Message, d once.Decision)
+	OnDecision func(msg *message.Message, d consume.Decision)
 }
 
 // UUIDKey returns the key of the message's UUID for the router handler
@@ -179,7 +179,7 @@ func PayloadFingerprint(msg *message.Message) once.Fingerprint {
 // during it. A context past its deadline (middleware.Timeout placed
 // outside the middleware) does not shorten the wait: place Timeout inside
 // Middleware, so that it bounds the handler alone.
-type RetryError struct{ Decision once.Decision }
+type RetryError struct{ Decision consume.Decision }
 
 func (e *RetryError) Error() string {
 	return "watermillonce: " + e.Decision.String() + errSuffix(e.Decision.Err)
@@ -193,7 +193,7 @@ func (e *RetryError) Unwrap() error { return e.Decision.Err }
 // backoff when the same message was dead-lettered before (see
 // Config.RetryBackoff).
 type DeadLetterError struct {
-	Decision once.Decision
+	Decision consume.Decision
 	Wait     time.Duration
 }
 
@@ -320,27 +320,27 @@ func Middleware(scope once.Scope, cfg *Config) message.HandlerMiddleware {
 				return nil, &RetryError{Decision: d}
 			}
 			id := failureID(msg, key)
-			if d.Action == once.Ack {
+			if d.Action == consume.Ack {
 				fails.reset(id)
 				notify(c.OnDecision, msg, d)
 				return produced, nil
 			}
 			if handlerFailure(msg, d) {
 				if n := fails.handlerFailed(id); c.MaxDeliveries > 0 && n >= uint64(c.MaxDeliveries) {
-					d = once.Decision{Action: once.DeadLetter, Reason: once.ReasonExhausted,
+					d = consume.Decision{Action: consume.DeadLetter, Reason: consume.ReasonExhausted,
 						Err: fmt.Errorf("watermillonce: handler failure %d of at most %d, %s: %w", n, c.MaxDeliveries, d.Reason, d.Err)}
 				}
 			}
-			wait := c.wait(d, fails.add(id, d.Action == once.DeadLetter))
+			wait := c.wait(d, fails.add(id, d.Action == consume.DeadLetter))
 			if errors.Is(msg.Context().Err(), context.Canceled) {
 				wait = 0 // a shutdown: nothing to pace
 			}
-			if d.Action == once.RetryLater {
+			if d.Action == consume.RetryLater {
 				d.RetryAfter = wait
 			}
 			notify(c.OnDecision, msg, d)
 			sleep(msg.Context(), wait)
-			if d.Action == once.DeadLetter {
+			if d.Action == consume.DeadLetter {
 				return nil, &DeadLetterError{Decision: d, Wait: wait}
 			}
 			return nil, &RetryError{Decision: d}
@@ -351,13 +351,13 @@ func Middleware(scope once.Scope, cfg *Config) message.HandlerMiddleware {
 // handlerFailure reports a decision that counts toward MaxDeliveries: the
 // handler returned a retryable error or panicked, or failed at the
 // deadline of a middleware.Timeout placed outside the middleware (the
-// core answers once.ReasonCanceled for any ended context; a router's
+// core answers consume.ReasonCanceled for any ended context; a router's
 // shutdown cancels, it sets no deadline).
-func handlerFailure(msg *message.Message, d once.Decision) bool {
+func handlerFailure(msg *message.Message, d consume.Decision) bool {
 	switch d.Reason {
-	case once.ReasonHandlerError, once.ReasonPanicked:
+	case consume.ReasonHandlerError:
 		return true
-	case once.ReasonCanceled:
+	case consume.ReasonCanceled:
 		return errors.Is(msg.Context().Err(), context.DeadlineExceeded)
 	default:
 		return false
@@ -366,14 +366,14 @@ func handlerFailure(msg *message.Message, d once.Decision) bool {
 
 // wait is how long to wait before returning d, the n-th consecutive
 // failure of its message.
-func (c Config) wait(d once.Decision, n uint64) time.Duration {
+func (c Config) wait(d consume.Decision, n uint64) time.Duration {
 	if c.MaxRetryDelay < 0 {
 		return 0
 	}
-	if d.Action == once.RetryLater && d.RetryAfter > 0 {
+	if d.Action == consume.RetryLater && d.RetryAfter > 0 {
 		return min(d.RetryAfter, c.MaxRetryDelay)
 	}
-	if d.Action == once.DeadLetter {
+	if d.Action == consume.DeadLetter {
 		if n <= 1 {
 			return 0 // for a poison queue to move it
 		}
@@ -427,7 +427,7 @@ func sleep(ctx context.Context, d time.Duration) {
 }
 
 // notify calls OnDecision, if set; its panic is recovered and ignored.
-func notify(fn func(*message.Message, once.Decision), msg *message.Message, d once.Decision) {
+func notify(fn func(*message.Message, consume.Decision), msg *message.Message, d consume.Decision) {
 	if fn == nil {
 		return
 	}
@@ -453,27 +453,27 @@ func recoverCallback(name string, err *error) {
 	}
 }
 
-func run(scope once.Scope, msg *message.Message, h message.HandlerFunc, c Config) ([]*message.Message, once.Decision, string) {
+func run(scope once.Scope, msg *message.Message, h message.HandlerFunc, c Config) ([]*message.Message, consume.Decision, string) {
 	if msg == nil {
-		return nil, once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: errors.New("watermillonce: nil message")}, ""
+		return nil, consume.Decision{Action: consume.RetryLater, Reason: consume.ReasonMisconfigured, Err: errors.New("watermillonce: nil message")}, ""
 	}
 	key, err := callKey(c, msg)
 	if errors.Is(err, ErrNoHandlerName) {
-		return nil, once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}, ""
+		return nil, consume.Decision{Action: consume.RetryLater, Reason: consume.ReasonMisconfigured, Err: err}, ""
 	}
 	var pe *ConfigPanicError
 	if errors.As(err, &pe) {
-		return nil, once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}, ""
+		return nil, consume.Decision{Action: consume.RetryLater, Reason: consume.ReasonMisconfigured, Err: err}, ""
 	}
 	if err != nil {
-		return nil, once.Decision{Action: once.DeadLetter, Reason: once.ReasonInvalidKey, Err: err}, ""
+		return nil, consume.Decision{Action: consume.DeadLetter, Reason: consume.ReasonInvalidKey, Err: err}, ""
 	}
 	fp, err := callFingerprint(c, msg)
 	if err != nil { // only a panic: a *ConfigPanicError
-		return nil, once.Decision{Action: once.RetryLater, Reason: once.ReasonMisconfigured, Err: err}, key
+		return nil, consume.Decision{Action: consume.RetryLater, Reason: consume.ReasonMisconfigured, Err: err}, key
 	}
 	outer := msg.Context()
-	stored, d := once.ConsumeValue(outer, scope, key, fp, func(ctx context.Context) ([]storedMessage, error) {
+	stored, d := consume.Value(outer, scope, key, fp, func(ctx context.Context) ([]storedMessage, error) {
 		msg.SetContext(ctx) // cancelled if the claim is lost
 		defer msg.SetContext(outer)
 		produced, err := h(msg)
@@ -489,7 +489,7 @@ func run(scope once.Scope, msg *message.Message, h message.HandlerFunc, c Config
 		}
 		return out, nil
 	})
-	if d.Action != once.Ack {
+	if d.Action != consume.Ack {
 		return nil, d, key
 	}
 	produced := make([]*message.Message, 0, len(stored))

@@ -20,6 +20,7 @@ import (
 	"github.com/stagedoor/once/adapters/watermillonce"
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/consume"
 	"github.com/stagedoor/once/internal/testservers"
 )
 
@@ -183,14 +184,14 @@ func middlewareCases(t *testing.T, newStore func(testing.TB) backends.Store) {
 		r.publish(t, "m1", "no order id", nil)
 		dead := receive(t, r.poison)
 		require.Equal(t, "m1", dead.UUID)
-		require.Contains(t, dead.Metadata.Get(middleware.ReasonForPoisonedKey), string(once.ReasonInvalidKey))
+		require.Contains(t, dead.Metadata.Get(middleware.ReasonForPoisonedKey), string(consume.ReasonInvalidKey))
 
 		r.publish(t, "m2", "order o1, 5 EUR", map[string]string{"order_id": "o1"})
 		receive(t, r.outputs)
 		r.publish(t, "m3", "order o1, 6 EUR", map[string]string{"order_id": "o1"})
 		dead = receive(t, r.poison)
 		require.Equal(t, "m3", dead.UUID)
-		require.Contains(t, dead.Metadata.Get(middleware.ReasonForPoisonedKey), string(once.ReasonKeyReused))
+		require.Contains(t, dead.Metadata.Get(middleware.ReasonForPoisonedKey), string(consume.ReasonKeyReused))
 		require.Equal(t, 0, fx.get("m1")+fx.get("m3"))
 		require.Equal(t, 1, fx.get("m2"))
 	})

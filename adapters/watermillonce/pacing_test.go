@@ -17,6 +17,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/adapters/watermillonce"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/consume"
 )
 
 // chanRouter runs a router over an in-process GoChannel (which redelivers
@@ -125,11 +126,11 @@ func TestFailingMessageIsNotRedeliveredAtBrokerSpeed(t *testing.T) {
 func TestBackoffGrowsPerConsecutiveFailureUpToMaxRetryDelay(t *testing.T) {
 	const ms = time.Millisecond
 	rec := newRecorder()
-	var decisions []once.Decision
+	var decisions []consume.Decision
 	var mu sync.Mutex
 	scope := once.New(memory.New(nil)).Scope("billing")
 	mw := watermillonce.Middleware(scope, &watermillonce.Config{RetryBackoff: ms, MaxRetryDelay: 8 * ms,
-		OnDecision: func(_ *message.Message, d once.Decision) { mu.Lock(); decisions = append(decisions, d); mu.Unlock() }})
+		OnDecision: func(_ *message.Message, d consume.Decision) { mu.Lock(); decisions = append(decisions, d); mu.Unlock() }})
 	var runs atomic.Int64
 	pubsub := chanRouter(t, []message.HandlerMiddleware{rec.middleware, mw}, func(msg *message.Message) ([]*message.Message, error) {
 		if runs.Add(1) <= 6 {
@@ -143,7 +144,7 @@ func TestBackoffGrowsPerConsecutiveFailureUpToMaxRetryDelay(t *testing.T) {
 	for i, w := range want {
 		var re *watermillonce.RetryError
 		require.ErrorAs(t, errs[i], &re, "delivery %d", i+1)
-		require.Equal(t, once.ReasonHandlerError, re.Decision.Reason)
+		require.Equal(t, consume.ReasonHandlerError, re.Decision.Reason)
 		require.Equal(t, w, re.Decision.RetryAfter, "delivery %d", i+1)
 		require.Contains(t, re.Error(), "after "+w.String())
 	}
@@ -181,7 +182,7 @@ func TestRetryAfterHintIsCappedAndReportedAsApplied(t *testing.T) {
 	require.NoError(t, pubsub.Publish("orders", message.NewMessage("order-1", []byte("charge 10"))))
 	var re *watermillonce.RetryError
 	require.ErrorAs(t, rec.wait(t, 1)[0], &re)
-	require.Equal(t, once.ReasonHeld, re.Decision.Reason)
+	require.Equal(t, consume.ReasonHeld, re.Decision.Reason)
 	require.Equal(t, 3*time.Millisecond, re.Decision.RetryAfter)
 	require.True(t, strings.HasSuffix(strings.SplitN(re.Error(), ": awaiting", 2)[0], "after 3ms"), re.Error())
 }

@@ -70,7 +70,7 @@ func TestConcurrentOnEveryStore(t *testing.T) {
 								mu.Lock()
 								answers[ki] = append(answers[ki], out.Value)
 								mu.Unlock()
-								if out.Recorded && !out.Replayed {
+								if out.Status == once.Recorded {
 									recorded[ki].Add(1)
 								}
 							}

@@ -14,9 +14,8 @@ import (
 // result implements backends.Admin when store does (a Delete through it
 // also drops the key's cached record); backends.As finds store's other
 // optional interfaces (Watcher, Lister) through it. New returns a
-// *ConfigError for a negative field of cfg, a nil store, or a store bound
-// to a transaction (backends.Exclusive), which is not to be cached: a
-// call inside a transaction uses that store, not the cached one.
+// *ConfigError for a negative field of cfg or a nil store. A call inside a
+// transaction (once.DoTx) uses the transaction's store, never the cache.
 func New(store backends.Store, cfg *Config) (backends.Store, error) {
 	c, err := resolve(cfg)
 	if err != nil {
@@ -24,9 +23,6 @@ func New(store backends.Store, cfg *Config) (backends.Store, error) {
 	}
 	if store == nil {
 		return nil, &ConfigError{Field: "store", Reason: "is nil"}
-	}
-	if _, ok := backends.As[backends.Exclusive](store); ok {
-		return nil, &ConfigError{Field: "store", Reason: "is bound to a transaction (backends.Exclusive)"}
 	}
 	s := &cache{
 		store: store, now: c.Now, ttl: c.TTL,

@@ -29,7 +29,7 @@ func TestHotReplayMakesNoStoreCall(t *testing.T) {
 	for range 100 {
 		out, err := once.DoOutcome(ctx, scope, "hot", cacheFP("a"), countRuns(&runs, 8))
 		require.NoError(t, err)
-		require.Equal(t, once.Outcome[int]{Value: 7, Replayed: true, Recorded: true}, out)
+		require.Equal(t, once.Outcome[int]{Value: 7, Status: once.Replayed}, out)
 	}
 	require.EqualValues(t, 1, w.count.claims.Load(), "replays answered from the cache")
 	require.EqualValues(t, 1, runs.Load())
@@ -256,11 +256,6 @@ func TestBoundsBytes(t *testing.T) {
 	require.Equal(t, before+1, w.count.claims.Load())
 }
 
-// exclusiveStore stands for a store bound to a transaction.
-type exclusiveStore struct{ backends.Store }
-
-func (exclusiveStore) Exclusive() {}
-
 func TestNewRejectsWhatItCannotWrap(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -272,7 +267,6 @@ func TestNewRejectsWhatItCannotWrap(t *testing.T) {
 		{"negative MaxBytes", memory.New(nil), localcache.Config{MaxBytes: -1}, "MaxBytes"},
 		{"negative TTL", memory.New(nil), localcache.Config{TTL: -time.Second}, "TTL"},
 		{"nil store", nil, localcache.Config{}, "store"},
-		{"a transaction's store", exclusiveStore{memory.New(nil)}, localcache.Config{}, "store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := localcache.New(tc.store, &tc.cfg)

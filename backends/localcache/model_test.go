@@ -132,12 +132,12 @@ func runCacheModel(t *testing.T, seed uint64, ops int) (stale, hits int) {
 			}
 			if a != b {
 				require.True(t, inWindow(), "%s: answers differ outside the window: cached %+v, plain %+v", step, a, b)
-				require.True(t, a.out.Replayed || a.err == once.ErrKeyReused.Error(), "%s: a stale answer is the old record's: %+v", step, a)
+				require.True(t, a.out.Status == once.Replayed || a.err == once.ErrKeyReused.Error(), "%s: a stale answer is the old record's: %+v", step, a)
 				stale++
 				*mk = cacheModelKey{name: mk.name, gen: mk.gen + 1}
 				continue
 			}
-			if b.out.Recorded && !b.out.Replayed {
+			if b.out.Status == once.Recorded {
 				if shortRetention {
 					mk.completedAt(now, time.Minute, ttl)
 				} else {

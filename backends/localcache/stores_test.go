@@ -34,7 +34,7 @@ func TestOnEveryStore(t *testing.T) {
 			for range 50 {
 				out, err := once.DoOutcome(context.Background(), scope, "k", cacheFP("a"), countRuns(&runs, 6))
 				require.NoError(t, err)
-				require.Equal(t, once.Outcome[int]{Value: 5, Replayed: true, Recorded: true}, out)
+				require.Equal(t, once.Outcome[int]{Value: 5, Status: once.Replayed}, out)
 			}
 			_, err := once.Do(context.Background(), scope, "k", cacheFP("b"), countRuns(&runs, 7))
 			require.ErrorIs(t, err, once.ErrKeyReused)
@@ -59,7 +59,7 @@ func TestScopeAndKeyNeverCollide(t *testing.T) {
 			require.Equal(t, "ab+c", first)
 			out, err := once.DoOutcome(ctx, a, "b:c", nil, func(context.Context) (string, error) { return "a+bc", nil })
 			require.NoError(t, err)
-			require.Equal(t, once.Outcome[string]{Value: "a+bc", Recorded: true}, out, "a first execution, not the other intent's answer")
+			require.Equal(t, once.Outcome[string]{Value: "a+bc", Status: once.Recorded}, out, "a first execution, not the other intent's answer")
 			for range 3 {
 				v, err := once.Do(ctx, ab, "c", nil, func(context.Context) (string, error) { return "ran again", nil })
 				require.NoError(t, err)

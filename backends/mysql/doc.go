@@ -77,10 +77,11 @@
 //
 // # Transactional mode
 //
-// Store.InTx binds the store to a caller's *sql.Tx: the claim, the
-// caller's own writes and the outcome then commit or roll back together,
-// which makes a database side effect happen exactly once. DoTx wraps the
-// whole pattern, at READ COMMITTED.
+// once.DoTx with Store.BeginTx runs a call in one READ COMMITTED
+// transaction: the claim, fn's writes through the Tx and the outcome
+// commit or roll back together, which makes a database side effect happen
+// exactly once. Store.InTx binds the store to a transaction begun
+// elsewhere.
 //
 // # Sweeping
 //

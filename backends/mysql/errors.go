@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/go-sql-driver/mysql"
+
+	"github.com/stagedoor/once/backends"
 )
 
 // Server error numbers a caller may want to test Error.Code against.
@@ -41,7 +43,8 @@ const (
 type Error struct {
 	// Op is the operation that failed: "claim", "complete", "renew",
 	// "release", "resolve", "sweep", "migrate", Admin's "get" and "delete",
-	// or DoTx's "begin" and "commit".
+	// or a transaction's (BeginTx) "begin", "savepoint", "rollback to
+	// savepoint", "commit" or "rollback".
 	Op string
 	// Code is the server's error number, or 0 when the error did not come
 	// from the server.
@@ -68,7 +71,8 @@ func (e *Error) Error() string {
 
 // Unwrap returns context.Canceled, context.DeadlineExceeded,
 // backends.ErrClosed or ErrSession when the operation ended for that
-// reason, and nil otherwise.
+// reason, backends.ErrTxRolledBack for a deadlock (CodeDeadlock), and nil
+// otherwise.
 func (e *Error) Unwrap() error { return e.cause }
 
 // interpretError is the one place where driver errors are translated. It
@@ -97,6 +101,9 @@ func interpretError(op string, err error) (found bool, _ error) {
 		e.kind, e.cause = "context deadline exceeded", context.DeadlineExceeded
 	case errors.As(err, &myErr):
 		e.kind, e.Code, e.SQLState = serverKind(myErr), myErr.Number, string(myErr.SQLState[:])
+		if e.Code == CodeDeadlock {
+			e.cause = backends.ErrTxRolledBack
+		}
 		if strings.Trim(e.SQLState, "\x00") == "" {
 			e.SQLState = ""
 		}

@@ -44,9 +44,9 @@ func Example() {
 	log.Println(receipt)
 }
 
-// DoTx makes a database write happen exactly once: the claim, the write and
-// the stored outcome commit in one transaction.
-func ExampleDoTx() {
+// once.DoTx with BeginTx makes a database write happen exactly once: the
+// claim, the write and the stored outcome commit in one transaction.
+func ExampleStore_BeginTx() {
 	ctx := context.Background()
 	db, err := sql.Open("mysql", "app:secret@tcp(db.internal:3306)/app")
 	if err != nil {
@@ -59,8 +59,8 @@ func ExampleDoTx() {
 	}
 	scope := once.New(store).Scope("ledger")
 
-	id, err := mysqlstore.DoTx(ctx, db, store, scope, "transfer-7f3a", nil,
-		func(ctx context.Context, tx *sql.Tx) (int64, error) {
+	id, err := once.DoTx(ctx, scope, "transfer-7f3a", nil, store.BeginTx,
+		func(ctx context.Context, tx mysqlstore.Tx) (int64, error) {
 			res, err := tx.ExecContext(ctx, "INSERT INTO transfers (amount) VALUES (?)", 4200)
 			if err != nil {
 				return 0, err

@@ -23,7 +23,7 @@ import (
 // in place, so an unbounded wait fails the test with a context error.
 const lockSlack = 4 * time.Second
 
-// holdInDoTx starts a DoTx on key whose fn blocks until the test ends, and
+// holdInDoTx starts a once.DoTx on key whose fn blocks until the test ends, and
 // returns once fn runs: the key's row is then locked by an uncommitted
 // transaction. When lapsed is set, the key is first claimed on the pool
 // with a lease that lapses, so that the DoTx takes it over (an UPDATE) and
@@ -43,7 +43,7 @@ func holdInDoTx(t *testing.T, db *sql.DB, s *Store, scope, key string, lapsed bo
 	started, release, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
-		_, err := DoTx(ctx, db, s, once.New(s).Scope(scope), key, once.Fingerprint("fp"), func(context.Context, *sql.Tx) (string, error) {
+		_, err := once.DoTx(ctx, once.New(s).Scope(scope), key, once.Fingerprint("fp"), s.BeginTx, func(context.Context, Tx) (string, error) {
 			close(started)
 			<-release
 			return "v", nil

@@ -37,7 +37,7 @@ type Config struct {
 
 	// LockTimeout bounds how long any operation of the Store waits for a
 	// row lock held by a concurrent transaction (typically a claim made
-	// through InTx or DoTx and not yet committed), on the pool and in a
+	// in a transaction by once.DoTx and not yet committed), on the pool and in a
 	// transaction alike, whatever the session's innodb_lock_wait_timeout
 	// (50 s by default), which the Store leaves unchanged. Past it, Claim
 	// reports the key pending with a short LeaseRemaining (the core answers
@@ -57,7 +57,7 @@ type Config struct {
 	// write's. The price is server CPU: a CALL costs MariaDB several times a
 	// plain statement (see the README's measurements), so pick it only when
 	// the network's latency, not the server, is the bottleneck. A store
-	// bound to a transaction (InTx, DoTx) always uses the procedure.
+	// bound to a transaction (BeginTx, InTx) always uses the procedure.
 	OneRoundTripClaims bool
 
 	// ReadFirstClaims makes the plain-statement Claim read before it

@@ -157,7 +157,7 @@ func (r runner) claimStatements(ctx context.Context, p backends.ClaimParams, ins
 			// The first INSERT met a row lock: let the read decide.
 			lockTimedOut = true
 		case code(err) == CodeLockWaitTimeout:
-			// A concurrent uncommitted claim (InTx, DoTx) holds the key.
+			// A concurrent uncommitted claim (a transaction: once.DoTx) holds the key.
 			return inProgress, nil
 		case code(err) == CodeDeadlock && r.tx == nil:
 			continue // only this autocommit statement was rolled back

@@ -7,12 +7,47 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
+// Tx is a transaction begun by BeginTx: an *sql.Tx whose Commit and
+// Rollback take a context, as once.Tx's do. The context is not used: an
+// *sql.Tx ends with the context it was begun with, or with Commit or
+// Rollback.
+type Tx struct{ *sql.Tx }
+
+// Commit commits the transaction.
+func (t Tx) Commit(context.Context) error {
+	_, err := interpretError("commit", t.Tx.Commit())
+	return err
+}
+
+// Rollback rolls the transaction back.
+func (t Tx) Rollback(context.Context) error {
+	_, err := interpretError("rollback", t.Tx.Rollback())
+	return err
+}
+
+// BeginTx begins a READ COMMITTED transaction on the Store's *sql.DB and
+// returns it with the store bound to it: the begin that once.DoTx takes,
+//
+//	once.DoTx(ctx, scope, key, fp, store.BeginTx, fn)
+//
+// The records table must use InnoDB (Migrate creates it so), and so must
+// the tables fn writes. When InnoDB breaks a deadlock between duplicates
+// waiting for a claim that rolled back, the claim's error matches
+// backends.ErrTxRolledBack (Code CodeDeadlock), and once.DoTx begins
+// again, fn not having run.
+func (s *Store) BeginTx(ctx context.Context) (Tx, backends.Store, error) {
+	tx, err := s.db.BeginTx(ctx, &sql.TxOptions{Isolation: sql.LevelReadCommitted})
+	if _, err := interpretError("begin", err); err != nil {
+		return Tx{}, nil, err
+	}
+	return Tx{tx}, &txStore{r: runner{s: s, tx: tx}, readCommitted: true}, nil
+}
+
 // InTx returns a store whose statements run on tx, the caller's
 // transaction: a claim, the caller's own writes in tx and the outcome then
-// commit or roll back together. The returned store implements
-// backends.Exclusive: it must not be used concurrently (an *sql.Tx is not
-// meant to be), and the core does not renew its leases, since an
-// uncommitted claim is invisible to other sessions anyway.
+// commit or roll back together. It must not be used concurrently (an
+// *sql.Tx is not meant to be). once.DoTx takes it from BeginTx; use InTx
+// in a begin of your own, to bind a transaction begun elsewhere.
 //
 // A concurrent duplicate in another transaction blocks on the key's row
 // lock until the first transaction ends; Claim waits for it at most the
@@ -28,7 +63,7 @@ import (
 // set for tx alone (sql.TxOptions.Isolation) shows in no variable, so it
 // cannot refuse that.
 //
-// tx should run at READ COMMITTED, as DoTx's does. At REPEATABLE READ
+// tx should run at READ COMMITTED, as BeginTx's does. At REPEATABLE READ
 // (MySQL's default) the claim's first read is a consistent read of tx's
 // snapshot, which may predate the key's latest committed version (a record
 // deleted, then completed with another outcome, since tx's first read):
@@ -52,7 +87,7 @@ func (s *Store) InTx(tx *sql.Tx) backends.Store {
 }
 
 // txStore is a Store bound to one transaction. readCommitted is set when
-// the Store began tx itself at READ COMMITTED (DoTx): each of its
+// the Store began tx itself at READ COMMITTED (BeginTx): each of its
 // consistent reads then sees the latest committed version.
 type txStore struct {
 	r             runner
@@ -61,7 +96,6 @@ type txStore struct {
 
 var (
 	_ backends.Store       = (*txStore)(nil)
-	_ backends.Exclusive   = (*txStore)(nil)
 	_ backends.Savepointer = (*txStore)(nil)
 )
 
@@ -82,9 +116,6 @@ func (t *txStore) RollbackToSavepoint(ctx context.Context) error {
 	_, err = interpretError("rollback to savepoint", err)
 	return err
 }
-
-// Exclusive implements backends.Exclusive.
-func (*txStore) Exclusive() {}
 
 // Claim implements backends.Store in one CALL inside the transaction.
 // When the CALL reports a completed record and tx may run at REPEATABLE

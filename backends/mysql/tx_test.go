@@ -15,6 +15,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/backendtest"
+	"github.com/stagedoor/once/internal/txtest"
 )
 
 // TestClaimWaitsForUncommittedClaim: a Claim whose insert meets a
@@ -215,128 +216,32 @@ func countRows(t *testing.T, db *sql.DB, query string, args ...any) int {
 	return n
 }
 
-// TestDoTxExactlyOnce races 16 callers of one key, each inserting an effect
-// row inside fn: exactly one effect row is committed, and every caller gets
-// the same answer or ErrInProgress.
-func TestDoTxExactlyOnce(t *testing.T) {
-	db := newDB(t, nil)
-	s := newStore(t, db, Config{})
-	table := effects(t, db)
-	scope := once.New(s).Scope(backendtest.Scope(t))
-	ctx := context.Background()
-
-	var ran, replayed, inProgress atomic.Int32
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range 16 {
-		wg.Go(func() {
-			<-start
-			v, err := DoTx(ctx, db, s, scope, "order-1", once.Fingerprint("fp"), func(ctx context.Context, tx *sql.Tx) (int, error) {
-				ran.Add(1)
-				_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES ('order-1', ?)", i)
-				time.Sleep(20 * time.Millisecond) // widen the window for duplicates
-				return i, err
-			})
-			switch {
-			case errors.Is(err, once.ErrInProgress):
-				inProgress.Add(1)
-			case err != nil:
-				t.Error(err)
-			case v != i:
-				replayed.Add(1)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	require.Equal(t, 1, countRows(t, db, "SELECT COUNT(*) FROM "+table), "exactly one effect")
-	require.EqualValues(t, 1, ran.Load(), "fn ran once")
-	require.EqualValues(t, 15, replayed.Load()+inProgress.Load())
-	t.Logf("replayed %d, in progress %d", replayed.Load(), inProgress.Load())
-}
-
-// TestDoTxRetryableErrorLeavesNothing: a retryable fn error rolls back the
-// claim and fn's writes, and the next call runs fn; a final error is
-// stored with fn's writes and replayed.
-func TestDoTxRetryableErrorLeavesNothing(t *testing.T) {
-	db := newDB(t, nil)
-	s := newStore(t, db, Config{})
-	table := effects(t, db)
-	name := backendtest.Scope(t)
-	scope := once.New(s).Scope(name)
-	ctx := context.Background()
-	boom := errors.New("downstream unavailable")
-
-	_, err := DoTx(ctx, db, s, scope, "k", nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
-		_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES ('k', 1)")
-		require.NoError(t, err)
-		return "", boom
+// TestDoTx runs the transactional mode's cases (internal/txtest) on
+// BeginTx.
+func TestDoTx(t *testing.T) {
+	txtest.Run(t, func(t *testing.T) txtest.Store[Tx] {
+		db := newDB(t, nil)
+		s := newStore(t, db, Config{})
+		table := effects(t, db)
+		return txtest.Store[Tx]{
+			Store: s,
+			Begin: s.BeginTx,
+			Effect: func(ctx context.Context, tx Tx, key string) error {
+				_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES (?, 1)", key)
+				return err
+			},
+			Count: func(t *testing.T, key string) int {
+				return countRows(t, db, "SELECT COUNT(*) FROM "+table+" WHERE k = ?", key)
+			},
+			Kill: func(t *testing.T, tx Tx) {
+				var id int64
+				require.NoError(t, tx.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&id))
+				_, err := db.Exec("KILL ?", id)
+				require.NoError(t, err)
+			},
+			Duplicates: 16,
+		}
 	})
-	require.ErrorIs(t, err, boom)
-	require.Zero(t, countRows(t, db, "SELECT COUNT(*) FROM "+table))
-	require.Zero(t, countRows(t, db, "SELECT COUNT(*) FROM "+quote(testTable)+" WHERE scope = ?", name))
-
-	v, err := DoTx(ctx, db, s, scope, "k", nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
-		_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES ('k', 2)")
-		return "done", err
-	})
-	require.NoError(t, err)
-	require.Equal(t, "done", v)
-	require.Equal(t, 1, countRows(t, db, "SELECT COUNT(*) FROM "+table))
-	v, err = DoTx(ctx, db, s, scope, "k", nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
-		t.Error("fn must not run again")
-		return "", nil
-	})
-	require.NoError(t, err)
-	require.Equal(t, "done", v, "replayed")
-
-	declined := errors.New("card declined")
-	_, err = DoTx(ctx, db, s, scope, "final", nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
-		return "", once.Final(declined)
-	})
-	require.Error(t, err)
-	_, err2 := DoTx(ctx, db, s, scope, "final", nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
-		t.Error("fn must not run again after a final error")
-		return "", nil
-	})
-	require.Error(t, err2)
-	require.Equal(t, err.Error(), err2.Error())
-}
-
-// TestDoTxKilledConnectionLeavesNothing kills the transaction's
-// connection while fn runs: neither the claim nor the effect survives, and
-// the next call runs fn.
-func TestDoTxKilledConnectionLeavesNothing(t *testing.T) {
-	db := newDB(t, nil)
-	s := newStore(t, db, Config{})
-	table := effects(t, db)
-	name := backendtest.Scope(t)
-	scope := once.New(s).Scope(name)
-	ctx := context.Background()
-
-	_, err := DoTx(ctx, db, s, scope, "k", nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
-		_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES ('k', 1)")
-		require.NoError(t, err)
-		var id int64
-		require.NoError(t, tx.QueryRowContext(ctx, "SELECT CONNECTION_ID()").Scan(&id))
-		_, err = db.ExecContext(ctx, "KILL ?", id)
-		require.NoError(t, err)
-		_, err = tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES ('k', 2)")
-		return "unreachable", err
-	})
-	require.Error(t, err)
-	var myErr *mysql.MySQLError
-	require.False(t, errors.As(err, &myErr), "no driver error escapes: %v", err)
-	require.Zero(t, countRows(t, db, "SELECT COUNT(*) FROM "+table))
-	require.Zero(t, countRows(t, db, "SELECT COUNT(*) FROM "+quote(testTable)+" WHERE scope = ?", name))
-
-	v, err := DoTx(ctx, db, s, scope, "k", nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
-		_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES ('k', 3)")
-		return "ran again", err
-	})
-	require.NoError(t, err)
-	require.Equal(t, "ran again", v)
-	require.Equal(t, 1, countRows(t, db, "SELECT COUNT(*) FROM "+table))
 }
 
 // TestRoundTripsPerDo counts the commands of whole once.Do calls on the
@@ -466,9 +371,10 @@ func testDeadlockVictimRetried(t *testing.T, cfg Config) {
 	}
 }
 
-// TestDoTxDeadlockBeforeFnRetried: DoTx duplicates waiting for a claim
-// that rolls back may deadlock; the victim's fn has not run, so DoTx
-// begins again, and fn runs exactly once in all.
+// TestDoTxDeadlockBeforeFnRetried: once.DoTx duplicates waiting for a
+// claim that rolls back may deadlock; the victim's fn has not run and its
+// claim's error matches backends.ErrTxRolledBack, so DoTx begins again,
+// and fn runs exactly once in all.
 func TestDoTxDeadlockBeforeFnRetried(t *testing.T) {
 	db := newDB(t, nil)
 	s := newStore(t, db, Config{})
@@ -487,7 +393,7 @@ func TestDoTxDeadlockBeforeFnRetried(t *testing.T) {
 		var wg sync.WaitGroup
 		for range 3 {
 			wg.Go(func() {
-				_, err := DoTx(ctx, db, s, scope, key, nil, func(ctx context.Context, tx *sql.Tx) (string, error) {
+				_, err := once.DoTx(ctx, scope, key, nil, s.BeginTx, func(ctx context.Context, tx Tx) (string, error) {
 					ran.Add(1)
 					_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES (?, 1)", key)
 					return "v", err
@@ -652,4 +558,50 @@ func TestInTxLockingReadTimeout(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, r.Claimed, "the deleted record is absent, whatever tx's snapshot")
 	require.NoError(t, tx.Commit())
+}
+
+var _ once.Tx = Tx{}
+
+// TestDoTxHoldAfterTheTransactionRolledBackWhole: when the transaction was
+// rolled back whole under fn (as InnoDB does on a deadlock), the savepoint
+// went with it, so a Hold error cannot hold the key: DoTx reports
+// HoldUnrecorded (ErrOutcomeUnrecorded), and the next call runs fn. A
+// failed statement before the Hold leaves the transaction usable: the key
+// is held.
+func TestDoTxHoldAfterTheTransactionRolledBackWhole(t *testing.T) {
+	db := newDB(t, nil)
+	s := newStore(t, db, Config{})
+	table := effects(t, db)
+	scope := once.New(s, once.WithHoldFor(once.HoldUntilResolved)).Scope(backendtest.Scope(t))
+	ctx := context.Background()
+	errTimeout := errors.New("provider timed out after the request left")
+	effect := func(ctx context.Context, tx Tx, key string) error {
+		_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES (?, 1)", key)
+		return err
+	}
+
+	out, err := once.DoTxOutcome(ctx, scope, "failed-statement", nil, s.BeginTx, func(ctx context.Context, tx Tx) (int, error) {
+		require.NoError(t, effect(ctx, tx, "failed-statement"))
+		_, err := tx.ExecContext(ctx, "SELECT * FROM no_such_table_"+randomSuffix())
+		require.Error(t, err)
+		return 0, once.Hold(errTimeout)
+	})
+	require.Equal(t, once.Held, out.Status, "%v", err)
+	require.Zero(t, countRows(t, db, "SELECT COUNT(*) FROM "+table))
+
+	out, err = once.DoTxOutcome(ctx, scope, "k", nil, s.BeginTx, func(ctx context.Context, tx Tx) (int, error) {
+		require.NoError(t, effect(ctx, tx, "k"))
+		_, err := tx.ExecContext(ctx, "ROLLBACK") // the savepoint goes with it
+		require.NoError(t, err)
+		return 0, once.Hold(errTimeout)
+	})
+	require.Equal(t, once.HoldUnrecorded, out.Status)
+	require.ErrorIs(t, err, once.ErrOutcomeUnrecorded)
+	require.ErrorIs(t, err, errTimeout)
+	v, err := once.DoTx(ctx, scope, "k", nil, s.BeginTx, func(ctx context.Context, tx Tx) (string, error) {
+		return "ran again", effect(ctx, tx, "k")
+	})
+	require.NoError(t, err)
+	require.Equal(t, "ran again", v)
+	require.Equal(t, 1, countRows(t, db, "SELECT COUNT(*) FROM "+table+" WHERE k = ?", "k"))
 }

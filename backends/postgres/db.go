@@ -19,8 +19,8 @@ import (
 // statements concurrently. A *pgx.Conn is one connection, which pgx does
 // not allow to be used concurrently: New detects it and serialises the
 // Store's statements on it, which degrades as one connection must (see
-// Config.SingleConnection). A pgx.Tx is refused: use Store.InTx or DoTx
-// for a transaction.
+// Config.SingleConnection). A pgx.Tx is refused: use Store.BeginTx or
+// Store.InTx for a transaction.
 type DB interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
@@ -35,8 +35,8 @@ var (
 
 // ErrTxAsDB is returned by New and Migrate for a pgx.Tx passed as their DB:
 // a Store must outlive any one transaction. Bind a Store to a transaction
-// with Store.InTx, or use DoTx.
-var ErrTxAsDB = errors.New("once/postgres: a pgx.Tx cannot be a Store's DB; use Store.InTx or DoTx")
+// with Store.InTx, or begin one with Store.BeginTx.
+var ErrTxAsDB = errors.New("once/postgres: a pgx.Tx cannot be a Store's DB; use Store.InTx or Store.BeginTx")
 
 // checkDB refuses a transaction and says whether db is one connection.
 func checkDB(db DB, cfg resolved) (single bool, err error) {

@@ -38,9 +38,10 @@
 //
 // # Transactional mode
 //
-// Store.InTx binds the store to a caller's pgx.Tx: the claim, the caller's
-// own writes and the outcome then commit or roll back together, which makes
-// a database side effect happen exactly once. DoTx wraps the whole pattern.
+// once.DoTx with Store.BeginTx runs a call in one transaction: the claim,
+// fn's writes through the pgx.Tx and the outcome commit or roll back
+// together, which makes a database side effect happen exactly once.
+// Store.InTx binds the store to a transaction begun elsewhere.
 //
 // # Sweeping
 //

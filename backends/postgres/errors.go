@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/stagedoor/once/backends"
 )
 
 // SQLSTATE codes a caller may want to test Error.Code against.
@@ -31,8 +33,9 @@ const (
 type Error struct {
 	// Op is the operation that failed: "claim", "complete", "renew",
 	// "release", "resolve", "hold", "leaseheld", "sweep", "migrate",
-	// Admin's "get" and "delete", DoTx's "begin" and "commit", or Watch's
-	// "watch".
+	// Admin's "get" and "delete", a transaction's (BeginTx) "begin",
+	// "savepoint", "rollback to savepoint", "commit" and "rollback", or
+	// Watch's "watch".
 	Op string
 	// Code is the SQLSTATE reported by the server, or empty when the error
 	// did not come from the server.
@@ -41,7 +44,7 @@ type Error struct {
 	Constraint string
 
 	kind  string // what went wrong, in words free of data
-	cause error  // a context error, backends.ErrClosed, or nil
+	cause error  // a context error, backends.ErrClosed, backends.ErrTxRolledBack, or nil
 }
 
 // Error implements error.
@@ -58,7 +61,8 @@ func (e *Error) Error() string {
 
 // Unwrap returns context.Canceled or context.DeadlineExceeded when the
 // operation ended with its context, backends.ErrClosed when it was a Watch
-// after (or interrupted by) Store.Close, and nil otherwise.
+// after (or interrupted by) Store.Close, backends.ErrTxRolledBack for a
+// serialization failure (CodeSerializationFailure), and nil otherwise.
 func (e *Error) Unwrap() error { return e.cause }
 
 // errContention reports that a statement lost the race with concurrent
@@ -92,8 +96,11 @@ func interpretError(op string, err error) (found bool, _ error) {
 		e.kind = "network timeout"
 	case errors.As(err, &pgErr):
 		e.kind, e.Code, e.Constraint = "server error", pgErr.Code, pgErr.ConstraintName
-		if pgErr.Code == CodeLockNotAvailable {
+		switch pgErr.Code {
+		case CodeLockNotAvailable:
 			e.kind = "lock timeout"
+		case CodeSerializationFailure:
+			e.cause = backends.ErrTxRolledBack
 		}
 	case errors.As(err, &connectErr):
 		e.kind = "cannot connect"

@@ -42,9 +42,9 @@ func Example() {
 	log.Println(receipt)
 }
 
-// DoTx makes a database write happen exactly once: the claim, the write and
-// the stored outcome commit in one transaction.
-func ExampleDoTx() {
+// once.DoTx with BeginTx makes a database write happen exactly once: the
+// claim, the write and the stored outcome commit in one transaction.
+func ExampleStore_BeginTx() {
 	ctx := context.Background()
 	pool, err := pgxpool.New(ctx, "postgres://app@db.internal:5432/app")
 	if err != nil {
@@ -57,7 +57,7 @@ func ExampleDoTx() {
 	}
 	scope := once.New(store).Scope("user-42")
 
-	orderID, err := postgres.DoTx(ctx, pool, store, scope, "checkout-7f3a", nil,
+	orderID, err := once.DoTx(ctx, scope, "checkout-7f3a", nil, store.BeginTx,
 		func(ctx context.Context, tx pgx.Tx) (int64, error) {
 			var id int64
 			err := tx.QueryRow(ctx, "INSERT INTO orders (user_id, total) VALUES (42, 4200) RETURNING id").Scan(&id)

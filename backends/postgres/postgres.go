@@ -36,7 +36,7 @@ type Config struct {
 
 	// LockTimeout bounds how long a Claim or a Resolve waits for a
 	// concurrent, uncommitted transaction that holds the same key (a claim
-	// made through InTx or DoTx, not yet committed) before reporting the
+	// made in a transaction by once.DoTx, not yet committed) before reporting the
 	// key in progress. It applies to the Store's own statements as well as
 	// to those of InTx, holding a pool connection at most that long. It is
 	// rounded up to whole milliseconds (never to 0, which PostgreSQL reads
@@ -56,7 +56,7 @@ type Config struct {
 	// it). Concurrent calls then queue for the connection: a Claim that
 	// waits for a concurrent uncommitted transaction (at most LockTimeout)
 	// delays every other call of the Store, and a Store shares its
-	// connection with nothing else, DoTx on the same connection included.
+	// connection with nothing else, and BeginTx refuses to begin a transaction.
 	// Defaults to false: the DB is safe for concurrent use.
 	SingleConnection bool
 
@@ -136,6 +136,7 @@ func (r resolved) qualifiedTable() string { return pgx.Identifier{r.schema, r.ta
 // value is not usable; call New.
 type Store struct {
 	db     querier // the caller's DB, or a serialDB over it
+	txdb   DB      // the caller's DB, for BeginTx; nil for a single connection
 	cfg    resolved
 	sql    statements
 	listen *listener // nil when the DB cannot lend a connection
@@ -158,11 +159,13 @@ func New(db DB, cfg *Config) (*Store, error) {
 		return nil, err
 	}
 	var q querier = db
+	txdb := db
 	if single {
-		q = &serialDB{db: db}
+		q, txdb = &serialDB{db: db}, nil
 	}
 	return &Store{
 		db:     q,
+		txdb:   txdb,
 		cfg:    r,
 		sql:    newStatements(r.qualifiedTable(), r.lockTimeout),
 		listen: newListener(db, single, r.qualifiedTable()),

@@ -17,12 +17,48 @@ import (
 // answers ErrInProgress with it as the retry-after hint.
 const lockTimeoutHint = time.Second
 
+// BeginTx begins a transaction on the Store's DB and returns it with the
+// store bound to it (InTx): the begin that once.DoTx takes,
+//
+//	once.DoTx(ctx, scope, key, fp, store.BeginTx, fn)
+//
+// The transaction runs at the server's default isolation level, which
+// should be READ COMMITTED (see InTx). A Store over a single connection
+// (a *pgx.Conn, Config.SingleConnection) cannot run a transaction beside
+// its own statements: BeginTx returns an *Error of Op "begin" without
+// contacting the server; begin on another connection and bind it with
+// InTx.
+func (s *Store) BeginTx(ctx context.Context) (pgx.Tx, backends.Store, error) {
+	if s.txdb == nil {
+		return nil, nil, &Error{Op: "begin", kind: "a Store over a single connection cannot begin a transaction beside its own statements"}
+	}
+	tx, err := s.txdb.Begin(ctx)
+	if _, err := interpretError("begin", err); err != nil {
+		return nil, nil, err
+	}
+	return interpretedTx{tx}, s.InTx(tx), nil
+}
+
+// interpretedTx is a transaction whose Commit and Rollback errors are the
+// Store's *Error, as every other error of the Store.
+type interpretedTx struct{ pgx.Tx }
+
+func (t interpretedTx) Commit(ctx context.Context) error {
+	_, err := interpretError("commit", t.Tx.Commit(ctx))
+	return err
+}
+
+func (t interpretedTx) Rollback(ctx context.Context) error {
+	_, err := interpretError("rollback", t.Tx.Rollback(ctx))
+	return err
+}
+
 // InTx returns a store whose statements run on tx, the caller's
 // transaction: a claim, the caller's own writes in tx and the outcome then
-// commit or roll back together. The returned store implements
-// backends.Exclusive: it must not be used concurrently (a pgx.Tx is not),
-// and the core does not renew its leases, since an uncommitted claim is
-// invisible to other sessions anyway.
+// commit or roll back together. It must not be used concurrently (a pgx.Tx
+// is not). once.DoTx takes it from BeginTx; use InTx in a begin of your
+// own, to bind a transaction begun elsewhere (another connection, a
+// nested transaction).
 //
 // A concurrent duplicate in another transaction blocks on the key's unique
 // index until the first transaction ends; Claim waits for it at most the
@@ -36,8 +72,8 @@ const lockTimeoutHint = time.Second
 // Claim never answers from tx's snapshot when another transaction
 // inserted, changed or deleted the key's row after it (a deleted record's
 // outcome, a completed record as still pending): it fails with an *Error
-// of Code CodeSerializationFailure, and the caller retries the
-// transaction. A row unchanged since the snapshot is answered as at READ
+// of Code CodeSerializationFailure (backends.ErrTxRolledBack: once.DoTx
+// begins again, fn not having run). A row unchanged since the snapshot is answered as at READ
 // COMMITTED, with no write and no lock. At those levels a Claim also waits
 // (at most LockTimeout, then it reports the key pending as above) for a
 // transaction not yet ended that changed the key's row, and a Claim that
@@ -56,7 +92,6 @@ type txStore struct {
 
 var (
 	_ backends.Store       = (*txStore)(nil)
-	_ backends.Exclusive   = (*txStore)(nil)
 	_ backends.Savepointer = (*txStore)(nil)
 )
 
@@ -76,9 +111,6 @@ func (t *txStore) RollbackToSavepoint(ctx context.Context) error {
 	_, err = interpretError("rollback to savepoint", err)
 	return err
 }
-
-// Exclusive implements backends.Exclusive.
-func (*txStore) Exclusive() {}
 
 // Claim implements backends.Store with claim_tx.sql, which is claim.sql
 // but at REPEATABLE READ and SERIALIZABLE (see InTx). Its statements go in

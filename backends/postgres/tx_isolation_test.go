@@ -203,10 +203,12 @@ func TestInTxWaitEndsOnTheCompletion(t *testing.T) {
 	}
 }
 
-// TestDoTxInAnOlderSnapshot: DoTx over a REPEATABLE READ or SERIALIZABLE
-// transaction (its savepoint) whose snapshot predates an Admin.Delete and
+// TestDoTxInAnOlderSnapshot: once.DoTx over a REPEATABLE READ or
+// SERIALIZABLE transaction (a begin of its own: a nested transaction, its
+// savepoint, bound with InTx) whose snapshot predates an Admin.Delete and
 // a new intent's completion returns the new intent's value or a
-// CodeSerializationFailure, never the deleted record's value.
+// CodeSerializationFailure (after beginning again, in the same snapshot,
+// as for any backends.ErrTxRolledBack), never the deleted record's value.
 func TestDoTxInAnOlderSnapshot(t *testing.T) {
 	pool := newPool(t, nil)
 	s := newStore(t, pool)
@@ -229,7 +231,14 @@ func TestDoTxInAnOlderSnapshot(t *testing.T) {
 			require.NoError(t, err)
 			deleteKey(t, s, name, "k")
 			do("new")
-			v, err := DoTx(ctx, outer, s, scope, "k", nil, func(context.Context, pgx.Tx) (string, error) {
+			begin := func(ctx context.Context) (pgx.Tx, backends.Store, error) {
+				tx, err := outer.Begin(ctx)
+				if err != nil {
+					return nil, nil, err
+				}
+				return tx, s.InTx(tx), nil
+			}
+			v, err := once.DoTx(ctx, scope, "k", nil, begin, func(context.Context, pgx.Tx) (string, error) {
 				return "ran", nil
 			})
 			var e *Error

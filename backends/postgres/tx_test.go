@@ -2,9 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/backendtest"
+	"github.com/stagedoor/once/internal/txtest"
 )
 
 func claimParams(scope, key string) backends.ClaimParams {
@@ -195,120 +193,56 @@ func countRows(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
 	return n
 }
 
-// TestDoTxExactlyOnce races 32 callers of one key, each inserting an effect
-// row inside fn: exactly one effect row is committed, and every caller gets
-// the same answer or ErrInProgress.
-func TestDoTxExactlyOnce(t *testing.T) {
-	pool := newPool(t, func(cfg *pgxpool.Config) { cfg.MaxConns = 40 })
+// TestDoTx runs the transactional mode's cases (internal/txtest) on
+// BeginTx, under pgx's extended and simple protocols.
+func TestDoTx(t *testing.T) {
+	t.Run("extended", func(t *testing.T) {
+		txtest.Run(t, func(t *testing.T) txtest.Store[pgx.Tx] { return txStoreUnderTest(t, nil) })
+	})
+	t.Run("simple", func(t *testing.T) {
+		txtest.Run(t, func(t *testing.T) txtest.Store[pgx.Tx] { return txStoreUnderTest(t, simpleProtocol) })
+	})
+}
+
+func txStoreUnderTest(t *testing.T, configure func(*pgxpool.Config)) txtest.Store[pgx.Tx] {
+	pool := newPool(t, func(cfg *pgxpool.Config) {
+		cfg.MaxConns = 40
+		if configure != nil {
+			configure(cfg)
+		}
+	})
 	s := newStore(t, pool)
 	table := effects(t, pool)
-	scope := once.New(s).Scope(backendtest.Scope(t))
-	ctx := context.Background()
-
-	var ran, replayed, inProgress atomic.Int32
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range 32 {
-		wg.Go(func() {
-			<-start
-			v, err := DoTx(ctx, pool, s, scope, "order-1", once.Fingerprint("fp"), func(ctx context.Context, tx pgx.Tx) (int, error) {
-				ran.Add(1)
-				_, err := tx.Exec(ctx, "INSERT INTO "+table+" (key, n) VALUES ('order-1', $1)", i)
-				time.Sleep(20 * time.Millisecond) // widen the window for duplicates
-				return i, err
-			})
-			switch {
-			case errors.Is(err, once.ErrInProgress):
-				inProgress.Add(1)
-			case assert.NoError(t, err):
-				if v != i {
-					replayed.Add(1)
-				}
-			}
-		})
+	return txtest.Store[pgx.Tx]{
+		Store: s,
+		Begin: s.BeginTx,
+		Effect: func(ctx context.Context, tx pgx.Tx, key string) error {
+			_, err := tx.Exec(ctx, "INSERT INTO "+table+" (key, n) VALUES ($1, 1)", key)
+			return err
+		},
+		Count: func(t *testing.T, key string) int {
+			return countRows(t, pool, "SELECT count(*) FROM "+table+" WHERE key = $1", key)
+		},
+		Kill: func(t *testing.T, tx pgx.Tx) {
+			var pid int32
+			require.NoError(t, tx.QueryRow(context.Background(), "SELECT pg_backend_pid()").Scan(&pid))
+			_, err := pool.Exec(context.Background(), "SELECT pg_terminate_backend($1)", pid)
+			require.NoError(t, err)
+		},
+		Duplicates: 32,
 	}
-	close(start)
-	wg.Wait()
-	assert.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM "+table), "exactly one effect")
-	assert.EqualValues(t, 1, ran.Load(), "fn ran once")
-	assert.EqualValues(t, 31, replayed.Load()+inProgress.Load())
-	t.Logf("replayed %d, in progress %d", replayed.Load(), inProgress.Load())
 }
 
-// TestDoTxRetryableErrorLeavesNothing checks that a retryable fn error
-// rolls back the claim and fn's writes, and that the next call runs fn.
-func TestDoTxRetryableErrorLeavesNothing(t *testing.T) {
+// TestBeginTxOnASingleConnectionRefused: a Store over one connection
+// cannot run a transaction beside its own statements.
+func TestBeginTxOnASingleConnectionRefused(t *testing.T) {
 	pool := newPool(t, nil)
-	s := newStore(t, pool)
-	table := effects(t, pool)
-	name := backendtest.Scope(t)
-	scope := once.New(s).Scope(name)
-	ctx := context.Background()
-	boom := errors.New("downstream unavailable")
-
-	_, err := DoTx(ctx, pool, s, scope, "k", nil, func(ctx context.Context, tx pgx.Tx) (string, error) {
-		_, err := tx.Exec(ctx, "INSERT INTO "+table+" (key, n) VALUES ('k', 1)")
-		require.NoError(t, err)
-		return "", boom
-	})
-	require.ErrorIs(t, err, boom)
-	assert.Zero(t, countRows(t, pool, "SELECT count(*) FROM "+table))
-	assert.Zero(t, countRows(t, pool, "SELECT count(*) FROM "+s.cfg.qualifiedTable()+" WHERE scope = $1", name))
-
-	v, err := DoTx(ctx, pool, s, scope, "k", nil, func(ctx context.Context, tx pgx.Tx) (string, error) {
-		_, err := tx.Exec(ctx, "INSERT INTO "+table+" (key, n) VALUES ('k', 2)")
-		return "done", err
-	})
+	s, err := New(pool, &Config{Schema: testSchema, SingleConnection: true})
 	require.NoError(t, err)
-	assert.Equal(t, "done", v)
-	assert.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM "+table))
-
-	// A final error is the answer: stored with fn's writes and replayed.
-	declined := errors.New("card declined")
-	_, err = DoTx(ctx, pool, s, scope, "final", nil, func(ctx context.Context, tx pgx.Tx) (string, error) {
-		return "", once.Final(declined)
-	})
-	require.Error(t, err)
-	_, err2 := DoTx(ctx, pool, s, scope, "final", nil, func(ctx context.Context, tx pgx.Tx) (string, error) {
-		t.Error("fn must not run again after a final error")
-		return "", nil
-	})
-	require.Error(t, err2)
-	assert.Equal(t, err.Error(), err2.Error())
-}
-
-// TestDoTxKilledConnectionLeavesNothing terminates the transaction's
-// backend while fn runs: neither the claim nor the effect survives, and the
-// next call runs fn.
-func TestDoTxKilledConnectionLeavesNothing(t *testing.T) {
-	pool := newPool(t, nil)
-	s := newStore(t, pool)
-	table := effects(t, pool)
-	name := backendtest.Scope(t)
-	scope := once.New(s).Scope(name)
-	ctx := context.Background()
-
-	_, err := DoTx(ctx, pool, s, scope, "k", nil, func(ctx context.Context, tx pgx.Tx) (string, error) {
-		_, err := tx.Exec(ctx, "INSERT INTO "+table+" (key, n) VALUES ('k', 1)")
-		require.NoError(t, err)
-		var pid int32
-		require.NoError(t, tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid))
-		_, err = pool.Exec(ctx, "SELECT pg_terminate_backend($1)", pid)
-		require.NoError(t, err)
-		_, err = tx.Exec(ctx, "INSERT INTO "+table+" (key, n) VALUES ('k', 2)")
-		return "unreachable", err
-	})
-	require.Error(t, err)
-	assert.Zero(t, countRows(t, pool, "SELECT count(*) FROM "+table))
-	assert.Zero(t, countRows(t, pool, "SELECT count(*) FROM "+s.cfg.qualifiedTable()+" WHERE scope = $1", name))
-
-	v, err := DoTx(ctx, pool, s, scope, "k", nil, func(ctx context.Context, tx pgx.Tx) (string, error) {
-		_, err := tx.Exec(ctx, "INSERT INTO "+table+" (key, n) VALUES ('k', 3)")
-		return "ran again", err
-	})
-	require.NoError(t, err)
-	assert.Equal(t, "ran again", v)
-	assert.Equal(t, 1, countRows(t, pool, "SELECT count(*) FROM "+table))
+	_, _, err = s.BeginTx(context.Background())
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.Equal(t, "begin", e.Op)
 }
 
 // TestStatementsPerDo counts the statements of whole once.Do calls on the

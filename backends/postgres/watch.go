@@ -23,7 +23,7 @@ import (
 // tries to take (internal/pgsql documents the scheme and why: a notifying
 // commit cannot share its WAL flush with others). A
 // notification is delivered when the writing transaction commits, so a
-// completion through InTx or DoTx wakes the waiters at its commit.
+// completion in a transaction (once.DoTx) wakes the waiters at its commit.
 //
 // Waiters share one connection: a Store whose DB can lend a connection
 // (a *pgxpool.Pool, or a wrapper with its Acquire method) takes one out of

@@ -2,7 +2,6 @@ package sqlitestore
 
 import (
 	"context"
-	"database/sql"
 
 	"github.com/stagedoor/once/backends"
 )
@@ -35,10 +34,14 @@ func decideClaim(r row, p backends.ClaimParams, now int64) (claimDecision, backe
 // write lock and no write. Otherwise it reads the row again inside a BEGIN
 // IMMEDIATE transaction on the writer and decides on what it reads there.
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	return s.claim(ctx, s.pool(), p)
+}
+
+func (s *Store) claim(ctx context.Context, h on, p backends.ClaimParams) (backends.ClaimResult, error) {
 	if err := checkWrite("claim", p.Scope, p.Key, p.Owner, p.Fingerprint); err != nil {
 		return backends.ClaimResult{}, err
 	}
-	r, err := s.read(ctx, s.reader, "claim", p.Scope, p.Key)
+	r, err := s.read(ctx, h.reader, "claim", p.Scope, p.Key)
 	if err != nil {
 		return backends.ClaimResult{}, err
 	}
@@ -47,7 +50,7 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	}
 	var res backends.ClaimResult
 	var d claimDecision
-	err = s.writeTx(ctx, "claim", func(tx *sql.Tx) error {
+	err = s.writeIn(ctx, h, "claim", func(tx querier) error {
 		r, err := s.read(ctx, tx, "claim", p.Scope, p.Key)
 		if err != nil {
 			return err

@@ -24,7 +24,9 @@ import (
 type Error struct {
 	// Op is the operation that failed: "open", "migrate", "claim",
 	// "complete", "renew", "release", "resolve", "hold", "leaseheld",
-	// "list", "count", "sweep", "get", "delete", "watch" or "close".
+	// "list", "count", "sweep", "get", "delete", "watch" or "close", or
+	// a transaction's (BeginTx) "begin", "savepoint", "rollback to
+	// savepoint", "commit" or "rollback".
 	Op string
 	// Code is SQLite's extended result code, or 0 when the error did not
 	// come from SQLite.

@@ -13,6 +13,10 @@ var _ backends.Lister = (*Store)(nil)
 // Hold implements backends.Store in one UPDATE (and a read to recognise
 // a re-send). The held row enters the partial index on held_at.
 func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
+	return s.hold(ctx, s.pool(), p)
+}
+
+func (s *Store) hold(ctx context.Context, h on, p backends.HoldParams) (bool, error) {
 	if err := checkWrite("hold", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
@@ -21,7 +25,7 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	}
 	now := s.nowMicros()
 	until := deadline(now, p.For)
-	res, err := s.writer.ExecContext(ctx, s.sql.hold, now, until, p.Code, p.Message,
+	res, err := h.writer.ExecContext(ctx, s.sql.hold, now, until, p.Code, p.Message,
 		max(until, deadline(now, p.Retention)), p.Scope, p.Key, p.Owner)
 	n, err := affected("hold", res, err)
 	if err != nil || n == 1 {
@@ -30,7 +34,7 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 		}
 		return n == 1, err
 	}
-	r, err := s.read(ctx, s.reader, "hold", p.Scope, p.Key)
+	r, err := s.read(ctx, h.reader, "hold", p.Scope, p.Key)
 	if err != nil {
 		return false, err
 	}
@@ -40,16 +44,20 @@ func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 // LeaseHeld implements backends.Store in one UPDATE, and a read to
 // report the record when it did not apply.
 func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
+	return s.leaseHeld(ctx, s.pool(), p)
+}
+
+func (s *Store) leaseHeld(ctx context.Context, h on, p backends.LeaseHeldParams) (backends.LeaseHeldResult, error) {
 	if err := checkWrite("leaseheld", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return backends.LeaseHeldResult{}, err
 	}
 	now := s.nowMicros()
-	res, err := s.writer.ExecContext(ctx, s.sql.leaseHeld, p.Owner, deadline(now, p.Lease), p.Scope, p.Key, now)
+	res, err := h.writer.ExecContext(ctx, s.sql.leaseHeld, p.Owner, deadline(now, p.Lease), p.Scope, p.Key, now)
 	n, err := affected("leaseheld", res, err)
 	if err != nil || n == 1 {
 		return backends.LeaseHeldResult{Leased: n == 1}, err
 	}
-	r, err := s.read(ctx, s.reader, "leaseheld", p.Scope, p.Key)
+	r, err := s.read(ctx, h.reader, "leaseheld", p.Scope, p.Key)
 	if err != nil || !r.live(now) {
 		return backends.LeaseHeldResult{}, err
 	}

@@ -34,6 +34,8 @@ func TestMain(m *testing.M) {
 //     lease, renewed by the core while the child lives).
 //   - "stream": keys k0, k1, … completed one after another as fast as it
 //     can, each reported as "done <i>".
+//   - "dotx": one key, "order-1", in once.DoTx, whose fn writes a row of
+//     the table effects and never returns: the transaction stays open.
 func child(path, scope, mode string) int {
 	ctx := context.Background()
 	s, err := Open(ctx, path, nil)
@@ -68,6 +70,20 @@ func child(path, scope, mode string) int {
 			}
 			fmt.Println("done", i)
 		}
+	case "dotx":
+		if _, err := s.writer.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS effects (k TEXT NOT NULL)"); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		go func() {
+			_, _ = once.DoTx(ctx, sc, "order-1", nil, s.BeginTx, func(ctx context.Context, tx Tx) (string, error) {
+				if _, err := tx.ExecContext(ctx, "INSERT INTO effects (k) VALUES ('order-1')"); err != nil {
+					fmt.Println("error", err)
+				}
+				fmt.Println("ready")
+				select {}
+			})
+		}()
 	default:
 		fmt.Println("error: unknown mode", mode)
 		return 1

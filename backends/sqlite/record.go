@@ -68,6 +68,17 @@ type querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
+// on is where the statements of one operation run: the Store's reader
+// and writer pools, or, on a store bound to a transaction (BeginTx), that
+// transaction for both.
+type on struct {
+	reader, writer querier
+	tx             *sql.Tx
+}
+
+// pool is the Store's own pools.
+func (s *Store) pool() on { return on{reader: s.reader, writer: s.writer} }
+
 func (s *Store) read(ctx context.Context, q querier, op, scope, key string) (row, error) {
 	var r row
 	err := q.QueryRowContext(ctx, s.sql.read, scope, key).
@@ -86,6 +97,15 @@ func (s *Store) read(ctx context.Context, q querier, op, scope, key string) (row
 func (r *row) dest() []any {
 	return []any{&r.state, &r.fp, &r.owner, &r.resolved, &r.leaseUntil, &r.outcome, &r.expiresAt,
 		&r.createdAt, &r.heldAt, &r.holdUntil, &r.code, &r.message}
+}
+
+// writeIn is writeTx on h: on a store bound to a transaction (h.tx),
+// which holds the write lock already, fn runs in that transaction.
+func (s *Store) writeIn(ctx context.Context, h on, op string, fn func(tx querier) error) error {
+	if h.tx != nil {
+		return interpretError(op, fn(h.tx))
+	}
+	return s.writeTx(ctx, op, func(tx *sql.Tx) error { return fn(tx) })
 }
 
 // writeTx runs fn in a BEGIN IMMEDIATE transaction on the writer: fn reads

@@ -3,7 +3,6 @@ package sqlitestore
 import (
 	"bytes"
 	"context"
-	"database/sql"
 
 	"github.com/stagedoor/once/backends"
 )
@@ -45,10 +44,14 @@ func decideResolve(r row, p backends.ResolveParams, now int64) (resolveDecision,
 // Resolve implements backends.Store like Claim: a read first, then, when
 // it writes, a read and a decision inside a BEGIN IMMEDIATE transaction.
 func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
+	return s.resolve(ctx, s.pool(), p)
+}
+
+func (s *Store) resolve(ctx context.Context, h on, p backends.ResolveParams) (backends.ResolveResult, error) {
 	if err := checkWrite("resolve", p.Scope, p.Key, p.Owner, p.Fingerprint); err != nil {
 		return backends.ResolveResult{}, err
 	}
-	r, err := s.read(ctx, s.reader, "resolve", p.Scope, p.Key)
+	r, err := s.read(ctx, h.reader, "resolve", p.Scope, p.Key)
 	if err != nil {
 		return backends.ResolveResult{}, err
 	}
@@ -57,7 +60,7 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 	}
 	var res backends.ResolveResult
 	var d resolveDecision
-	err = s.writeTx(ctx, "resolve", func(tx *sql.Tx) error {
+	err = s.writeIn(ctx, h, "resolve", func(tx querier) error {
 		r, err := s.read(ctx, tx, "resolve", p.Scope, p.Key)
 		if err != nil {
 			return err

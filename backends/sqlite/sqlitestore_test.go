@@ -82,7 +82,7 @@ func TestReplaysAfterKill9(t *testing.T) {
 			return "charged twice", nil
 		})
 	require.NoError(t, err)
-	require.True(t, out.Replayed)
+	require.Equal(t, once.Replayed, out.Status)
 	require.Equal(t, "charged", out.Value)
 
 	_, err = once.Do(context.Background(), once.New(s).Scope(scope), "order-1", once.Fingerprint("other"),

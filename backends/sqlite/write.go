@@ -15,11 +15,15 @@ import (
 // that finds the record already completed by the same owner with the same
 // outcome costs one more SELECT to tell so.
 func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {
+	return s.complete(ctx, s.pool(), p)
+}
+
+func (s *Store) complete(ctx context.Context, h on, p backends.CompleteParams) (bool, error) {
 	if err := checkWrite("complete", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
 	now := s.nowMicros()
-	res, err := s.writer.ExecContext(ctx, s.sql.complete,
+	res, err := h.writer.ExecContext(ctx, s.sql.complete,
 		nonNil(p.Outcome), now, deadline(now, p.Retention), p.Scope, p.Key, p.Owner, now)
 	n, err := affected("complete", res, err)
 	if err != nil {
@@ -30,7 +34,7 @@ func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, 
 		return true, nil
 	}
 	var one int
-	err = s.reader.QueryRowContext(ctx, s.sql.completedBy, p.Scope, p.Key, p.Owner, nonNil(p.Outcome), now).Scan(&one)
+	err = h.reader.QueryRowContext(ctx, s.sql.completedBy, p.Scope, p.Key, p.Owner, nonNil(p.Outcome), now).Scan(&one)
 	if errors.Is(err, sql.ErrNoRows) {
 		return false, nil
 	}
@@ -39,21 +43,29 @@ func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, 
 
 // Renew implements backends.Store in one UPDATE.
 func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error) {
+	return s.renew(ctx, s.pool(), p)
+}
+
+func (s *Store) renew(ctx context.Context, h on, p backends.RenewParams) (bool, error) {
 	if err := checkWrite("renew", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
 	now := s.nowMicros()
-	res, err := s.writer.ExecContext(ctx, s.sql.renew, deadline(now, p.Lease), p.Scope, p.Key, p.Owner, now)
+	res, err := h.writer.ExecContext(ctx, s.sql.renew, deadline(now, p.Lease), p.Scope, p.Key, p.Owner, now)
 	n, err := affected("renew", res, err)
 	return n == 1, err
 }
 
 // Release implements backends.Store in one DELETE.
 func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
+	return s.release(ctx, s.pool(), p)
+}
+
+func (s *Store) release(ctx context.Context, h on, p backends.ReleaseParams) (bool, error) {
 	if err := checkWrite("release", p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
-	res, err := s.writer.ExecContext(ctx, s.sql.release, p.Scope, p.Key, p.Owner, s.nowMicros())
+	res, err := h.writer.ExecContext(ctx, s.sql.release, p.Scope, p.Key, p.Owner, s.nowMicros())
 	n, err := affected("release", res, err)
 	if n == 1 {
 		s.watch.notify(p.Scope, p.Key)

@@ -153,7 +153,7 @@ func (r *resolveCmd) Run(e *env) error {
 	case errors.As(err, &inProgress):
 		// The store could not reach the key in time: a SQL store gave up
 		// waiting for a transaction that holds the key uncommitted.
-		return errors.New("the key is locked by a transaction that has not committed (a DoTx still running, or stuck); the store gave up waiting and nothing was stored: retry later")
+		return errors.New("the key is locked by a transaction that has not committed (a once.DoTx still running, or stuck); the store gave up waiting and nothing was stored: retry later")
 	case errors.Is(err, once.ErrAlreadyCompleted):
 		return errors.New("the key is already completed; its stored outcome was left as it was (see once get)")
 	case errors.Is(err, once.ErrKeyReused):

@@ -13,7 +13,6 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
-	"github.com/stagedoor/once/backends/postgres"
 	"github.com/stagedoor/once/backends/redisstore"
 )
 
@@ -145,7 +144,7 @@ func TestRedisResolveGuards(t *testing.T) {
 }
 
 // TestPostgresResolveLockedByTransaction: a resolve of a key an
-// uncommitted DoTx transaction holds waits for the store's lock timeout
+// uncommitted once.DoTx transaction holds waits for the store's lock timeout
 // and says so, not that a reconciler is asking.
 func TestPostgresResolveLockedByTransaction(t *testing.T) {
 	p := newPG(t)
@@ -155,7 +154,7 @@ func TestPostgresResolveLockedByTransaction(t *testing.T) {
 	started, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		_, err := postgres.DoTx(ctx, p.pool, s, scope, "k", nil, func(context.Context, pgx.Tx) (int, error) {
+		_, err := once.DoTx(ctx, scope, "k", nil, s.BeginTx, func(context.Context, pgx.Tx) (int, error) {
 			close(started)
 			<-release
 			return 1, nil

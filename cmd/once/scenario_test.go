@@ -94,7 +94,7 @@ func held(t *testing.T, store backends.Store, flags func(...string) []string) {
 	assert.Contains(t, mustRun(t, flags("resolve", "payments", "p1", "--value", `{"id": 9, "status": "paid"}`, "--fingerprint", fp)...), "resolved: stored a JSON value")
 	out, err := once.DoOutcome(ctx, scope, "p1", testFP, hold)
 	require.NoError(t, err)
-	assert.True(t, out.Replayed)
+	assert.Equal(t, once.Replayed, out.Status)
 	assert.Equal(t, order{ID: 9, Status: "paid"}, out.Value)
 
 	r := runCLI(t, flags("resolve", "payments", "p1", "--value", `{}`)...)

@@ -73,7 +73,7 @@ func instance(ctx context.Context, k *once.Keeper, j *job, name, date string) st
 		return name + ": already running elsewhere; skipped"
 	case err != nil:
 		return name + ": failed: " + err.Error()
-	case out.Replayed:
+	case out.Status == once.Replayed:
 		return fmt.Sprintf("%s: already ran on %s (by %s, %d rows); skipped", name, date, out.Value.Instance, out.Value.Rows)
 	default:
 		return fmt.Sprintf("%s: ran the job for %s, %d rows", name, date, out.Value.Rows)

@@ -40,7 +40,7 @@ const (
 func (a answer) layer() layer {
 	var inProgress *once.InProgressError
 	switch {
-	case a.Replayed || errors.As(a.Err, &inProgress):
+	case a.Status == once.Replayed || errors.As(a.Err, &inProgress):
 		return layerShop
 	case a.ProviderReplayed || errors.Is(a.Err, errProviderBusy):
 		return layerProvider
@@ -64,9 +64,9 @@ func (a answer) describe(n int, o order) string {
 	default:
 		result = failure(a.Err)
 	}
-	line := fmt.Sprintf("  attempt %d: %-34s Idempotent-Replayed: %-5v ", n, result, a.Replayed)
+	line := fmt.Sprintf("  attempt %d: %-34s Idempotent-Replayed: %-5v ", n, result, a.Status == once.Replayed)
 	switch {
-	case a.Replayed:
+	case a.Status == once.Replayed:
 		return line + "deduplicated by the shop: once.Do replayed " + buyerKey + ", the provider was not called"
 	case errors.As(a.Err, &inProgress):
 		return line + "deduplicated by the shop: once.Do holds " + buyerKey + " for the first click"

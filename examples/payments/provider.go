@@ -200,7 +200,7 @@ func (p *provider) handleCharge(w http.ResponseWriter, r *http.Request) {
 		p.mu.Unlock()
 		return c, nil
 	})
-	if out.Replayed {
+	if out.Status == once.Replayed {
 		// Like Stripe's: this answer is the stored one, no new charge.
 		w.Header().Set("Idempotent-Replayed", "true")
 	}

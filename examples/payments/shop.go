@@ -50,9 +50,9 @@ func (s *service) checkout(onBusy func(*once.InProgressError)) http.Handler {
 		var d *decline
 		switch {
 		case a.Err == nil:
-			writeAnswer(w, http.StatusCreated, a.Value, a.Replayed)
+			writeAnswer(w, http.StatusCreated, a.Value, a.Status == once.Replayed)
 		case errors.As(a.Err, &d):
-			writeAnswer(w, http.StatusPaymentRequired, d, a.Replayed)
+			writeAnswer(w, http.StatusPaymentRequired, d, a.Status == once.Replayed)
 		case errors.As(a.Err, &inProgress):
 			if onBusy != nil {
 				onBusy(inProgress)

@@ -2,7 +2,7 @@
 // each order once: a producer XADDs the orders (one of them twice, as a
 // producer retrying after a timeout would) and one entry without an order
 // id, a consumer group of four worker processes reads them with
-// XREADGROUP, and each worker runs the bill under once.Consume (scope: the
+// XREADGROUP, and each worker runs the bill under consume.Do (scope: the
 // consumer group; key: the order's id) and settles the entry as the
 // decision says: Ack → XACK, RetryLater → left pending for XAUTOCLAIM,
 // DeadLetter → XADD to a dead-letter stream and XACK. Workers are killed
@@ -24,8 +24,8 @@
 // set. -store memory is refused: separate processes share no memory.
 //
 // With PostgreSQL the bill is written in the transaction of the claim
-// (once.ConsumeValueTx over postgres Store.InTx, the mechanism of
-// postgres.DoTx), so a kill between the bill and the recording of the
+// (consume.ValueTx over the postgres Store's BeginTx, the mechanism
+// of once.DoTx), so a kill between the bill and the recording of the
 // outcome rolls both back. With Redis the bill and the outcome are separate
 // writes: a kill between them would bill again after the lease, as any
 // at-least-once consumer would, so the Redis run kills only at the two

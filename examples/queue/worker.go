@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stagedoor/once"
-	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/postgres"
+	"github.com/stagedoor/once/consume"
 	"github.com/stagedoor/once/examples/internal/exstore"
 	"github.com/stagedoor/once/hashers"
 )
@@ -100,7 +100,7 @@ func runWorker(ctx context.Context, s spec, out io.Writer) error {
 }
 
 // handle bills the entry's order once and settles the entry as
-// once.Consume decides: Ack → XACK; RetryLater → left pending, for
+// consume.Do decides: Ack → XACK; RetryLater → left pending, for
 // XAUTOCLAIM to reclaim after MinIdle; DeadLetter → XADD to the
 // dead-letter stream, then XACK. The key is the order's business id, not
 // the entry ID, so the producer's duplicate XADD of an order is
@@ -119,15 +119,15 @@ func (w *worker) handle(ctx context.Context, m redis.XMessage, reclaimed bool) {
 	var tookOver bool
 	ctx = context.WithValue(ctx, tookOverKey{}, &tookOver)
 	billedBy, d := w.consume(ctx, m, orderID, hashers.Strings(orderID, amount))
-	if d.Action == once.RetryLater {
+	if d.Action == consume.RetryLater {
 		// Not acknowledged: the entry stays pending and is reclaimed later.
 		fmt.Fprintf(w.out, "%s: %s %s (%s): %s, left pending: %v\n", w.Name, how, label, m.ID, d, d.Err)
 		return
 	}
-	if w.Crash == crashBeforeAck && d.Reason == once.ReasonDone {
+	if w.Crash == crashBeforeAck && d.Reason == consume.ReasonDone {
 		w.crash(ctx, m, orderID, "billed and recorded, XACK not sent")
 	}
-	if d.Action == once.DeadLetter {
+	if d.Action == consume.DeadLetter {
 		if err := w.client.XAdd(ctx, &redis.XAddArgs{Stream: w.DeadLetters, Values: []any{
 			"entry", m.ID, "order", orderID, "reason", string(d.Reason),
 		}}).Err(); err != nil {
@@ -141,13 +141,13 @@ func (w *worker) handle(ctx context.Context, m redis.XMessage, reclaimed bool) {
 	}
 	what := "billed"
 	switch {
-	case d.Action == once.DeadLetter:
+	case d.Action == consume.DeadLetter:
 		what = "dead-lettered (" + string(d.Reason) + ")"
-	case d.Reason == once.ReasonReplayed:
+	case d.Reason == consume.ReasonReplayed && d.Err == nil:
 		what = "replayed (" + billedBy + "), not billed again"
-	case d.Reason == once.ReasonReplayedFinal:
+	case d.Reason == consume.ReasonReplayed:
 		what = "replayed final error (" + d.Err.Error() + "), not billed again"
-	case d.Reason == once.ReasonFinal:
+	case d.Reason == consume.ReasonDone && d.Err != nil:
 		what = "refused (" + d.Err.Error() + ")"
 	case tookOver:
 		what = "took over the dead worker's claim after its lease, billed"
@@ -155,12 +155,12 @@ func (w *worker) handle(ctx context.Context, m redis.XMessage, reclaimed bool) {
 	fmt.Fprintf(w.out, "%s: %s %s (%s): %s; acked\n", w.Name, how, label, m.ID, what)
 }
 
-// consume runs the bill under once.Consume. With PostgreSQL the bill is
-// written in the transaction of the claim (once.ConsumeValueTx over
-// Store.InTx, the mechanism of postgres.DoTx): a worker killed between the
+// consume runs the bill under consume.Do. With PostgreSQL the bill is
+// written in the transaction of the claim (consume.ValueTx over the
+// store's BeginTx, the mechanism of once.DoTx): a worker killed between the
 // bill and the commit leaves neither, and the reclaimed entry bills once.
 // With Redis the bill and the outcome are separate writes.
-func (w *worker) consume(ctx context.Context, m redis.XMessage, orderID string, fp once.Fingerprint) (string, once.Decision) {
+func (w *worker) consume(ctx context.Context, m redis.XMessage, orderID string, fp once.Fingerprint) (string, consume.Decision) {
 	work := func(ctx context.Context) error {
 		if w.Crash == crashInWork {
 			w.crash(ctx, m, orderID, "claimed, working, nothing billed yet")
@@ -173,7 +173,7 @@ func (w *worker) consume(ctx context.Context, m redis.XMessage, orderID string, 
 		}
 	}
 	if w.pg == nil {
-		return once.ConsumeValue(ctx, w.scope, orderID, fp, func(ctx context.Context) (string, error) {
+		return consume.Value(ctx, w.scope, orderID, fp, func(ctx context.Context) (string, error) {
 			if err := work(ctx); err != nil {
 				return "", err
 			}
@@ -183,14 +183,7 @@ func (w *worker) consume(ctx context.Context, m redis.XMessage, orderID string, 
 			return "billed by " + w.Name, nil
 		})
 	}
-	begin := func(ctx context.Context) (pgx.Tx, backends.Store, error) {
-		tx, err := w.pool.Begin(ctx)
-		if err != nil {
-			return nil, nil, err
-		}
-		return tx, w.pg.InTx(tx), nil
-	}
-	return once.ConsumeValueTx(ctx, w.scope, orderID, fp, begin, func(ctx context.Context, tx pgx.Tx) (string, error) {
+	return consume.ValueTx(ctx, w.scope, orderID, fp, w.pg.BeginTx, func(ctx context.Context, tx pgx.Tx) (string, error) {
 		if err := work(ctx); err != nil {
 			return "", err
 		}

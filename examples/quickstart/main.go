@@ -80,13 +80,13 @@ func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 	if r.err != nil {
 		return r.err
 	}
-	fmt.Fprintf(w, "request 1: 201 Created, order %s, replayed=%v\n", r.out.Value.OrderID, r.out.Replayed)
+	fmt.Fprintf(w, "request 1: 201 Created, order %s, replayed=%v\n", r.out.Value.OrderID, r.out.Status == once.Replayed)
 
 	out, err := once.DoOutcome(ctx, buyer, key, request, placeOrder)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "request 3 (browser retry): 201 Created, order %s, replayed=%v\n", out.Value.OrderID, out.Replayed)
+	fmt.Fprintf(w, "request 3 (browser retry): 201 Created, order %s, replayed=%v\n", out.Value.OrderID, out.Status == once.Replayed)
 
 	_, err = once.Do(ctx, buyer, key, once.Fingerprint("POST /orders {hold_ids:[99999]}"), placeOrder)
 	if !errors.Is(err, once.ErrKeyReused) {

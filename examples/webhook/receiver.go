@@ -70,7 +70,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "delivery in progress", http.StatusConflict)
 	case err != nil:
 		http.Error(w, "processing failed; redeliver", http.StatusInternalServerError)
-	case out.Replayed:
+	case out.Status == once.Replayed:
 		_, _ = io.WriteString(w, `{"status":"duplicate"}`)
 	default:
 		_, _ = io.WriteString(w, `{"status":"processed"}`)

@@ -115,7 +115,7 @@ const (
 )
 
 // The mark of the InTx store's Savepointer (backends.Savepointer), taken
-// by once.ConsumeTx after the claim, under a name of its own so that the
+// by once.DoTx after the claim, under a name of its own so that the
 // claim's bookkeeping above never releases it.
 const (
 	HandlerSavepoint         = `SAVEPOINT once_handler`

@@ -66,7 +66,7 @@ func StoreSpecFromEnv() StoreSpec {
 }
 
 // Open connects a worker to the store; pg is the PostgreSQL store (for
-// InTx), nil for Redis.
+// BeginTx), nil for Redis.
 func (s StoreSpec) Open(ctx context.Context, pool *pgxpool.Pool) (store backends.Store, pg *postgres.Store, err error) {
 	switch s.Kind {
 	case "postgres":

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/consume"
 )
 
 // Backoff is base doubled for each delivery before the n-th (n counts
@@ -28,12 +29,12 @@ func Backoff(base, limit time.Duration, n uint64) time.Duration {
 }
 
 // InProgressWait is the wait before the redelivery of a message whose key
-// is in progress (once.ReasonInProgress): for a running claim the time
+// is in progress (consume.ReasonInProgress): for a running claim the time
 // left on the owner's lease (the core's hint is capped at one second, which
 // a broker that counts every redelivery cannot afford), for a held key the
-// decision's hint (the hold left, at most once.HeldRedelivery). It is the
+// decision's hint (the hold left, at most consume.HeldRedelivery). It is the
 // decision's own RetryAfter when the error carries no lease.
-func InProgressWait(d once.Decision) time.Duration {
+func InProgressWait(d consume.Decision) time.Duration {
 	var ip *once.InProgressError
 	if errors.As(d.Err, &ip) && !ip.Held && ip.LeaseRemaining > d.RetryAfter {
 		return ip.LeaseRemaining

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/consume"
 )
 
 func TestBackoffDoublesUpToTheCapWithoutOverflow(t *testing.T) {
@@ -24,12 +25,12 @@ func TestBackoffDoublesUpToTheCapWithoutOverflow(t *testing.T) {
 }
 
 func TestInProgressWaitIsTheLeaseLeftOrTheHold(t *testing.T) {
-	running := once.Decision{Reason: once.ReasonInProgress, RetryAfter: time.Second,
+	running := consume.Decision{Reason: consume.ReasonInProgress, RetryAfter: time.Second,
 		Err: &once.InProgressError{RetryAfter: time.Second, LeaseRemaining: 25 * time.Second}}
 	require.Equal(t, 25*time.Second, InProgressWait(running), "the lease left, not the 1s hint")
-	held := once.Decision{Reason: once.ReasonInProgress, RetryAfter: once.HeldRedelivery,
+	held := consume.Decision{Reason: consume.ReasonInProgress, RetryAfter: consume.HeldRedelivery,
 		Err: &once.InProgressError{RetryAfter: time.Hour, LeaseRemaining: 10 * time.Second, Held: true, HoldRemaining: time.Hour}}
-	require.Equal(t, once.HeldRedelivery, InProgressWait(held), "a held key keeps the decision's hint")
-	bare := once.Decision{Reason: once.ReasonInProgress, RetryAfter: 300 * time.Millisecond, Err: errors.New("wrapped elsewhere")}
+	require.Equal(t, consume.HeldRedelivery, InProgressWait(held), "a held key keeps the decision's hint")
+	bare := consume.Decision{Reason: consume.ReasonInProgress, RetryAfter: 300 * time.Millisecond, Err: errors.New("wrapped elsewhere")}
 	require.Equal(t, 300*time.Millisecond, InProgressWait(bare))
 }

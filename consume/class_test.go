@@ -1,4 +1,4 @@
-package once_test
+package consume_test
 
 import (
 	"context"
@@ -12,20 +12,20 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/consume"
 	"github.com/stagedoor/once/internal/testservers"
 )
 
-// TestConsumeClassifiesEachErrorOnce gives Consume a classifier that is
-// not a pure function (a random class on every call, as a sampling or
+// TestClassifiesEachErrorOnce gives Do a classifier that is not a pure
+// function (a random class on every call, as a sampling or
 // circuit-breaking classifier may answer) and checks, for random handler
 // errors on every store, that the classifier runs once per unmarked error
-// and never for a marked one, and that the decision says what the core
-// did with the claim: ReasonHeld for a key that is held, ReasonFinal for
-// a key that replays, ReasonHandlerError for a key that runs again. The
-// handler's error was classified twice (by Consume, then by the core), so
-// one classifier call could make Consume answer ReasonHeld for a claim the
-// core had released.
-func TestConsumeClassifiesEachErrorOnce(t *testing.T) {
+// and never for a marked one, and that the decision says what the core did
+// with the claim: ReasonHeld for a key that is held, ReasonDone with the
+// error for a key that replays, ReasonHandlerError for a key that runs
+// again. The decision is read from the core's Outcome.Status, never from
+// a classification of its own, which could disagree with the core's.
+func TestClassifiesEachErrorOnce(t *testing.T) {
 	for name, newStore := range testservers.Stores() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -60,7 +60,7 @@ func TestConsumeClassifiesEachErrorOnce(t *testing.T) {
 				mu.Lock()
 				before := calls
 				mu.Unlock()
-				d := once.Consume(context.Background(), scope, key, nil, func(context.Context) error { return handlerErr })
+				d := consume.Do(context.Background(), scope, key, nil, func(context.Context) error { return handlerErr })
 				wantCalls := 1
 				if marked {
 					wantCalls = 0
@@ -74,28 +74,28 @@ func TestConsumeClassifiesEachErrorOnce(t *testing.T) {
 				_, err := once.Do(context.Background(), probe, key, nil, func(context.Context) (int, error) { ran = true; return 1, nil })
 				var inProgress *once.InProgressError
 				switch d.Reason {
-				case once.ReasonHeld:
+				case consume.ReasonHeld:
 					require.ErrorAs(t, err, &inProgress, "step %d: answered held, but the key is not", step)
 					require.True(t, inProgress.Held, "step %d", step)
-				case once.ReasonFinal:
+				case consume.ReasonDone:
 					require.EqualError(t, err, "provider said something", "step %d: answered final, but no final error replays", step)
-				case once.ReasonHandlerError:
+				case consume.ReasonHandlerError:
 					require.NoError(t, err, "step %d", step)
 				default:
 					t.Fatalf("step %d: decision %v (%v)", step, d, d.Err)
 				}
-				require.Equal(t, d.Reason == once.ReasonHandlerError, ran, "step %d: decision %v, but the probe ran %v", step, d, ran)
+				require.Equal(t, d.Reason == consume.ReasonHandlerError, ran, "step %d: decision %v, but the probe ran %v", step, d, ran)
 			}
 		})
 	}
 }
 
-// TestConsumeHeldRetryAfterIsTheHold: the RetryAfter of ReasonHeld is the
+// TestHeldRetryAfterIsTheHold: the RetryAfter of ReasonHeld is the
 // hold the key got (WithHoldFor; one lease by default), at most
 // HeldRedelivery, as a redelivery's ReasonInProgress for the held key
 // says. It was the lease whatever the hold: a ten-minute hold was
 // redelivered after 30 s, a five-second one only after 30 s.
-func TestConsumeHeldRetryAfterIsTheHold(t *testing.T) {
+func TestHeldRetryAfterIsTheHold(t *testing.T) {
 	cases := []struct {
 		name string
 		opts []once.Option
@@ -103,19 +103,19 @@ func TestConsumeHeldRetryAfterIsTheHold(t *testing.T) {
 	}{
 		{"default hold, one lease", []once.Option{once.WithLease(20 * time.Second)}, 20 * time.Second},
 		{"short hold", []once.Option{once.WithHoldFor(5 * time.Second)}, 5 * time.Second},
-		{"long hold", []once.Option{once.WithHoldFor(10 * time.Minute)}, once.HeldRedelivery},
-		{"until resolved", []once.Option{once.WithHoldFor(once.HoldUntilResolved)}, once.HeldRedelivery},
+		{"long hold", []once.Option{once.WithHoldFor(10 * time.Minute)}, consume.HeldRedelivery},
+		{"until resolved", []once.Option{once.WithHoldFor(once.HoldUntilResolved)}, consume.HeldRedelivery},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			scope := once.New(nil, c.opts...).Scope("group")
-			d := once.Consume(context.Background(), scope, "m1", nil, func(context.Context) error {
+			d := consume.Do(context.Background(), scope, "m1", nil, func(context.Context) error {
 				return once.Hold(errors.New("provider timed out"))
 			})
-			requireDecision(t, d, once.RetryLater, once.ReasonHeld)
+			requireDecision(t, d, consume.RetryLater, consume.ReasonHeld)
 			require.Equal(t, c.want, d.RetryAfter)
-			d = once.Consume(context.Background(), scope, "m1", nil, func(context.Context) error { return nil })
-			requireDecision(t, d, once.RetryLater, once.ReasonInProgress)
+			d = consume.Do(context.Background(), scope, "m1", nil, func(context.Context) error { return nil })
+			requireDecision(t, d, consume.RetryLater, consume.ReasonInProgress)
 			require.LessOrEqual(t, d.RetryAfter, c.want, "the redelivery's hint: the hold left")
 		})
 	}

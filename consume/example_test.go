@@ -1,4 +1,4 @@
-package once_test
+package consume_test
 
 import (
 	"context"
@@ -6,14 +6,15 @@ import (
 	"fmt"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/consume"
 	"github.com/stagedoor/once/hashers"
 )
 
-// A consumer runs each message under Consume and acts on the decision: a
+// A consumer runs each message under consume.Do and acts on the decision: a
 // redelivered message is acknowledged without running the handler again,
 // a handler's retryable failure is retried, and a message whose key was
 // reused with another payload goes to the dead-letter queue.
-func ExampleConsume() {
+func ExampleDo() {
 	ctx := context.Background()
 	scope := once.New(nil).Scope("billing-workers") // the consumer group
 	charge := func(context.Context) error { fmt.Println("charging order 42"); return nil }
@@ -31,7 +32,7 @@ func ExampleConsume() {
 		{"", "no key", charge},         // no key
 	}
 	for _, m := range deliveries {
-		d := once.Consume(ctx, scope, m.key, hashers.Strings(m.payload), m.handler)
+		d := consume.Do(ctx, scope, m.key, hashers.Strings(m.payload), m.handler)
 		fmt.Printf("%-9q → %v\n", m.key, d)
 	}
 	// Output:

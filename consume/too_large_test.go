@@ -1,4 +1,4 @@
-package once_test
+package consume_test
 
 import (
 	"context"
@@ -12,55 +12,58 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/consume"
 )
 
-// A value over the outcome cap cannot be replayed, so ConsumeValue
+// A value over the outcome cap cannot be replayed, so Value
 // dead-letters it with no value, on the run that produced it and on every
 // replay: no value is handed out that a redelivery could not hand out.
-func TestConsumeValueOverCapIsDeadLettered(t *testing.T) {
+func TestValueOverCapIsDeadLettered(t *testing.T) {
 	ctx := context.Background()
 	scope := once.New(memory.New(nil), once.WithMaxOutcomeSize(256)).Scope("group")
 	var runs atomic.Int32
 	big := func(context.Context) (string, error) { runs.Add(1); return strings.Repeat("x", 1024), nil }
 
-	v, d := once.ConsumeValue(ctx, scope, "m1", nil, big)
-	require.Equal(t, once.DeadLetter, d.Action, "decision %v", d)
-	require.Equal(t, once.ReasonTooLarge, d.Reason)
+	v, d := consume.Value(ctx, scope, "m1", nil, big)
+	require.Equal(t, consume.DeadLetter, d.Action, "decision %v", d)
+	require.Equal(t, consume.ReasonTooLarge, d.Reason)
 	require.ErrorIs(t, d.Err, once.ErrOutcomeTooLarge)
 	require.Empty(t, v, "a value without a durable record is not handed out")
 
-	v, d = once.ConsumeValue(ctx, scope, "m1", nil, big)
-	require.Equal(t, once.DeadLetter, d.Action, "decision %v", d)
-	require.Equal(t, once.ReasonTooLarge, d.Reason)
+	v, d = consume.Value(ctx, scope, "m1", nil, big)
+	require.Equal(t, consume.DeadLetter, d.Action, "decision %v", d)
+	require.Equal(t, consume.ReasonTooLarge, d.Reason)
 	require.ErrorIs(t, d.Err, once.ErrOutcomeTooLarge)
 	require.Empty(t, v)
 	require.EqualValues(t, 1, runs.Load(), "the replay does not run the handler")
 
-	v, d = once.ConsumeValue(ctx, scope, "m2", nil, func(context.Context) (string, error) { return "small", nil })
-	require.Equal(t, once.ReasonDone, d.Reason)
+	v, d = consume.Value(ctx, scope, "m2", nil, func(context.Context) (string, error) { return "small", nil })
+	require.Equal(t, consume.ReasonDone, d.Reason)
 	require.Equal(t, "small", v)
 }
 
 // A handler's own final error that wraps ErrOutcomeTooLarge (a nested Do's)
 // is a final error like any other: recorded and acknowledged.
-func TestConsumeValueFinalErrorWrappingTooLargeIsFinal(t *testing.T) {
+func TestValueFinalErrorWrappingTooLargeIsFinal(t *testing.T) {
 	ctx := context.Background()
 	scope := once.New(memory.New(nil)).Scope("group")
 	handler := func(context.Context) (string, error) {
 		return "ignored", once.Final(fmt.Errorf("step 1: %w", &once.OutcomeTooLargeError{Size: 10, Limit: 5}))
 	}
-	for _, want := range []once.Reason{once.ReasonFinal, once.ReasonReplayedFinal} {
-		v, d := once.ConsumeValue(ctx, scope, "m1", nil, handler)
-		require.Equal(t, once.Ack, d.Action, "decision %v", d)
+	for _, want := range []consume.Reason{consume.ReasonDone, consume.ReasonReplayed} {
+		v, d := consume.Value(ctx, scope, "m1", nil, handler)
+		require.Equal(t, consume.Ack, d.Action, "decision %v", d)
 		require.Equal(t, want, d.Reason)
 		require.Empty(t, v, "no value with a final error")
 	}
 }
 
-// In a transaction, an over-cap value dead-letters and rolls back: neither
-// the handler's effect nor the claim is kept, and a redelivery runs the
-// handler again (and dead-letters again, until the cap is raised).
-func TestConsumeValueTxOverCapRollsBack(t *testing.T) {
+// In a transaction, an over-cap value is recorded as the key's final
+// error and committed with the handler's effect, as DoTx commits every
+// recorded answer, and dead-letters as outside a transaction: a
+// redelivery replays it and dead-letters again, the handler not running
+// again.
+func TestValueTxOverCapCommitsAndDeadLetters(t *testing.T) {
 	ctx := context.Background()
 	e := newTxEnv(t)
 	scope := once.New(nil, once.WithMaxOutcomeSize(256)).Scope("group")
@@ -70,11 +73,11 @@ func TestConsumeValueTxOverCapRollsBack(t *testing.T) {
 		return strings.Repeat("x", 1024), e.effect(ctx, tx, "m1")
 	}
 	for range 2 {
-		v, d := once.ConsumeValueTx(ctx, scope, "m1", nil, e.begin, big)
-		require.Equal(t, once.DeadLetter, d.Action, "decision %v", d)
-		require.Equal(t, once.ReasonTooLarge, d.Reason)
+		v, d := consume.ValueTx(ctx, scope, "m1", nil, e.begin, big)
+		require.Equal(t, consume.DeadLetter, d.Action, "decision %v", d)
+		require.Equal(t, consume.ReasonTooLarge, d.Reason)
 		require.Empty(t, v)
 	}
-	require.EqualValues(t, 2, runs.Load(), "the claim rolled back with the effect")
-	require.Zero(t, e.count("m1"))
+	require.EqualValues(t, 1, runs.Load(), "the handler ran once")
+	require.Equal(t, 1, e.count("m1"), "its effect committed with the record")
 }

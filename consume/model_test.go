@@ -1,4 +1,4 @@
-package once_test
+package consume_test
 
 import (
 	"context"
@@ -11,10 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/consume"
 	"github.com/stagedoor/once/internal/testservers"
 )
 
-// consumeModel is what Consume must remember per key: nothing, a done
+// consumeModel is what Do must remember per key: nothing, a done
 // key (value or final error) or a held key, with the fingerprint the key
 // is bound to.
 type consumeModel struct {
@@ -22,11 +23,11 @@ type consumeModel struct {
 	fp    string
 }
 
-// TestConsumeAgainstAModel drives Consume with random deliveries — random
+// TestAgainstAModel drives Do with random deliveries — random
 // keys (a few invalid), payloads and handler behaviours — on every store,
 // and checks each decision and each handler run against a model of the
 // decision table.
-func TestConsumeAgainstAModel(t *testing.T) {
+func TestAgainstAModel(t *testing.T) {
 	for name, newStore := range testservers.Stores() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
@@ -48,7 +49,7 @@ func TestConsumeAgainstAModel(t *testing.T) {
 				payload := "p" + strconv.Itoa(rng.IntN(2))
 				behaviour := behaviours[rng.IntN(len(behaviours))]
 				ran := false
-				d := once.Consume(context.Background(), scope, key, once.Fingerprint(payload), func(context.Context) error {
+				d := consume.Do(context.Background(), scope, key, once.Fingerprint(payload), func(context.Context) error {
 					ran = true
 					switch behaviour {
 					case "final":
@@ -60,7 +61,7 @@ func TestConsumeAgainstAModel(t *testing.T) {
 					case "panic":
 						panic("bug")
 					case "reject":
-						return once.Reject(errors.New("bad payload"))
+						return consume.Reject(errors.New("bad payload"))
 					}
 					return nil
 				})
@@ -73,11 +74,11 @@ func TestConsumeAgainstAModel(t *testing.T) {
 	}
 }
 
-// predict applies one delivery to the model and returns the reason Consume
+// predict applies one delivery to the model and returns the reason Do
 // must answer and whether the handler must run.
-func predict(model map[string]*consumeModel, key, payload, behaviour string) (once.Reason, bool) {
+func predict(model map[string]*consumeModel, key, payload, behaviour string) (consume.Reason, bool) {
 	if once.ValidateKey(key) != nil {
-		return once.ReasonInvalidKey, false
+		return consume.ReasonInvalidKey, false
 	}
 	m := model[key]
 	if m == nil {
@@ -85,31 +86,31 @@ func predict(model map[string]*consumeModel, key, payload, behaviour string) (on
 		model[key] = m
 	}
 	if m.state != "" && m.fp != payload {
-		return once.ReasonKeyReused, false
+		return consume.ReasonKeyReused, false
 	}
 	switch m.state {
 	case "done":
-		return once.ReasonReplayed, false
+		return consume.ReasonReplayed, false
 	case "final":
-		return once.ReasonReplayedFinal, false
+		return consume.ReasonReplayed, false
 	case "held":
-		return once.ReasonInProgress, false
+		return consume.ReasonInProgress, false
 	}
 	switch behaviour {
 	case "ok":
 		m.state, m.fp = "done", payload
-		return once.ReasonDone, true
+		return consume.ReasonDone, true
 	case "final":
 		m.state, m.fp = "final", payload
-		return once.ReasonFinal, true
+		return consume.ReasonDone, true
 	case "hold":
 		m.state, m.fp = "held", payload
-		return once.ReasonHeld, true
+		return consume.ReasonHeld, true
 	case "retry":
-		return once.ReasonHandlerError, true
+		return consume.ReasonHandlerError, true
 	case "panic":
-		return once.ReasonPanicked, true
+		return consume.ReasonHandlerError, true
 	default:
-		return once.ReasonRejected, true
+		return consume.ReasonRejected, true
 	}
 }
