@@ -3,7 +3,6 @@ package oncehttp
 import (
 	"context"
 	"errors"
-	"math"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -13,14 +12,6 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/hashers"
 )
-
-// headerBudget is the room left for stored headers and the envelope when
-// the middleware sizes the Keeper's outcome cap for its calls.
-const headerBudget = 64 << 10
-
-// envelopeOverhead is what the core adds to the codec's bytes of a value
-// (its envelope header), with room to spare.
-const envelopeOverhead = 16
 
 // Middleware guards handlers with idempotency keys. It is safe for
 // concurrent use and holds no per-request state; make one per Keeper and
@@ -103,10 +94,7 @@ func New(k *once.Keeper, cfg Config) (*Middleware, error) {
 	// classifier, so that its 5xx marker errors are released or held as
 	// OnServerError says, and an observer (added to the caller's) that
 	// tells FirstExecution about takeovers.
-	m.maxOutcome = m.maxStored + headerBudget
-	if m.maxStored > math.MaxInt-headerBudget {
-		m.maxOutcome = math.MaxInt
-	}
+	m.maxOutcome = outcomeCap(m.maxStored)
 	m.opts = append(slices.Clone(cfg.Options),
 		once.WithCodec(responseCodec{}),
 		once.WithMaxOutcomeSize(m.maxOutcome),
