@@ -139,13 +139,14 @@ type Config struct {
 	StoreStatus func(status int) bool
 
 	// OnServerError decides what a 5xx response does to the key; 5xx
-	// responses are never stored either way. Defaults to Hold for every
-	// status: the key is held for the Keeper's hold period (once.WithHoldFor;
-	// one lease by default), so duplicates get 409 with a Retry-After of
-	// the hold left meanwhile. Release frees the key at once, so the
-	// next retry runs the handler again; use it for statuses that mean
-	// nothing happened (see ReleaseOn). A handler's panic is settled as a
-	// 500: OnServerError(500) decides (see the package documentation).
+	// responses are never stored either way. Release frees the key at
+	// once, so the next retry runs the handler again; Hold keeps it held
+	// for the Keeper's hold period (once.WithHoldFor; one lease by
+	// default), and duplicates get 409 meanwhile. Defaults to
+	// ReleaseOn(503): a 503 is released (the request was not processed),
+	// every other 5xx held (its outcome is unknown), as the table in the
+	// package documentation says. A handler's panic is settled as a 500:
+	// OnServerError(500) decides.
 	OnServerError func(status int) ServerErrorPolicy
 
 	// Options are applied to the scope of every call (once.Scope.With),
@@ -226,18 +227,13 @@ type ProblemTypes struct {
 	Internal string
 }
 
-// DefaultStoreStatus is the default Config.StoreStatus. As Stripe does, an
-// answer is stored only once the endpoint started executing, so it stores
-// every status below 500 except:
-//
-//	400 Bad Request, 422 Unprocessable Content: validation failures; the
-//	    client corrects the request and retries with the same key
-//	408 Request Timeout, 425 Too Early, 429 Too Many Requests: transient;
-//	    the same request succeeds later
-//
-// A 402 card decline, a 404, a 409 business conflict are answers to the
-// intent and are stored. 1xx responses are never final and 5xx never
-// stored (see Config.OnServerError).
+// DefaultStoreStatus is the default Config.StoreStatus: it stores every
+// status below 500 but the validation failures (400, 422), which the client
+// corrects, and the transient answers (408, 425, 429), which the same
+// request outgrows (see the table in the package documentation). A 402
+// card decline, a 404, a 409 business conflict are answers to the intent
+// and are stored. 1xx responses are never final and 5xx never stored (see
+// Config.OnServerError).
 func DefaultStoreStatus(status int) bool {
 	switch status {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity,
@@ -259,16 +255,18 @@ const (
 	// (or cmd/once's resolve --status) ends it. (once.Resolve and a
 	// Reconciler of once.NewReconciler store a value in the Keeper's
 	// codec, which the middleware cannot replay: every retry would get
-	// 500 response-unavailable.) This is the default.
+	// 500 response-unavailable.) The default for every 5xx but 503.
 	Hold ServerErrorPolicy = iota
 	// Release frees the key at once: the next request with it runs the
 	// handler again. Safe only when the failed request did nothing durable,
-	// or its downstream call carries a once.DerivedKey.
+	// or its downstream call carries a once.DerivedKey. The default for
+	// 503.
 	Release
 )
 
 // ReleaseOn returns an OnServerError policy that releases the key for the
-// listed statuses and holds it for every other 5xx.
+// listed statuses and holds it for every other 5xx. The default policy is
+// ReleaseOn(503); ReleaseOn() holds every 5xx.
 func ReleaseOn(statuses ...int) func(status int) ServerErrorPolicy {
 	set := make(map[int]bool, len(statuses))
 	for _, s := range statuses {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/hashers"
 )
 
@@ -84,7 +85,7 @@ func New(k *once.Keeper, cfg Config) (*Middleware, error) {
 		m.maxStored = DefaultMaxStoredBody
 	}
 	if m.onServerError == nil {
-		m.onServerError = func(int) ServerErrorPolicy { return Hold }
+		m.onServerError = ReleaseOn(http.StatusServiceUnavailable)
 	}
 	if m.storeStatus == nil {
 		m.storeStatus = DefaultStoreStatus
@@ -290,15 +291,18 @@ func (m *Middleware) writeError(w http.ResponseWriter, err error) {
 	}
 }
 
-// inProgressProblem returns the 409 that answers e and its Retry-After:
-// for a running claim, request-in-progress with the core's hint
+// inProgressProblem returns the 409 that answers e and its Retry-After (0:
+// none): for a running claim, request-in-progress with the core's hint
 // (InProgressError.RetryAfter: the owner's lease left, capped at one
 // second, since the owner usually answers sooner; a duplicate that comes
 // back too early is told to wait again); for a held key,
 // request-outcome-unknown with the hold left, when the key can next be
-// claimed.
+// claimed, and none for a key held until resolved, which no wait ends.
 func inProgressProblem(e *once.InProgressError) (problemKind, int) {
-	if e.Held {
+	switch {
+	case e.Held && (backends.HeldInfo{Remaining: e.HoldRemaining}).Unbounded():
+		return probOutcomeUnknown, 0
+	case e.Held:
 		return probOutcomeUnknown, retryAfterSeconds(e.RetryAfter)
 	}
 	return probInProgress, retryAfterSeconds(e.RetryAfter)
