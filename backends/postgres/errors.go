@@ -92,8 +92,11 @@ func interpretError(op string, err error) (found bool, _ error) {
 		e.kind = "network timeout"
 	case errors.As(err, &pgErr):
 		e.kind, e.Code, e.Constraint = "server error", pgErr.Code, pgErr.ConstraintName
-		if pgErr.Code == CodeLockNotAvailable {
+		switch pgErr.Code {
+		case CodeLockNotAvailable:
 			e.kind = "lock timeout"
+		case CodeUndefinedTable:
+			e.kind = "records table missing: run postgres.Migrate"
 		}
 	case errors.As(err, &connectErr):
 		e.kind = "cannot connect"
