@@ -1,6 +1,7 @@
 package oncehttp
 
 import (
+	"log/slog"
 	"net/http"
 
 	"github.com/stagedoor/once"
@@ -158,9 +159,23 @@ type Config struct {
 	// middleware sets its own codec (responses are stored in a compact
 	// binary form), the outcome size cap (see MaxStoredBody) and the
 	// default error classifier after these, so those three cannot be
-	// overridden here; it also adds an observer (beside yours, which still
-	// sees every event) that tells FirstExecution about takeovers.
+	// overridden here; it also adds observers (beside yours, which still
+	// sees every event) that tell FirstExecution about takeovers and log
+	// store failures (see Logger).
 	Options []once.Option
+
+	// Logger receives one line, at Error level, for each store failure
+	// that settles a request: a failed claim (the client got 503
+	// store-unavailable), release, or recording of the response (the
+	// client got it; the key runs the handler again after its lease). The
+	// line has the store's error (attribute "error"), the operation
+	// ("op") and what it did to the request ("effect"), never the key or
+	// the scope. Defaults to slog.Default(), as it is when the line is
+	// logged. An observer of yours (Options, or the Keeper's) sees these
+	// failures too, as once.EventStoreError, EventUnrecorded and EventHeld
+	// events; to log them only there, set Logger to
+	// slog.New(slog.DiscardHandler).
+	Logger *slog.Logger
 
 	// ProblemBase is the prefix of the problem type URIs that ProblemTypes
 	// leaves empty. Defaults to "https://stagedoor.example/problems/".

@@ -56,7 +56,8 @@
 //     Config.Fingerprint that does not read the body leaves the read, and
 //     the answer to its failure, to the handler). Scope failure: 401 (or
 //     the status of a *ScopeError). Store failure: 503, never the store's
-//     error text.
+//     error text, which is logged instead (Config.Logger, slog.Default()
+//     by default).
 //
 // Every answer of the middleware's own is an RFC 9457
 // application/problem+json document with type, title, status and detail;

@@ -93,14 +93,15 @@ func New(k *once.Keeper, cfg Config) (*Middleware, error) {
 	// The caller's options first; then the ones the middleware relies
 	// on: its codec, an outcome cap that fits MaxStoredBody, no
 	// classifier, so that its 5xx marker errors are released or held as
-	// OnServerError says, and an observer (added to the caller's) that
-	// tells FirstExecution about takeovers.
+	// OnServerError says, and observers (added to the caller's) that tell
+	// FirstExecution about takeovers and log store failures.
 	m.maxOutcome = outcomeCap(m.maxStored)
 	m.opts = append(slices.Clone(cfg.Options),
 		once.WithCodec(responseCodec{}),
 		once.WithMaxOutcomeSize(m.maxOutcome),
 		once.WithClassifier(nil),
 		once.WithObserver(tookOverObserver),
+		once.WithObserver(storeFailureLogger(cfg.Logger)),
 	)
 	if err := checkPolicy(k, m.opts); err != nil {
 		return nil, err
