@@ -90,9 +90,13 @@ type Config struct {
 	// hashers.RequestHasher with MaxBody: SHA-256 over the method, the
 	// request target (the escaped path and the canonical query, so that
 	// "?b=2&a=1" is "?a=1&b=2" but "?status=202" is not "?status=201") and
-	// the raw body, with the body restored for the handler. An error wrapping hashers.ErrBodyTooLarge
-	// or *http.MaxBytesError gets 413, any other error 400; its text is never
-	// sent. A fingerprint over 64 bytes is a programming error and gets 500.
+	// the body's raw bytes, with the body restored for the handler: a JSON
+	// body re-serialised by a retry is another request (422), unless you
+	// set hashers.RequestHasher{MaxBody: n, Body: hashers.JSON}.Hash here,
+	// whose digest ignores key order and whitespace. An error wrapping
+	// hashers.ErrBodyTooLarge or *http.MaxBytesError gets 413, any other
+	// error 400; its text is never sent. A fingerprint over 64 bytes is a
+	// programming error and gets 500.
 	Fingerprint func(*http.Request) (once.Fingerprint, error)
 
 	// MaxStoredBody caps the response body that is stored, in bytes.

@@ -14,7 +14,11 @@
 // The key comes from the Idempotency-Key request header, the scope from a
 // function you provide (the authenticated principal), and the request
 // fingerprint is a SHA-256 over the method, the request target (escaped
-// path and canonical query) and the body (package hashers).
+// path and canonical query) and the body's raw bytes (package hashers): a
+// retry whose JSON body was re-serialised (another key order, other
+// whitespace) is another request, answered 422. For a digest of the JSON
+// value instead, set Config.Fingerprint to
+// hashers.RequestHasher{Body: hashers.JSON}.Hash.
 //
 // # What a client receives
 //
