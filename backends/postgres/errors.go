@@ -2,15 +2,13 @@ package postgres
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
-	"io"
 	"net"
-	"syscall"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/stagedoor/once/internal/connreason"
 )
 
 // SQLSTATE codes a caller may want to test Error.Code against.
@@ -126,12 +124,6 @@ func interpretError(op string, err error) (found bool, _ error) {
 // "" when it cannot tell.
 func connectReason(err error) string {
 	var pgErr *pgconn.PgError
-	var dnsErr *net.DNSError
-	var errno syscall.Errno
-	var netErr net.Error
-	var certErr *tls.CertificateVerificationError
-	var unknownCA x509.UnknownAuthorityError
-	var hostname x509.HostnameError
 	switch {
 	case errors.As(err, &pgErr):
 		switch pgErr.Code {
@@ -147,20 +139,10 @@ func connectReason(err error) string {
 			return "the server is starting up or shutting down"
 		}
 		return "the server refused the connection"
-	case errors.As(err, &dnsErr) && dnsErr.IsNotFound:
-		return "host not found"
-	case errors.As(err, &dnsErr):
-		return "host name lookup failed"
-	case errors.As(err, &errno):
-		return errno.Error() // "connection refused", "no route to host"...
-	case pgconn.Timeout(err), errors.As(err, &netErr) && netErr.Timeout():
+	case pgconn.Timeout(err):
 		return "timed out"
-	case errors.As(err, &certErr), errors.As(err, &unknownCA), errors.As(err, &hostname):
-		return "the server's TLS certificate is not trusted"
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "the server closed the connection"
 	}
-	return ""
+	return connreason.Of(err)
 }
 
 // code returns the SQLSTATE of an error returned by interpretError.
