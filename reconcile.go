@@ -92,6 +92,14 @@ type ReconcilerConfig struct {
 	// with: oncehttp.NewReconciler sets the middleware's. A panic in it is
 	// recovered, as one in the ReconcileFunc is: the key stays held.
 	Codec Codec
+	// MaxOutcomeSize caps the encoded outcome of a settled verdict, as
+	// WithMaxOutcomeSize caps Do's; 0 means the Keeper's. A verdict over
+	// it is not stored: the key stays held and the pass counts it as
+	// Failed (an *OutcomeTooLargeError). It must be at least the cap the
+	// keys' callers store with, or a verdict they could have stored
+	// leaves the key held: oncehttp.NewReconciler sets it so. A negative
+	// one is refused by NewReconciler.
+	MaxOutcomeSize int
 }
 
 // Reconciler settles held keys (see Hold) by asking the downstream
@@ -143,13 +151,13 @@ type Reconciler[T any] struct {
 }
 
 // NewReconciler returns a Reconciler of k's held keys; outcomes are
-// encoded with cfg.Codec (k's codec by default) and stored with k's
-// retention. k's store must
-// implement backends.Lister (itself or a store it decorates: see
-// backends.As), k's options be valid as Do requires them (a positive
-// retention, for one: NewReconciler refuses whatever every Do of k
-// would), and cfg valid (see ReconcilerConfig); NewReconciler returns an
-// *InvalidInputError otherwise.
+// encoded with cfg.Codec (k's codec by default), capped at
+// cfg.MaxOutcomeSize (k's cap by default) and stored with k's retention.
+// k's store must implement backends.Lister (itself or a store it
+// decorates: see backends.As), k's options be valid as Do requires them
+// (a positive retention, for one: NewReconciler refuses whatever every
+// Do of k would), and cfg valid (see ReconcilerConfig); NewReconciler
+// returns an *InvalidInputError otherwise.
 func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfig) (*Reconciler[T], error) {
 	if k == nil {
 		return nil, &InvalidInputError{Field: "keeper", Reason: "nil"}
@@ -175,6 +183,11 @@ func NewReconciler[T any](k *Keeper, check ReconcileFunc[T], cfg ReconcilerConfi
 		cfg.Batch = DefaultReconcileBatch
 	}
 	cfg.Batch = min(cfg.Batch, backends.MaxListLimit)
+	if cfg.MaxOutcomeSize > 0 {
+		own := *k // the Keeper's policy, with the verdicts' cap
+		own.cfg.maxOutcome = cfg.MaxOutcomeSize
+		k = &own
+	}
 	return &Reconciler[T]{keeper: k, lister: lister, check: check, cfg: cfg, backoffs: backoffs{}, now: time.Now}, nil
 }
 

@@ -94,6 +94,8 @@ func (c *ReconcilerConfig) validate() error {
 		return &InvalidInputError{Field: "reconciler_batch", Reason: "negative"}
 	case c.OlderThan < 0:
 		return &InvalidInputError{Field: "reconciler_older_than", Reason: "negative"}
+	case c.MaxOutcomeSize < 0:
+		return &InvalidInputError{Field: "reconciler_max_outcome_size", Reason: "negative"}
 	case c.Scope != "":
 		return ValidateScope(c.Scope)
 	}

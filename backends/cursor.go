@@ -119,9 +119,10 @@ func (c CursorCodec) checkBinding(binding string) error {
 	return &ListParamsError{Field: "Cursor", Reason: "returned for another Scope or KeyPrefix filter"}
 }
 
-// State decodes a field written as a walked state's String ("pending" or
-// "held"). It refuses, with a *ListParamsError, any other field and a
-// state the codec's State filter does not select.
+// State decodes a field written as a walked state's String ("pending",
+// "held" or "completed"). It refuses, with a *ListParamsError, any other
+// field and a state the codec's State filter does not select (zero
+// selects pending and held).
 func (c CursorCodec) State(field string) (State, error) {
 	var st State
 	switch field {
@@ -129,10 +130,12 @@ func (c CursorCodec) State(field string) (State, error) {
 		st = StatePending
 	case StateHeld.String():
 		st = StateHeld
+	case StateCompleted.String():
+		st = StateCompleted
 	default:
 		return 0, BadCursor()
 	}
-	if c.p.State != 0 && st != c.p.State {
+	if c.p.State == 0 && st == StateCompleted || c.p.State != 0 && st != c.p.State {
 		return 0, BadCursor()
 	}
 	return st, nil

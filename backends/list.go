@@ -15,8 +15,11 @@ const (
 
 // ListParams are the arguments of Lister.List.
 type ListParams struct {
-	// State selects StatePending or StateHeld records; zero selects both.
-	// Completed records are never listed: they answer for themselves.
+	// State selects StatePending, StateHeld or StateCompleted records;
+	// zero selects pending and held ones, the records an operator or a
+	// reconciler acts on. A completed record is listed without its Outcome
+	// (Get returns it) and with Age zero, so an OlderThan above zero
+	// selects none.
 	State State
 	// OlderThan selects records whose Age is at least OlderThan.
 	OlderThan time.Duration
@@ -85,8 +88,8 @@ type Counts struct {
 	Stored, SizeBytes int64
 }
 
-// Lister is implemented by stores that can find pending and held records
-// for operators and reconcilers.
+// Lister is implemented by stores that can find records for operators and
+// reconcilers.
 //
 // A walk that starts with an empty Cursor and follows Next until it is
 // empty returns every record that matches the parameters during the whole
@@ -95,7 +98,7 @@ type Counts struct {
 // appear). Each page costs the store work proportional to the records it
 // examines, never a scan of the whole store per page.
 type Lister interface {
-	// List returns one page of pending and held records. It refuses
+	// List returns one page of the records p selects. It refuses
 	// with a *ListParamsError (errors.Is ErrInvalidListParams), before it
 	// sends anything to a server, what p.Validate refuses and a Cursor it
 	// did not return for p's State, Scope and KeyPrefix; parsing a cursor
@@ -129,20 +132,21 @@ func (e *ListParamsError) Error() string {
 // Is reports whether target is ErrInvalidListParams.
 func (e *ListParamsError) Is(target error) bool { return target == ErrInvalidListParams }
 
-// Validate returns a *ListParamsError when p.State is neither zero (both
-// states), StatePending nor StateHeld (Field "State"), when p.Scope is
-// not empty and no record's scope can be it, or when no record's key can
-// start with p.KeyPrefix: longer than MaxScopeLen or MaxKeyLen bytes, not
-// valid UTF-8 (a prefix is whole characters), or with a control character,
-// NUL included (Field "Scope" or "KeyPrefix", Reason that of NameProblem).
+// Validate returns a *ListParamsError when p.State is not zero (pending
+// and held), StatePending, StateHeld or StateCompleted (Field "State"),
+// when p.Scope is not empty and no record's scope can be it, or when no
+// record's key can start with p.KeyPrefix: longer than MaxScopeLen or
+// MaxKeyLen bytes, not valid UTF-8 (a prefix is whole characters), or
+// with a control character, NUL included (Field "Scope" or "KeyPrefix",
+// Reason that of NameProblem).
 // It returns nil otherwise. Every Lister calls it first, on every store
 // alike (PostgreSQL could not even send such text); it does not look at
 // the cursor, which the store reads with a CursorCodec.
 func (p ListParams) Validate() error {
 	switch p.State {
-	case 0, StatePending, StateHeld:
+	case 0, StatePending, StateHeld, StateCompleted:
 	default:
-		return &ListParamsError{Field: "State", Reason: "neither pending nor held (nor zero, for both)"}
+		return &ListParamsError{Field: "State", Reason: "not pending, held or completed (nor zero, for pending and held)"}
 	}
 	if reason := NameProblem(p.Scope, MaxScopeLen); reason != "" {
 		return &ListParamsError{Field: "Scope", Reason: reason}

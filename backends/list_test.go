@@ -10,16 +10,16 @@ import (
 )
 
 func TestListParamsValidate(t *testing.T) {
-	for _, st := range []backends.State{0, backends.StatePending, backends.StateHeld} {
+	for _, st := range []backends.State{0, backends.StatePending, backends.StateHeld, backends.StateCompleted} {
 		require.NoError(t, backends.ListParams{State: st}.Validate(), "State %d", st)
 	}
-	for _, st := range []backends.State{backends.StateCompleted, 4, 10, 11, 13, 255} {
+	for _, st := range []backends.State{4, 10, 11, 13, 255} {
 		err := backends.ListParams{State: st}.Validate()
 		var le *backends.ListParamsError
 		require.ErrorAs(t, err, &le, "State %d", st)
 		require.Equal(t, "State", le.Field)
 		require.ErrorIs(t, err, backends.ErrInvalidListParams)
-		require.Equal(t, "once: list: invalid State: neither pending nor held (nor zero, for both)", err.Error())
+		require.Equal(t, "once: list: invalid State: not pending, held or completed (nor zero, for pending and held)", err.Error())
 	}
 	for _, c := range []struct {
 		p     backends.ListParams

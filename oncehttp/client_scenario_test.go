@@ -85,7 +85,7 @@ func (s *service) routes() http.Handler {
 	})
 	mux.HandleFunc("POST /flaky", func(w http.ResponseWriter, r *http.Request) {
 		s.effect(r)
-		w.WriteHeader(http.StatusServiceUnavailable) // outcome unknown: held
+		w.WriteHeader(http.StatusGatewayTimeout) // outcome unknown: held
 	})
 	mux.HandleFunc("POST /slow", func(w http.ResponseWriter, r *http.Request) {
 		s.effect(r)
@@ -250,12 +250,12 @@ func runClientScenario(t *testing.T, store backends.Store) {
 		defer cancel()
 		res := do(t, ctx, long, "/flaky")
 		require.NoError(t, res.err)
-		// 503 (held), then 409 with Retry-After: 30, the hold left, which
+		// 504 (held), then 409 with Retry-After: 30, the hold left, which
 		// the deadline cannot wait for: that answer is returned.
 		assert.Equal(t, http.StatusConflict, res.resp.StatusCode)
 		assert.Equal(t, "30", res.resp.Header.Get("Retry-After"))
 		require.Len(t, res.retries, 1)
-		assert.Equal(t, http.StatusServiceUnavailable, res.retries[0].Status)
+		assert.Equal(t, http.StatusGatewayTimeout, res.retries[0].Status)
 		assert.NoError(t, ctx.Err(), "returned without waiting for the deadline")
 		assert.Equal(t, 1, s.count(res.key), "one effect")
 	})

@@ -1,6 +1,7 @@
 package oncehttp
 
 import (
+	"log/slog"
 	"net/http"
 
 	"github.com/stagedoor/once"
@@ -89,9 +90,13 @@ type Config struct {
 	// hashers.RequestHasher with MaxBody: SHA-256 over the method, the
 	// request target (the escaped path and the canonical query, so that
 	// "?b=2&a=1" is "?a=1&b=2" but "?status=202" is not "?status=201") and
-	// the raw body, with the body restored for the handler. An error wrapping hashers.ErrBodyTooLarge
-	// or *http.MaxBytesError gets 413, any other error 400; its text is never
-	// sent. A fingerprint over 64 bytes is a programming error and gets 500.
+	// the body's raw bytes, with the body restored for the handler: a JSON
+	// body re-serialised by a retry is another request (422), unless you
+	// set hashers.RequestHasher{MaxBody: n, Body: hashers.JSON}.Hash here,
+	// whose digest ignores key order and whitespace. An error wrapping
+	// hashers.ErrBodyTooLarge or *http.MaxBytesError gets 413, any other
+	// error 400; its text is never sent. A fingerprint over 64 bytes is a
+	// programming error and gets 500.
 	Fingerprint func(*http.Request) (once.Fingerprint, error)
 
 	// MaxStoredBody caps the response body that is stored, in bytes.
@@ -139,13 +144,14 @@ type Config struct {
 	StoreStatus func(status int) bool
 
 	// OnServerError decides what a 5xx response does to the key; 5xx
-	// responses are never stored either way. Defaults to Hold for every
-	// status: the key is held for the Keeper's hold period (once.WithHoldFor;
-	// one lease by default), so duplicates get 409 with a Retry-After of
-	// the hold left meanwhile. Release frees the key at once, so the
-	// next retry runs the handler again; use it for statuses that mean
-	// nothing happened (see ReleaseOn). A handler's panic is settled as a
-	// 500: OnServerError(500) decides (see the package documentation).
+	// responses are never stored either way. Release frees the key at
+	// once, so the next retry runs the handler again; Hold keeps it held
+	// for the Keeper's hold period (once.WithHoldFor; one lease by
+	// default), and duplicates get 409 meanwhile. Defaults to
+	// ReleaseOn(503): a 503 is released (the request was not processed),
+	// every other 5xx held (its outcome is unknown), as the table in the
+	// package documentation says. A handler's panic is settled as a 500:
+	// OnServerError(500) decides.
 	OnServerError func(status int) ServerErrorPolicy
 
 	// Options are applied to the scope of every call (once.Scope.With),
@@ -157,9 +163,23 @@ type Config struct {
 	// middleware sets its own codec (responses are stored in a compact
 	// binary form), the outcome size cap (see MaxStoredBody) and the
 	// default error classifier after these, so those three cannot be
-	// overridden here; it also adds an observer (beside yours, which still
-	// sees every event) that tells FirstExecution about takeovers.
+	// overridden here; it also adds observers (beside yours, which still
+	// sees every event) that tell FirstExecution about takeovers and log
+	// store failures (see Logger).
 	Options []once.Option
+
+	// Logger receives one line, at Error level, for each store failure
+	// that settles a request: a failed claim (the client got 503
+	// store-unavailable), release, or recording of the response (the
+	// client got it; the key runs the handler again after its lease). The
+	// line has the store's error (attribute "error"), the operation
+	// ("op") and what it did to the request ("effect"), never the key or
+	// the scope. Defaults to slog.Default(), as it is when the line is
+	// logged. An observer of yours (Options, or the Keeper's) sees these
+	// failures too, as once.EventStoreError, EventUnrecorded and EventHeld
+	// events; to log them only there, set Logger to
+	// slog.New(slog.DiscardHandler).
+	Logger *slog.Logger
 
 	// ProblemBase is the prefix of the problem type URIs that ProblemTypes
 	// leaves empty. Defaults to "https://stagedoor.example/problems/".
@@ -226,18 +246,13 @@ type ProblemTypes struct {
 	Internal string
 }
 
-// DefaultStoreStatus is the default Config.StoreStatus. As Stripe does, an
-// answer is stored only once the endpoint started executing, so it stores
-// every status below 500 except:
-//
-//	400 Bad Request, 422 Unprocessable Content: validation failures; the
-//	    client corrects the request and retries with the same key
-//	408 Request Timeout, 425 Too Early, 429 Too Many Requests: transient;
-//	    the same request succeeds later
-//
-// A 402 card decline, a 404, a 409 business conflict are answers to the
-// intent and are stored. 1xx responses are never final and 5xx never
-// stored (see Config.OnServerError).
+// DefaultStoreStatus is the default Config.StoreStatus: it stores every
+// status below 500 but the validation failures (400, 422), which the client
+// corrects, and the transient answers (408, 425, 429), which the same
+// request outgrows (see the table in the package documentation). A 402
+// card decline, a 404, a 409 business conflict are answers to the intent
+// and are stored. 1xx responses are never final and 5xx never stored (see
+// Config.OnServerError).
 func DefaultStoreStatus(status int) bool {
 	switch status {
 	case http.StatusBadRequest, http.StatusUnprocessableEntity,
@@ -259,16 +274,18 @@ const (
 	// (or cmd/once's resolve --status) ends it. (once.Resolve and a
 	// Reconciler of once.NewReconciler store a value in the Keeper's
 	// codec, which the middleware cannot replay: every retry would get
-	// 500 response-unavailable.) This is the default.
+	// 500 response-unavailable.) The default for every 5xx but 503.
 	Hold ServerErrorPolicy = iota
 	// Release frees the key at once: the next request with it runs the
 	// handler again. Safe only when the failed request did nothing durable,
-	// or its downstream call carries a once.DerivedKey.
+	// or its downstream call carries a once.DerivedKey. The default for
+	// 503.
 	Release
 )
 
 // ReleaseOn returns an OnServerError policy that releases the key for the
-// listed statuses and holds it for every other 5xx.
+// listed statuses and holds it for every other 5xx. The default policy is
+// ReleaseOn(503); ReleaseOn() holds every 5xx.
 func ReleaseOn(statuses ...int) func(status int) ServerErrorPolicy {
 	set := make(map[int]bool, len(statuses))
 	for _, s := range statuses {

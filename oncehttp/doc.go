@@ -14,7 +14,11 @@
 // The key comes from the Idempotency-Key request header, the scope from a
 // function you provide (the authenticated principal), and the request
 // fingerprint is a SHA-256 over the method, the request target (escaped
-// path and canonical query) and the body (package hashers).
+// path and canonical query) and the body's raw bytes (package hashers): a
+// retry whose JSON body was re-serialised (another key order, other
+// whitespace) is another request, answered 422. For a digest of the JSON
+// value instead, set Config.Fingerprint to
+// hashers.RequestHasher{Body: hashers.JSON}.Hash.
 //
 // # What a client receives
 //
@@ -36,10 +40,13 @@
 //     at least 1. A duplicate that comes back before the answer is ready
 //     is told to wait again; to make duplicates wait for the answer
 //     instead, pass once.WithWait in Config.Options.
-//   - Same key while a 5xx (or a panic) is held: 409 Problem Details
+//   - Same key while it is held (after a 5xx of unknown outcome, or a
+//     panic: see the table below): 409 Problem Details
 //     (request-outcome-unknown, key_state "held") with Retry-After: the
 //     hold left, after which a request with the key runs the handler
-//     again. Transport returns this 409 to its caller instead of waiting.
+//     again; no Retry-After when the key is held until resolved
+//     (once.HoldUntilResolved), since only a resolution ends that hold.
+//     Transport returns this 409 to its caller instead of waiting.
 //   - A response too large to store (Config.MaxStoredBody): 303 See Other
 //     to the Location (or Content-Location) it gave, with the original
 //     status in a Problem Details body (response-too-large); 500
@@ -53,30 +60,55 @@
 //     Config.Fingerprint that does not read the body leaves the read, and
 //     the answer to its failure, to the handler). Scope failure: 401 (or
 //     the status of a *ScopeError). Store failure: 503, never the store's
-//     error text.
+//     error text, which is logged instead (Config.Logger, slog.Default()
+//     by default).
 //
 // Every answer of the middleware's own is an RFC 9457
 // application/problem+json document with type, title, status and detail;
 // none is stored. The type URIs default to placeholders under
 // DefaultProblemBase, to be pointed at your documentation.
 //
-// # What is stored
+// # What each status does to the key
 //
 // As Stripe does, an answer is stored only once the endpoint started
-// executing. With DefaultStoreStatus:
+// executing; the key of an answer given before anything happened is
+// released, so that the client's retry runs the handler again; and the key
+// of an answer whose outcome is unknown is held. With the defaults
+// (Config.StoreStatus DefaultStoreStatus, Config.OnServerError
+// ReleaseOn(503)), this is the whole policy:
 //
-//	2xx, 3xx, and 4xx other than below   stored, replayed for the retention
-//	400, 422 (validation)                not stored: key released, the
-//	                                     corrected request runs
-//	408, 425, 429 (transient)            not stored: key released
-//	5xx                                  never stored: key held until the
-//	                                     lease ends (OnServerError: Hold),
-//	                                     or released (ReleaseOn)
+//	the handler answers          the key is            a retry with the key gets
+//	2xx, 3xx, 4xx but those      stored                the stored response,
+//	  below                                              replayed
+//	400, 422 (validation)        released              a new run (the corrected
+//	                                                     request)
+//	408, 425, 429 (transient)    released              a new run
+//	503 (not processed)          released              a new run
+//	500, 502, 504, any other     held for the hold     409 request-outcome-unknown,
+//	  5xx, a panic (outcome        (once.WithHoldFor;    Retry-After the hold left
+//	  unknown)                     one lease by          (none if held until
+//	                               default)              resolved); after the hold,
+//	                                                     a new run
+//
+// A 503 says that the server did not process the request (RFC 9110
+// §15.6.4: overloaded, a circuit breaker open, a dependency down before
+// anything was done), so its retry must run. A 504 (a downstream call
+// timed out after the request left), a 502 (the downstream answered
+// something unreadable) and a 500 (the handler failed, perhaps after
+// acting) may each follow an effect: running the handler again could
+// repeat it. So with the defaults, the Transport and stripe-go, each with
+// its own default settings, retry a transient 503 to the handler's next
+// answer, and retry a 504 only to the held key's 409, which they return
+// (the Transport at once, stripe-go after its two retries): the handler
+// runs once. A handler whose 503 follows an effect (its downstream
+// service answered 503 after the request left) must answer 502 or 504
+// instead, or hold the 503 with Config.OnServerError.
 //
 // A handler overrides the policy for the response it is writing with
 // SkipStore(r.Context()) (an answer given before anything durable happened)
-// or ForceStore. WriteError answers an error from the handler's own nested
-// once.Do with the right problem (409, 422, 400, 503) and does not store it.
+// or ForceStore (neither changes a 5xx). WriteError answers an error from
+// the handler's own nested once.Do with the right problem (409, 422, 400,
+// 503) and does not store it.
 //
 // # Headers
 //
@@ -100,15 +132,6 @@
 // it runs for, and whether it runs after a takeover of an earlier,
 // unfinished execution, so that it can derive the keys of its own
 // downstream calls (once.DerivedKey) and look for partial work.
-//
-// # Server errors
-//
-// A 5xx is not an answer to the intent (a 504 after the payment provider
-// timed out means "unknown"), so it is never stored. By default the key is
-// held: it stays in progress until the Keeper's lease ends and duplicates
-// get 409 meanwhile, as once.Hold does. Config.OnServerError can release the
-// key at once instead for statuses where nothing happened (a 503 from an
-// open circuit breaker), so that the next retry runs the handler again.
 //
 // # Panics
 //

@@ -40,12 +40,15 @@ func DecodeStoredResponse(payload []byte) (resp StoredResponse, ok bool) {
 // Content-Encoding, Content-Range and Vary) are kept, as the middleware
 // keeps them, under their canonical names ("location" is Location). A
 // status outside 200-999 (a 1xx is never a final answer) is refused with
-// an *once.InvalidInputError (Field "status") and nothing is stored. opts
+// an *once.InvalidInputError (Field "status") and nothing is stored. The
+// Keeper's outcome cap does not apply: every response a middleware stores,
+// whatever its MaxStoredBody, is accepted (a response refused for its
+// size would leave the key held), within the store's own limits. opts
 // are once.Resolve's (once.RefuseLiveClaim leaves a request that is
 // running now).
 func ResolveResponse(ctx context.Context, scope once.Scope, key string, fp once.Fingerprint, resp StoredResponse, opts ...once.ResolveOption) error {
 	if !validStatus(resp.Status) {
 		return errStatus()
 	}
-	return once.Resolve(ctx, scope.With(once.WithCodec(responseCodec{})), key, fp, toStored(resp), nil, opts...)
+	return once.Resolve(ctx, scope.With(once.WithCodec(responseCodec{}), once.WithMaxOutcomeSize(resolutionCap)), key, fp, toStored(resp), nil, opts...)
 }

@@ -3,7 +3,6 @@ package oncehttp
 import (
 	"context"
 	"errors"
-	"math"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -11,16 +10,9 @@ import (
 	"time"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/hashers"
 )
-
-// headerBudget is the room left for stored headers and the envelope when
-// the middleware sizes the Keeper's outcome cap for its calls.
-const headerBudget = 64 << 10
-
-// envelopeOverhead is what the core adds to the codec's bytes of a value
-// (its envelope header), with room to spare.
-const envelopeOverhead = 16
 
 // Middleware guards handlers with idempotency keys. It is safe for
 // concurrent use and holds no per-request state; make one per Keeper and
@@ -93,7 +85,7 @@ func New(k *once.Keeper, cfg Config) (*Middleware, error) {
 		m.maxStored = DefaultMaxStoredBody
 	}
 	if m.onServerError == nil {
-		m.onServerError = func(int) ServerErrorPolicy { return Hold }
+		m.onServerError = ReleaseOn(http.StatusServiceUnavailable)
 	}
 	if m.storeStatus == nil {
 		m.storeStatus = DefaultStoreStatus
@@ -101,17 +93,15 @@ func New(k *once.Keeper, cfg Config) (*Middleware, error) {
 	// The caller's options first; then the ones the middleware relies
 	// on: its codec, an outcome cap that fits MaxStoredBody, no
 	// classifier, so that its 5xx marker errors are released or held as
-	// OnServerError says, and an observer (added to the caller's) that
-	// tells FirstExecution about takeovers.
-	m.maxOutcome = m.maxStored + headerBudget
-	if m.maxStored > math.MaxInt-headerBudget {
-		m.maxOutcome = math.MaxInt
-	}
+	// OnServerError says, and observers (added to the caller's) that tell
+	// FirstExecution about takeovers and log store failures.
+	m.maxOutcome = outcomeCap(m.maxStored)
 	m.opts = append(slices.Clone(cfg.Options),
 		once.WithCodec(responseCodec{}),
 		once.WithMaxOutcomeSize(m.maxOutcome),
 		once.WithClassifier(nil),
 		once.WithObserver(tookOverObserver),
+		once.WithObserver(storeFailureLogger(cfg.Logger)),
 	)
 	if err := checkPolicy(k, m.opts); err != nil {
 		return nil, err
@@ -302,15 +292,18 @@ func (m *Middleware) writeError(w http.ResponseWriter, err error) {
 	}
 }
 
-// inProgressProblem returns the 409 that answers e and its Retry-After:
-// for a running claim, request-in-progress with the core's hint
+// inProgressProblem returns the 409 that answers e and its Retry-After (0:
+// none): for a running claim, request-in-progress with the core's hint
 // (InProgressError.RetryAfter: the owner's lease left, capped at one
 // second, since the owner usually answers sooner; a duplicate that comes
 // back too early is told to wait again); for a held key,
 // request-outcome-unknown with the hold left, when the key can next be
-// claimed.
+// claimed, and none for a key held until resolved, which no wait ends.
 func inProgressProblem(e *once.InProgressError) (problemKind, int) {
-	if e.Held {
+	switch {
+	case e.Held && (backends.HeldInfo{Remaining: e.HoldRemaining}).Unbounded():
+		return probOutcomeUnknown, 0
+	case e.Held:
 		return probOutcomeUnknown, retryAfterSeconds(e.RetryAfter)
 	}
 	return probInProgress, retryAfterSeconds(e.RetryAfter)

@@ -26,13 +26,14 @@ var errVerdictNotResponse = errors.New("oncehttp: a settled verdict on a key of 
 //
 // A settled verdict with Err set, or with a status outside 200-999, is
 // not stored: the key stays held and the pass counts it as Failed, with
-// the reason in its Errors. cfg.Codec is ignored (the middleware's codec
-// is the only one its keys replay).
+// the reason in its Errors. cfg.Codec and cfg.MaxOutcomeSize are ignored:
+// the middleware's codec is the only one its keys replay, and a verdict
+// is never refused for its size, as ResolveResponse's is not.
 func NewReconciler(k *once.Keeper, check once.ReconcileFunc[StoredResponse], cfg once.ReconcilerConfig) (*once.Reconciler[StoredResponse], error) {
 	if check == nil {
 		return nil, &once.InvalidInputError{Field: "check", Reason: "nil"}
 	}
-	cfg.Codec = responseCodec{}
+	cfg.Codec, cfg.MaxOutcomeSize = responseCodec{}, resolutionCap
 	return once.NewReconciler(k, func(ctx context.Context, hk once.HeldKey) (once.Verdict[StoredResponse], error) {
 		v, err := check(ctx, hk)
 		if err != nil || !v.Settled {

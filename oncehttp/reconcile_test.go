@@ -13,7 +13,7 @@ import (
 	"github.com/stagedoor/once"
 )
 
-// TestReconcilerResolvesAMiddlewareKey: a 503 holds the key until resolved
+// TestReconcilerResolvesAMiddlewareKey: a 504 holds the key until resolved
 // (the default Hold policy with HoldUntilResolved); retries get 409 and
 // never reach the handler; a Reconciler made by NewReconciler resolves the
 // key with a response, and every later retry is that response, replayed,
@@ -26,8 +26,8 @@ func TestReconcilerResolvesAMiddlewareKey(t *testing.T) {
 		srv, runs := statusServer(t, k, Config{})
 		c := noRedirects(srv)
 		key := newKey(t)
-		const path = "/status/503"
-		require.Equal(t, http.StatusServiceUnavailable, send(t, c, srv, path, key, "").status)
+		const path = "/status/504"
+		require.Equal(t, http.StatusGatewayTimeout, send(t, c, srv, path, key, "").status)
 		held := send(t, c, srv, path, key, "")
 		require.Equal(t, http.StatusConflict, held.status, "held: the retry is told to wait")
 

@@ -32,10 +32,7 @@ func TestScenarioMemory(t *testing.T) {
 func runScenario(t *testing.T, k *once.Keeper) {
 	const order = `{"hold_ids": [88211, 88212], "payment_method": "pm_4Yc"}`
 	s := newShop()
-	srv := serve(t, k, Config{
-		OnServerError: ReleaseOn(http.StatusServiceUnavailable),
-		MaxBody:       4 << 10,
-	}, s)
+	srv := serve(t, k, Config{MaxBody: 4 << 10}, s)
 
 	t.Run("same POST twice is one order and a replayed 201", func(t *testing.T) {
 		key := newKey(t)
@@ -133,7 +130,7 @@ func runScenario(t *testing.T, k *once.Keeper) {
 		assert.Equal(t, before+1, s.timeouts.Load())
 	})
 
-	t.Run("a released 503 runs the handler again", func(t *testing.T) {
+	t.Run("a 503 is released: the retry runs the handler again", func(t *testing.T) {
 		key := newKey(t)
 		first := call(t, srv, "POST", "/breaker", "buyer", key, order)
 		assert.Equal(t, http.StatusServiceUnavailable, first.status)

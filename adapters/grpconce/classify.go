@@ -19,7 +19,7 @@ import (
 //	InvalidArgument     released  validation: the corrected request       400, 422 released
 //	OutOfRange          released    runs with the same key                400 released
 //	ResourceExhausted   released  transient: the same request             429 released
-//	Unavailable         released    succeeds later; nothing was done      503 (held)
+//	Unavailable         released    succeeds later; nothing was done      503 released
 //	Aborted             released    (gRPC: retry at a higher level)       409 stored
 //	Canceled            released  the caller gave up (retryable in once)  -
 //	Unauthenticated     released  depends on the caller's credentials     401 stored

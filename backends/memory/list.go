@@ -51,9 +51,12 @@ func parseCursor(s string, codec backends.CursorCodec) (cursor, error) {
 func pageBudget(limit int) int { return 4*limit + 1024 }
 
 // List implements backends.Lister. It walks the shards in order and the
-// pending and held records of a shard in the order they became so (see
-// listing), so a walk returns once each record that stays pending or held
-// throughout. A page resumes at its cursor's place with a binary search
+// records of a shard's listing (its pending and held records, or its
+// completed ones) in the order they became so (see listing), so a walk
+// returns once each record that stays in its listing's states throughout.
+// The first List of completed records makes each shard it reaches keep a
+// listing of them, at the cost of one pass over the shard, and of a place
+// per completion from then on. A page resumes at its cursor's place with a binary search
 // and examines at most pageBudget places, so its cost follows the page,
 // whatever the store's size; a page may hold fewer than Limit records
 // (none, even) while Next is not empty.
@@ -99,7 +102,11 @@ func (s *Store) listShard(i int, seq uint64, w *walk) (next uint64, done bool) {
 	defer sh.mu.Unlock()
 	now := s.now()
 	next = seq
-	for _, pl := range sh.listing.places[sh.listing.after(seq):] {
+	if w.p.State == backends.StateCompleted {
+		sh.keepCompleted()
+	}
+	l := sh.listingOf(w.p.State)
+	for _, pl := range l.places[l.after(seq):] {
 		if len(w.page.Records) == w.limit || w.budget == 0 {
 			return next, false
 		}
@@ -109,14 +116,24 @@ func (s *Store) listShard(i int, seq uint64, w *walk) (next uint64, done bool) {
 		if !ok || e.seq != pl.seq || !w.matches(pl.k, e, now) {
 			continue
 		}
+		e.outcome = nil // listed without it
 		w.page.Records = append(w.page.Records, backends.Listed{Scope: pl.k.scope, Key: pl.k.key, Record: view(e, now), ExpiresIn: e.expiresAt.Sub(now)})
 	}
 	return next, true
 }
 
-// matches reports whether the live record e of k is one the walk lists.
+// matches reports whether the live record e of k is one the walk lists:
+// of its state (zero: pending or held) and at least OlderThan old (a
+// completed record's Age is zero).
 func (w *walk) matches(k recordKey, e entry, now time.Time) bool {
-	if !now.Before(e.expiresAt) || w.p.State != 0 && e.state != w.p.State || now.Sub(e.since) < w.p.OlderThan {
+	switch {
+	case !now.Before(e.expiresAt):
+		return false
+	case w.p.State == 0 && e.state == backends.StateCompleted, w.p.State != 0 && e.state != w.p.State:
+		return false
+	case e.state == backends.StateCompleted && w.p.OlderThan > 0:
+		return false
+	case e.state != backends.StateCompleted && now.Sub(e.since) < w.p.OlderThan:
 		return false
 	}
 	return (w.p.Scope == "" || k.scope == w.p.Scope) && strings.HasPrefix(k.key, w.p.KeyPrefix)
@@ -153,9 +170,4 @@ func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
 		sh.mu.Unlock()
 	}
 	return c, nil
-}
-
-// listed reports whether a record of state st is listed: pending or held.
-func listed(st backends.State) bool {
-	return st == backends.StatePending || st == backends.StateHeld
 }

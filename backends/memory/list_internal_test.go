@@ -2,7 +2,9 @@ package memory
 
 import (
 	"math"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -39,4 +41,48 @@ func TestParseCursor(t *testing.T) {
 	start, err := parseCursor("", codec)
 	require.NoError(t, err)
 	require.Equal(t, cursor{}, start)
+}
+
+// TestCompletedListingIsKeptFromItsFirstList: a store never asked for its
+// completed records keeps no place for them (a completion costs nothing
+// more); the first List of completed records starts the listing of each
+// shard it reaches, and records completed afterwards are listed too.
+func TestCompletedListingIsKeptFromItsFirstList(t *testing.T) {
+	s := New(nil)
+	ctx := t.Context()
+	complete := func(key string) {
+		t.Helper()
+		_, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: key, Owner: "o", Lease: time.Hour, Retention: time.Hour})
+		require.NoError(t, err)
+		ok, err := s.Complete(ctx, backends.CompleteParams{Scope: "s", Key: key, Owner: "o", Outcome: []byte("v"), Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	listed := func() []string {
+		t.Helper()
+		var keys []string
+		p := backends.ListParams{State: backends.StateCompleted}
+		for {
+			page, err := s.List(ctx, p)
+			require.NoError(t, err)
+			for _, r := range page.Records {
+				keys = append(keys, r.Key)
+			}
+			if page.Next == "" {
+				return keys
+			}
+			p.Cursor = page.Next
+		}
+	}
+	for i := range 100 {
+		complete("before-" + strconv.Itoa(i))
+	}
+	for i := range s.shards {
+		require.Empty(t, s.shards[i].completed.places)
+	}
+	require.Len(t, listed(), 100)
+	for i := range 100 {
+		complete("after-" + strconv.Itoa(i))
+	}
+	require.Len(t, listed(), 200)
 }

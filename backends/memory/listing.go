@@ -6,11 +6,12 @@ import (
 )
 
 // listing is the order in which List walks a shard's pending and held
-// records: the order in which they became pending or held. A record keeps
-// its place (its entry's seq) while it stays pending or held, and takes a
-// new one, at the end, when it becomes pending or held again; so a cursor
-// is a place, and a page resumes from it with a binary search instead of
-// a scan of the shard.
+// records (the shard's open listing), or its completed ones (its completed
+// listing): the order in which they became so. A record keeps its place
+// (its entry's seq) while it stays in its listing's states, and takes a
+// new one, at the end, when it comes back to them; so a cursor is a place,
+// and a page resumes from it with a binary search instead of a scan of
+// the shard.
 //
 // A record that leaves its place (completed, released, expired, deleted,
 // claimed again) leaves the place stale: the place is skipped on a walk
@@ -19,7 +20,6 @@ import (
 // write pays O(1) on average. The shard's mutex guards the listing.
 type listing struct {
 	places []place // in increasing seq
-	last   uint64  // the seq of the last place given
 	stale  int     // places whose record may have left them
 }
 
@@ -29,11 +29,10 @@ type place struct {
 	k   recordKey
 }
 
-// add gives k the next place and returns its seq (never zero).
-func (l *listing) add(k recordKey) uint64 {
-	l.last++
-	l.places = append(l.places, place{seq: l.last, k: k})
-	return l.last
+// add gives k the place seq, above every place of l, and returns it.
+func (l *listing) add(k recordKey, seq uint64) uint64 {
+	l.places = append(l.places, place{seq: seq, k: k})
+	return seq
 }
 
 // left notes that n records left their places, and compacts the listing

@@ -60,8 +60,8 @@ type entry struct {
 	// holdUntil, code and message describe a held record.
 	holdUntil     time.Time
 	code, message string
-	// seq is the record's place in its shard's listing while it is
-	// pending or held, zero otherwise (see listing).
+	// seq is the record's place in its shard's listing of its state, zero
+	// when there is none (see listing and shard.listingOf).
 	seq uint64
 }
 
@@ -74,8 +74,42 @@ type shard struct {
 	// the number of records it left, so each write pays O(1) on average.
 	writesSinceSweep int
 	sizeAtSweep      int
-	// listing orders the pending and held records for List.
-	listing listing
+	// open orders the pending and held records for List, completed the
+	// completed ones, kept from the first List of completed records in
+	// the shard on (keepsCompleted), so that a store never asked for them
+	// pays nothing per completion; lastSeq numbers the places of both, so
+	// that a place is its record's in one listing at most.
+	open, completed listing
+	keepsCompleted  bool
+	lastSeq         uint64
+}
+
+// listingOf returns the listing of the records in state st, nil for
+// completed records while the shard keeps none.
+func (sh *shard) listingOf(st backends.State) *listing {
+	switch {
+	case st != backends.StateCompleted:
+		return &sh.open
+	case sh.keepsCompleted:
+		return &sh.completed
+	}
+	return nil
+}
+
+// keepCompleted starts the shard's listing of completed records, if it
+// has none: their places, in no particular order. The caller holds sh.mu.
+func (sh *shard) keepCompleted() {
+	if sh.keepsCompleted {
+		return
+	}
+	sh.keepsCompleted = true
+	for k, e := range sh.records {
+		if e.state == backends.StateCompleted {
+			sh.lastSeq++
+			e.seq = sh.completed.add(k, sh.lastSeq)
+			sh.records[k] = e
+		}
+	}
 }
 
 // New returns an empty Store.
@@ -115,19 +149,22 @@ func (sh *shard) lookup(k recordKey, now time.Time) (entry, bool) {
 }
 
 // put stores e under k, wakes watchers of k and runs the amortised sweep.
-// A pending or held e keeps the listing place of the record it replaces
-// when it comes from that record (same seq), and takes a new one
-// otherwise. The caller holds sh.mu.
+// e keeps the listing place of the record it replaces when it comes from
+// that record (same seq) and stays in its listing (pending and held, or
+// completed), and takes a new one otherwise. The caller holds sh.mu.
 func (sh *shard) put(k recordKey, e entry, now time.Time) {
 	old, had := sh.records[k]
-	if !listed(e.state) {
+	l := sh.listingOf(e.state)
+	switch {
+	case l == nil:
 		e.seq = 0
-	} else if !had || e.seq == 0 || e.seq != old.seq {
-		e.seq = sh.listing.add(k)
+	case !had || e.seq == 0 || e.seq != old.seq || l != sh.listingOf(old.state):
+		sh.lastSeq++
+		e.seq = l.add(k, sh.lastSeq)
 	}
 	sh.records[k] = e
 	if had && old.seq != 0 && old.seq != e.seq {
-		sh.listing.left(1, sh.records)
+		sh.listingOf(old.state).left(1, sh.records)
 	}
 	sh.changed(k)
 	sh.writesSinceSweep++
@@ -149,7 +186,7 @@ func (sh *shard) remove(k recordKey) {
 func (sh *shard) delete(k recordKey, e entry) {
 	delete(sh.records, k)
 	if e.seq != 0 {
-		sh.listing.left(1, sh.records)
+		sh.listingOf(e.state).left(1, sh.records)
 	}
 }
 
@@ -161,17 +198,22 @@ func (sh *shard) changed(k recordKey) {
 }
 
 func (sh *shard) sweep(now time.Time) int {
-	removed, unlisted := 0, 0
+	removed, open, completed := 0, 0, 0
 	for k, e := range sh.records {
 		if !now.Before(e.expiresAt) {
 			delete(sh.records, k)
 			removed++
-			if e.seq != 0 {
-				unlisted++
+			switch {
+			case e.seq == 0:
+			case e.state == backends.StateCompleted:
+				completed++
+			default:
+				open++
 			}
 		}
 	}
-	sh.listing.left(unlisted, sh.records)
+	sh.open.left(open, sh.records)
+	sh.completed.left(completed, sh.records)
 	// A watcher of a key with no record would wait for a change that may
 	// never come; wake it (spurious wake-ups are allowed) and drop it.
 	for k, ch := range sh.watchers {

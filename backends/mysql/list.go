@@ -1,6 +1,7 @@
 package mysqlstore
 
 import (
+	"cmp"
 	"context"
 	"strconv"
 	"time"
@@ -14,8 +15,8 @@ const (
 	// prefix, limit. One state's range of the index on (state,
 	// expires_at), read from the cursor on in index order — (expires_at,
 	// scope, key), the primary key being the index's suffix — until a page
-	// is full: a walk reads each index entry of the state once, and never
-	// a completed row. The filters (age, scope, prefix) apply to the rows
+	// is full: a walk reads each index entry of the state once, and no
+	// row of another state. The filters (age, scope, prefix) apply to the rows
 	// read. The scope filter is an IF, not "? = '' OR scope = ?": MariaDB
 	// turns the latter into an equality that makes it sort the whole rest
 	// of the range instead of stopping at the limit
@@ -55,8 +56,9 @@ const (
 var _ backends.Lister = (*Store)(nil)
 
 // List implements backends.Lister with keyset pagination along the index
-// on (state, expires_at): the pending rows' range first, then the held
-// rows' (whose size is the number of held keys). A page is one statement
+// on (state, expires_at): the range of the state asked for, or for State
+// zero the pending rows' range first, then the held rows' (whose size is
+// the number of held keys). A page is one statement
 // that reads index entries from the cursor until it holds Limit matching
 // records or the range ends; a walk reads each entry of the ranges it
 // walks once. A record whose expiry moves during the walk (a renewal, a
@@ -72,11 +74,11 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if err != nil {
 		return backends.ListPage{}, err
 	}
+	if p.State == backends.StateCompleted && p.OlderThan > 0 {
+		return backends.ListPage{}, nil // a completed record's Age is zero
+	}
 	if c.state == 0 {
-		c.state = backends.StatePending
-		if p.State == backends.StateHeld {
-			c.state = backends.StateHeld
-		}
+		c.state = cmp.Or(p.State, backends.StatePending)
 	}
 	limit := p.PageLimit()
 	st, err := s.stmts.get(ctx, op, s.sql.list)
@@ -103,6 +105,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 			return backends.ListPage{}, err
 		}
 		l.Record = row.existing(nil)
+		l.Record.Outcome = nil // listed without it
 		l.ExpiresIn = fromMicros(row.expireUS)
 		last.scope, last.key = l.Scope, l.Key
 		page.Records = append(page.Records, l)

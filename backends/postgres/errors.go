@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/internal/connreason"
 )
 
 // SQLSTATE codes a caller may want to test Error.Code against.
@@ -27,7 +28,10 @@ const (
 // ended, or a parameter was one no call may send (see "Inputs" in package
 // backends; its message starts "invalid input: " and names the field,
 // never the value, and no statement was sent). It carries the SQLSTATE
-// but none of the server's message, which may quote stored values. When
+// but none of the server's message, which may quote stored values; a
+// failed connection says why in words of its own ("cannot connect:
+// connection refused", "host not found", "password authentication
+// failed"), which quote no host, user or password. When
 // the context ended, errors.Is(err, context.Canceled) or errors.Is(err,
 // context.DeadlineExceeded) holds.
 type Error struct {
@@ -92,6 +96,14 @@ func interpretError(op string, err error) (found bool, _ error) {
 		e.kind, e.cause = "context canceled", context.Canceled
 	case errors.Is(err, context.DeadlineExceeded):
 		e.kind, e.cause = "context deadline exceeded", context.DeadlineExceeded
+	case errors.As(err, &connectErr):
+		e.kind = "cannot connect"
+		if errors.As(err, &pgErr) {
+			e.Code = pgErr.Code
+		}
+		if reason := connectReason(err); reason != "" {
+			e.kind += ": " + reason
+		}
 	case pgconn.Timeout(err):
 		e.kind = "network timeout"
 	case errors.As(err, &pgErr):
@@ -101,15 +113,41 @@ func interpretError(op string, err error) (found bool, _ error) {
 			e.kind = "lock timeout"
 		case CodeSerializationFailure:
 			e.cause = backends.ErrTxRolledBack
+		case CodeUndefinedTable:
+			e.kind = "records table missing: run postgres.Migrate"
 		}
-	case errors.As(err, &connectErr):
-		e.kind = "cannot connect"
 	case errors.As(err, &netErr):
 		e.kind = "network error"
 	default:
 		e.kind = "driver error"
 	}
 	return false, e
+}
+
+// connectReason says why a connection failed, in words free of data (no
+// host, address, user or password, which the driver's message quotes), or
+// "" when it cannot tell.
+func connectReason(err error) string {
+	var pgErr *pgconn.PgError
+	switch {
+	case errors.As(err, &pgErr):
+		switch pgErr.Code {
+		case "28P01":
+			return "password authentication failed"
+		case "28000":
+			return "the server refused this role or client (pg_hba.conf)"
+		case "3D000":
+			return "database does not exist"
+		case "53300":
+			return "too many connections"
+		case "57P03":
+			return "the server is starting up or shutting down"
+		}
+		return "the server refused the connection"
+	case pgconn.Timeout(err):
+		return "timed out"
+	}
+	return connreason.Of(err)
 }
 
 // code returns the SQLSTATE of an error returned by interpretError.

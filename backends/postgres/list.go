@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/jackc/pgx/v5"
@@ -13,10 +14,11 @@ var _ backends.Lister = (*Store)(nil)
 // List implements backends.Lister with keyset pagination in (scope, key)
 // order, so a walk returns each matching record once. Held records are
 // read from the partial index on held_at (its size is the number of held
-// keys); pending records, which have no index of their own (one would
-// cost every claim and completion), are read along the primary key from
-// the cursor until a page is full — a walk over pending records reads
-// the table once. Listing both runs the pending walk, then the held one.
+// keys); pending and completed records, which have no index of their own
+// (one would cost every claim and completion), are read along the primary
+// key from the cursor until a page is full — a walk over pending or
+// completed records reads the table once. Listing pending and held runs
+// the pending walk, then the held one.
 func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListPage, error) {
 	const op = "list"
 	if err := p.Validate(); err != nil {
@@ -27,12 +29,12 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if err != nil {
 		return backends.ListPage{}, err
 	}
+	if p.State == backends.StateCompleted && p.OlderThan > 0 {
+		return backends.ListPage{}, nil // a completed record's Age is zero
+	}
 	limit := p.PageLimit()
 	if c.state == 0 {
-		c.state = backends.StatePending
-		if p.State == backends.StateHeld {
-			c.state = backends.StateHeld
-		}
+		c.state = cmp.Or(p.State, backends.StatePending)
 	}
 	sql := s.sql.List
 	if c.state == backends.StateHeld {
@@ -58,6 +60,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 			return backends.ListPage{}, err
 		}
 		l.Record = existing(state, fp, nil, fromMicros(leaseUS))
+		l.Record.Outcome = nil // listed without it
 		withDetails(&l.Record, ageUS, holdUS, code, message)
 		l.ExpiresIn = fromMicros(expireUS)
 		page.Records = append(page.Records, l)

@@ -366,11 +366,19 @@ func TestErrorsLeakNothing(t *testing.T) {
 	_, err = interpretError("claim", err)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 
-	missing, err := New(pool, &Config{Schema: testSchema, Table: "no_such_table"})
+}
+
+// TestUnmigratedTableNamesMigrate: a Store whose table was never migrated
+// fails every call with an *Error of SQLSTATE 42P01 that says to run
+// Migrate; it said only "server error (SQLSTATE 42P01)".
+func TestUnmigratedTableNamesMigrate(t *testing.T) {
+	missing, err := New(newPool(t, nil), &Config{Schema: testSchema, Table: "no_such_table"})
 	require.NoError(t, err)
-	_, err = missing.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "k", Owner: "o", Lease: time.Minute, Retention: time.Hour})
+	_, err = missing.Claim(t.Context(), backends.ClaimParams{Scope: "s", Key: "k", Owner: "o", Lease: time.Minute, Retention: time.Hour})
+	var e *Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, CodeUndefinedTable, e.Code)
+	assert.Equal(t, "once/postgres: claim: records table missing: run postgres.Migrate (SQLSTATE 42P01)", err.Error())
 }
 
 // TestConcurrentTakeover races many claimers on one expired lease: exactly

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/internal/connreason"
 )
 
 // Kinds of Error, checked with errors.Is. A context error (context.Canceled,
@@ -50,6 +51,11 @@ type Error struct {
 	Kind error
 	// Detail is the driver's or the server's message, if any.
 	Detail string
+	// Reason says, for ErrUnavailable, why Redis could not be reached or
+	// the connection broke ("connection refused", "host not found", "timed
+	// out"...) in words free of data, unlike Detail, which can quote an
+	// address; empty when it is not known.
+	Reason string
 }
 
 // Error implements error.
@@ -92,7 +98,7 @@ func translate(ctx context.Context, op string, err error) error {
 	case errors.As(err, &reply):
 		e.Kind = ErrServer
 	default:
-		e.Kind = ErrUnavailable
+		e.Kind, e.Reason = ErrUnavailable, connreason.Of(err)
 	}
 	return e
 }

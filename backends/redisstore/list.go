@@ -153,6 +153,9 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if err != nil {
 		return backends.ListPage{}, err
 	}
+	if p.State == backends.StateCompleted && p.OlderThan > 0 {
+		return backends.ListPage{}, nil // a completed record's Age is zero
+	}
 	limit := p.PageLimit()
 	nodes, err := s.nodes(ctx)
 	if err != nil {
@@ -273,14 +276,15 @@ func (s *Store) fetch(ctx context.Context, client redis.Cmdable, keys []string, 
 		if p.Scope != "" && scope != p.Scope || !strings.HasPrefix(key, p.KeyPrefix) {
 			return nil
 		}
-		if raw[0] == stateCompleted {
-			return nil
+		if (raw[0] == stateCompleted) != (p.State == backends.StateCompleted) {
+			return nil // zero selects pending and held records
 		}
 		r, err := decodeRecord(op, raw)
 		if err != nil {
 			return err
 		}
 		rec := r.record(ttl)
+		rec.Outcome = nil // listed without it
 		if p.State != 0 && rec.State != p.State || rec.Age < p.OlderThan {
 			return nil
 		}

@@ -1,6 +1,7 @@
 package sqlitestore
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -65,26 +66,32 @@ func (s *Store) leaseHeld(ctx context.Context, h on, p backends.LeaseHeldParams)
 }
 
 // List implements backends.Lister with keyset pagination in (scope, key)
-// order: pending rows along the primary key, then held rows from their
-// partial index.
+// order: pending and completed rows along the primary key, held rows from
+// their partial index; for State zero, the pending rows, then the held.
 func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListPage, error) {
 	const op = "list"
 	if err := p.Validate(); err != nil {
 		return backends.ListPage{}, err
 	}
 	codec := p.Cursors()
-	held, scope, key, err := parseCursor(p.Cursor, codec)
+	state, scope, key, err := parseCursor(p.Cursor, codec)
 	if err != nil {
 		return backends.ListPage{}, err
 	}
+	if p.State == backends.StateCompleted && p.OlderThan > 0 {
+		return backends.ListPage{}, nil // a completed record's Age is zero
+	}
 	if p.Cursor == "" {
-		held = p.State == backends.StateHeld
+		state = cmp.Or(p.State, backends.StatePending)
 	}
 	limit := p.PageLimit()
 	now := s.nowMicros()
 	q := s.sql.listPending
-	if held {
+	switch state {
+	case backends.StateHeld:
 		q = s.sql.listHeld
+	case backends.StateCompleted:
+		q = s.sql.listCompleted
 	}
 	rows, err := s.reader.QueryContext(ctx, q, now-ageMicros(p.OlderThan), p.Scope, p.KeyPrefix, scope, key, now, limit)
 	if err != nil {
@@ -100,6 +107,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 		}
 		r.found = true
 		l.Record = r.record(now)
+		l.Record.Outcome = nil // listed without it
 		l.ExpiresIn = remaining(now, r.expiresAt)
 		page.Records = append(page.Records, l)
 	}
@@ -109,21 +117,16 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	switch {
 	case len(page.Records) == limit:
 		last := page.Records[len(page.Records)-1]
-		page.Next = cursor(codec, held, last.Scope, last.Key)
-	case !held && p.State == 0:
-		page.Next = cursor(codec, true, "", "")
+		page.Next = cursor(codec, state, last.Scope, last.Key)
+	case state == backends.StatePending && p.State == 0:
+		page.Next = cursor(codec, backends.StateHeld, "", "")
 	}
 	return page, nil
 }
 
-// cursor is the List cursor of codec's walk after (scope, key) in the
-// pending or held walk.
-func cursor(codec backends.CursorCodec, held bool, scope, key string) string {
-	st := backends.StatePending
-	if held {
-		st = backends.StateHeld
-	}
-	return codec.Encode(st.String(), scope, key)
+// cursor is the List cursor of codec's walk of state after (scope, key).
+func cursor(codec backends.CursorCodec, state backends.State, scope, key string) string {
+	return codec.Encode(state.String(), scope, key)
 }
 
 // parseCursor parses a cursor of cursor for codec's parameters; "" is
@@ -131,19 +134,19 @@ func cursor(codec backends.CursorCodec, held bool, scope, key string) string {
 // anything cursor does not return, a cursor returned for other
 // parameters, one walking a state the parameters do not select, and a
 // scope or key no record can have.
-func parseCursor(c string, codec backends.CursorCodec) (held bool, scope, key string, err error) {
+func parseCursor(c string, codec backends.CursorCodec) (state backends.State, scope, key string, err error) {
 	f, err := codec.Decode(c, 3)
 	if err != nil || f == nil {
-		return false, "", "", err
+		return 0, "", "", err
 	}
 	st, err := codec.State(f[0])
 	if err != nil {
-		return false, "", "", err
+		return 0, "", "", err
 	}
 	if err := backends.CheckCursorRecord(f[1], f[2]); err != nil {
-		return false, "", "", err
+		return 0, "", "", err
 	}
-	return st == backends.StateHeld, f[1], f[2], nil
+	return st, f[1], f[2], nil
 }
 
 // Count implements backends.Lister in one statement that reads the whole

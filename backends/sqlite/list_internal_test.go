@@ -15,16 +15,16 @@ func TestParseCursor(t *testing.T) {
 	p := backends.ListParams{Scope: "s", KeyPrefix: "k"}
 	codec := p.Cursors()
 	for _, c := range []struct {
-		held       bool
+		state      backends.State
 		scope, key string
 	}{
-		{held: true},
-		{held: false, scope: "s", key: "k.é"},
-		{held: true, scope: strings.Repeat("s", backends.MaxScopeLen), key: strings.Repeat("k", backends.MaxKeyLen)},
+		{state: backends.StateHeld},
+		{state: backends.StatePending, scope: "s", key: "k.é"},
+		{state: backends.StateHeld, scope: strings.Repeat("s", backends.MaxScopeLen), key: strings.Repeat("k", backends.MaxKeyLen)},
 	} {
-		held, scope, key, err := parseCursor(cursor(codec, c.held, c.scope, c.key), codec)
+		state, scope, key, err := parseCursor(cursor(codec, c.state, c.scope, c.key), codec)
 		require.NoError(t, err, "%+v", c)
-		require.Equal(t, c.held, held)
+		require.Equal(t, c.state, state)
 		require.Equal(t, c.scope, scope)
 		require.Equal(t, c.key, key)
 	}
@@ -39,7 +39,7 @@ func TestParseCursor(t *testing.T) {
 		require.ErrorIs(t, err, backends.ErrInvalidListParams, "%q", s)
 	}
 	pending := backends.ListParams{State: backends.StatePending}.Cursors()
-	_, _, _, err := parseCursor(cursor(pending, true, "", ""), pending)
+	_, _, _, err := parseCursor(cursor(pending, backends.StateHeld, "", ""), pending)
 	require.ErrorIs(t, err, backends.ErrInvalidListParams, "a pending walk's cursor does not walk the held records")
 }
 

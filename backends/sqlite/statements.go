@@ -67,7 +67,7 @@ WHERE scope = ?6 AND key = ?7 AND owner = ?8 AND state = 1 AND held_at IS NULL A
 WHERE scope = ?3 AND key = ?4 AND state = 1 AND held_at IS NOT NULL AND expires_at > ?5
 	AND (lease_until <= ?5 OR owner = ?1)`
 
-	// listSQL: held (0 pending, 1 held), cutoff (claimed or held at or
+	// listPendingSQL and listHeldSQL: cutoff (claimed or held at or
 	// before), scope ('' any), key prefix, cursor scope, cursor key, now,
 	// limit. Held rows come from the partial index on held_at.
 	listPendingSQL = `SELECT scope, key, state, fingerprint, owner, resolved, lease_until, outcome, expires_at,
@@ -80,6 +80,14 @@ ORDER BY scope, key LIMIT ?7`
 	created_at, held_at, hold_until, coalesce(held_code, ''), coalesce(held_message, '')
 FROM "once_records"
 WHERE held_at IS NOT NULL AND held_at <= ?1 AND state = 1 AND expires_at > ?6
+	AND (?2 = '' OR scope = ?2) AND substr(key, 1, length(?3)) = ?3 AND (scope, key) > (?4, ?5)
+ORDER BY scope, key LIMIT ?7`
+	// listCompletedSQL: as listPendingSQL, whose cutoff ?1 it leaves out
+	// (a completed record's Age is zero), without the outcome.
+	listCompletedSQL = `SELECT scope, key, state, fingerprint, owner, resolved, lease_until, NULL, expires_at,
+	created_at, held_at, hold_until, coalesce(held_code, ''), coalesce(held_message, '')
+FROM "once_records"
+WHERE state = 2 AND expires_at > ?6
 	AND (?2 = '' OR scope = ?2) AND substr(key, 1, length(?3)) = ?3 AND (scope, key) > (?4, ?5)
 ORDER BY scope, key LIMIT ?7`
 
@@ -105,7 +113,7 @@ const placeholderTable = `"once_records`
 
 type statements struct {
 	read, insert, takeover, resolvePending, complete, completedBy, renew, release, delete, sweep string
-	hold, leaseHeld, listPending, listHeld, count                                                string
+	hold, leaseHeld, listPending, listHeld, listCompleted, count                                 string
 }
 
 func newStatements(table string) statements {
@@ -125,6 +133,7 @@ func newStatements(table string) statements {
 		leaseHeld:      r.Replace(leaseHeldSQL),
 		listPending:    r.Replace(listPendingSQL),
 		listHeld:       r.Replace(listHeldSQL),
+		listCompleted:  r.Replace(listCompletedSQL),
 		count:          r.Replace(countSQL),
 	}
 }

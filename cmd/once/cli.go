@@ -25,7 +25,7 @@ type cli struct {
 	Delete  deleteCmd  `cmd:"" help:"Delete the record of a key so the next call is a new intent."`
 	Resolve resolveCmd `cmd:"" help:"Store the outcome of a held or unrecorded key (once.Resolve)."`
 	Check   checkCmd   `cmd:"" help:"Check the store: Redis eviction policy, PostgreSQL connectivity and migration."`
-	List    listCmd    `cmd:"" help:"List pending and held records: state, age, lease, hold, held error."`
+	List    listCmd    `cmd:"" help:"List records (pending and held by default, --state for others): state, age, lease, hold, held error."`
 	Stats   statsCmd   `cmd:"" help:"Count records by state, with the oldest pending and held, and the store's size."`
 
 	// given holds the names of the flags on the command line (an empty

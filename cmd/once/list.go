@@ -10,8 +10,8 @@ import (
 )
 
 type listCmd struct {
-	State     string        `default:"all" enum:"all,pending,held" help:"Which records: pending, held or all (both; completed records are never listed)."`
-	OlderThan time.Duration `name:"older-than" default:"0s" help:"Only records in their state at least this long (claimed, or held)."`
+	State     string        `default:"open" enum:"open,pending,held,completed,all" help:"Which records: open (pending and held: the default), pending, held, completed, or all (every state, completed last)."`
+	OlderThan time.Duration `name:"older-than" default:"0s" help:"Only records in their state at least this long (claimed, or held; never a completed one)."`
 	Scope     string        `help:"Only this scope (default: every scope)."`
 	KeyPrefix string        `name:"key-prefix" help:"Only keys starting with this."`
 	Limit     int           `default:"1000" help:"Stop after this many records (0: no limit)."`
@@ -58,31 +58,27 @@ func (l *listCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	p := backends.ListParams{OlderThan: l.OlderThan, Scope: l.Scope, KeyPrefix: l.KeyPrefix, Limit: l.Page}
-	switch l.State {
-	case "pending":
-		p.State = backends.StatePending
-	case "held":
-		p.State = backends.StateHeld
-	}
 	var views []listedView
 	truncated := false
-	for {
-		page, err := lister.List(ctx, p)
-		if err != nil {
-			return err
-		}
-		for _, r := range page.Records {
-			if l.Limit > 0 && len(views) == l.Limit {
-				truncated = true
+	for _, state := range listStates[l.State] {
+		p := backends.ListParams{State: state, OlderThan: l.OlderThan, Scope: l.Scope, KeyPrefix: l.KeyPrefix, Limit: l.Page}
+		for !truncated {
+			page, err := lister.List(ctx, p)
+			if err != nil {
+				return err
+			}
+			for _, r := range page.Records {
+				if l.Limit > 0 && len(views) == l.Limit {
+					truncated = true
+					break
+				}
+				views = append(views, newListedView(r))
+			}
+			if page.Next == "" {
 				break
 			}
-			views = append(views, newListedView(r))
+			p.Cursor = page.Next
 		}
-		if truncated || page.Next == "" {
-			break
-		}
-		p.Cursor = page.Next
 	}
 	if e.cli.JSON {
 		if err := e.emitLines(views); err != nil {
@@ -95,7 +91,7 @@ func (l *listCmd) Run(e *env) error {
 		}
 		return nil
 	}
-	lines := []string{fmt.Sprintf("%-8s %10s  %-24s %s", "STATE", "AGE", "SCOPE", "KEY  (DETAIL)")}
+	lines := []string{fmt.Sprintf("%-9s %10s  %-24s %s", "STATE", "AGE", "SCOPE", "KEY  (DETAIL)")}
 	for _, v := range views {
 		lines = append(lines, v.text())
 	}
@@ -104,6 +100,16 @@ func (l *listCmd) Run(e *env) error {
 		summary += fmt.Sprintf(" (stopped at --limit %d)", l.Limit)
 	}
 	return e.emit(nil, append(lines, summary)...)
+}
+
+// listStates are the walks of each --state, in order (state zero lists
+// pending and held records).
+var listStates = map[string][]backends.State{
+	"open":      {0},
+	"pending":   {backends.StatePending},
+	"held":      {backends.StateHeld},
+	"completed": {backends.StateCompleted},
+	"all":       {0, backends.StateCompleted},
 }
 
 // truncatedView is the last line of list --json when it stopped at
@@ -129,8 +135,10 @@ func newListedView(r backends.Listed) listedView {
 }
 
 func (v listedView) text() string {
-	var detail string
+	detail, age := "", roundAge(ms(v.AgeMS))
 	switch {
+	case v.State == backends.StateCompleted.String():
+		detail, age = "expires in "+roundAge(ms(v.ExpiresInMS)), "-" // no age of its own
 	case v.HoldRemainingMS == nil && v.LeaseRemainingMS > 0:
 		detail = "running, lease " + ms(v.LeaseRemainingMS).String() + " left"
 	case v.HoldRemainingMS == nil:
@@ -138,7 +146,7 @@ func (v listedView) text() string {
 	default:
 		detail = holdText(v)
 	}
-	return fmt.Sprintf("%-8s %10s  %-24s %s  (%s)", v.State, roundAge(ms(v.AgeMS)), quoteText(v.Scope), quoteText(v.Key), detail)
+	return fmt.Sprintf("%-9s %10s  %-24s %s  (%s)", v.State, age, quoteText(v.Scope), quoteText(v.Key), detail)
 }
 
 // holdText describes a held record's hold and error.

@@ -97,6 +97,24 @@ func operator(t *testing.T, store backends.Store, flags func(...string) []string
 	assert.Equal(t, 201, rec.Code)
 	assert.Equal(t, `{"id":"pay_1"}`, rec.Body.String())
 
+	// --state all lists the completed records too, after the pending and
+	// held ones (it listed those alone); the default, open, does not.
+	all := mustRun(t, flags("list", "--state", "all")...)
+	assert.Contains(t, all, "5 record(s)", all)
+	assert.Regexp(t, `(?m)^completed +- +shop +order-1  \(expires in `, all)
+	assert.Regexp(t, `(?m)^completed +- +api +pay-1  \(expires in `, all)
+	assert.Less(t, strings.Index(all, "held "), strings.Index(all, "completed "), "completed records last")
+	assert.Contains(t, mustRun(t, flags("list")...), "3 record(s)")
+	out = mustRun(t, flags("--json", "list", "--state", "completed")...)
+	lines = strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, out)
+	for _, l := range lines {
+		require.NoError(t, json.Unmarshal([]byte(l), &v))
+		assert.Equal(t, "completed", v.State)
+		assert.Positive(t, v.ExpiresInMS)
+	}
+	assert.Contains(t, mustRun(t, flags("list", "--state", "completed", "--older-than", "1ms")...), "0 record(s)")
+
 	r := runCLI(t, flags("resolve", "api", "pay-2", "--status", "201", "--value", "{}")...)
 	assert.Equal(t, exitUsage, r.code, "%s", r)
 	r = runCLI(t, flags("resolve", "api", "pay-2", "--status", "201", "--header", "no colon")...)

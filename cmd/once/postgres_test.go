@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -97,14 +98,29 @@ func TestPostgresSweepLoopStopsOnSignal(t *testing.T) {
 	}
 }
 
-func TestPostgresUnreachableLeaksNothing(t *testing.T) {
-	r := runCLI(t, "--postgres", "postgres://admin:hunter2@127.0.0.1:1/db?connect_timeout=2", "get", "s", "k")
-	assert.Equal(t, exitFailure, r.code, "%s", r)
-	assert.Contains(t, r.stderr, "cannot connect")
-	for _, leak := range []string{"hunter2", "dial", "refused", "127.0.0.1"} {
-		assert.NotContains(t, r.stderr+r.stdout, leak)
+// TestPostgresCannotConnectSaysWhy: a connection that fails is reported
+// with its reason, in words that quote neither the URL's password, user
+// and host nor the database's name (it said "cannot connect" alone).
+func TestPostgresCannotConnectSaysWhy(t *testing.T) {
+	u, err := url.Parse(newPG(t).url)
+	require.NoError(t, err)
+	u.Path = "/" + randomName("no_such_db_")
+	for _, tc := range []struct{ url, reason string }{
+		{"postgres://admin:hunter2@127.0.0.1:1/db?connect_timeout=2", "cannot connect: connection refused"},
+		{"postgres://admin:hunter2@no-such-host.invalid/db?connect_timeout=2", "cannot connect: host not found"},
+		{u.String(), "cannot connect: database does not exist (SQLSTATE 3D000)"},
+	} {
+		r := runCLI(t, "--postgres", tc.url, "get", "s", "k")
+		assert.Equal(t, exitFailure, r.code, "%s", r)
+		assert.Equal(t, "once/postgres: get: "+tc.reason+"\n", r.stderr)
+		for _, leak := range []string{"hunter2", "admin", "127.0.0.1", "no-such-host", strings.TrimPrefix(u.Path, "/")} {
+			assert.NotContains(t, r.stderr+r.stdout, leak)
+		}
 	}
-	r = runCLI(t, "--postgres", "postgres://admin:hunter2@[::1", "check")
+}
+
+func TestPostgresUnreachableLeaksNothing(t *testing.T) {
+	r := runCLI(t, "--postgres", "postgres://admin:hunter2@[::1", "check")
 	assert.Equal(t, exitUsage, r.code, "%s", r)
 	assert.NotContains(t, r.stderr, "hunter2")
 }

@@ -58,8 +58,19 @@ func TestRedisFlagOnAClusterNode(t *testing.T) {
 	assert.Contains(t, res.stderr, "--redis-cluster "+node)
 }
 
+// TestRedisUnreachable: a Redis that cannot be reached is reported with
+// the reason, in words that quote neither the URL's password nor the
+// address (it said "redis unavailable" alone).
 func TestRedisUnreachable(t *testing.T) {
-	r := runCLI(t, "--redis", "127.0.0.1:1", "get", "s", "k")
-	assert.Equal(t, exitFailure, r.code, "%s", r)
-	assert.Contains(t, r.stderr, "once/redisstore:")
+	for _, tc := range []struct{ addr, reason string }{
+		{"redis://admin:hunter2@127.0.0.1:1/0", "connection refused"},
+		{"no-such-host.invalid:6379", "host not found"},
+	} {
+		r := runCLI(t, "--redis", tc.addr, "get", "s", "k")
+		assert.Equal(t, exitFailure, r.code, "%s", r)
+		assert.Equal(t, "once/redisstore: version check: once/redisstore: redis unavailable: "+tc.reason+"\n", r.stderr)
+		for _, leak := range []string{"hunter2", "admin", "127.0.0.1", "no-such-host"} {
+			assert.NotContains(t, r.stderr+r.stdout, leak)
+		}
+	}
 }

@@ -93,13 +93,16 @@ func report(stderr io.Writer, err error) int {
 	return exitFailure
 }
 
-// redisMessage is a Redis store error as the CLI prints it: its operation
-// and kind, as PostgreSQL's errors are printed, never its Detail (the
+// redisMessage is a Redis store error as the CLI prints it: its operation,
+// kind and Reason, as PostgreSQL's errors are printed, never its Detail (the
 // driver's or server's raw text, which can quote an address, a URL with
 // its password, or a command's arguments). A server reply's error code
 // (NOAUTH, WRONGPASS, NOPERM, ...) is kept: it names no data.
 func redisMessage(e *redisstore.Error) string {
 	msg := (&redisstore.Error{Op: e.Op, Kind: e.Kind}).Error()
+	if e.Reason != "" {
+		msg += ": " + e.Reason
+	}
 	if errors.Is(e.Kind, redisstore.ErrServer) {
 		code, _, _ := strings.Cut(e.Detail, " ")
 		if code != "" && strings.Trim(code, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" {

@@ -1,4 +1,4 @@
--- List: $1 state (1 pending, 3 held), $2 older-than µs, $3 scope ('' for
+-- List: $1 state (1 pending, 2 completed, 3 held), $2 older-than µs, $3 scope ('' for
 -- every scope), $4 key prefix, $5 and $6 the cursor (the last scope and
 -- key returned; '' and '' to start), $7 page size.
 --
@@ -6,10 +6,11 @@
 -- one); the Go side clamps it at 0, and a zero (or negative) $2 selects
 -- such rows too, as their Age is then 0.
 --
--- Pending records: walks the primary key in (scope, key) order from the
--- cursor, reading every row until a page is full — pending rows have no
--- index of their own (one would cost every claim and completion). Held
--- records use list_held.sql and its partial index instead.
+-- Pending and completed records: walks the primary key in (scope, key)
+-- order from the cursor, reading every row until a page is full — those
+-- rows have no index of their own (one would cost every claim and
+-- completion). Held records use list_held.sql and its partial index
+-- instead.
 SELECT r.scope, r.key, r.state, r.fingerprint,
 	coalesce((extract(epoch FROM r.lease_until - c.now) * 1000000)::bigint, 0),
 	(extract(epoch FROM r.expires_at - c.now) * 1000000)::bigint,
