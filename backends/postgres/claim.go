@@ -38,8 +38,7 @@ type fastRow struct {
 	own     bool // the row's owner is this claim's token
 	// lease, expires, hold, now and claimed in microseconds since the
 	// Unix epoch (±infinity saturated; a NULL lease, hold or claimed reads
-	// as 0, unused). claimed is a pending row's claimed_at, NULL on a row
-	// claimed before migration 003.
+	// as 0, unused). claimed is a pending row's claimed_at.
 	lease, expires, hold, now, claimed int64
 }
 
@@ -214,7 +213,7 @@ type claimRow struct {
 	outcome  []byte
 	leaseUS  int64
 	ownClaim bool  // e saw a live pending row of this very owner
-	ageUS    int64 // since claimed_at; 0 when NULL (before migration 003)
+	ageUS    int64 // since claimed_at; 0 when NULL (not pending)
 	expireUS int64 // until expires_at
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // Hold implements backends.Store in one statement. The held row enters
-// the partial index on held_at (migration 003), which only held rows are
+// the partial index on held_at, which only held rows are
 // in: the hot path never writes it. The statement wakes the key's waiters
 // (see Watch) when it changed the record, as Complete does.
 func (s *Store) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {

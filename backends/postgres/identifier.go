@@ -10,7 +10,7 @@ import (
 // name leaves room for the suffixes of the objects Migrate derives from it.
 const (
 	maxIdentifierLen = 63
-	maxTableLen      = maxIdentifierLen - len("_expires_at_idx")
+	maxTableLen      = maxIdentifierLen - len("_migrations")
 )
 
 // IdentifierError reports a Config schema or table name that New and

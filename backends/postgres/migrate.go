@@ -19,13 +19,10 @@ import (
 var migrationFiles embed.FS
 
 // The quoted default names in the embedded SQL, replaced by Migrate with
-// the names of its Config: the table, and each index both alone (CREATE
-// INDEX) and schema-qualified (DROP INDEX).
+// the names of its Config: the table and its index.
 const (
-	placeholderTable      = `"public"."once_records"`
-	placeholderIndex      = `"once_records_expires_at_idx"`
-	placeholderSweepIndex = `"once_records_sweep_idx"`
-	placeholderHeldIndex  = `"once_records_held_idx"`
+	placeholderTable     = `"public"."once_records"`
+	placeholderHeldIndex = `"once_records_held_idx"`
 )
 
 // Migrations returns the embedded migration files, for users who run their
@@ -52,18 +49,9 @@ type migration struct {
 // renderer replaces the default names of the embedded migration files with
 // those of r.
 func renderer(r resolved) *strings.Replacer {
-	index := func(suffix string) string { return pgx.Identifier{r.table + suffix}.Sanitize() }
-	qualifiedIndex := func(suffix string) string { return pgx.Identifier{r.schema, r.table + suffix}.Sanitize() }
-	// Schema-qualified index names first: the replacer tries the
-	// placeholders in this order at each position.
 	return strings.NewReplacer(
-		`"public".`+placeholderIndex, qualifiedIndex("_expires_at_idx"),
-		`"public".`+placeholderSweepIndex, qualifiedIndex("_sweep_idx"),
-		`"public".`+placeholderHeldIndex, qualifiedIndex("_held_idx"),
 		placeholderTable, r.qualifiedTable(),
-		placeholderIndex, index("_expires_at_idx"),
-		placeholderSweepIndex, index("_sweep_idx"),
-		placeholderHeldIndex, index("_held_idx"),
+		placeholderHeldIndex, pgx.Identifier{r.table + "_held_idx"}.Sanitize(),
 	)
 }
 

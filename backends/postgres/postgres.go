@@ -28,10 +28,9 @@ type Config struct {
 	Schema string
 
 	// Table is the name of the records table. Migrate also creates
-	// <Table>_migrations and the index <Table>_held_idx (held rows only,
-	// migration 003) in Schema (and <Table>_expires_at_idx and
-	// <Table>_sweep_idx, which migrations 002 and 004 drop again).
-	// Same rules as Schema, at most 48 bytes. Defaults to "once_records".
+	// <Table>_migrations and the index <Table>_held_idx (held rows only)
+	// in Schema. Same rules as Schema, at most 52 bytes. Defaults to
+	// "once_records".
 	Table string
 
 	// LockTimeout bounds how long a Claim or a Resolve waits for a

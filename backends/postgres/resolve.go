@@ -17,7 +17,7 @@ type resolveRow struct {
 	fp       []byte
 	outcome  []byte
 	leaseUS  int64
-	ageUS    int64 // since claimed_at; 0 when NULL (before migration 003)
+	ageUS    int64 // since claimed_at; 0 when NULL (not pending)
 	leased   bool  // a live held row owned by the Resolve's token
 }
 

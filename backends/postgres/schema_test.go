@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once/backends"
-	"github.com/stagedoor/once/backends/backendtest"
 )
 
 // tableStats reads the insert, update and HOT update counts of table that
@@ -26,8 +25,8 @@ func tableStats(t *testing.T, tx pgx.Tx, table string) (ins, upd, hot int64) {
 
 // TestCompletionIsHOT checks the schema's promise: renewals and completions
 // change no indexed column, so each is a HOT update (a new tuple on the
-// same page, no index entry). On schema 001, whose sweeper index covered
-// expires_at, none was.
+// same page, no index entry). With an index on expires_at (for a
+// sweeper), none would be.
 func TestCompletionIsHOT(t *testing.T) {
 	pool := newPool(t, nil)
 	s := newTable(t, pool, Config{})
@@ -136,75 +135,6 @@ func TestSweepSkipsLockedRows(t *testing.T) {
 	n, err = s.Sweep(ctx, 10)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n, "the row unlocked is swept next time")
-}
-
-// TestMigrateFromSchema001 upgrades a table created by migration 001 alone,
-// holding a live completed record, a live pending one and an expired one:
-// the records keep their meaning, the sweeper deletes only the expired one,
-// and completions on the upgraded table are HOT updates.
-func TestMigrateFromSchema001(t *testing.T) {
-	pool := newPool(t, nil)
-	ctx := context.Background()
-	cfg := &Config{Schema: testSchema, Table: "m_" + randomSuffix()}
-	r, err := resolveConfig(cfg)
-	require.NoError(t, err)
-	ms, err := loadMigrations(r)
-	require.NoError(t, err)
-	require.Len(t, ms, 4)
-	tx, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	require.NoError(t, migrateTx(ctx, tx, r, ms[:1]))
-	table := r.qualifiedTable()
-	_, err = tx.Exec(ctx, `INSERT INTO `+table+` (scope, key, fingerprint, state, owner, lease_until, outcome, expires_at) VALUES
-		('s', 'done', 'fp', 2, 'o1', NULL, 'v', clock_timestamp() + interval '1 hour'),
-		('s', 'pending', 'fp', 1, 'o2', clock_timestamp() + interval '1 hour', NULL, clock_timestamp() + interval '1 hour'),
-		('s', 'gone', 'fp', 2, 'o3', NULL, 'v', clock_timestamp() - interval '1 second')`)
-	require.NoError(t, err)
-	require.NoError(t, tx.Commit(ctx))
-
-	require.NoError(t, Migrate(ctx, pool, cfg))
-	s, err := New(pool, cfg)
-	require.NoError(t, err)
-	rec, _, found, err := s.Get(ctx, "s", "done")
-	require.NoError(t, err)
-	require.True(t, found)
-	require.Equal(t, []byte("v"), rec.Outcome)
-	res, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "pending", Fingerprint: []byte("fp"), Owner: backendtest.Token(), Lease: time.Minute, Retention: time.Hour})
-	require.NoError(t, err)
-	require.False(t, res.Claimed)
-	require.Equal(t, backends.StatePending, res.Existing.State)
-	require.Zero(t, res.Existing.Age, "a row claimed before migration 003 has no claimed_at: its age is unknown, reported as 0")
-	simple, err := New(newPool(t, simpleProtocol), cfg)
-	require.NoError(t, err)
-	res, err = simple.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "pending", Fingerprint: []byte("fp"), Owner: backendtest.Token(), Lease: time.Minute, Retention: time.Hour})
-	require.NoError(t, err)
-	require.Equal(t, backends.StatePending, res.Existing.State)
-	require.Zero(t, res.Existing.Age, "likewise with the simple protocol (text columns)")
-	ok, err := s.Complete(ctx, backends.CompleteParams{Scope: "s", Key: "pending", Owner: "o2", Outcome: []byte("w"), Retention: time.Hour})
-	require.NoError(t, err)
-	require.True(t, ok, "the pre-migration owner still completes its claim")
-
-	n, err := s.Sweep(ctx, 10)
-	require.NoError(t, err)
-	require.EqualValues(t, 1, n, "only the expired record is swept")
-	var left int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM `+table+` WHERE expires_at > clock_timestamp()`).Scan(&left))
-	require.Equal(t, 2, left, "the live records stay")
-
-	tx, err = pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(ctx) }()
-	_, upd0, hot0 := tableStats(t, tx, table)
-	p := claimParams("s", "after")
-	c, err := s.InTx(tx).Claim(ctx, p)
-	require.NoError(t, err)
-	require.True(t, c.Claimed)
-	ok, err = s.InTx(tx).Complete(ctx, backends.CompleteParams{Scope: "s", Key: "after", Owner: p.Owner, Outcome: []byte("v"), Retention: time.Hour})
-	require.NoError(t, err)
-	require.True(t, ok)
-	_, upd, hot := tableStats(t, tx, table)
-	require.EqualValues(t, 1, upd-upd0)
-	require.EqualValues(t, 1, hot-hot0, "the completion on the upgraded table is a HOT update")
 }
 
 // TestClaimReportsRetentionRemaining: a claim that finds a completed

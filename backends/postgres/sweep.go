@@ -22,7 +22,7 @@ const sweepPages = 128
 // never blocks one. Expired records are already invisible to every
 // operation; sweeping only reclaims space.
 //
-// No index serves the sweeper (migration 004), so that a claim writes only
+// No index serves the sweeper, so that a claim writes only
 // the primary key: a pass reads the whole table, in the background, and a
 // record is deleted by the first pass that starts after it expired (a
 // row a transaction has locked when the pass reaches it is skipped, and

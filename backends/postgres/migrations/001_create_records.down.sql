@@ -1,2 +1,2 @@
--- once: drops the records table and every record in it.
+-- once: drops the records table (with its index) and every record in it.
 DROP TABLE IF EXISTS "public"."once_records";

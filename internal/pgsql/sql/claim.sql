@@ -8,14 +8,13 @@
 -- (ins is gated on NOT EXISTS (e), a one-time filter), and it writes
 -- nothing. When e found nothing, ins is the plain INSERT … ON CONFLICT DO
 -- NOTHING of a hand-written idempotency table, into a table whose only
--- index is the primary key (migration 004), and the statement returns its
+-- index is the primary key, and the statement returns its
 -- one row, with state 0.
 --
 -- Otherwise it returns e's row as stored, with owner = $4 and the server's
 -- clock: the caller decides from the timestamps whether the row is live,
 -- its lease lapsed, how long its lease and retention have left and how
--- long ago a pending row was claimed (claimed_at, NULL on a row claimed
--- before migration 003) (in Go: no numeric arithmetic on the server, whose
+-- long ago a pending row was claimed (claimed_at) (in Go: no numeric arithmetic on the server, whose
 -- extract(epoch …) costs more than the statement's read).
 --
 -- It never takes a record over: when the row it returns had expired, or was

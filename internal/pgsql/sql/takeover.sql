@@ -20,8 +20,7 @@
 -- A live completed row, or a live lease, satisfies neither write: the
 -- statement then only reads, takes no row lock and writes nothing.
 --
--- The answer's last columns are a pending row's age (since claimed_at; 0
--- when NULL, a row claimed before migration 003) and the row's time left
+-- The answer's last columns are a pending row's age (since claimed_at) and the row's time left
 -- before it expires (a completed row's RetentionRemaining): this is the
 -- slow path, so the server computes them, as it computes the lease left.
 --
