@@ -18,7 +18,7 @@ import (
 // migrated runs once migrate in p's schema and returns a Store on it.
 func migrated(t *testing.T, p pgEnv) *postgres.Store {
 	t.Helper()
-	assert.Contains(t, mustRun(t, p.flags("migrate")...), "migrated from version 0 to 4")
+	assert.Contains(t, mustRun(t, p.flags("migrate")...), "migrated from version 0 to 1")
 	assert.Contains(t, mustRun(t, p.flags("migrate")...), "up to date at version 1")
 	s, err := postgres.New(p.pool, &postgres.Config{Schema: p.schema})
 	require.NoError(t, err)
@@ -52,8 +52,8 @@ func TestPostgresCheck(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
 	assert.True(t, res.OK)
 	require.NotNil(t, res.Version)
-	assert.Equal(t, 4, *res.Version)
-	assert.Equal(t, 4, res.LatestVersion)
+	assert.Equal(t, 1, *res.Version)
+	assert.Equal(t, 1, res.LatestVersion)
 	assert.Contains(t, mustRun(t, p.flags("check")...), "at migration version 1 (latest 1)")
 }
 
