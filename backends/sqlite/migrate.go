@@ -22,7 +22,8 @@ var migrationFiles embed.FS
 // Migrations returns the embedded migration files, for users who run their
 // own migration tool. Files are named NNN_name.up.sql and NNN_name.down.sql
 // (the golang-migrate layout). They create the default names,
-// "once_records" and "once_records_expires_at_idx"; Open migrates the file
+// "once_records", "once_records_expires_at_idx" and
+// "once_records_held_idx"; Open migrates the file
 // itself, so most users never need them.
 func Migrations() fs.FS {
 	sub, err := fs.Sub(migrationFiles, "migrations")

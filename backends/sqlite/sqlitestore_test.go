@@ -315,7 +315,7 @@ func TestMigrate(t *testing.T) {
 	s = openStore(t, path, &Options{Table: "custom_records"})
 	var n int
 	require.NoError(t, s.reader.QueryRow(`SELECT COUNT(*) FROM "custom_records_migrations"`).Scan(&n))
-	require.Equal(t, 2, n)
+	require.Equal(t, 1, n)
 	require.NoError(t, s.reader.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name IN ('custom_records', 'custom_records_expires_at_idx', 'custom_records_held_idx')`).Scan(&n))
 	require.Equal(t, 3, n)
 	require.NoError(t, s.reader.QueryRow(`SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'once_records%'`).Scan(&n))
@@ -326,7 +326,7 @@ func TestMigrate(t *testing.T) {
 
 	names, err := fs.Glob(Migrations(), "*.sql")
 	require.NoError(t, err)
-	require.Equal(t, []string{"001_create_records.down.sql", "001_create_records.up.sql", "002_held.down.sql", "002_held.up.sql"}, names)
+	require.Equal(t, []string{"001_create_records.down.sql", "001_create_records.up.sql"}, names)
 }
 
 // TestTwoStoresOneFile: a second Store (as a second process would) on the
