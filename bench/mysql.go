@@ -56,9 +56,7 @@ func setupMySQL(ctx context.Context, id string, conns int, claims string) (_ *su
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		for _, q := range []string{
-			"DROP PROCEDURE IF EXISTS " + quoteMySQL(libTable+"_call_v2"),
-			"DROP PROCEDURE IF EXISTS " + quoteMySQL(libTable+"_claim"),
-			"DROP PROCEDURE IF EXISTS " + quoteMySQL(libTable+"_resolve"),
+			"DROP PROCEDURE IF EXISTS " + quoteMySQL(libTable+"_call_v1"),
 			"DROP TABLE IF EXISTS " + quoteMySQL(libTable),
 			"DROP TABLE IF EXISTS " + quoteMySQL(libTable+"_migrations"),
 			"DROP TABLE IF EXISTS " + quoteMySQL(rawTable),

@@ -49,9 +49,7 @@ func migrateMySQL(t testing.TB, prefix string) string {
 	t.Cleanup(func() {
 		_ = st.Close()
 		for _, q := range []string{
-			"DROP PROCEDURE IF EXISTS `" + table + "_call_v2`",
-			"DROP PROCEDURE IF EXISTS `" + table + "_claim`",
-			"DROP PROCEDURE IF EXISTS `" + table + "_resolve`",
+			"DROP PROCEDURE IF EXISTS `" + table + "_call_v1`",
 			"DROP TABLE IF EXISTS `" + table + "`",
 			"DROP TABLE IF EXISTS `" + table + "_migrations`",
 		} {

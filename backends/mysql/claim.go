@@ -99,18 +99,11 @@ func (r runner) resolve(ctx context.Context, p backends.ResolveParams) (backends
 	if err := checkInput("resolve", p.Scope, p.Key, p.Fingerprint, p.Owner, false); err != nil {
 		return backends.ResolveResult{}, err
 	}
-	query := r.s.sql.resolve
-	args := []any{p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, nonNil(p.Outcome), micros(p.Retention), r.s.cfg.lockWaitS}
-	switch {
-	case p.OnlyLeased:
-		query = r.s.sql.resolveLeased
-		args = append(args, p.RefuseLiveClaim)
-	case p.RefuseLiveClaim:
-		query = r.s.sql.resolveRefusing
-	}
 	var row procRow
-	err := r.call(ctx, "resolve", query,
-		row.withDetails(&row.done, &row.state, &row.fp, &row.outcome, &row.leaseUS), args...)
+	err := r.call(ctx, "resolve", r.s.sql.resolve,
+		row.withDetails(&row.done, &row.state, &row.fp, &row.outcome, &row.leaseUS),
+		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, nonNil(p.Outcome), micros(p.Retention), r.s.cfg.lockWaitS,
+		p.RefuseLiveClaim, p.OnlyLeased)
 	if err != nil {
 		return backends.ResolveResult{}, err
 	}

@@ -3,12 +3,8 @@
 //
 // A Store keeps one row per (scope, key) in a table created by
 // Store.Migrate (or by the SQL of Migrations run with your own migration
-// tool), together with the stored procedure <table>_call_v2, which Claim
-// (in one CALL) and Resolve call, <table>_call_v3, which a Resolve with
-// RefuseLiveClaim calls (migration 004), <table>_call_v4, which a Resolve
-// with OnlyLeased calls (migration 005), and <table>_claim and <table>_resolve,
-// kept for the code before migration 002 during a rolling deploy (see
-// Store.Migrate).
+// tool), together with the stored procedure <table>_call_v1, which Claim
+// (in one CALL) and Resolve call.
 //
 // # Round trips and server cost
 //
@@ -29,7 +25,7 @@
 //     trip, no row lock, no write. A new key costs the INSERT IGNORE more,
 //     so a first execution is three round trips.
 //   - One CALL (Config.OneRoundTripClaims). The same read and write run
-//     inside the stored procedure <Table>_call_v2: every answer is one round
+//     inside the stored procedure <Table>_call_v1: every answer is one round
 //     trip, a first execution two. The price is server CPU: a CALL costs
 //     MariaDB several times a prepared SELECT, so on a busy server the
 //     procedure is slower, and much slower under concurrency (see the

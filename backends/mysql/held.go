@@ -6,7 +6,7 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// The statements of the held state (migration 002). A held row has state
+// The statements of the held state. A held row has state
 // 3; its owner and lease_until are a reconciler's token and lease
 // (lease_until is the hold's start until one leases it). Complete, Renew
 // and Release require state 1, so a held owner's writes match nothing.

@@ -172,56 +172,6 @@ func explained(t *testing.T, rows interface {
 	return plan
 }
 
-// TestMigrateHeldDownAndUp: 002's down migration turns a held record into
-// a pending one whose lease has lapsed and restores schema 001 (its
-// index, its check on state); Migrate then upgrades that table again,
-// with its rows, and the record is taken over by the next matching claim.
-func TestMigrateHeldDownAndUp(t *testing.T) {
-	db := newDB(t, nil)
-	s := newTable(t, db, Config{})
-	ctx := context.Background()
-	scope := backendtest.Scope(t)
-	held, done := claimParams(scope, "held"), claimParams(scope, "done")
-	for _, p := range []backends.ClaimParams{held, done} {
-		r, err := s.Claim(ctx, p)
-		require.NoError(t, err)
-		require.True(t, r.Claimed)
-	}
-	ok, err := s.Hold(ctx, backends.HoldParams{Scope: scope, Key: "held", Owner: held.Owner, For: time.Hour, Code: "c", Message: "m", Retention: time.Hour})
-	require.NoError(t, err)
-	require.True(t, ok)
-	ok, err = s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "done", Owner: done.Owner, Outcome: []byte("v"), Retention: time.Hour})
-	require.NoError(t, err)
-	require.True(t, ok)
-
-	runMigrationFile(t, db, s.cfg.table, "003_versioned_procedures.down.sql")
-	runMigrationFile(t, db, s.cfg.table, "002_held.down.sql")
-	var state int
-	require.NoError(t, db.QueryRow("SELECT state FROM "+quote(s.cfg.table)+" WHERE scope = ? AND `key` = 'held'", scope).Scan(&state))
-	require.Equal(t, 1, state, "held becomes pending")
-	var n int
-	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND COLUMN_NAME LIKE 'hold%'", s.cfg.table).Scan(&n))
-	require.Zero(t, n)
-	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ? AND INDEX_NAME = ?", s.cfg.table, s.cfg.table+"_expires_at_idx").Scan(&n))
-	require.Equal(t, 1, n, "001's index is back")
-	_, err = db.Exec("UPDATE "+quote(s.cfg.table)+" SET state = 3 WHERE scope = ?", scope)
-	require.Error(t, err, "001's check on state is back")
-
-	_, err = db.Exec("DELETE FROM " + quote(s.cfg.table+"_migrations") + " WHERE version IN (2, 3)")
-	require.NoError(t, err)
-	require.NoError(t, s.Migrate(ctx))
-	require.NoError(t, s.Migrate(ctx), "again: a no-op")
-	r, err := s.Claim(ctx, claimParams(scope, "done"))
-	require.NoError(t, err)
-	require.Equal(t, []byte("v"), r.Existing.Outcome, "rows survive both migrations")
-	r, err = s.Claim(ctx, claimParams(scope, "held"))
-	require.NoError(t, err)
-	require.True(t, r.Claimed && r.TookOver, "the former held record is a lapsed lease: %+v", r)
-	ok, err = s.Hold(ctx, backends.HoldParams{Scope: scope, Key: "done", Owner: done.Owner, For: time.Hour, Retention: time.Hour})
-	require.NoError(t, err)
-	require.False(t, ok, "a completed record is never held")
-}
-
 // TestHoldThroughAWrapper: once.Do over a wrapper that embeds
 // backends.Store (hiding Lister, Admin, …) still holds the key on
 // MariaDB: a retry answers in progress with Held set and the hold left.

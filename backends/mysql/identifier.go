@@ -9,11 +9,10 @@ import (
 
 // Identifier limits: MySQL names are at most 64 characters, and the table
 // name leaves room for the suffixes of the objects Migrate derives from it,
-// the longest being migration 001's index <table>_expires_at_idx (which
-// 002 replaces by <table>_state_idx).
+// the longest being <table>_migrations.
 const (
 	maxIdentifierLen = 64
-	maxTableLen      = maxIdentifierLen - len("_expires_at_idx")
+	maxTableLen      = maxIdentifierLen - len("_migrations")
 )
 
 // IdentifierError reports a Config table name that New refuses. Names are
@@ -25,11 +24,10 @@ const (
 // Upper-case letters are refused because MySQL's routine names are
 // case-insensitive on every lower_case_table_names setting while its table
 // names are case-sensitive at 0 (Linux's default): the tables "Orders" and
-// "orders" are two tables there, but their procedures <Table>_call_v2 are
+// "orders" are two tables there, but their procedures <Table>_call_v1 are
 // one, and the second Migrate would point it at its own table, so the
 // first table's Store would claim in one CALL and resolve in the other
-// table. A table created with capitals by an earlier version keeps its
-// data: rename it (see the README's "Table names").
+// table.
 type IdentifierError struct {
 	// Field is "Table".
 	Field string

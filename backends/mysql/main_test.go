@@ -87,11 +87,7 @@ func migrateTable(ctx context.Context, db *sql.DB, table string) error {
 func dropTable(db *sql.DB, table string) {
 	ctx := context.Background()
 	for _, stmt := range []string{
-		"DROP PROCEDURE IF EXISTS " + quote(table+"_call_v4"),
-		"DROP PROCEDURE IF EXISTS " + quote(table+"_call_v3"),
-		"DROP PROCEDURE IF EXISTS " + quote(table+"_call_v2"),
-		"DROP PROCEDURE IF EXISTS " + quote(table+"_claim"),
-		"DROP PROCEDURE IF EXISTS " + quote(table+"_resolve"),
+		"DROP PROCEDURE IF EXISTS " + quote(table+"_call_v1"),
 		"DROP TABLE IF EXISTS " + quote(table),
 		"DROP TABLE IF EXISTS " + quote(table+"_migrations"),
 	} {

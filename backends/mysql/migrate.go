@@ -28,10 +28,8 @@ const migrateLockTimeout = 60 * time.Second
 // own migration tool. Files are named NNN_name.up.sql and NNN_name.down.sql
 // (the golang-migrate layout; it needs multiStatements=true in its DSN,
 // which this package itself never needs). They create the default names,
-// `once_records`, `once_records_call_v2`, `once_records_call_v3`,
-// `once_records_call_v4`, `once_records_claim` and `once_records_resolve`;
-// to use another table, run Migrate, or replace the prefix `once_records in
-// your copy with the lower-case name the Config gives (see
+// `once_records` and `once_records_call_v1`; to use another table, run
+// Migrate, or replace the prefix `once_records in your copy with the lower-case name the Config gives (see
 // IdentifierError).
 func Migrations() fs.FS {
 	sub, err := fs.Sub(migrationFiles, "migrations")
@@ -110,19 +108,8 @@ func onlyComments(chunk string) bool {
 // applies the version again, which every statement tolerates (IF NOT
 // EXISTS, DROP PROCEDURE IF EXISTS before CREATE PROCEDURE). It needs the
 // CREATE, INDEX and CREATE ROUTINE privileges; the Store then needs
-// SELECT, INSERT, UPDATE, DELETE and EXECUTE.
-//
-// Rolling deploys: a migration never changes a procedure's parameters or
-// result row under its name; it creates a new name, which the new code
-// calls, and keeps the old one correct against the new schema. So the code
-// of the previous schema keeps working after the new code's Migrate, and
-// a deploy may be rolled back without a down migration. Migration 003
-// gives <Table>_claim and <Table>_resolve back the rows of migration 001,
-// which 002 had changed: the code before 002 works again from 003 on; the
-// code between 002 and 003 (never released) fails on its procedure calls
-// from 003 on. The new code needs the latest schema: run Migrate (at each
-// instance's startup, or once) before it serves. Drop the kept procedures
-// by hand once no older code runs (see the README).
+// SELECT, INSERT, UPDATE, DELETE and EXECUTE. Run it (at each instance's
+// startup, or once) before the Store serves.
 func (s *Store) Migrate(ctx context.Context) error {
 	ms, err := loadMigrations(s.cfg.table)
 	if err != nil {

@@ -27,11 +27,9 @@ var errClosed = backends.ErrClosed
 type Config struct {
 	// Table is the name of the records table, in the connection's current
 	// database. Migrate also creates <Table>_migrations, the index
-	// <Table>_state_idx and the procedures <Table>_call_v2,
-	// <Table>_call_v3 and <Table>_call_v4 (which the Store calls),
-	// <Table>_claim and <Table>_resolve (which only the code before
-	// migration 002 calls). Lower-case ASCII letters, digits and
-	// underscores, not starting with a digit, at most 49 bytes (see
+	// <Table>_state_idx and the procedure <Table>_call_v1. Lower-case
+	// ASCII letters, digits and underscores, not starting with a digit,
+	// at most 53 bytes (see
 	// IdentifierError for why not upper case). Defaults to "once_records".
 	Table string
 
@@ -52,7 +50,7 @@ type Config struct {
 	LockTimeout time.Duration
 
 	// OneRoundTripClaims makes Claim call the stored procedure
-	// <Table>_call_v2, so that every claim answer is one round trip (a first
+	// <Table>_call_v1, so that every claim answer is one round trip (a first
 	// execution two, with Complete), each answer taking no lock but the
 	// write's. The price is server CPU: a CALL costs MariaDB several times a
 	// plain statement (see the README's measurements), so pick it only when
@@ -322,9 +320,7 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 // procedure retries a race with a concurrent session at most four times
 // inside the CALL, and a CALL on the pool picked as a deadlock victim is
 // sent again at most five times in all; then Resolve returns an *Error having stored
-// nothing. A Resolve with RefuseLiveClaim calls migration 004's procedure,
-// and one with OnlyLeased (a Reconciler's) migration 005's: on a schema
-// before it, it fails with CodeNoSuchProcedure, having stored nothing.
+// nothing.
 func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	return s.pool().resolve(ctx, p)
 }

@@ -14,20 +14,12 @@ const maxDatetime = `'9999-12-31 23:59:59.999999'`
 // an UPDATE that matches its row always changes it.
 const (
 	// claimSQL and resolveSQL: scope, key, fingerprint, owner, then lease
-	// µs (claim) or outcome (resolve), retention µs, lock wait s. They call
-	// migration 003's procedure, asking for 002's rows (the last argument).
-	// A migration never changes a procedure's parameters or row under its
-	// name (see 003): a change gets a new name, which the code calls from
-	// then on, and the old name keeps working for the code still running.
-	claimSQL   = "CALL `once_records_call_v2`(1, ?, ?, ?, ?, NULL, ?, ?, ?, 2)"
-	resolveSQL = "CALL `once_records_call_v2`(2, ?, ?, ?, ?, ?, 0, ?, ?, 2)"
-	// resolveRefusingSQL is resolveSQL with RefuseLiveClaim: migration
-	// 004's procedure, which takes one argument more. Only it needs 004.
-	resolveRefusingSQL = "CALL `once_records_call_v3`(2, ?, ?, ?, ?, ?, 0, ?, ?, 2, TRUE)"
-	// resolveLeasedSQL is resolveSQL with OnlyLeased (and RefuseLiveClaim
-	// as its last argument but one): migration 005's procedure. Only it
-	// needs 005.
-	resolveLeasedSQL = "CALL `once_records_call_v4`(2, ?, ?, ?, ?, ?, 0, ?, ?, 2, ?, TRUE)"
+	// µs (claim) or outcome (resolve), retention µs, lock wait s, and
+	// (resolve) RefuseLiveClaim and OnlyLeased. They call migration 001's
+	// procedure. A procedure never changes under its name (see
+	// CONTRIBUTING.md): a change is a new name in a new migration.
+	claimSQL   = "CALL `once_records_call_v1`(1, ?, ?, ?, ?, NULL, ?, ?, ?, FALSE, FALSE)"
+	resolveSQL = "CALL `once_records_call_v1`(2, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)"
 
 	// completeSQL: retention µs, outcome, scope, key, owner. Assignments
 	// read only parameters and the server's clock, never a column assigned
@@ -82,15 +74,15 @@ const detailColumns = "TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at),
 	"\tCOALESCE(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), hold_until), 0), held_code, held_message"
 
 // placeholderTable is the default table name in the SQL above and in the
-// embedded migrations; derived names (`once_records_claim`, …) start with
+// embedded migrations; derived names (`once_records_call_v1`, …) start with
 // it, so one replacement renames them all.
 const placeholderTable = "`once_records"
 
 // statements holds the SQL of every operation, rendered for one table.
 type statements struct {
-	claim, resolve, resolveRefusing, resolveLeased, complete, completedBy, renew, release string
-	get, delete, sweep, peek, peekLocked, insertClaim, takeover                           string
-	hold, heldBy, leaseHeld, list, count                                                  string
+	claim, resolve, complete, completedBy, renew, release       string
+	get, delete, sweep, peek, peekLocked, insertClaim, takeover string
+	hold, heldBy, leaseHeld, list, count                        string
 }
 
 // newStatements renders the SQL for table, every statement that may wait
@@ -101,26 +93,24 @@ func newStatements(table string, lockWaitS int64) statements {
 	r := strings.NewReplacer(placeholderTable, "`"+table)
 	bound := func(query string) string { return boundLockWait(r.Replace(query), lockWaitS) }
 	return statements{
-		claim:           bound(claimSQL),
-		resolve:         bound(resolveSQL),
-		resolveRefusing: bound(resolveRefusingSQL),
-		resolveLeased:   bound(resolveLeasedSQL),
-		complete:        bound(completeSQL),
-		completedBy:     r.Replace(completedBySQL),
-		renew:           bound(renewSQL),
-		release:         bound(releaseSQL),
-		get:             r.Replace(getSQL),
-		peek:            r.Replace(peekSQL),
-		peekLocked:      bound(peekLockedSQL),
-		insertClaim:     bound(insertClaimSQL),
-		takeover:        bound(takeoverSQL),
-		delete:          bound(deleteSQL),
-		sweep:           bound(sweepSQL),
-		hold:            bound(holdSQL),
-		heldBy:          r.Replace(heldBySQL),
-		leaseHeld:       bound(leaseHeldSQL),
-		list:            r.Replace(listSQL),
-		count:           r.Replace(countSQL),
+		claim:       bound(claimSQL),
+		resolve:     bound(resolveSQL),
+		complete:    bound(completeSQL),
+		completedBy: r.Replace(completedBySQL),
+		renew:       bound(renewSQL),
+		release:     bound(releaseSQL),
+		get:         r.Replace(getSQL),
+		peek:        r.Replace(peekSQL),
+		peekLocked:  bound(peekLockedSQL),
+		insertClaim: bound(insertClaimSQL),
+		takeover:    bound(takeoverSQL),
+		delete:      bound(deleteSQL),
+		sweep:       bound(sweepSQL),
+		hold:        bound(holdSQL),
+		heldBy:      r.Replace(heldBySQL),
+		leaseHeld:   bound(leaseHeldSQL),
+		list:        r.Replace(listSQL),
+		count:       r.Replace(countSQL),
 	}
 }
 

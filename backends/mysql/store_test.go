@@ -34,12 +34,11 @@ func TestNewValidatesIdentifiers(t *testing.T) {
 	s, err := New(nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, DefaultTable, s.cfg.table)
-	require.Contains(t, s.sql.claim, "CALL `once_records_call_v2`(")
+	require.Contains(t, s.sql.claim, "CALL `once_records_call_v1`(")
 	s, err = New(nil, &Config{Table: strings.Repeat("t", maxTableLen)})
 	require.NoError(t, err)
-	require.Contains(t, s.sql.claim, "CALL `"+strings.Repeat("t", maxTableLen)+"_call_v2`(")
-	require.Contains(t, s.sql.resolveRefusing, "CALL `"+strings.Repeat("t", maxTableLen)+"_call_v3`(")
-	require.Contains(t, s.sql.resolveLeased, "CALL `"+strings.Repeat("t", maxTableLen)+"_call_v4`(")
+	require.Contains(t, s.sql.claim, "CALL `"+strings.Repeat("t", maxTableLen)+"_call_v1`(")
+	require.Contains(t, s.sql.resolve, "CALL `"+strings.Repeat("t", maxTableLen)+"_call_v1`(")
 	require.NotContains(t, s.sql.complete, "once_records")
 }
 
@@ -372,36 +371,28 @@ func TestMigrate(t *testing.T) {
 	require.NoError(t, s.Migrate(context.Background()), "again: a no-op")
 	var n int
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM "+quote(table+"_migrations")).Scan(&n))
-	require.Equal(t, 5, n)
+	require.Equal(t, 1, n)
 	r, err := s.Claim(context.Background(), claimParams("s", "k"))
 	require.NoError(t, err)
 	require.True(t, r.Claimed)
 
 	names, err := fs.Glob(Migrations(), "*.sql")
 	require.NoError(t, err)
-	require.Equal(t, []string{"001_create_records.down.sql", "001_create_records.up.sql", "002_held.down.sql", "002_held.up.sql", "003_versioned_procedures.down.sql", "003_versioned_procedures.up.sql", "004_refuse_live_claim.down.sql", "004_refuse_live_claim.up.sql", "005_only_leased.down.sql", "005_only_leased.up.sql"}, names)
+	require.Equal(t, []string{"001_create_records.down.sql", "001_create_records.up.sql"}, names)
 	up, err := fs.ReadFile(Migrations(), "001_create_records.up.sql")
 	require.NoError(t, err)
-	require.Contains(t, string(up), "CREATE PROCEDURE `once_records_claim`")
+	require.Contains(t, string(up), "CREATE PROCEDURE `once_records_call_v1`")
 	ms, err := loadMigrations(table)
 	require.NoError(t, err)
-	require.Len(t, ms, 5)
-	require.Len(t, ms[0].statements, 5, "table, and drop+create of two procedures")
-	require.Len(t, ms[1].statements, 6, "two ALTERs, and drop+create of two procedures")
-	require.Len(t, ms[2].statements, 6, "drop+create of the implementation and of two wrappers")
-	require.Len(t, ms[3].statements, 2, "drop+create of the refusing implementation")
-	require.Len(t, ms[4].statements, 2, "drop+create of the fenced implementation")
+	require.Len(t, ms, 1)
+	require.Len(t, ms[0].statements, 3, "table, and drop+create of the procedure")
 	for _, m := range ms {
 		for _, stmt := range m.statements {
 			require.NotContains(t, stmt, "`once_records", "every name is renamed")
 		}
 	}
 
-	// The down migrations remove everything.
-	runMigrationFile(t, db, table, "005_only_leased.down.sql")
-	runMigrationFile(t, db, table, "004_refuse_live_claim.down.sql")
-	runMigrationFile(t, db, table, "003_versioned_procedures.down.sql")
-	runMigrationFile(t, db, table, "002_held.down.sql")
+	// The down migration removes everything.
 	runMigrationFile(t, db, table, "001_create_records.down.sql")
 	var procs int
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_NAME LIKE ?", table+"%").Scan(&procs))

@@ -98,7 +98,7 @@ func OpenMySQL(ctx context.Context, dsn string) (*sql.DB, error) {
 
 // DropMySQLTable drops what mysqlstore's Migrate created for table in the
 // connection's database: the records and migrations tables, and every
-// procedure named <table>_…, whichever migrations made them.
+// procedure named <table>_….
 func DropMySQLTable(ctx context.Context, db *sql.DB, table string) error {
 	rows, err := db.QueryContext(ctx, `SELECT ROUTINE_NAME FROM information_schema.ROUTINES
 		WHERE ROUTINE_SCHEMA = DATABASE() AND ROUTINE_TYPE = 'PROCEDURE' AND ROUTINE_NAME LIKE ?`,
