@@ -112,9 +112,6 @@ func decodeOutcome[T any](cfg *config, data []byte) (T, error, error) {
 		}
 		return v, nil, nil
 	case envelope.KindTooLarge:
-		if env.Limit == 0 { // written before sizes were stored
-			return zero, &OutcomeTooLargeError{Limit: cfg.maxOutcome}, nil
-		}
 		return zero, &OutcomeTooLargeError{Size: int(min(env.Size, 1<<62)), Limit: int(min(env.Limit, 1<<62))}, nil
 	default:
 		return zero, decodeError(cfg, env), nil

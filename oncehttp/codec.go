@@ -67,14 +67,11 @@ func (responseCodec) Unmarshal(data []byte, v any) error {
 	format := d.Byte()
 	status := d.Uvarint()
 	flags := d.Byte()
-	if d.Err() != nil || !readableFormat(int(format)) || status > 999 {
+	if d.Err() != nil || format != storedFormat || status > 999 {
 		return errNotResponse
 	}
 	h := http.Header(d.Multimap())
-	var trailer http.Header
-	if format >= 2 {
-		trailer = d.Multimap()
-	}
+	trailer := d.Multimap()
 	if d.Err() != nil {
 		return errNotResponse
 	}

@@ -26,7 +26,7 @@ type StoredResponse struct {
 // payload.
 func DecodeStoredResponse(payload []byte) (resp StoredResponse, ok bool) {
 	var s storedResponse
-	if len(payload) == 0 || !readableFormat(int(payload[0])) || (responseCodec{}).Unmarshal(payload, &s) != nil {
+	if len(payload) == 0 || payload[0] != storedFormat || (responseCodec{}).Unmarshal(payload, &s) != nil {
 		return StoredResponse{}, false
 	}
 	return StoredResponse{Status: s.Status, Header: s.Header, Trailer: s.Trailer, Body: s.Body, TooLarge: s.TooLarge}, true

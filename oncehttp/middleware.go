@@ -234,7 +234,7 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 	}
 	if err == nil {
 		switch {
-		case !readableFormat(out.Value.Format) || out.Value.Status < 200:
+		case out.Value.Format != storedFormat || out.Value.Status < 200:
 			m.problems.write(w, probResponseUnavailable, 0)
 		case out.Value.TooLarge:
 			m.problems.writeUnreplayable(w, &out.Value)

@@ -9,13 +9,10 @@ import (
 	"strings"
 )
 
-// storedFormat is the version of storedResponse's encoding; bump it if the
-// fields change meaning, so that records written by an older release are
-// recognised. Format 1 had no trailers; it is still read.
+// storedFormat is the version of storedResponse's encoding (1 is unused);
+// bump it if the fields change meaning, so that records written by an
+// older release are recognised.
 const storedFormat = 2
-
-// readableFormat reports whether records of format f can be replayed.
-func readableFormat(f int) bool { return f == 1 || f == storedFormat }
 
 // storedResponse is the outcome stored for a key: what a replay sends.
 // responseCodec encodes it.

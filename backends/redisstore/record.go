@@ -51,8 +51,7 @@ func duration(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// The state bytes of the record layout (version 2). Version 1 wrote 'p',
-// 'c' and 'h'; decodeRecord and the scripts refuse those.
+// The state bytes of the record layout.
 const (
 	statePending   = 'P'
 	stateCompleted = 'C'
@@ -86,9 +85,8 @@ type stored struct {
 //	           ' ' hold-tail-ms ' ' len(code) ' ' code message
 //
 // where len(owner) and len(fp) are one byte and the other numbers are
-// canonical decimals (no sign, no leading zero). A record of the version 1
-// layout (an earlier release wrote 'p', 'c' or 'h' first) and anything
-// else is ErrCorrupt. It copies raw once; the fingerprint and the outcome
+// canonical decimals (no sign, no leading zero). Anything else is
+// ErrCorrupt. It copies raw once; the fingerprint and the outcome
 // share that copy.
 func decodeRecord(op, raw string) (stored, error) {
 	if len(raw) < 3 {
@@ -102,8 +100,6 @@ func decodeRecord(op, raw string) (stored, error) {
 		r.state = backends.StateCompleted
 	case stateHeld:
 		r.state = backends.StateHeld
-	case 'p', 'c', 'h':
-		return stored{}, corrupt(op, "record in the version 1 layout of an earlier redisstore (delete it, or let it expire)")
 	default:
 		return stored{}, corrupt(op, "record state")
 	}

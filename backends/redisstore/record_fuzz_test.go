@@ -31,8 +31,8 @@ func encodeRecord(r stored) string {
 }
 
 // FuzzDecodeRecord checks the one parser of stored records on arbitrary
-// bytes: it never panics, rejects what it cannot read with ErrCorrupt
-// (every version 1 record among it), and whatever it accepts re-encodes
+// bytes: it never panics, rejects what it cannot read with ErrCorrupt,
+// and whatever it accepts re-encodes
 // to the very same bytes (so it accepts exactly the layout the scripts
 // and Claim write), and converts to a Record at any TTL without overflow.
 func FuzzDecodeRecord(f *testing.F) {
@@ -47,8 +47,6 @@ func FuzzDecodeRecord(f *testing.F) {
 		encodeRecord(stored{state: backends.StateHeld, owner: "o", life: math.MaxInt64, leaseTail: math.MaxInt64, holdTail: math.MaxInt64}),
 		"H\x00\x001 2 3 9 ab", "H\x00\x001 2 3", "P\x00\x001 ", "P\x00\x001", "P\x00\x00 1",
 		"", "P", "C\x00", "P\x00\x00", "P\x00\x0007 1", "P\x00\x00-1 1", "P\xff", "x\x00\x00", "C\x05ab",
-		// Version 1 records: refused.
-		"p\x00\x001764547200000", "c\x00\x01o{}", "h\x00\x011 2 3 0 ",
 	} {
 		f.Add(seed)
 	}
@@ -58,7 +56,6 @@ func FuzzDecodeRecord(f *testing.F) {
 			require.True(t, errors.Is(err, ErrCorrupt), "a rejected record is ErrCorrupt: %v", err)
 			return
 		}
-		require.NotContains(t, "pch", raw[:1], "a version 1 record is never read")
 		require.Equal(t, raw, encodeRecord(r), "accepted bytes re-encode identically")
 		require.LessOrEqual(t, len(r.fingerprint), 255)
 		require.LessOrEqual(t, len(r.owner), 255)
@@ -76,16 +73,6 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 		}
 	})
-}
-
-// TestDecodeRefusesVersion1: a record an earlier release wrote is an
-// ErrCorrupt that says so, never read as a record of this layout.
-func TestDecodeRefusesVersion1(t *testing.T) {
-	for _, raw := range []string{"p\x02fp\x05owner1764547200000 1764547100000", "c\x00\x05owner{}", "h\x00\x01o1 2 3 0 "} {
-		_, err := decodeRecord("get", raw)
-		require.ErrorIs(t, err, ErrCorrupt)
-		require.Contains(t, err.Error(), "version 1")
-	}
 }
 
 func TestMillis(t *testing.T) {

@@ -10,9 +10,7 @@
 //	KindTooLarge: uvarint size, uvarint limit.
 //
 // Stored bytes never pass through a text conversion: a binary codec's
-// encoding of an error comes back byte for byte. Two older kinds are still
-// read: a JSON error object (legacyKindError) and a too-large marker
-// without sizes (legacyKindTooLarge).
+// encoding of an error comes back byte for byte.
 package envelope
 
 import (
@@ -26,13 +24,11 @@ import (
 // Version is the first byte of every envelope.
 const Version = 1
 
-// Kind bytes. The legacy kinds are read, never written.
+// Kind bytes (2 and 3 are unused).
 const (
-	kindValue          byte = 1
-	legacyKindError    byte = 2
-	legacyKindTooLarge byte = 3
-	kindError          byte = 4
-	kindTooLarge       byte = 5
+	kindValue    byte = 1
+	kindError    byte = 4
+	kindTooLarge byte = 5
 )
 
 // Kind names what an envelope holds.
@@ -79,13 +75,8 @@ type Envelope struct {
 	Message string
 	Data    []byte
 	Flags   uint64
-	// Size and Limit describe a too-large value (KindTooLarge); both are
-	// zero in a legacy envelope.
+	// Size and Limit describe a too-large value (KindTooLarge).
 	Size, Limit uint64
-	// LegacyText reports a legacy error envelope whose Data is a JSON
-	// string wrapping a non-JSON codec's encoding (lossy for invalid
-	// UTF-8; no longer written).
-	LegacyText bool
 }
 
 // ErrMalformed is the cause of every parse failure.
@@ -164,10 +155,6 @@ func Parse(data []byte) (Envelope, error) {
 			return Envelope{}, malformed("bad too-large envelope")
 		}
 		return Envelope{Kind: KindTooLarge, Size: size, Limit: limit}, nil
-	case legacyKindTooLarge:
-		return Envelope{Kind: KindTooLarge}, nil
-	case legacyKindError:
-		return parseLegacyError(body)
 	default:
 		return Envelope{}, malformed("unknown outcome kind")
 	}
@@ -183,33 +170,6 @@ func parseError(body []byte) (Envelope, error) {
 	}
 	if r.err != nil || len(r.b) != 0 || e.Flags>>1 != 0 {
 		return Envelope{}, malformed("bad error envelope")
-	}
-	return e, nil
-}
-
-// legacyError is the JSON error object of the legacy error kind.
-type legacyError struct {
-	Code    string          `json:"code,omitempty"`
-	Message string          `json:"message"`
-	Data    json.RawMessage `json:"data,omitempty"`
-	Text    bool            `json:"text,omitempty"`
-}
-
-func parseLegacyError(body []byte) (Envelope, error) {
-	var l legacyError
-	if err := json.Unmarshal(body, &l); err != nil {
-		return Envelope{}, malformed("bad legacy error envelope: " + err.Error())
-	}
-	e := Envelope{Kind: KindError, Code: l.Code, Message: l.Message}
-	if l.Data != nil {
-		e.Flags, e.Data, e.LegacyText = FlagData, l.Data, l.Text
-		if l.Text {
-			var s string
-			if json.Unmarshal(l.Data, &s) != nil {
-				return Envelope{}, malformed("bad legacy error data")
-			}
-			e.Data = []byte(s)
-		}
 	}
 	return e, nil
 }
@@ -244,9 +204,6 @@ func (e Envelope) Describe() (payload json.RawMessage, raw []byte) {
 		b, _ := json.Marshal(v) // strings and valid RawMessage always marshal
 		return b, nil
 	case KindTooLarge:
-		if e.Size == 0 && e.Limit == 0 {
-			return nil, nil
-		}
 		b, _ := json.Marshal(struct {
 			Size  uint64 `json:"size"`
 			Limit uint64 `json:"limit"`

@@ -39,24 +39,10 @@ func TestMessageIsCutAtARuneBoundary(t *testing.T) {
 	assert.True(t, utf8.ValidString(e.Message))
 }
 
-func TestLegacyEnvelopesStillParse(t *testing.T) {
-	e, err := Parse([]byte("\x01\x02" + `{"code":"c","message":"m","data":{"a":1}}`))
-	require.NoError(t, err)
-	assert.Equal(t, Envelope{Kind: KindError, Code: "c", Message: "m", Data: []byte(`{"a":1}`), Flags: FlagData}, e)
-
-	e, err = Parse([]byte("\x01\x02" + `{"message":"m","data":"\u00ff","text":true}`))
-	require.NoError(t, err)
-	assert.Equal(t, []byte("ÿ"), e.Data)
-	assert.True(t, e.LegacyText)
-
-	e, err = Parse([]byte{1, 3})
-	require.NoError(t, err)
-	assert.Equal(t, KindTooLarge, e.Kind)
-}
-
 func TestMalformedIsAnError(t *testing.T) {
 	bad := [][]byte{
-		nil, {1}, {2, 1}, {1, 9}, {1, 2, '{'},
+		nil, {1}, {2, 1}, {1, 9}, {1, 2, '{'}, {1, 3},
+		[]byte("\x01\x02" + `{"code":"c","message":"m"}`), // kinds 2 and 3 were never released
 		{1, 4}, {1, 4, 0, 5, 'a'}, {1, 4, 8, 0, 0}, {1, 4, 0, 0, 0, 'x'},
 		{1, 4, 1, 0, 0}, {1, 5, 1}, {1, 5, 1, 1, 1}, {1, 4, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x01},
 	}
@@ -87,8 +73,6 @@ func FuzzParse(f *testing.F) {
 	f.Add(Error("declined", "card declined", []byte{0xff, 0}, FlagData))
 	f.Add(Error("", "m", nil, 0))
 	f.Add(TooLarge(5, 4))
-	f.Add([]byte("\x01\x02" + `{"code":"c","message":"m","data":"x","text":true}`))
-	f.Add([]byte{1, 3})
 	f.Add([]byte{1, 4, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		e, err := Parse(data)
@@ -116,7 +100,6 @@ func FuzzParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded envelope does not parse: %v", err)
 		}
-		e.LegacyText = false
 		if e.Kind == KindError && len(e.Message) > MaxMessage {
 			e.Message = Truncate(e.Message)
 		}

@@ -34,9 +34,6 @@ if string.byte(cur, 2) == m and string.sub(cur, 3, 2 + m) == o and (st == 80 or 
 	end
 	return 1
 end
-if st == 112 or st == 99 or st == 104 then -- 'p', 'c', 'h'
-	return redis.error_reply('ONCECORRUPT record in the version 1 layout of an earlier redisstore')
-end
 if st ~= 80 and st ~= 67 and st ~= 72 then -- not 'P', 'C' or 'H': not a record of this layout
 	return redis.error_reply('ONCECORRUPT record layout')
 end

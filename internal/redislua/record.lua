@@ -1,4 +1,4 @@
--- record.lua: the record layout (version 2), prepended to the scripts that
+-- record.lua: the record layout, prepended to the scripts that
 -- decode records (see redislua.go), so that the server side reads and
 -- writes records in this one place; the Go side decodes them in
 -- redisstore's decodeRecord alone, and writes a new pending record from
@@ -24,9 +24,6 @@
 -- record keeps the retention it was written with (its PX), an upper bound
 -- on its time left that Claim needs (see redisstore's Claim).
 --
--- Version 1 records (state byte 'p', 'c' or 'h') are refused with an
--- ONCECORRUPT error, never misread.
---
 -- Replies that report a record a script did not change: {record, ttl}.
 
 -- ttl is the key's PTTL, which every record has.
@@ -44,9 +41,6 @@ end
 -- reply for a value this package did not write.
 local function decode(cur)
 	local st = string.sub(cur, 1, 1)
-	if st == 'p' or st == 'c' or st == 'h' then
-		error({err = 'ONCECORRUPT record in the version 1 layout of an earlier redisstore'})
-	end
 	local m = string.byte(cur, 2)
 	local n = m and string.byte(cur, 3 + m)
 	if (st ~= 'P' and st ~= 'C' and st ~= 'H') or not n or #cur < 3 + m + n then
