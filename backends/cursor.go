@@ -29,10 +29,6 @@ const MaxCursorLen = 64 << 10
 // still refuse the fields it cannot use (CursorUint, CheckCursorRecord).
 // OlderThan, Limit and Cursor are not bound: a walk may change the first
 // two between pages.
-//
-// Cursors of the format before this codec (each store had its own) are
-// refused, with a *ListParamsError, as any other cursor the store did not
-// return.
 type CursorCodec struct {
 	p       ListParams
 	binding string
