@@ -15,20 +15,23 @@ import (
 // before any store call, and the key stays as it is. An err with no mark is
 // final, whatever the Keeper's classifier says.
 //
-// Resolve stores the outcome whether the key is absent or in progress, and
-// whoever holds the claim (a held owner's later completion is refused). It
-// never overwrites a completed key: it returns ErrAlreadyCompleted then, and
-// ErrKeyReused when the key is bound to another fingerprint, and an
-// *InProgressError (Held) while a Reconciler holds a live lease on the held
-// key (it is asking the downstream service; retry after RetryAfter), or an
-// *InProgressError (not Held) when the store could not reach the key in
-// time (a SQL store waiting for a transaction that holds it uncommitted). The Keeper's
-// observers see an EventResolved when the outcome is stored, and an
-// EventStoreError when the store fails.
-//
-// With RefuseLiveClaim, Resolve also leaves a key whose owner is running
-// fn now (see RefuseLiveClaim).
-func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, value T, err error, opts ...ResolveOption) error {
+// Resolve stores the outcome whether the key is absent, held, or in
+// progress with a lapsed lease (its owner presumably crashed), whoever
+// holds the claim (a held owner's later completion is refused). It leaves
+// a key whose owner is running fn now (its lease is live): nothing is
+// stored, the owner keeps its claim, and Resolve returns an
+// *InProgressError (Held false; LeaseRemaining is the owner's lease left),
+// decided by the store in the same atomic step as the write, so a claim
+// taken just before the Resolve is left too. It never overwrites a
+// completed key: it returns ErrAlreadyCompleted then, and ErrKeyReused when
+// the key is bound to another fingerprint, and an *InProgressError (Held)
+// while a Reconciler holds a live lease on the held key (it is asking the
+// downstream service; retry after RetryAfter), or an *InProgressError (not
+// Held) when the store could not reach the key in time (a SQL store waiting
+// for a transaction that holds it uncommitted). The Keeper's observers see
+// an EventResolved when the outcome is stored, and an EventStoreError when
+// the store fails.
+func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, value T, err error) error {
 	if vErr := scope.validate(ctx, key, fp); vErr != nil {
 		return vErr
 	}
@@ -37,16 +40,9 @@ func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint
 	if encErr != nil {
 		return encErr
 	}
-	var o resolveOptions
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
 	start := cfg.clock()
 	res, sErr := scope.store.Resolve(ctx, backends.ResolveParams{
 		Scope: scope.name, Key: key, Fingerprint: fp, Owner: newToken(), Outcome: data, Retention: cfg.retention,
-		RefuseLiveClaim: o.refuseLiveClaim,
 	})
 	if sErr != nil {
 		cfg.emit(ctx, Event{Kind: EventStoreError, Scope: scope.name, Key: key, Op: "resolve", StoreTime: cfg.since(start), Err: sErr})
@@ -66,36 +62,11 @@ func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint
 		// the held key refused it; that Reconciler is asking and may
 		// resolve it itself. Pending: a claim the store could not take
 		// from, as a SQL store that gave up waiting for a transaction
-		// holding the key uncommitted (its lock timeout), or, with
-		// RefuseLiveClaim, a live claim; retry.
+		// holding the key uncommitted (its lock timeout), or a live
+		// claim; retry.
 		return newInProgress(res.Existing)
 	}
 	return ErrAlreadyCompleted
-}
-
-// ResolveOption configures one Resolve call (and one
-// oncehttp.ResolveResponse).
-type ResolveOption func(*resolveOptions)
-
-type resolveOptions struct {
-	refuseLiveClaim bool
-}
-
-// RefuseLiveClaim makes Resolve leave a key that is in progress with a
-// live lease, its owner running fn now: nothing is stored, the owner keeps
-// its claim and completes it, and Resolve returns an *InProgressError
-// (Held false; LeaseRemaining is the owner's lease left). The store
-// decides it in the same atomic step as the write
-// (backends.ResolveParams.RefuseLiveClaim), so a claim taken just before
-// the Resolve is left too, which a read of the key followed by a Resolve
-// cannot promise. A key whose owner's lease has lapsed (it presumably
-// crashed), a held key and an absent key are resolved as without it.
-//
-// Without it (the default) Resolve stores over a running claim, whose
-// owner then loses its lease: its result is dropped and every retry
-// replays the resolved outcome.
-func RefuseLiveClaim() ResolveOption {
-	return func(o *resolveOptions) { o.refuseLiveClaim = true }
 }
 
 // encodeResolution encodes the outcome Resolve and a Reconciler store:

@@ -300,28 +300,21 @@ type ResolveParams struct {
 	Owner     string
 	Outcome   []byte
 	Retention time.Duration
-	// RefuseLiveClaim makes Resolve leave a pending record whose lease is
-	// live (its owner is running now) as it is: Resolved false, Existing
-	// that record, decided in the same atomic step as the write, so a
-	// claim taken between an earlier read and this Resolve is refused too.
-	// A pending record whose lease has lapsed, a held record and an absent
-	// key are resolved as without it. False (the default) resolves a
-	// pending record whoever owns it, live or not.
-	RefuseLiveClaim bool
 	// OnlyLeased makes Resolve a write fenced by a reconciler's lease, as
 	// Complete is by a claim: it stores the outcome only over a held
-	// record whose owner is p.Owner, one that p.Owner leased with
-	// LeaseHeld and that nobody leased, took over, resolved or deleted
-	// since (its lease may have lapsed), with a matching fingerprint,
-	// decided in the same atomic step as the write. It leaves every other
+	// record that p.Owner leased with LeaseHeld and that nobody leased,
+	// took over, resolved or deleted since (its lease may have lapsed),
+	// with a matching fingerprint. The token of the claim that was held,
+	// which took no lease, does not satisfy it. It leaves every other
 	// record as it is and reports it (Resolved false, Existing that
 	// record): a pending one (a takeover's live claim, whatever its
-	// lease), a held one of another owner, a completed one (but a re-send
-	// still reports Resolved), and an absent or expired key (Existing the
-	// zero Record, State 0), which would be another intent's. With an
-	// empty Owner it resolves nothing. A Reconciler sends it with its
-	// lease's token, so that a verdict that comes late never lands on the
-	// key's next intent. False (the default): see Store.Resolve.
+	// lease), a held one nobody leased or another token leased, a
+	// completed one (but a re-send still reports Resolved), and an absent
+	// or expired key (Existing the zero Record, State 0), which would be
+	// another intent's. With an empty Owner it resolves nothing. A
+	// Reconciler sends it with its lease's token, so that a verdict that
+	// comes late never lands on the key's next intent. False (the
+	// default): see Store.Resolve.
 	OnlyLeased bool
 }
 
@@ -331,12 +324,12 @@ type ResolveResult struct {
 	Resolved bool
 	// Existing is the record that prevented it when Resolved is false: a
 	// completed record, a pending or held one whose fingerprint does not
-	// match, a held one under another token's live reconciler lease, a
-	// pending one with a live lease (with ResolveParams.RefuseLiveClaim),
-	// any record but a held one p.Owner leased, and the zero Record for an
-	// absent key (with ResolveParams.OnlyLeased), or a
-	// pending stand-in for a record the store could not see (see "A record
-	// the store cannot see" in the package documentation).
+	// match, a pending one whose lease is live, a held one under another
+	// token's live reconciler lease, any record but a held one p.Owner
+	// leased, and the zero Record for an absent key (with
+	// ResolveParams.OnlyLeased), or a pending stand-in for a record the
+	// store could not see (see "A record the store cannot see" in the
+	// package documentation).
 	Existing Record
 }
 
@@ -376,15 +369,18 @@ type Store interface {
 	// (including on a re-send of a Release that applied).
 	Release(ctx context.Context, p ReleaseParams) (applied bool, err error)
 
-	// Resolve stores an outcome decided out of band (a reconciliation job)
-	// for a key that is absent or pending, whoever owns it, provided
-	// FingerprintMatches(stored, p.Fingerprint). The completed record keeps
-	// the stored fingerprint when p.Fingerprint is empty, and stores
-	// p.Owner as its owner. Resolve never overwrites a completed record;
-	// it reports Resolved for a completed record that holds p.Owner (non
-	// empty) and p.Outcome already: a re-send of a Resolve that applied.
-	// With p.RefuseLiveClaim it also leaves a pending record whose lease is
-	// live, deciding so atomically with the write; with p.OnlyLeased it
+	// Resolve stores an outcome decided out of band (a reconciliation job
+	// or an operator) for a key that is absent, pending with a lapsed
+	// lease (whoever owns it) or held (see "The held state" in held.go),
+	// provided FingerprintMatches(stored, p.Fingerprint). It leaves a
+	// pending record whose lease is live (its owner is running now) as it
+	// is. Every such decision is taken in the same atomic step as the
+	// write, so a claim taken between an earlier read and this Resolve is
+	// left too. The completed record keeps the stored fingerprint when
+	// p.Fingerprint is empty, and stores p.Owner as its owner. Resolve
+	// never overwrites a completed record; it reports Resolved for a
+	// completed record that holds p.Owner (non empty) and p.Outcome
+	// already: a re-send of a Resolve that applied. With p.OnlyLeased it
 	// resolves nothing but a held record p.Owner leased (see
 	// ResolveParams.OnlyLeased).
 	Resolve(ctx context.Context, p ResolveParams) (ResolveResult, error)

@@ -43,12 +43,11 @@ func DecodeStoredResponse(payload []byte) (resp StoredResponse, ok bool) {
 // an *once.InvalidInputError (Field "status") and nothing is stored. The
 // Keeper's outcome cap does not apply: every response a middleware stores,
 // whatever its MaxStoredBody, is accepted (a response refused for its
-// size would leave the key held), within the store's own limits. opts
-// are once.Resolve's (once.RefuseLiveClaim leaves a request that is
-// running now).
-func ResolveResponse(ctx context.Context, scope once.Scope, key string, fp once.Fingerprint, resp StoredResponse, opts ...once.ResolveOption) error {
+// size would leave the key held), within the store's own limits. A
+// request that is running now is left to finish (see once.Resolve).
+func ResolveResponse(ctx context.Context, scope once.Scope, key string, fp once.Fingerprint, resp StoredResponse) error {
 	if !validStatus(resp.Status) {
 		return errStatus()
 	}
-	return once.Resolve(ctx, scope.With(once.WithCodec(responseCodec{}), once.WithMaxOutcomeSize(resolutionCap)), key, fp, toStored(resp), nil, opts...)
+	return once.Resolve(ctx, scope.With(once.WithCodec(responseCodec{}), once.WithMaxOutcomeSize(resolutionCap)), key, fp, toStored(resp), nil)
 }

@@ -60,8 +60,10 @@ func (m heldModel) apply(o heldOp, owner string) (bool, backends.State, heldMode
 		}
 	case "resolve":
 		switch m.state {
-		case 0, backends.StatePending:
+		case 0:
 			return true, 0, heldModel{state: backends.StateCompleted, owner: owner, outcome: o.outcome}
+		case backends.StatePending:
+			// A live claim (leases are long here) is left to its owner.
 		case backends.StateHeld:
 			if !m.leased || m.owner == owner {
 				return true, 0, heldModel{state: backends.StateCompleted, owner: owner, outcome: o.outcome}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -113,7 +114,6 @@ type op struct {
 	retention time.Duration
 	code, msg string // Hold
 	list      listOp // List
-	refuse    bool   // Resolve: RefuseLiveClaim
 	only      bool   // Resolve: OnlyLeased
 }
 
@@ -128,7 +128,7 @@ func (o op) String() string {
 	case opRelease:
 		return fmt.Sprintf("Release(%s, owner=%s)", o.key, o.owner)
 	case opResolve:
-		return fmt.Sprintf("Resolve(%s, owner=%q, fp=%q, outcome=%q, retention=%v, refuseLiveClaim=%v, onlyLeased=%v)", o.key, o.owner, o.fp, o.outcome, o.retention, o.refuse, o.only)
+		return fmt.Sprintf("Resolve(%s, owner=%q, fp=%q, outcome=%q, retention=%v, onlyLeased=%v)", o.key, o.owner, o.fp, o.outcome, o.retention, o.only)
 	case opHold:
 		return fmt.Sprintf("Hold(%s, owner=%s, for=%v, code=%.12q, message=%.12q, retention=%v)", o.key, o.owner, o.lease, o.code, o.msg, o.retention)
 	case opLeaseHeld:
@@ -186,8 +186,17 @@ func generate(r *rand.Rand, n int) []op {
 		return pick(claimOwners)
 	}
 	resolver := func(key string) string {
-		if o, ok := lastLeaser[key]; ok && r.IntN(100) < 60 {
-			return o
+		switch n := r.IntN(100); {
+		case n < 60:
+			if o, ok := lastLeaser[key]; ok {
+				return o
+			}
+		case n < 70:
+			// The claimer's token: a held record's own, which took no
+			// lease, must not pass for a reconciler's.
+			if o, ok := lastClaimer[key]; ok {
+				return o
+			}
 		}
 		return pick(resolveOwners)
 	}
@@ -209,7 +218,12 @@ func generate(r *rand.Rand, n int) []op {
 		case w < 50:
 			o = op{kind: opRelease, key: key, owner: owner(key)}
 		case w < 58:
-			o = op{kind: opResolve, key: key, owner: resolver(key), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur(), refuse: len(ops)%2 == 0, only: len(ops)%3 == 0}
+			o = op{kind: opResolve, key: key, owner: resolver(key), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur(), only: len(ops)%2 == 0}
+			if slices.Contains(claimOwners, o.owner) {
+				// Never the outcome of the owner's own Complete: a store
+				// may or may not take that for a re-sent Resolve.
+				o.outcome = "v-claimer"
+			}
 		case w < 65:
 			o = op{kind: opHold, key: key, owner: owner(key), lease: holdFor(), code: pick(heldCodes), msg: pick(heldMessages), retention: dur()}
 		case w < 71:
@@ -233,7 +247,7 @@ func generate(r *rand.Rand, n int) []op {
 			// Then someone else meets it.
 			switch r.IntN(4) {
 			case 0:
-				o = op{kind: opResolve, key: key, owner: pick(resolveOwners), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur(), refuse: len(ops)%2 == 0, only: len(ops)%3 == 0}
+				o = op{kind: opResolve, key: key, owner: pick(resolveOwners), fp: pick(modelFPs), outcome: pick(modelOutcomes), retention: dur(), only: len(ops)%2 == 0}
 			case 1:
 				o = op{kind: opLeaseHeld, key: key, owner: pick(leaseOwners), lease: dur()}
 			case 2:
@@ -311,8 +325,10 @@ type mrec struct {
 	fp      string
 	outcome string
 	// lease is a pending record's lease, a held record's reconciler lease
-	// (gone while none was taken).
-	lease deadline
+	// (gone while none was taken); leased reports that a held record's
+	// owner took its lease with LeaseHeld (Hold takes none).
+	lease  deadline
+	leased bool
 	// hold is a held record's hold; unbounded reports one made longer
 	// than a century (HeldInfo.Unbounded).
 	hold      deadline
@@ -562,11 +578,11 @@ func applyContract(w world, o op, epoch int) (result, mrec) {
 			return result{}, r // the next intent's key
 		case o.only && completed && o.owner != "" && r.owner == o.owner && r.outcome == o.outcome:
 			return result{ok: true}, r // a re-send
-		case o.only && !(held && o.owner != "" && r.owner == o.owner && fpMatch(r.fp, o.fp)):
+		case o.only && !(held && r.leased && o.owner != "" && r.owner == o.owner && fpMatch(r.fp, o.fp)):
 			return existingResult(w, epoch), r // not a held record this token leased
 		case r.state == 0:
 			return result{ok: true}, resolved(o.fp)
-		case pending && o.refuse && w.leaseLive:
+		case pending && w.leaseLive:
 			return existingResult(w, epoch), r // its owner is running
 		case (pending || held && !otherReconciler) && fpMatch(r.fp, o.fp):
 			return result{ok: true}, resolved(boundFP(r.fp, o.fp))
@@ -591,7 +607,7 @@ func applyContract(w world, o op, epoch int) (result, mrec) {
 	case opLeaseHeld:
 		if held && !otherReconciler {
 			n := r
-			n.owner = o.owner
+			n.owner, n.leased = o.owner, true
 			n.lease = deadlineOf(o.lease, epoch)
 			n.expiry = later(r.expiry, n.lease)
 			return result{ok: true}, n
@@ -658,7 +674,7 @@ func do(e *env, c capabilities, o op) (result, error) {
 		ok, err := s.Release(ctx, backends.ReleaseParams{Scope: e.scope, Key: o.key, Owner: o.owner})
 		return result{ok: ok}, err
 	case opResolve:
-		r, err := s.Resolve(ctx, backends.ResolveParams{Scope: e.scope, Key: o.key, Fingerprint: bytesOf(o.fp), Owner: o.owner, Outcome: []byte(o.outcome), Retention: o.retention, RefuseLiveClaim: o.refuse, OnlyLeased: o.only})
+		r, err := s.Resolve(ctx, backends.ResolveParams{Scope: e.scope, Key: o.key, Fingerprint: bytesOf(o.fp), Owner: o.owner, Outcome: []byte(o.outcome), Retention: o.retention, OnlyLeased: o.only})
 		if err != nil || r.Resolved || o.only && r.Existing.State == 0 {
 			return result{ok: r.Resolved}, err
 		}

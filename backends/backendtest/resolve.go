@@ -15,15 +15,16 @@ func exerciseResolve(t *testing.T, newStore NewStore) {
 		e.requireCompleted(e.claim("k", Token(), []byte("fp"), longLease, longRetention), []byte("fp"), []byte("reconciled"), "resolved")
 	})
 
-	run(t, newStore, "Pending", func(e *env) {
+	run(t, newStore, "LapsedPending", func(e *env) {
 		owner := Token()
-		e.mustClaim("k", owner, []byte("fp"), longLease, longRetention)
+		e.mustClaim("k", owner, []byte("fp"), shortLease, longRetention)
+		e.elapse(shortLease)
 		res := e.resolve("k", []byte("other"), []byte("x"))
 		require.False(e.t, res.Resolved, "a mismatched fingerprint resolves nothing")
 		require.Equal(e.t, backends.StatePending, res.Existing.State)
 		require.Equal(e.t, []byte("fp"), res.Existing.Fingerprint)
 		require.True(e.t, e.resolve("k", []byte("fp"), []byte("reconciled")).Resolved)
-		require.False(e.t, e.complete("k", owner, []byte("late"), longRetention), "the held owner no longer completes")
+		require.False(e.t, e.complete("k", owner, []byte("late"), longRetention), "the lapsed owner no longer completes")
 		e.requireCompleted(e.probe("k"), []byte("fp"), []byte("reconciled"), "resolved")
 	})
 
@@ -41,7 +42,7 @@ func exerciseResolve(t *testing.T, newStore NewStore) {
 
 	run(t, newStore, "EmptyFingerprintKeepsStored", func(e *env) {
 		// Issue 13 (4): a Resolve without a fingerprint keeps the key bound.
-		e.mustClaim("k", Token(), []byte("original"), longLease, longRetention)
+		e.mustHold("k", Token(), []byte("original"), longLease)
 		require.True(e.t, e.resolve("k", nil, []byte("reconciled")).Resolved)
 		e.requireCompleted(e.probe("k"), []byte("original"), []byte("reconciled"), "the stored fingerprint stays")
 	})
@@ -49,7 +50,7 @@ func exerciseResolve(t *testing.T, newStore NewStore) {
 	run(t, newStore, "BindsRecordWithoutFingerprint", func(e *env) {
 		// Decision C: an empty stored fingerprint matches any, and a
 		// non-empty one given binds it.
-		e.mustClaim("k", Token(), nil, longLease, longRetention)
+		e.mustHold("k", Token(), nil, longLease)
 		require.True(e.t, e.resolve("k", []byte("given"), []byte("reconciled")).Resolved)
 		e.requireCompleted(e.probe("k"), []byte("given"), []byte("reconciled"), "bound")
 	})
@@ -59,8 +60,8 @@ func exerciseResolve(t *testing.T, newStore NewStore) {
 		// after the first send applied reports Resolved; anything else
 		// reports the completed record.
 		owner := Token()
-		e.mustClaim("pending", Token(), []byte("fp"), longLease, longRetention)
-		for _, key := range []string{"absent", "pending"} {
+		e.mustHold("held", Token(), []byte("fp"), longLease)
+		for _, key := range []string{"absent", "held"} {
 			require.True(e.t, e.resolveAs(key, owner, []byte("fp"), []byte("v")).Resolved, key)
 			require.True(e.t, e.resolveAs(key, owner, []byte("fp"), []byte("v")).Resolved, "%s: a re-send reports Resolved", key)
 			require.True(e.t, e.resolveAs(key, owner, nil, []byte("v")).Resolved, "%s: the re-send's fingerprint is checked like any", key)
@@ -88,14 +89,14 @@ func exerciseResolve(t *testing.T, newStore NewStore) {
 		e.requireCompleted(e.probe("k"), []byte("original"), []byte("reconciled"), "a lapsed claim still binds the key")
 	})
 
-	run(t, newStore, "RefuseLiveClaim", func(e *env) {
-		// ResolveParams.RefuseLiveClaim leaves a pending record whose
-		// owner's lease is live as it is, and reports it.
+	run(t, newStore, "LeavesLiveClaim", func(e *env) {
+		// A pending record whose owner's lease is live is left as it is,
+		// and reported.
 		owner := Token()
 		e.mustClaim("k", owner, []byte("fp"), longLease, longRetention)
 		for _, fp := range [][]byte{[]byte("fp"), nil} {
-			res := e.resolveRefusing("k", Token(), fp, []byte("reconciled"))
-			require.False(e.t, res.Resolved, "a live claim is refused (fingerprint %q)", fp)
+			res := e.resolve("k", fp, []byte("reconciled"))
+			require.False(e.t, res.Resolved, "a live claim is left (fingerprint %q)", fp)
 			require.Equal(e.t, backends.StatePending, res.Existing.State)
 			require.Equal(e.t, []byte("fp"), res.Existing.Fingerprint)
 			require.Nil(e.t, res.Existing.Outcome)
@@ -105,37 +106,10 @@ func exerciseResolve(t *testing.T, newStore NewStore) {
 		require.True(e.t, e.renew("k", owner, longLease), "the owner keeps its claim")
 		require.True(e.t, e.complete("k", owner, []byte("owner's"), longRetention), "and completes it")
 		e.requireCompleted(e.probe("k"), []byte("fp"), []byte("owner's"), "the owner's outcome stays")
-
-		// Anything else resolves as without the flag.
-		lapsed := Token()
-		e.mustClaim("lapsed", lapsed, []byte("fp"), shortLease, longRetention)
-		e.mustHold("held", Token(), []byte("fp"), longLease)
-		e.elapse(shortLease)
-		fps := map[string][]byte{"lapsed": []byte("fp"), "held": []byte("fp")}
-		for _, key := range []string{"absent", "lapsed", "held"} {
-			res := e.resolveRefusing(key, Token(), nil, []byte("reconciled"))
-			require.True(e.t, res.Resolved, "%s: %+v", key, res)
-			e.requireCompleted(e.probe(key), fps[key], []byte("reconciled"), key)
-		}
-		require.False(e.t, e.complete("lapsed", lapsed, []byte("late"), longRetention), "the lapsed owner no longer completes")
-
-		// A mismatched fingerprint is refused as ever; a re-send reports
-		// Resolved; a completed record stays.
-		e.mustClaim("mismatch", Token(), []byte("fp"), shortLease, longRetention)
-		e.elapse(shortLease)
-		res := e.resolveRefusing("mismatch", Token(), []byte("other"), []byte("x"))
-		require.False(e.t, res.Resolved)
-		require.Equal(e.t, backends.StatePending, res.Existing.State)
-		resolver := Token()
-		require.True(e.t, e.resolveRefusing("resent", resolver, nil, []byte("v")).Resolved)
-		require.True(e.t, e.resolveRefusing("resent", resolver, nil, []byte("v")).Resolved, "a re-send reports Resolved")
-		res = e.resolveRefusing("resent", Token(), nil, []byte("w"))
-		require.False(e.t, res.Resolved)
-		require.Equal(e.t, []byte("v"), res.Existing.Outcome)
 	})
 
-	run(t, newStore, "RefuseLiveClaimRacesClaim", func(e *env) {
-		// A refusing Resolve and a Claim of one key, concurrently: one of
+	run(t, newStore, "RacesClaim", func(e *env) {
+		// A Resolve and a Claim of one key, concurrently: one of
 		// them wins, never both (a Resolve that read the key absent, then
 		// wrote over the claim taken meanwhile, fails here).
 		const keys = 40
@@ -156,7 +130,7 @@ func exerciseResolve(t *testing.T, newStore NewStore) {
 			doResolve := func() {
 				defer wg.Done()
 				resolved, rErr = e.store.Resolve(e.ctx, backends.ResolveParams{
-					Scope: e.scope, Key: key, Owner: Token(), Outcome: []byte("reconciled"), Retention: longRetention, RefuseLiveClaim: true,
+					Scope: e.scope, Key: key, Owner: Token(), Outcome: []byte("reconciled"), Retention: longRetention,
 				})
 			}
 			wg.Add(2)
@@ -242,6 +216,21 @@ func exerciseResolve(t *testing.T, newStore NewStore) {
 			e.requireCompleted(e.probe(key), fp, []byte("verdict"), key)
 		}
 		require.True(e.t, e.resolveLeased("re-leased", other, fp, []byte("verdict")).Resolved, "the new lease's token resolves it")
+	})
+
+	run(t, newStore, "OnlyLeasedNeedsALease", func(e *env) {
+		// The token of the claim that was held took no lease: it does not
+		// satisfy the fence (issue 26), until it takes one with LeaseHeld.
+		holder := Token()
+		e.mustHold("k", holder, []byte("fp"), longLease)
+		res := e.resolveLeased("k", holder, nil, []byte("verdict"))
+		require.False(e.t, res.Resolved, "the holder's token without a lease resolves nothing")
+		require.Equal(e.t, backends.StateHeld, res.Existing.State)
+		require.Equal(e.t, []byte("fp"), res.Existing.Fingerprint)
+		e.requireHeld(e.probe("k"), []byte("fp"), "the key stays held")
+		require.True(e.t, e.leaseHeld("k", holder, longLease).Leased)
+		require.True(e.t, e.resolveLeased("k", holder, nil, []byte("verdict")).Resolved, "leased, the same token resolves it")
+		e.requireCompleted(e.probe("k"), []byte("fp"), []byte("verdict"), "resolved")
 	})
 
 	run(t, newStore, "OnlyLeasedRacesTakeover", func(e *env) {

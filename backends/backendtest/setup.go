@@ -100,16 +100,6 @@ func (e *env) resolveAs(key, owner string, fp, outcome []byte) backends.ResolveR
 	return r
 }
 
-// resolveRefusing is resolveAs with RefuseLiveClaim.
-func (e *env) resolveRefusing(key, owner string, fp, outcome []byte) backends.ResolveResult {
-	e.t.Helper()
-	r, err := e.store.Resolve(e.ctx, backends.ResolveParams{
-		Scope: e.scope, Key: key, Fingerprint: fp, Owner: owner, Outcome: outcome, Retention: longRetention, RefuseLiveClaim: true,
-	})
-	require.NoError(e.t, err)
-	return r
-}
-
 // resolveLeased is resolveAs with OnlyLeased.
 func (e *env) resolveLeased(key, owner string, fp, outcome []byte) backends.ResolveResult {
 	e.t.Helper()

@@ -33,16 +33,20 @@ func (e *env) awaitWake(changed <-chan struct{}, what string) {
 func exerciseWatch(t *testing.T, newStore NewStore) {
 	for _, c := range []struct {
 		name   string
+		lease  time.Duration // the claim's; a shortLease lapses before Watch
 		change func(e *env, owner string)
 	}{
-		{"CompleteWakes", func(e *env, owner string) { require.True(e.t, e.complete("k", owner, []byte("v"), longRetention)) }},
-		{"ReleaseWakes", func(e *env, owner string) { require.True(e.t, e.release("k", owner)) }},
-		{"ResolveWakes", func(e *env, _ string) { require.True(e.t, e.resolve("k", nil, []byte("v")).Resolved) }},
+		{"CompleteWakes", longLease, func(e *env, owner string) { require.True(e.t, e.complete("k", owner, []byte("v"), longRetention)) }},
+		{"ReleaseWakes", longLease, func(e *env, owner string) { require.True(e.t, e.release("k", owner)) }},
+		{"ResolveWakes", shortLease, func(e *env, _ string) { require.True(e.t, e.resolve("k", nil, []byte("v")).Resolved) }},
 	} {
 		run(t, newStore, c.name, func(e *env) {
 			w := e.watcher()
 			owner := Token()
-			e.mustClaim("k", owner, nil, longLease, longRetention)
+			e.mustClaim("k", owner, nil, c.lease, longRetention)
+			if c.lease == shortLease {
+				e.elapse(shortLease) // Resolve leaves a live claim to its owner
+			}
 			changed, stop, err := w.Watch(e.ctx, e.scope, "k")
 			require.NoError(e.t, err)
 			defer stop()

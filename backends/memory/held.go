@@ -69,3 +69,10 @@ func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (back
 	sh.records[k] = e
 	return backends.LeaseHeldResult{Leased: true}, nil
 }
+
+// leasedBy reports whether e is a held record that owner (non-empty)
+// leased with LeaseHeld. Hold leaves no lease (its lease ends the moment
+// the hold starts); every LeaseHeld sets one that ends after it.
+func (e entry) leasedBy(owner string) bool {
+	return e.state == backends.StateHeld && owner != "" && e.owner == owner && e.leaseUntil.After(e.since)
+}

@@ -423,13 +423,13 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 			// Another reconciler's lease is live: it resolves this key.
 			return backends.ResolveResult{Existing: view(e, now)}, nil
 		}
-		if p.OnlyLeased && (e.state != backends.StateHeld || e.owner == "" || e.owner != p.Owner) {
-			// Not a held record this token leased: another intent's, or a
-			// takeover's claim.
+		if p.OnlyLeased && !e.leasedBy(p.Owner) {
+			// Not a held record this token leased: another intent's, a
+			// takeover's claim, or a hold nobody leased.
 			return backends.ResolveResult{Existing: view(e, now)}, nil
 		}
-		if p.RefuseLiveClaim && e.state == backends.StatePending && now.Before(e.leaseUntil) {
-			// Its owner is running now, and the caller asked to leave it.
+		if e.state == backends.StatePending && now.Before(e.leaseUntil) {
+			// Its owner is running now.
 			return backends.ResolveResult{Existing: view(e, now)}, nil
 		}
 		fingerprint = backends.BoundFingerprint(e.fingerprint, p.Fingerprint)

@@ -103,7 +103,7 @@ func (r runner) resolve(ctx context.Context, p backends.ResolveParams) (backends
 	err := r.call(ctx, "resolve", r.s.sql.resolve,
 		row.withDetails(&row.done, &row.state, &row.fp, &row.outcome, &row.leaseUS),
 		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, nonNil(p.Outcome), micros(p.Retention), r.s.cfg.lockWaitS,
-		p.RefuseLiveClaim, p.OnlyLeased)
+		p.OnlyLeased)
 	if err != nil {
 		return backends.ResolveResult{}, err
 	}

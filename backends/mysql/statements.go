@@ -15,11 +15,11 @@ const maxDatetime = `'9999-12-31 23:59:59.999999'`
 const (
 	// claimSQL and resolveSQL: scope, key, fingerprint, owner, then lease
 	// µs (claim) or outcome (resolve), retention µs, lock wait s, and
-	// (resolve) RefuseLiveClaim and OnlyLeased. They call migration 001's
+	// (resolve) OnlyLeased. They call migration 001's
 	// procedure. A procedure never changes under its name (see
 	// CONTRIBUTING.md): a change is a new name in a new migration.
-	claimSQL   = "CALL `once_records_call_v1`(1, ?, ?, ?, ?, NULL, ?, ?, ?, FALSE, FALSE)"
-	resolveSQL = "CALL `once_records_call_v1`(2, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)"
+	claimSQL   = "CALL `once_records_call_v1`(1, ?, ?, ?, ?, NULL, ?, ?, ?, FALSE)"
+	resolveSQL = "CALL `once_records_call_v1`(2, ?, ?, ?, ?, ?, 0, ?, ?, ?)"
 
 	// completeSQL: retention µs, outcome, scope, key, owner. Assignments
 	// read only parameters and the server's clock, never a column assigned

@@ -18,16 +18,14 @@ type resolveRow struct {
 	outcome  []byte
 	leaseUS  int64
 	ageUS    int64 // since claimed_at; 0 when NULL (not pending)
-	leased   bool  // a live held row owned by the Resolve's token
+	leased   bool  // a live held row the Resolve's token leased
 }
 
 // decide turns a resolveRow into a result, or reports that the statement
 // must run again because it lost a race with a concurrent commit.
-// refuseLive is the call's RefuseLiveClaim: a pending row with a live
-// lease is then an answer, not a race lost. onlyLeased is its OnlyLeased:
-// an absent key, and any row but a held one the token leased, is then an
-// answer.
-func (r resolveRow) decide(given []byte, refuseLive, onlyLeased bool) (res backends.ResolveResult, retry bool) {
+// onlyLeased is the call's OnlyLeased: an absent key, and any row but a
+// held one the token leased, is then an answer.
+func (r resolveRow) decide(given []byte, onlyLeased bool) (res backends.ResolveResult, retry bool) {
 	switch {
 	case r.resolved:
 		return backends.ResolveResult{Resolved: true}, false
@@ -47,8 +45,7 @@ func (r resolveRow) decide(given []byte, refuseLive, onlyLeased bool) (res backe
 		return backends.ResolveResult{Existing: rec}, false
 	}
 	if backends.FingerprintMatches(r.fp, given) &&
-		(rec.State == backends.StatePending && (!refuseLive || rec.LeaseRemaining <= 0) ||
-			rec.State == backends.StateHeld && rec.LeaseRemaining <= 0) {
+		(rec.State == backends.StatePending || rec.State == backends.StateHeld) && rec.LeaseRemaining <= 0 {
 		return backends.ResolveResult{}, true
 	}
 	if rec.State == backends.StatePending {
@@ -58,7 +55,7 @@ func (r resolveRow) decide(given []byte, refuseLive, onlyLeased bool) (res backe
 }
 
 func (q statements) resolveArgs(p backends.ResolveParams) []any {
-	return []any{p.Scope, p.Key, nonNil(p.Fingerprint), nonNil(p.Outcome), micros(p.Retention), p.Owner, q.lockTimeout, p.RefuseLiveClaim, p.OnlyLeased}
+	return []any{p.Scope, p.Key, nonNil(p.Fingerprint), nonNil(p.Outcome), micros(p.Retention), p.Owner, q.lockTimeout, p.OnlyLeased}
 }
 
 func (r *resolveRow) scan(row pgx.Row) error {
@@ -83,7 +80,7 @@ func resolveLoop(ctx context.Context, p backends.ResolveParams, attempt func(con
 		return backends.ResolveResult{}, err
 	}
 	res, err := raceLoop(ctx, "resolve", attempt, func(r resolveRow) (backends.ResolveResult, bool) {
-		return r.decide(p.Fingerprint, p.RefuseLiveClaim, p.OnlyLeased)
+		return r.decide(p.Fingerprint, p.OnlyLeased)
 	})
 	if code(err) == CodeLockNotAvailable {
 		return backends.ResolveResult{Existing: heldByTx(p.Fingerprint)}, nil

@@ -136,6 +136,11 @@ func change(t *testing.T, s *Store, scope, key, owner string, which int) {
 		require.True(t, ok)
 		return
 	case 2:
+		// A Resolve leaves a live claim: hold it first (which wakes the
+		// waiters too).
+		ok, err := s.Hold(ctx, backends.HoldParams{Scope: scope, Key: key, Owner: owner, For: time.Minute, Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
 		r, err := s.Resolve(ctx, backends.ResolveParams{Scope: scope, Key: key, Outcome: []byte("r"), Retention: time.Hour})
 		require.NoError(t, err)
 		require.True(t, r.Resolved)

@@ -309,10 +309,9 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 	return s.runBool(ctx, op, releaseScript, p.Scope, p.Key, p.Owner, s.notify)
 }
 
-// refuseArg is resolve.lua's ARGV[6] (RefuseLiveClaim) and ARGV[7]
-// (OnlyLeased).
-func refuseArg(refuse bool) string {
-	if refuse {
+// onlyLeasedArg is resolve.lua's ARGV[6] (OnlyLeased).
+func onlyLeasedArg(only bool) string {
+	if only {
 		return "1"
 	}
 	return ""
@@ -326,7 +325,7 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 		return backends.ResolveResult{}, err
 	}
 	v, err := resolveScript.Run(ctx, s.client, []string{s.key(p.Scope, p.Key)},
-		p.Fingerprint, p.Owner, p.Outcome, millis(p.Retention), s.notify, refuseArg(p.RefuseLiveClaim), refuseArg(p.OnlyLeased)).Result()
+		p.Fingerprint, p.Owner, p.Outcome, millis(p.Retention), s.notify, onlyLeasedArg(p.OnlyLeased)).Result()
 	if err != nil {
 		return backends.ResolveResult{}, translate(ctx, op, err)
 	}

@@ -29,6 +29,13 @@ type row struct {
 // held reports whether the row is held.
 func (r row) held() bool { return r.state == 1 && r.heldAt.Valid }
 
+// leasedBy reports whether the row is held and owner (non-empty) leased
+// it with LeaseHeld: Hold sets no lease (lease_until = held_at), every
+// LeaseHeld one that ends after the hold started.
+func (r row) leasedBy(owner string) bool {
+	return r.held() && owner != "" && r.owner.Valid && r.owner.String == owner && r.leaseUntil.Int64 > r.heldAt.Int64
+}
+
 // live reports whether the row exists and has not expired at now.
 func (r row) live(now int64) bool { return r.found && r.expiresAt > now }
 

@@ -22,12 +22,12 @@ func decideResolve(r row, p backends.ResolveParams, now int64) (resolveDecision,
 		return resolveReport, backends.ResolveResult{}
 	case !r.live(now):
 		return resolveInsert, backends.ResolveResult{Resolved: true}
-	case p.OnlyLeased && r.state == 1 && !(r.held() && p.Owner != "" && r.owner.Valid && r.owner.String == p.Owner):
-		// Not a held record this token leased: another intent's, or a
-		// takeover's claim.
+	case p.OnlyLeased && r.state == 1 && !r.leasedBy(p.Owner):
+		// Not a held record this token leased: another intent's, a
+		// takeover's claim, or a hold nobody leased.
 		return resolveReport, backends.ResolveResult{Existing: r.record(now)}
-	case p.RefuseLiveClaim && r.state == 1 && !r.held() && r.leaseUntil.Int64 > now:
-		// A live claim the caller asked to leave: its owner is running.
+	case r.state == 1 && !r.held() && r.leaseUntil.Int64 > now:
+		// A live claim: its owner is running.
 		return resolveReport, backends.ResolveResult{Existing: r.record(now)}
 	case r.state == 1 && backends.FingerprintMatches(r.fp, p.Fingerprint) &&
 		(!r.held() || r.leaseUntil.Int64 <= now || r.owner.String == p.Owner):

@@ -32,7 +32,7 @@ type resolveCmd struct {
 	Body        string        `placeholder:"TEXT" help:"Body of the --status response."`
 	Fingerprint string        `placeholder:"HEX" help:"Fingerprint of the request; a pending or held key must match it (default: no check, and the key keeps its stored fingerprint)."`
 	Retention   time.Duration `default:"24h" help:"How long the resolved record lives (at least 1m without --yes); after it, the key is a new intent."`
-	Yes         bool          `help:"Confirm a resolve that overrides a pending key's live claim, or a --retention under 1m."`
+	Yes         bool          `help:"Confirm a --retention under 1m."`
 }
 
 // resolveView is what resolve prints with --json.
@@ -106,15 +106,6 @@ func (r *resolveCmd) Run(e *env) error {
 		finalErr = &once.StoredError{Code: r.Code, Message: r.Error}
 	}
 	scope := once.New(c.store, opts...).Scope(r.Scope)
-	// Resolve stores over a pending claim; a live one is an owner running
-	// fn right now, who would then lose its lease, its result, and every
-	// retry would replay this outcome instead. Without --yes the store
-	// refuses it in the same atomic step as the write, so a claim taken
-	// just before is refused too.
-	var resolveOpts []once.ResolveOption
-	if !r.Yes {
-		resolveOpts = append(resolveOpts, once.RefuseLiveClaim())
-	}
 	if resolveHook != nil {
 		resolveHook()
 	}
@@ -122,7 +113,7 @@ func (r *resolveCmd) Run(e *env) error {
 	switch {
 	case r.Status != 0:
 		what, stored = fmt.Sprintf("an HTTP %d response (%d header(s), %d-byte body)", r.Status, len(header), len(r.Body)), "http_response"
-		err = oncehttp.ResolveResponse(ctx, scope, r.Key, fp, oncehttp.StoredResponse{Status: r.Status, Header: header, Body: []byte(r.Body)}, resolveOpts...)
+		err = oncehttp.ResolveResponse(ctx, scope, r.Key, fp, oncehttp.StoredResponse{Status: r.Status, Header: header, Body: []byte(r.Body)})
 	case finalErr != nil:
 		what, stored = "a final error", "final_error"
 		if r.Code != "" {
@@ -131,18 +122,18 @@ func (r *resolveCmd) Run(e *env) error {
 		if r.Data != "" {
 			what += " with data for the app's error type registered under that code (JSON codec)"
 		}
-		err = once.Resolve(ctx, scope, r.Key, fp, json.RawMessage(nil), finalErr, resolveOpts...)
+		err = once.Resolve(ctx, scope, r.Key, fp, json.RawMessage(nil), finalErr)
 	default:
 		what, stored = "a JSON value (decoded into the app's type with the JSON codec)", "value"
-		err = once.Resolve(ctx, scope, r.Key, fp, json.RawMessage(r.Value), nil, resolveOpts...)
+		err = once.Resolve(ctx, scope, r.Key, fp, json.RawMessage(r.Value), nil)
 	}
 	var inProgress *once.InProgressError
-	if errors.As(err, &inProgress) && !inProgress.Held && !r.Yes {
-		// Refused by RefuseLiveClaim, or by the store's lock timeout,
-		// which looks the same; a read tells them apart (it does not see
-		// a claim a transaction holds uncommitted).
+	if errors.As(err, &inProgress) && !inProgress.Held {
+		// Refused by the owner's live lease, or by the store's lock
+		// timeout, which looks the same; a read tells them apart (it does
+		// not see a claim a transaction holds uncommitted).
 		if left := liveLease(ctx, c, r.Scope, r.Key); left > 0 {
-			return usagef("the key is pending and its owner's lease is live (%v left): it is running its function now; resolving takes the claim from it (it gets lease lost, its result is dropped, every retry replays what you store). Wait for it, or give --yes", left.Round(time.Millisecond))
+			return usagef("the key is pending and its owner's lease is live (%v left): it is running its function now, and nothing was stored. Wait for it: it completes the key, or, if its process died, its lease lapses and resolve then stores your outcome", left.Round(time.Millisecond))
 		}
 	}
 	switch {

@@ -78,18 +78,18 @@ DROP PROCEDURE IF EXISTS `once_records_call_v1`;
 -- already owned by p_owner is a re-send of a Claim whose reply was lost:
 -- claimed, and nothing changes. A Resolve stores its outcome, with p_owner
 -- as the completed record's owner, when the key is absent or expired, or
--- pending or held with a matching fingerprint, except while a reconciler's
--- lease of another token than p_owner is live on a held record; with
--- p_refuse_live it leaves a pending record whose lease is live, and with
--- p_only_leased it writes only a live held record whose owner is p_owner
--- (non-empty), reporting an absent or expired key as state -1, written
--- nothing. It never overwrites a completed record, but reports a record
+-- pending with a lapsed lease, or held, with a matching fingerprint,
+-- except while a reconciler's lease of another token than p_owner is live
+-- on a held record. With p_only_leased it writes only a live held record
+-- that p_owner (non-empty) leased (a lease_until after held_at: the hold
+-- sets it to held_at, a lease beyond it), reporting an absent or expired
+-- key as state -1, written nothing. It never overwrites a completed record, but reports a record
 -- that a Resolve with this very (non-empty) owner token completed with
 -- this very outcome as resolved again: a re-send after a lost reply.
 CREATE PROCEDURE `once_records_call_v1`(
     IN p_state TINYINT, IN p_scope VARBINARY(255), IN p_key VARBINARY(255), IN p_fp VARBINARY(64),
     IN p_owner VARBINARY(255), IN p_outcome LONGBLOB, IN p_lease_us BIGINT, IN p_retention_us BIGINT,
-    IN p_lock_wait_s INT, IN p_refuse_live BOOLEAN, IN p_only_leased BOOLEAN)
+    IN p_lock_wait_s INT, IN p_only_leased BOOLEAN)
     MODIFIES SQL DATA
     SQL SECURITY INVOKER
 BEGIN
@@ -163,13 +163,14 @@ BEGIN
             ELSEIF v_live AND (v_state = 2 OR NOT (LENGTH(p_fp) = 0 OR LENGTH(v_fp) = 0 OR v_fp = p_fp)
                 OR IF(v_claim, v_lease_until > v_now OR (v_state = 3 AND v_hold_until > v_now),
                     v_state = 3 AND v_lease_until > v_now AND NOT (v_owner <=> p_owner)
-                    OR p_refuse_live AND v_state = 1 AND v_lease_until > v_now
-                    OR p_only_leased AND NOT (v_state = 3 AND LENGTH(p_owner) > 0 AND v_owner = p_owner))) THEN
+                    OR v_state = 1 AND v_lease_until > v_now
+                    OR p_only_leased AND NOT (v_state = 3 AND LENGTH(p_owner) > 0 AND v_owner = p_owner
+                        AND v_lease_until > v_held_at))) THEN
                 -- A live record that stays: completed, of another payload,
                 -- or, for a claim, pending or held with a live lease or hold,
-                -- for a Resolve, held under another reconciler's live lease,
-                -- or (p_refuse_live) pending with a live lease, or
-                -- (p_only_leased) anything but a held record p_owner leased.
+                -- for a Resolve, pending with a live lease, held under
+                -- another reconciler's live lease, or (p_only_leased)
+                -- anything but a held record p_owner leased.
                 -- No lock, no write.
                 SET r_state = v_state, r_fp = v_fp,
                     r_outcome = IF(v_state = 2, v_outcome, NULL),
