@@ -43,7 +43,7 @@ func requireTakenBack(t *testing.T, f *reconcileFaults, rc *once.Reconciler[stri
 	require.Zero(t, rep.Skipped, "no backoff")
 	require.Equal(t, 1, rep.Resolved, "the same owner takes its lease back")
 	require.Zero(t, once.ReconcilerBackoffs(rc), "and forgets the key")
-	rec, _, _, err := f.Get(t.Context(), "shop-0", "order-0000")
+	rec, err := f.Get(t.Context(), "shop-0", "order-0000")
 	require.NoError(t, err)
 	require.Equal(t, backends.StateCompleted, rec.State)
 }
@@ -252,7 +252,7 @@ func TestReconcilerEndsTheLeasesItForgets(t *testing.T) {
 			continue
 		}
 		forgotten++
-		rec, _, _, err := f.Get(t.Context(), k.scope, k.key)
+		rec, err := f.Get(t.Context(), k.scope, k.key)
 		require.NoError(t, err)
 		require.Equal(t, backends.StateHeld, rec.State)
 		require.Less(t, rec.LeaseRemaining, time.Second, "%s was unleased before it was forgotten", k.key)
@@ -304,7 +304,7 @@ func TestReconcilerListsAgainAfterAStoreError(t *testing.T) {
 	require.Equal(t, 1, rep.Resolved)
 	require.Len(t, asked, 1)
 	require.Equal(t, second.Key, asked[0].Key)
-	rec, _, _, err := f.Get(t.Context(), third.Scope, third.Key)
+	rec, err := f.Get(t.Context(), third.Scope, third.Key)
 	require.NoError(t, err)
 	require.Equal(t, backends.StateHeld, rec.State)
 	require.Equal(t, "declined", rec.Held.Code)

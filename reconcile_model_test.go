@@ -103,7 +103,7 @@ func runReconcilerModel(t *testing.T, seed uint64) {
 			}
 			before := map[string]backends.Record{}
 			for _, k := range keys {
-				if rec, _, ok, _ := mem.Get(ctx, "s", k); ok && rec.State == backends.StateCompleted {
+				if rec, _ := mem.Get(ctx, "s", k); rec.State == backends.StateCompleted {
 					before[k] = rec
 				}
 			}
@@ -115,8 +115,7 @@ func runReconcilerModel(t *testing.T, seed uint64) {
 			require.LessOrEqual(t, rep.Examined, batches[w], step)
 			if resets == resetsBefore {
 				for k, rec := range before {
-					now, _, ok, _ := mem.Get(ctx, "s", k)
-					if ok && now.State == backends.StateCompleted {
+					if now, _ := mem.Get(ctx, "s", k); now.State == backends.StateCompleted {
 						require.Equal(t, rec.Outcome, now.Outcome, "%s: a Reconciler changed the completed record of %s", step, k)
 					}
 				}
@@ -146,7 +145,7 @@ func runReconcilerModel(t *testing.T, seed uint64) {
 	require.NoError(t, err)
 	if counts.Held > 0 {
 		for _, k := range keys {
-			if rec, _, ok, _ := mem.Get(ctx, "s", k); ok && rec.State == backends.StateHeld {
+			if rec, _ := mem.Get(ctx, "s", k); rec.State == backends.StateHeld {
 				t.Logf("seed %d: %s held, reconciler lease left %v, hold left %v", seed, k, rec.LeaseRemaining, rec.Held.Remaining)
 			}
 		}

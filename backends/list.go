@@ -54,13 +54,11 @@ func (p ListParams) PageLimit() int {
 	return min(p.Limit, MaxListLimit)
 }
 
-// Listed is one record of a ListPage.
+// Listed is one record of a ListPage, its ExpiresIn set.
 type Listed struct {
 	Scope  string
 	Key    string
 	Record Record
-	// ExpiresIn is the time left before the record expires.
-	ExpiresIn time.Duration
 }
 
 // ListPage is one page of Lister.List.

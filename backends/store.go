@@ -209,11 +209,13 @@ type Record struct {
 	Age time.Duration
 	// Held describes a held record; the zero value otherwise.
 	Held HeldInfo
-	// RetentionRemaining is the time left before a completed record
-	// expires, by the store's clock, as of the read that returned it. Zero
-	// when the store does not report it; a cache of completed records
-	// (package localcache) never keeps an entry longer than it.
-	RetentionRemaining time.Duration
+	// ExpiresIn is the time left before the record expires, by the
+	// store's clock, as of the read that returned it. Admin.Get and
+	// Lister.List report it on every record; the other methods may leave
+	// it zero (not reported), and a store that reports it on a completed
+	// record reports it on every completed record. A cache of completed
+	// records (package localcache) never keeps an entry longer than it.
+	ExpiresIn time.Duration
 }
 
 // ClaimParams are the arguments of Store.Claim.
@@ -464,9 +466,10 @@ type Savepointer interface {
 // cmd/once CLI): reading and deleting one record regardless of its owner.
 // The core never calls it.
 type Admin interface {
-	// Get returns the live record of (scope, key); found is false when the
-	// key is absent or expired. Get takes no lock and writes nothing.
-	Get(ctx context.Context, scope, key string) (rec Record, expiresIn time.Duration, found bool, err error)
+	// Get returns the live record of (scope, key), its ExpiresIn set, or
+	// the zero Record (State 0) when the key is absent or expired. Get
+	// takes no lock and writes nothing.
+	Get(ctx context.Context, scope, key string) (Record, error)
 	// Delete removes the record of (scope, key) whatever its state or
 	// owner, so the next call with the key is a new intent. It reports
 	// whether a live record existed; a driver's re-send of a Delete that

@@ -67,7 +67,8 @@ func TestClientGoneMidBodyClaimsNothing(t *testing.T) {
 			assert.Equal(t, DefaultProblemBase+"request-body-invalid", r.problem(t).Type)
 			assert.Zero(t, runs.Load(), "the handler does not run")
 		}
-		_, _, found, err := store.Get(context.Background(), "u", "k")
+		got, err := store.Get(context.Background(), "u", "k")
+		found := got.State != 0
 		require.NoError(t, err)
 		assert.False(t, found, "reads body %v: nothing claimed or stored", readsBody)
 

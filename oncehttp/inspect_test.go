@@ -36,9 +36,9 @@ func TestStoredResponseForOperators(t *testing.T) {
 	}
 	require.Equal(t, http.StatusCreated, post("k1").Code)
 
-	rec, _, found, err := store.Get(t.Context(), "client-1", "k1")
+	rec, err := store.Get(t.Context(), "client-1", "k1")
 	require.NoError(t, err)
-	require.True(t, found)
+	require.NotZero(t, rec.State)
 	env, err := envelope.Parse(rec.Outcome)
 	require.NoError(t, err)
 	require.Equal(t, envelope.KindValue, env.Kind)

@@ -22,11 +22,16 @@ func (e *env) admin() backends.Admin {
 	return a
 }
 
+// get returns the record Get reports, its ExpiresIn, and whether it is
+// live (State not zero).
 func (e *env) get(key string) (backends.Record, time.Duration, bool) {
 	e.t.Helper()
-	rec, expiresIn, found, err := e.admin().Get(e.ctx, e.scope, key)
+	rec, err := e.admin().Get(e.ctx, e.scope, key)
 	require.NoError(e.t, err)
-	return rec, expiresIn, found
+	if rec.State == 0 {
+		require.Zero(e.t, rec, "an absent key is the zero Record")
+	}
+	return rec, rec.ExpiresIn, rec.State != 0
 }
 
 func (e *env) del(key string) bool {

@@ -63,8 +63,8 @@ func EachBadNameCall(ctx context.Context, store backends.Store, scope, key strin
 			rr, err := store.Resolve(ctx, backends.ResolveParams{Scope: c.scope, Key: c.key, Owner: owner, Outcome: []byte("v"), Retention: longRetention})
 			call("resolve", rr.Resolved, err)
 			if a, ok := backends.As[backends.Admin](store); ok {
-				_, _, found, err := a.Get(ctx, c.scope, c.key)
-				call("get", found, err)
+				rec, err := a.Get(ctx, c.scope, c.key)
+				call("get", rec.State != 0, err)
 				deleted, err := a.Delete(ctx, c.scope, c.key)
 				call("delete", deleted, err)
 			}

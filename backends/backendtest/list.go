@@ -49,7 +49,7 @@ func (e *env) walk(p backends.ListParams) (map[string]backends.Listed, int) {
 				require.Equal(e.t, p.Scope, r.Scope)
 			}
 			require.GreaterOrEqual(e.t, r.Record.Age, p.OlderThan, "the age filter")
-			require.Positive(e.t, r.ExpiresIn)
+			require.Positive(e.t, r.Record.ExpiresIn)
 			seen[r.Scope+"\x00"+r.Key] = r
 		}
 		if page.Next == "" {

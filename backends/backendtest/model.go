@@ -692,16 +692,16 @@ func do(e *env, c capabilities, o op) (result, error) {
 		ok, err := c.admin.Delete(ctx, e.scope, o.key)
 		return result{ok: ok}, err
 	case opGet:
-		rec, expiresIn, found, err := c.admin.Get(ctx, e.scope, o.key)
-		if err != nil || !found {
+		rec, err := c.admin.Get(ctx, e.scope, o.key)
+		if err != nil || rec.State == 0 {
 			return result{}, err
 		}
-		if err := checkExpiresIn(rec, expiresIn); err != nil {
+		if err := checkExpiresIn(rec); err != nil {
 			return result{}, fmt.Errorf("the record Get reported: %w", err)
 		}
 		r := fromRecord(rec)
 		r.ok = true
-		r.expires = reportedExpiresClass(expiresIn)
+		r.expires = reportedExpiresClass(rec.ExpiresIn)
 		return r, nil
 	}
 	panic("unreachable")
@@ -716,8 +716,9 @@ func do(e *env, c capabilities, o op) (result, error) {
 // record can expire milliseconds before its lease ends on a loaded
 // server (seen: 5 ms). The model's durations are tiny (at most 1 ms) or
 // at least an hour, so the slack hides no confusion of the two.
-func checkExpiresIn(rec backends.Record, expiresIn time.Duration) error {
+func checkExpiresIn(rec backends.Record) error {
 	const slack = 50 * time.Millisecond
+	expiresIn := rec.ExpiresIn
 	if expiresIn < 0 { // zero: less than the store's resolution (Redis: 1 ms) left
 		return fmt.Errorf("a live record expires in %v", expiresIn)
 	}

@@ -102,7 +102,7 @@ func (m *modelRun) list(e *env, c capabilities, l listOp) string {
 			var got []string
 			for _, r := range obs {
 				res := fromRecord(r.Record)
-				res.expires = reportedExpiresClass(r.ExpiresIn)
+				res.expires = reportedExpiresClass(r.Record.ExpiresIn)
 				got = append(got, res.String())
 			}
 			if len(got) == 0 {
@@ -131,7 +131,7 @@ func (l listOp) filterMismatch(scope string, r backends.Listed, olderThan time.D
 	case r.Record.Age < olderThan:
 		return fmt.Sprintf("its age %v is under the filter's", r.Record.Age)
 	}
-	if err := checkExpiresIn(r.Record, r.ExpiresIn); err != nil {
+	if err := checkExpiresIn(r.Record); err != nil {
 		return err.Error()
 	}
 	return ""
@@ -161,7 +161,7 @@ func (m *modelRun) listAdmits(w world, key string, l listOp, ages bool, obs []ba
 	}
 	for _, o := range obs {
 		got := fromRecord(o.Record)
-		got.expires = reportedExpiresClass(o.ExpiresIn)
+		got.expires = reportedExpiresClass(o.Record.ExpiresIn)
 		if !want.admits(got) {
 			return false, desc
 		}
@@ -265,11 +265,11 @@ func privateStores(e *env, newStore NewStore) bool {
 	}
 	key := "private-" + Token()
 	e.mustClaim(key, Token(), nil, longLease, longRetention)
-	_, _, found, err := other.Get(e.ctx, e.scope, key)
+	rec, err := other.Get(e.ctx, e.scope, key)
 	require.NoError(e.t, err)
 	_, err = c.admin.Delete(e.ctx, e.scope, key)
 	require.NoError(e.t, err)
-	return !found
+	return rec.State == 0
 }
 
 // sweep runs the store's sweep. Expired records are absent in every

@@ -38,7 +38,7 @@
 // record in the store. A record a Claim reports is cached for min(TTL,
 // retention, the time the record has left) from before the Claim was
 // sent, the last as the store reports it by its clock
-// (backends.Record.RetentionRemaining), so it never outlives the record
+// (backends.Record.ExpiresIn), so it never outlives the record
 // either. With a store that does not report the time left (zero: a
 // third-party store), such an entry is cached for min(TTL, retention) and
 // may outlive the store's record by up to that time.

@@ -100,7 +100,7 @@ func (c *cache) send(ctx context.Context, p backends.ClaimParams, k cacheKey) (b
 			expires: sent.Add(min(p.Lease, p.Retention)),
 		})
 	case res.Existing.State == backends.StateCompleted:
-		c.records.put(k, res.Existing, c.expiry(sent, p.Retention, res.Existing.RetentionRemaining), c.now(), deletes)
+		c.records.put(k, res.Existing, c.expiry(sent, p.Retention, res.Existing.ExpiresIn), c.now(), deletes)
 	}
 	return res, nil
 }
@@ -180,7 +180,7 @@ type adminCache struct {
 var _ backends.Admin = adminCache{}
 
 // Get reads the record from the store.
-func (c adminCache) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
+func (c adminCache) Get(ctx context.Context, scope, key string) (backends.Record, error) {
 	return c.admin.Get(ctx, scope, key)
 }
 

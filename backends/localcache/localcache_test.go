@@ -152,9 +152,9 @@ func TestDeleteThroughTheCacheIsSeenAtOnce(t *testing.T) {
 	require.NoError(t, err)
 	entries, _ := localcache.Stats(store)
 	require.Equal(t, 1, entries)
-	rec, _, found, err := admin.Get(ctx, "s", "k")
+	rec, err := admin.Get(ctx, "s", "k")
 	require.NoError(t, err)
-	require.True(t, found)
+	require.NotZero(t, rec.State)
 	require.Equal(t, backends.StateCompleted, rec.State)
 	deleted, err := admin.Delete(ctx, "s", "k")
 	require.NoError(t, err)
@@ -491,7 +491,7 @@ func TestConcurrentMixedKeys(t *testing.T) {
 }
 
 // A record read from the store is cached no longer than the time it has
-// left there (backends.Record.RetentionRemaining), even when the reading
+// left there (backends.Record.ExpiresIn), even when the reading
 // Keeper's TTL and retention are longer: after it expired in the store, fn
 // runs again.
 func TestEntryNeverOutlivesRemainingRetention(t *testing.T) {

@@ -34,7 +34,7 @@ func (e *entry) record(now time.Time) backends.Record {
 	buf := make([]byte, len(e.fingerprint)+len(e.outcome))
 	n := copy(buf, e.fingerprint)
 	copy(buf[n:], e.outcome)
-	rec := backends.Record{State: backends.StateCompleted, Outcome: buf[n:], RetentionRemaining: e.expires.Sub(now)}
+	rec := backends.Record{State: backends.StateCompleted, Outcome: buf[n:], ExpiresIn: e.expires.Sub(now)}
 	if n > 0 { // an empty fingerprint stays nil, as a store reports it
 		rec.Fingerprint = buf[:n:n]
 	}

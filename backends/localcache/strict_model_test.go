@@ -17,7 +17,7 @@ import (
 )
 
 // TestStrictModel is stricter than TestModel: one store (memory, which
-// reports RetentionRemaining) shared by a Keeper over the cache ("this
+// reports ExpiresIn) shared by a Keeper over the cache ("this
 // process") and one without ("another process"), both on one fake clock.
 // Before each call of the cached Keeper the model reads the record from
 // the store (Admin.Get) and derives what the store would answer; the
@@ -68,7 +68,8 @@ func runStrictCacheModel(t *testing.T, seed uint64, ops int) (hits, replays int)
 		now := clock.Now()
 		switch r := rng.IntN(20); {
 		case r < 9: // this process
-			rec, _, found, err := mem.Get(ctx, "m", key)
+			rec, err := mem.Get(ctx, "m", key)
+			found := rec.State != 0
 			require.NoError(t, err)
 			before := cs.claims.Load()
 			out, err := once.DoOutcome(ctx, this.With(once.WithRetention(ret)), key, f, modelFn(kind, i))
@@ -97,7 +98,8 @@ func runStrictCacheModel(t *testing.T, seed uint64, ops int) (hits, replays int)
 		case r < 15:
 			_ = once.Resolve(ctx, other.With(once.WithRetention(ret)), key, f, i, nil)
 		case r < 17:
-			rec, _, found, err := mem.Get(ctx, "m", key)
+			rec, err := mem.Get(ctx, "m", key)
+			found := rec.State != 0
 			require.NoError(t, err)
 			if rng.IntN(2) == 0 { // through the cache, which sees it
 				_, err = store.(backends.Admin).Delete(ctx, "m", key)

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"time"
 
 	"github.com/stagedoor/once/backends"
 )
@@ -12,12 +11,12 @@ var _ backends.Admin = (*Store)(nil)
 // Get implements backends.Admin. It reads the record under its shard's
 // mutex and changes nothing, not even an expired record (which it reports
 // absent). The returned slices are the caller's (see backends.Record).
-func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
+func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, error) {
 	if err := ctx.Err(); err != nil {
-		return backends.Record{}, 0, false, err
+		return backends.Record{}, err
 	}
 	if err := checkNames("get", scope, key); err != nil {
-		return backends.Record{}, 0, false, err
+		return backends.Record{}, err
 	}
 	sh := s.shardFor(scope, key)
 	sh.mu.Lock()
@@ -25,9 +24,9 @@ func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, ti
 	now := s.now()
 	e, ok := sh.records[recordKey{scope, key}]
 	if !ok || !now.Before(e.expiresAt) {
-		return backends.Record{}, 0, false, nil
+		return backends.Record{}, nil
 	}
-	return view(e, now), e.expiresAt.Sub(now), true, nil
+	return view(e, now), nil
 }
 
 // Delete implements backends.Admin. It removes the record of (scope, key)

@@ -117,7 +117,7 @@ func (s *Store) listShard(i int, seq uint64, w *walk) (next uint64, done bool) {
 			continue
 		}
 		e.outcome = nil // listed without it
-		w.page.Records = append(w.page.Records, backends.Listed{Scope: pl.k.scope, Key: pl.k.key, Record: view(e, now), ExpiresIn: e.expiresAt.Sub(now)})
+		w.page.Records = append(w.page.Records, backends.Listed{Scope: pl.k.scope, Key: pl.k.key, Record: view(e, now)})
 	}
 	return next, true
 }

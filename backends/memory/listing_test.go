@@ -66,7 +66,8 @@ func TestWalkBesideWrites(t *testing.T) {
 	}
 	// listedState is the state a key is listed in now, 0 when it is not.
 	listedState := func(i int) backends.State {
-		rec, _, found, err := s.Get(ctx, "s", key(i))
+		rec, err := s.Get(ctx, "s", key(i))
+		found := rec.State != 0
 		require.NoError(t, err)
 		if !found || rec.State == backends.StateCompleted {
 			return 0
@@ -95,7 +96,7 @@ func TestWalkBesideWrites(t *testing.T) {
 				listed[l.Key]++
 				require.Equal(t, l.Record.State, listedState(mustAtoi(t, l.Key[1:])), "listed as it is")
 				require.True(t, p.State == 0 || l.Record.State == p.State, "the state filter")
-				require.Positive(t, l.ExpiresIn)
+				require.Positive(t, l.Record.ExpiresIn)
 			}
 			if page.Next == "" {
 				break

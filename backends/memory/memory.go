@@ -232,7 +232,7 @@ func (sh *shard) sweep(now time.Time) int {
 // backends.Record): a zero-copy codec's value aliases the bytes it decoded,
 // and its caller may modify it.
 func view(e entry, now time.Time) backends.Record {
-	r := backends.Record{State: e.state}
+	r := backends.Record{State: e.state, ExpiresIn: e.expiresAt.Sub(now)} // positive: e is live at now
 	r.Fingerprint, r.Outcome = clone2(e.fingerprint, e.outcome)
 	switch e.state {
 	case backends.StatePending:
@@ -242,8 +242,6 @@ func view(e entry, now time.Time) backends.Record {
 		r.LeaseRemaining = e.leaseUntil.Sub(now)
 		r.Age = now.Sub(e.since)
 		r.Held = backends.HeldInfo{Remaining: e.holdUntil.Sub(now), Code: e.code, Message: e.message}
-	case backends.StateCompleted:
-		r.RetentionRemaining = e.expiresAt.Sub(now) // positive: e is live at now
 	}
 	return r
 }

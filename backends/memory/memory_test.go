@@ -64,7 +64,7 @@ func TestAmortisedSweepBoundsGrowth(t *testing.T) {
 
 // A Claim that finds a completed record reports the time the record has
 // left by the store's clock; a saturated retention reports a positive one.
-func TestClaimReportsRetentionRemaining(t *testing.T) {
+func TestClaimReportsExpiresIn(t *testing.T) {
 	ctx := context.Background()
 	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	s := memory.New(&memory.Config{Now: func() time.Time { return now }})
@@ -85,10 +85,10 @@ func TestClaimReportsRetentionRemaining(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, backends.StateCompleted, res.Existing.State)
 		if want == 0 {
-			require.Greater(t, res.Existing.RetentionRemaining, 100*365*24*time.Hour, key)
+			require.Greater(t, res.Existing.ExpiresIn, 100*365*24*time.Hour, key)
 			continue
 		}
-		require.Equal(t, want, res.Existing.RetentionRemaining, key)
+		require.Equal(t, want, res.Existing.ExpiresIn, key)
 	}
 }
 

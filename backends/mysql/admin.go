@@ -2,7 +2,6 @@ package mysqlstore
 
 import (
 	"context"
-	"time"
 
 	"github.com/stagedoor/once/backends"
 )
@@ -13,21 +12,23 @@ var _ backends.Admin = (*Store)(nil)
 // lock and writes nothing; it is not blocked by a transaction holding the
 // row. Lease, hold, age and expiry are measured on the server's
 // UTC_TIMESTAMP(6).
-func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
+func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, error) {
 	if err := checkInput("get", scope, key, nil, "", false); err != nil {
-		return backends.Record{}, 0, false, err
+		return backends.Record{}, err
 	}
 	return s.pool().get(ctx, "get", scope, key)
 }
 
-func (r runner) get(ctx context.Context, op, scope, key string) (backends.Record, time.Duration, bool, error) {
+func (r runner) get(ctx context.Context, op, scope, key string) (backends.Record, error) {
 	var row procRow
 	found, err := r.queryRow(ctx, op, r.s.sql.get,
 		row.withDetails(&row.state, &row.fp, &row.outcome, &row.leaseUS), scope, key)
 	if !found || err != nil {
-		return backends.Record{}, 0, false, err
+		return backends.Record{}, err
 	}
-	return row.existing(nil), fromMicros(row.expireUS), true, nil
+	rec := row.existing(nil)
+	rec.ExpiresIn = fromMicros(row.expireUS)
+	return rec, nil
 }
 
 // Delete implements backends.Admin in one DELETE of the live record,

@@ -60,7 +60,8 @@ func TestAgesNeverNegative(t *testing.T) {
 		}
 	}
 	for _, key := range []string{"pending", "held"} {
-		rec, _, found, err := s.Get(ctx, scope, key)
+		rec, err := s.Get(ctx, scope, key)
+		found := rec.State != 0
 		if err != nil || !found || rec.Age != 0 {
 			t.Fatalf("get %s: %+v found=%v %v, want zero old", key, rec, found, err)
 		}

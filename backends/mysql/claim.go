@@ -70,7 +70,7 @@ func (r procRow) existing(given []byte) backends.Record {
 		if rec.Outcome == nil {
 			rec.Outcome = []byte{}
 		}
-		rec.RetentionRemaining = fromMicros(r.expireUS)
+		rec.ExpiresIn = fromMicros(r.expireUS)
 	}
 	return rec
 }

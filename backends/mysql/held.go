@@ -97,7 +97,7 @@ func (r runner) leaseHeld(ctx context.Context, p backends.LeaseHeldParams) (back
 		if err != nil || n == 1 {
 			return backends.LeaseHeldResult{Leased: n == 1}, err
 		}
-		rec, _, _, err := r.get(ctx, op, p.Scope, p.Key)
+		rec, err := r.get(ctx, op, p.Scope, p.Key)
 		if err != nil || rec.State != backends.StateHeld || rec.LeaseRemaining > 0 || attempt == leaseHeldAttempts {
 			return backends.LeaseHeldResult{Existing: rec}, err
 		}

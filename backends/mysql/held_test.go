@@ -14,10 +14,10 @@ import (
 	"github.com/stagedoor/once/backends/backendtest"
 )
 
-// TestClaimReportsRetentionRemaining: a replay reports the completed
+// TestClaimReportsExpiresIn: a replay reports the completed
 // record's time left by the server's clock, in every claim mode and in a
 // transaction, from the claim's own read.
-func TestClaimReportsRetentionRemaining(t *testing.T) {
+func TestClaimReportsExpiresIn(t *testing.T) {
 	db := newDB(t, nil)
 	for name, cfg := range map[string]Config{
 		"insert-first": {}, "read-first": {ReadFirstClaims: true}, "procedure": {OneRoundTripClaims: true},
@@ -37,8 +37,8 @@ func TestClaimReportsRetentionRemaining(t *testing.T) {
 				require.NoError(t, err)
 				require.False(t, r.Claimed)
 				require.Equal(t, backends.StateCompleted, r.Existing.State)
-				require.LessOrEqual(t, r.Existing.RetentionRemaining, 2*time.Hour)
-				require.Greater(t, r.Existing.RetentionRemaining, 2*time.Hour-time.Minute)
+				require.LessOrEqual(t, r.Existing.ExpiresIn, 2*time.Hour)
+				require.Greater(t, r.Existing.ExpiresIn, 2*time.Hour-time.Minute)
 				require.Zero(t, r.Existing.Age, "a completed record has no age")
 			}
 			check(s)
@@ -74,7 +74,8 @@ func TestHeldInTx(t *testing.T) {
 		} else {
 			require.NoError(t, tx.Rollback())
 		}
-		rec, _, found, err := s.Get(ctx, scope, key)
+		rec, err := s.Get(ctx, scope, key)
+		found := rec.State != 0
 		require.NoError(t, err)
 		require.Equal(t, commit, found)
 		if commit {

@@ -106,7 +106,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 		}
 		l.Record = row.existing(nil)
 		l.Record.Outcome = nil // listed without it
-		l.ExpiresIn = fromMicros(row.expireUS)
+		l.Record.ExpiresIn = fromMicros(row.expireUS)
 		last.scope, last.key = l.Scope, l.Key
 		page.Records = append(page.Records, l)
 	}

@@ -65,7 +65,7 @@ const (
 
 // detailColumns are the columns every read of a record adds after its
 // lease, all on the server's clock: its time left before it expires
-// (a completed record's RetentionRemaining), its age (a pending record's
+// (a completed record's ExpiresIn), its age (a pending record's
 // since its claim, a held one's since its hold; zero when completed), a
 // held record's hold left, and the held error's code and message.
 const detailColumns = "TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), expires_at),\n" +

@@ -222,7 +222,9 @@ func TestExtremeDurations(t *testing.T) {
 	r, err := s.Claim(ctx, p)
 	require.NoError(t, err)
 	require.True(t, r.Claimed)
-	rec, expiresIn, found, err := s.Get(ctx, scope, "huge")
+	rec, err := s.Get(ctx, scope, "huge")
+	expiresIn := rec.ExpiresIn
+	found := rec.State != 0
 	require.NoError(t, err)
 	require.True(t, found)
 	require.Greater(t, rec.LeaseRemaining, longerThan)
@@ -237,17 +239,17 @@ func TestExtremeDurations(t *testing.T) {
 	ok, err = s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "huge", Owner: "o", Outcome: []byte("v"), Retention: huge})
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, expiresIn, found, err = s.Get(ctx, scope, "huge")
+	rec, err = s.Get(ctx, scope, "huge")
 	require.NoError(t, err)
-	require.True(t, found)
-	require.Greater(t, expiresIn, longerThan)
+	require.Equal(t, backends.StateCompleted, rec.State)
+	require.Greater(t, rec.ExpiresIn, longerThan)
 
 	res, err := s.Resolve(ctx, backends.ResolveParams{Scope: scope, Key: "resolved", Outcome: []byte("v"), Retention: huge})
 	require.NoError(t, err)
 	require.True(t, res.Resolved)
-	_, expiresIn, _, err = s.Get(ctx, scope, "resolved")
+	rec, err = s.Get(ctx, scope, "resolved")
 	require.NoError(t, err)
-	require.Greater(t, expiresIn, longerThan)
+	require.Greater(t, rec.ExpiresIn, longerThan)
 
 	// Tiny: one nanosecond rounds up to a microsecond, which has passed by
 	// the next statement.
@@ -496,8 +498,8 @@ func testReplayTakesNoLock(t *testing.T, cfg Config) {
 	r, err = s.Claim(short, claimParams(scope, "busy"))
 	require.NoError(t, err, "nor does an in-progress answer")
 	require.Equal(t, backends.StatePending, r.Existing.State)
-	rec, _, found, err := s.Get(short, scope, "done")
+	rec, err := s.Get(short, scope, "done")
 	require.NoError(t, err, "nor Get")
-	require.True(t, found)
+	require.Equal(t, backends.StateCompleted, rec.State)
 	require.Equal(t, []byte("v"), rec.Outcome)
 }

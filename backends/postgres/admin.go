@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"time"
 
 	"github.com/stagedoor/once/backends"
 )
@@ -12,14 +11,14 @@ var _ backends.Admin = (*Store)(nil)
 // Get implements backends.Admin in one SELECT that takes no row lock and
 // writes nothing; it is not blocked by a transaction holding the row.
 // Lease and expiry are measured on the server's clock_timestamp().
-func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
+func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, error) {
 	if err := checkNames("get", scope, key); err != nil {
-		return backends.Record{}, 0, false, err
+		return backends.Record{}, err
 	}
 	return s.get(ctx, s.db, scope, key)
 }
 
-func (s *Store) get(ctx context.Context, q querier, scope, key string) (backends.Record, time.Duration, bool, error) {
+func (s *Store) get(ctx context.Context, q querier, scope, key string) (backends.Record, error) {
 	var (
 		state                            int16
 		fp, outcome                      []byte
@@ -30,11 +29,12 @@ func (s *Store) get(ctx context.Context, q querier, scope, key string) (backends
 		Scan(&state, &fp, &outcome, &leaseUS, &expireUS, &ageUS, &holdUS, &code, &message)
 	found, err := interpretError("get", err)
 	if !found || err != nil {
-		return backends.Record{}, 0, false, err
+		return backends.Record{}, err
 	}
 	rec := existing(state, fp, outcome, fromMicros(leaseUS))
 	withDetails(&rec, ageUS, holdUS, code, message)
-	return rec, fromMicros(expireUS), true, nil
+	rec.ExpiresIn = fromMicros(expireUS)
+	return rec, nil
 }
 
 // withDetails sets the age of a pending or held record and a held
@@ -60,8 +60,8 @@ func withDetails(rec *backends.Record, ageUS, holdUS int64, code, message string
 // changed (it expired, or was resolved or taken over) after the statement
 // that reported it, and the caller decides again.
 func (s *Store) heldDetails(ctx context.Context, q querier, scope, key string, rec *backends.Record) (bool, error) {
-	full, _, found, err := s.get(ctx, q, scope, key)
-	if err != nil || !found || full.State != backends.StateHeld {
+	full, err := s.get(ctx, q, scope, key)
+	if err != nil || full.State != backends.StateHeld {
 		return false, err
 	}
 	*rec = full

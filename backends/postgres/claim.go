@@ -145,7 +145,7 @@ func (r fastRow) decide(given []byte) (res backends.ClaimResult, slow bool) {
 	rec := existing(r.state, r.fp, r.outcome, remaining(r.lease, r.now))
 	switch rec.State {
 	case backends.StateCompleted:
-		rec.RetentionRemaining = remaining(r.expires, r.now)
+		rec.ExpiresIn = remaining(r.expires, r.now)
 	case backends.StatePending:
 		// A held row's age (since its hold) is read with its hold's
 		// details (heldDetails).
@@ -244,7 +244,7 @@ func (r claimRow) decide(given []byte) (res backends.ClaimResult, retry bool) {
 	case backends.StatePending:
 		rec.Age = max(fromMicros(r.ageUS), 0)
 	case backends.StateCompleted:
-		rec.RetentionRemaining = fromMicros(r.expireUS)
+		rec.ExpiresIn = fromMicros(r.expireUS)
 	}
 	return backends.ClaimResult{Existing: rec}, false
 }

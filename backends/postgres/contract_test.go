@@ -19,7 +19,9 @@ const longAgo = 290 * 365 * 24 * time.Hour // what a math.MaxInt64 duration must
 
 func getRecord(t *testing.T, s *Store, scope, key string) (backends.Record, time.Duration, bool) {
 	t.Helper()
-	rec, exp, found, err := s.Get(context.Background(), scope, key)
+	rec, err := s.Get(context.Background(), scope, key)
+	exp := rec.ExpiresIn
+	found := rec.State != 0
 	require.NoError(t, err)
 	return rec, exp, found
 }

@@ -66,7 +66,7 @@ func (s *Store) leaseHeld(ctx context.Context, q querier, p backends.LeaseHeldPa
 		if found && ok {
 			return backends.LeaseHeldResult{Leased: true}, nil
 		}
-		rec, _, _, err := s.get(ctx, q, p.Scope, p.Key)
+		rec, err := s.get(ctx, q, p.Scope, p.Key)
 		if err != nil || rec.State != backends.StateHeld || rec.LeaseRemaining > 0 || attempt == maxAttempts {
 			return backends.LeaseHeldResult{Existing: rec}, err
 		}

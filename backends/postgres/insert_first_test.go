@@ -98,7 +98,7 @@ func TestInsertFirstStatements(t *testing.T) {
 			require.False(t, r.Claimed)
 			require.Equal(t, backends.StateCompleted, r.Existing.State)
 			require.Equal(t, []byte("v"), r.Existing.Outcome)
-			require.Positive(t, r.Existing.RetentionRemaining)
+			require.Positive(t, r.Existing.ExpiresIn)
 			require.Equal(t, c.replWant, *n, "statements of the replay")
 		})
 	}
@@ -233,9 +233,9 @@ func TestInsertFirstRowGoneBeforeRead(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, r.Claimed, "the key had no record when the claim read it")
 	s.db = db
-	rec, _, found, err := s.Get(ctx, scope, "gone")
+	rec, err := s.Get(ctx, scope, "gone")
 	require.NoError(t, err)
-	require.True(t, found)
+	require.NotZero(t, rec.State)
 	require.Equal(t, backends.StatePending, rec.State)
 
 	complete("replaced")

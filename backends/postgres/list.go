@@ -62,7 +62,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 		l.Record = existing(state, fp, nil, fromMicros(leaseUS))
 		l.Record.Outcome = nil // listed without it
 		withDetails(&l.Record, ageUS, holdUS, code, message)
-		l.ExpiresIn = fromMicros(expireUS)
+		l.Record.ExpiresIn = fromMicros(expireUS)
 		page.Records = append(page.Records, l)
 	}
 	if err := rows.Err(); err != nil {

@@ -137,12 +137,12 @@ func TestSweepSkipsLockedRows(t *testing.T) {
 	require.EqualValues(t, 1, n, "the row unlocked is swept next time")
 }
 
-// TestClaimReportsRetentionRemaining: a claim that finds a completed
+// TestClaimReportsExpiresIn: a claim that finds a completed
 // record reports the time it has left by the server's clock, and none for
 // a pending one — from its first statement and from the takeover
 // statement alike (which answers when the first saw the key expired or
 // absent and a concurrent session completed it in between).
-func TestClaimReportsRetentionRemaining(t *testing.T) {
+func TestClaimReportsExpiresIn(t *testing.T) {
 	pool := newPool(t, nil)
 	s := newTable(t, pool, Config{})
 	ctx := context.Background()
@@ -153,21 +153,21 @@ func TestClaimReportsRetentionRemaining(t *testing.T) {
 	pending, err := s.Claim(ctx, claimParams("s", "k"))
 	require.NoError(t, err)
 	require.Equal(t, backends.StatePending, pending.Existing.State)
-	require.Zero(t, pending.Existing.RetentionRemaining)
+	require.Zero(t, pending.Existing.ExpiresIn)
 	ok, err := s.Complete(ctx, backends.CompleteParams{Scope: "s", Key: "k", Owner: p.Owner, Outcome: []byte("v"), Retention: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
 	done, err := s.Claim(ctx, claimParams("s", "k"))
 	require.NoError(t, err)
 	require.Equal(t, backends.StateCompleted, done.Existing.State)
-	require.LessOrEqual(t, done.Existing.RetentionRemaining, time.Hour)
-	require.Greater(t, done.Existing.RetentionRemaining, 50*time.Minute)
+	require.LessOrEqual(t, done.Existing.ExpiresIn, time.Hour)
+	require.Greater(t, done.Existing.ExpiresIn, 50*time.Minute)
 
 	row, err := s.sql.claimOnce(ctx, s.db, claimParams("s", "k"))
 	require.NoError(t, err)
 	slow, retry := row.decide([]byte("fp"))
 	require.False(t, retry)
 	require.Equal(t, backends.StateCompleted, slow.Existing.State)
-	require.LessOrEqual(t, slow.Existing.RetentionRemaining, time.Hour)
-	require.Greater(t, slow.Existing.RetentionRemaining, 50*time.Minute, "the takeover statement reports the time left too")
+	require.LessOrEqual(t, slow.Existing.ExpiresIn, time.Hour)
+	require.Greater(t, slow.Existing.ExpiresIn, 50*time.Minute, "the takeover statement reports the time left too")
 }

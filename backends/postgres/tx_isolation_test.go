@@ -128,7 +128,8 @@ func TestInTxClaimNeverAnswersFromAnOlderSnapshot(t *testing.T) {
 					_, err = tx.Exec(ctx, "SELECT 1") // takes the snapshot
 					require.NoError(t, err)
 					c.after(t, s, scope, "k")
-					now, _, found, err := s.Get(ctx, scope, "k")
+					now, err := s.Get(ctx, scope, "k")
+					found := now.State != 0
 					require.NoError(t, err)
 
 					r, err := s.InTx(tx).Claim(ctx, claimParams(scope, "k"))

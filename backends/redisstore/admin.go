@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"context"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -22,26 +21,22 @@ var (
 // Get implements backends.Admin with one script that reads the record
 // and its PTTL, and writes nothing. An expired record has vanished from
 // Redis and is reported absent.
-func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
+func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, error) {
 	const op = "get"
 	if err := ctx.Err(); err != nil {
-		return backends.Record{}, 0, false, translate(ctx, op, err)
+		return backends.Record{}, translate(ctx, op, err)
 	}
 	if err := checkNames(op, scope, key); err != nil {
-		return backends.Record{}, 0, false, err
+		return backends.Record{}, err
 	}
 	v, err := getScript.Run(ctx, s.client, []string{s.key(scope, key)}).Result()
 	if err != nil {
-		return backends.Record{}, 0, false, translate(ctx, op, err)
+		return backends.Record{}, translate(ctx, op, err)
 	}
 	if v == int64(0) {
-		return backends.Record{}, 0, false, nil
+		return backends.Record{}, nil
 	}
-	rec, ttl, err := existingTTL(op, v)
-	if err != nil {
-		return backends.Record{}, 0, false, err
-	}
-	return rec, duration(ttl), true, nil
+	return existing(op, v)
 }
 
 // Delete implements backends.Admin with one script that deletes the record

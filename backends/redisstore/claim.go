@@ -19,7 +19,7 @@ import (
 // returns the record, writing nothing. The record's state, owner,
 // fingerprint and outcome come from that atomic answer; the PTTL that
 // Redis runs right before it, the record's time left by the server's
-// clock, supplies the durations (lease left, age, RetentionRemaining; see
+// clock, supplies the durations (lease left, age, ExpiresIn; see
 // record.lua). So a first claim, a replay, an in-progress duplicate and a
 // fingerprint mismatch cost one PTTL and one SET. The rare records the
 // SET cannot answer for (a pending lease that lapsed, a held record whose
@@ -34,7 +34,7 @@ import (
 // a lease then read from the record's previous version that seems live
 // answers "in progress" (no write: the caller retries), one that seems
 // lapsed goes to claim.lua; and a completed record reports at most the
-// retention it was written with, so its RetentionRemaining never exceeds
+// retention it was written with, so its ExpiresIn never exceeds
 // its real time left by more than the time between the two commands.
 // (MULTI would close the gap, but go-redis never re-sends a transaction
 // whose reply was lost, while it re-sends a pipeline; and the PTTL goes

@@ -288,7 +288,7 @@ func (s *Store) fetch(ctx context.Context, client redis.Cmdable, keys []string, 
 		if p.State != 0 && rec.State != p.State || rec.Age < p.OlderThan {
 			return nil
 		}
-		out = append(out, found{redisKey: k, listed: backends.Listed{Scope: scope, Key: key, Record: rec, ExpiresIn: duration(ttl)}})
+		out = append(out, found{redisKey: k, listed: backends.Listed{Scope: scope, Key: key, Record: rec}})
 		return nil
 	})
 	return out, err

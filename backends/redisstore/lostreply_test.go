@@ -132,17 +132,21 @@ func TestReSentAfterLostReply(t *testing.T) {
 	}
 
 	t.Run("Resolve", func(t *testing.T) {
-		for _, pending := range []bool{false, true} {
+		for _, held := range []bool{false, true} {
 			s, d := lossyStore(t)
 			scope := backendtest.Scope(t)
-			if pending {
-				claim(s, scope, backendtest.Token())
+			if held {
+				owner := backendtest.Token()
+				claim(s, scope, owner)
+				ok, err := s.Hold(ctx, backends.HoldParams{Scope: scope, Key: "k", Owner: owner, For: lease, Retention: retention})
+				require.NoError(t, err)
+				require.True(t, ok)
 			}
 			d.arm(redislua.Resolve)
 			r, err := s.Resolve(ctx, backends.ResolveParams{Scope: scope, Key: "k", Fingerprint: []byte("fp"), Owner: backendtest.Token(), Outcome: []byte("reconciled"), Retention: retention})
 			require.NoError(t, err)
 			lost(t, d)
-			require.True(t, r.Resolved, "pending=%v: a re-sent Resolve that applied reports Resolved, not the record it wrote", pending)
+			require.True(t, r.Resolved, "held=%v: a re-sent Resolve that applied reports Resolved, not the record it wrote", held)
 		}
 	})
 
@@ -240,9 +244,9 @@ func TestReSentAfterLostReply(t *testing.T) {
 		d.arm(redislua.Hold)
 		require.True(t, hold(s, scope, owner), "a re-sent Hold that applied reports true")
 		lost(t, d)
-		rec, _, found, err := s.(backends.Admin).Get(ctx, scope, "k")
+		rec, err := s.(backends.Admin).Get(ctx, scope, "k")
 		require.NoError(t, err)
-		require.True(t, found)
+		require.NotZero(t, rec.State)
 		require.Equal(t, backends.StateHeld, rec.State)
 		require.Equal(t, "c", rec.Held.Code)
 	})
@@ -274,7 +278,8 @@ func TestReSentAfterLostReply(t *testing.T) {
 		lost(t, d)
 		applied(t, d)
 		require.False(t, deleted, "a re-sent Delete reports false (see backends, \"Re-sent writes\")")
-		_, _, found, err := s.(backends.Admin).Get(ctx, scope, "k")
+		got, err := s.(backends.Admin).Get(ctx, scope, "k")
+		found := got.State != 0
 		require.NoError(t, err)
 		require.False(t, found, "deleted")
 		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: "k", Owner: backendtest.Token(), Lease: lease, Retention: retention})

@@ -201,8 +201,9 @@ func parseMillis(b string) (int64, bool) {
 }
 
 // record is r as the store reports it when its key has ttl ms left
-// (PTTL). A completed record reports at most its retention: ttl < 0 (not
-// read) reports the retention.
+// (PTTL), its ExpiresIn the ttl. A completed record reports at most its
+// retention: ttl < 0 (not read) reports the retention; a pending or held
+// one reports no ExpiresIn then.
 func (r stored) record(ttl int64) backends.Record {
 	rec := backends.Record{State: r.state, Fingerprint: r.fingerprint}
 	if r.state == backends.StateCompleted {
@@ -213,8 +214,11 @@ func (r stored) record(ttl int64) backends.Record {
 		}
 		// PTTL truncates: 0 means less than a millisecond left, which is
 		// not "not reported" (zero).
-		rec.RetentionRemaining = max(duration(left), time.Nanosecond)
+		rec.ExpiresIn = max(duration(left), time.Nanosecond)
 		return rec
+	}
+	if ttl >= 0 {
+		rec.ExpiresIn = duration(ttl)
 	}
 	rec.LeaseRemaining = duration(subSaturating(ttl, r.leaseTail))
 	rec.Age = duration(subSaturating(r.life, ttl))
@@ -255,21 +259,15 @@ func appendPending(b []byte, owner string, fp []byte, life, leaseTail int64) []b
 // existing decodes the reply {record, ttl} a script gives for a record it
 // did not change.
 func existing(op string, v any) (backends.Record, error) {
-	rec, _, err := existingTTL(op, v)
-	return rec, err
-}
-
-// existingTTL is existing that also returns the key's TTL in ms.
-func existingTTL(op string, v any) (backends.Record, int64, error) {
 	raw, ttl, err := recordReply(op, v)
 	if err != nil {
-		return backends.Record{}, 0, err
+		return backends.Record{}, err
 	}
 	r, err := decodeRecord(op, raw)
 	if err != nil {
-		return backends.Record{}, 0, err
+		return backends.Record{}, err
 	}
-	return r.record(ttl), ttl, nil
+	return r.record(ttl), nil
 }
 
 // recordReply splits a script's reply {record, ttl} (see record.lua) into

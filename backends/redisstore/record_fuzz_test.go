@@ -63,7 +63,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			rec := r.record(ttl)
 			require.Equal(t, r.state, rec.State)
 			if r.state == backends.StateCompleted {
-				require.Equal(t, max(duration(min(ttl, r.retention)), time.Nanosecond), rec.RetentionRemaining, "at most the retention")
+				require.Equal(t, max(duration(min(ttl, r.retention)), time.Nanosecond), rec.ExpiresIn, "at most the retention")
 				continue
 			}
 			require.Equal(t, ttl > r.leaseTail, rec.LeaseRemaining > 0, "no overflow flips the lease's sign")

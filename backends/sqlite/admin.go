@@ -2,23 +2,24 @@ package sqlitestore
 
 import (
 	"context"
-	"time"
 
 	"github.com/stagedoor/once/backends"
 )
 
 // Get implements backends.Admin with one read on a read connection: no
 // lock, no write. Lease and expiry are measured on the store's clock.
-func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, time.Duration, bool, error) {
+func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, error) {
 	if err := checkNames("get", scope, key); err != nil {
-		return backends.Record{}, 0, false, err
+		return backends.Record{}, err
 	}
 	r, err := s.read(ctx, s.reader, "get", scope, key)
 	now := s.nowMicros()
 	if err != nil || !r.live(now) {
-		return backends.Record{}, 0, false, err
+		return backends.Record{}, err
 	}
-	return r.record(now), remaining(now, r.expiresAt), true, nil
+	rec := r.record(now)
+	rec.ExpiresIn = remaining(now, r.expiresAt)
+	return rec, nil
 }
 
 // Delete implements backends.Admin in one DELETE of the live record,

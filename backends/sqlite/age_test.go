@@ -52,7 +52,8 @@ func TestAgesNeverNegative(t *testing.T) {
 		if r := claim(key, "b"); r.Claimed || r.Existing.Age != 0 {
 			t.Fatalf("duplicate claim of %s: %+v, want its record, zero old", key, r)
 		}
-		rec, _, found, err := s.Get(ctx, "s", key)
+		rec, err := s.Get(ctx, "s", key)
+		found := rec.State != 0
 		if err != nil || !found || rec.Age != 0 {
 			t.Fatalf("get %s: %+v found=%v %v, want zero old", key, rec, found, err)
 		}

@@ -34,7 +34,7 @@ func (c *storeClock) Advance(d time.Duration) {
 
 // A Claim that finds a completed record reports the time it has left by
 // the store's clock, to the microsecond the file stores.
-func TestClaimReportsRetentionRemaining(t *testing.T) {
+func TestClaimReportsExpiresIn(t *testing.T) {
 	ctx := context.Background()
 	clock := &storeClock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
 	s := openStore(t, tempDB(t), &Options{Now: clock.Now})
@@ -48,7 +48,7 @@ func TestClaimReportsRetentionRemaining(t *testing.T) {
 	res, err = s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "k", Owner: "p", Lease: time.Minute, Retention: time.Minute})
 	require.NoError(t, err)
 	require.Equal(t, backends.StateCompleted, res.Existing.State)
-	require.Equal(t, 40*time.Second, res.Existing.RetentionRemaining)
+	require.Equal(t, 40*time.Second, res.Existing.ExpiresIn)
 }
 
 // A local cache (package localcache) never serves a record read from

@@ -108,7 +108,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 		r.found = true
 		l.Record = r.record(now)
 		l.Record.Outcome = nil // listed without it
-		l.ExpiresIn = remaining(now, r.expiresAt)
+		l.Record.ExpiresIn = remaining(now, r.expiresAt)
 		page.Records = append(page.Records, l)
 	}
 	if err := rows.Err(); err != nil {

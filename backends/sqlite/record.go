@@ -64,7 +64,7 @@ func (r row) record(now int64) backends.Record {
 		if rec.Outcome == nil {
 			rec.Outcome = []byte{}
 		}
-		rec.RetentionRemaining = remaining(now, r.expiresAt) // positive: r is live at now
+		rec.ExpiresIn = remaining(now, r.expiresAt) // positive: r is live at now
 	}
 	return rec
 }

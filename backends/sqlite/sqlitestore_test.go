@@ -177,12 +177,15 @@ func TestClockOption(t *testing.T) {
 	ok, err := s.Complete(ctx, backends.CompleteParams{Scope: "s", Key: "k", Owner: "b", Outcome: []byte("v"), Retention: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
-	_, expiresIn, found, err := s.Get(ctx, "s", "k")
+	got, err := s.Get(ctx, "s", "k")
+	expiresIn := got.ExpiresIn
+	found := got.State != 0
 	require.NoError(t, err)
 	require.True(t, found)
 	require.Equal(t, time.Hour, expiresIn)
 	clock.Advance(time.Hour)
-	_, _, found, err = s.Get(ctx, "s", "k")
+	got, err = s.Get(ctx, "s", "k")
+	found = got.State != 0
 	require.NoError(t, err)
 	require.False(t, found, "expired exactly at its retention")
 	n, err := s.Sweep(ctx, 0)
@@ -221,7 +224,9 @@ func TestExtremeDurations(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, ok)
 		clock.Advance(1000 * time.Hour)
-		_, expiresIn, found, err := s.Get(ctx, "s", "k")
+		got, err := s.Get(ctx, "s", "k")
+		expiresIn := got.ExpiresIn
+		found := got.State != 0
 		require.NoError(t, err)
 		require.True(t, found)
 		require.Greater(t, expiresIn, time.Duration(0))

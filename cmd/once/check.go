@@ -94,7 +94,7 @@ func checkPostgres(e *env, c *conn) (checkResult, error) {
 	ctx, cancel := e.bounded()
 	defer cancel()
 	res := checkResult{Store: "postgres", OK: true, Table: pgTable(e.cli), LatestVersion: latestMigration()}
-	_, _, _, err := c.pg.Get(ctx, "once-cli", "check")
+	_, err := c.pg.Get(ctx, "once-cli", "check")
 	var pe *postgres.Error
 	if errors.As(err, &pe) && pe.Code == postgres.CodeUndefinedTable {
 		res.OK = false

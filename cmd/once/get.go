@@ -60,22 +60,22 @@ func (g *getCmd) Run(e *env) error {
 		return err
 	}
 	defer done()
-	rec, expiresIn, found, err := c.admin.Get(ctx, g.Scope, g.Key)
+	rec, err := c.admin.Get(ctx, g.Scope, g.Key)
 	if err != nil {
 		return err
 	}
-	v := newRecordView(g.Scope, g.Key, rec, expiresIn, found)
+	v := newRecordView(g.Scope, g.Key, rec)
 	return e.emit(v, v.text()...)
 }
 
-func newRecordView(scope, key string, rec backends.Record, expiresIn time.Duration, found bool) recordView {
+func newRecordView(scope, key string, rec backends.Record) recordView {
 	v := recordView{Scope: scope, Key: key, State: "absent"}
-	if !found {
+	if rec.State == 0 {
 		return v
 	}
 	v.State = rec.State.String()
 	v.Fingerprint = hex.EncodeToString(rec.Fingerprint)
-	v.ExpiresInMS = expiresIn.Milliseconds()
+	v.ExpiresInMS = rec.ExpiresIn.Milliseconds()
 	if rec.State != backends.StateCompleted {
 		lease, age := rec.LeaseRemaining.Milliseconds(), rec.Age.Milliseconds()
 		v.LeaseRemainingMS, v.AgeMS = &lease, &age

@@ -123,7 +123,7 @@ func newListedView(r backends.Listed) listedView {
 	v := listedView{
 		Scope: r.Scope, Key: r.Key, State: r.Record.State.String(),
 		AgeMS: r.Record.Age.Milliseconds(), LeaseRemainingMS: r.Record.LeaseRemaining.Milliseconds(),
-		ExpiresInMS: r.ExpiresIn.Milliseconds(),
+		ExpiresInMS: r.Record.ExpiresIn.Milliseconds(),
 	}
 	if r.Record.State == backends.StateHeld {
 		h := r.Record.Held

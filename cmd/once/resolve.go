@@ -162,8 +162,8 @@ var resolveHook func()
 // liveLease returns the lease left on the pending record of (scope, key),
 // or 0 when it is not pending with a live lease (or the read failed).
 func liveLease(ctx context.Context, c *conn, scope, key string) time.Duration {
-	rec, _, found, err := c.admin.Get(ctx, scope, key)
-	if err != nil || !found || rec.State != backends.StatePending {
+	rec, err := c.admin.Get(ctx, scope, key)
+	if err != nil || rec.State != backends.StatePending {
 		return 0
 	}
 	return max(rec.LeaseRemaining, 0)

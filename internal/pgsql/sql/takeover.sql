@@ -21,7 +21,7 @@
 -- statement then only reads, takes no row lock and writes nothing.
 --
 -- The answer's last columns are a pending row's age (since claimed_at) and the row's time left
--- before it expires (a completed row's RetentionRemaining): this is the
+-- before it expires (a completed row's ExpiresIn): this is the
 -- slow path, so the server computes them, as it computes the lease left.
 --
 -- c sets lock_timeout local to the statement's transaction before either
