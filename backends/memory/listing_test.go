@@ -67,9 +67,8 @@ func TestWalkBesideWrites(t *testing.T) {
 	// listedState is the state a key is listed in now, 0 when it is not.
 	listedState := func(i int) backends.State {
 		rec, err := s.Get(ctx, "s", key(i))
-		found := rec.State != 0
 		require.NoError(t, err)
-		if !found || rec.State == backends.StateCompleted {
+		if rec.State == backends.StateCompleted {
 			return 0
 		}
 		return rec.State
