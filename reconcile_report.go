@@ -31,11 +31,11 @@ type ReconcileReport struct {
 	// Skipped is the keys this pass left alone, without a store call,
 	// because a store write for them (LeaseHeld, Resolve, or the LeaseHeld
 	// that ends a lease) failed, or the store panicked, recently in this
-	// Reconciler: a key is skipped for ReconcileBackoffMin after such a
-	// failure, twice as long after each further consecutive one, at most
-	// ReconcileBackoffMax, and is forgotten once a store write for it
-	// succeeds (or to make room: see MaxReconcileBackoffs and
-	// MaxReconcileKeptLeases). A store error that comes with the end of
+	// Reconciler: a key is skipped for a second after such a failure,
+	// twice as long after each further consecutive one, at most a minute,
+	// and is forgotten once a store write for it succeeds (or to make
+	// room: a Reconciler remembers the failures of at most 256 keys, 1024
+	// counting those whose lease may still be its own). A store error that comes with the end of
 	// Pass's context starts no backoff, but the key's lease's owner is
 	// still remembered when that lease may be ours (see Pass). A key in
 	// backoff is free for other Reconcilers: its lease was ended (unless
@@ -54,7 +54,7 @@ type ReconcileReport struct {
 	// scope and key: the ReconcileFunc's errors, encoding failures,
 	// recovered panics, and the failure (a *StoreError) to end a key's
 	// lease after the store error that Pass returns, or before the
-	// Reconciler forgets it (see MaxReconcileKeptLeases).
+	// Reconciler forgets it (to make room, as Skipped says).
 	Errors []error
 	// Done reports that the pass reached the end of the held keys (also
 	// when a store error on the last of them ended it); the next Pass
