@@ -33,8 +33,8 @@ require (
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
-	github.com/stagedoor/once/backends/mysql v0.0.0-00010101000000-000000000000
-	github.com/stagedoor/once/backends/sqlite v0.0.0-00010101000000-000000000000
+	github.com/stagedoor/once/backends/mysqlstore v0.0.0-00010101000000-000000000000
+	github.com/stagedoor/once/backends/sqlitestore v0.0.0-00010101000000-000000000000
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
@@ -45,6 +45,6 @@ require (
 
 replace github.com/stagedoor/once => ..
 
-replace github.com/stagedoor/once/backends/mysql => ../backends/mysql
+replace github.com/stagedoor/once/backends/mysqlstore => ../backends/mysqlstore
 
-replace github.com/stagedoor/once/backends/sqlite => ../backends/sqlite
+replace github.com/stagedoor/once/backends/sqlitestore => ../backends/sqlitestore

@@ -8,7 +8,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	mysqlstore "github.com/stagedoor/once/backends/mysql"
+	mysqlstore "github.com/stagedoor/once/backends/mysqlstore"
 )
 
 // mysqlDSN is ONCE_MYSQL_DSN, or the local MariaDB (root, no password,
@@ -100,7 +100,7 @@ func setupMySQL(ctx context.Context, id string, conns int, claims string) (_ *su
 // the same INSERT IGNORE, which affects no row, then a SELECT of the row,
 // whose hash and status decide replay, in progress or mismatch. No lease,
 // owner, fencing, expiry or sweeper index; two round trips on every path.
-// (backends/mysql's BenchmarkRawBaseline is the same mechanism.)
+// (backends/mysqlstore's BenchmarkRawBaseline is the same mechanism.)
 func rawMySQLTarget(ctx context.Context, db *sql.DB, table, user string, stmts *[]*sql.Stmt) (*target, error) {
 	if _, err := db.ExecContext(ctx, "CREATE TABLE "+table+` (
 	`+"`key`"+`         VARBINARY(255) NOT NULL,

@@ -8,7 +8,7 @@ import (
 
 	_ "modernc.org/sqlite" // the baseline's driver, the one sqlitestore uses
 
-	sqlitestore "github.com/stagedoor/once/backends/sqlite"
+	sqlitestore "github.com/stagedoor/once/backends/sqlitestore"
 )
 
 // setupSQLite returns the library over sqlitestore (its defaults: WAL,

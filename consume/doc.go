@@ -10,7 +10,7 @@
 //	case consume.DeadLetter: // msg.Term()
 //	}
 //
-// The broker adapters (natsonce, amqponce, watermillonce) make these calls
+// The broker adapters (oncenats, onceamqp, oncewatermill) make these calls
 // and settle the message for you.
 //
 // # Decisions

@@ -7,8 +7,8 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/stagedoor/once v0.0.0-00010101000000-000000000000
-	github.com/stagedoor/once/backends/mysql v0.0.0-00010101000000-000000000000
-	github.com/stagedoor/once/backends/sqlite v0.0.0-00010101000000-000000000000
+	github.com/stagedoor/once/backends/mysqlstore v0.0.0-00010101000000-000000000000
+	github.com/stagedoor/once/backends/sqlitestore v0.0.0-00010101000000-000000000000
 	github.com/stretchr/testify v1.12.1
 )
 
@@ -36,6 +36,6 @@ require (
 
 replace github.com/stagedoor/once => ..
 
-replace github.com/stagedoor/once/backends/mysql => ../backends/mysql
+replace github.com/stagedoor/once/backends/mysqlstore => ../backends/mysqlstore
 
-replace github.com/stagedoor/once/backends/sqlite => ../backends/sqlite
+replace github.com/stagedoor/once/backends/sqlitestore => ../backends/sqlitestore

@@ -1,7 +1,7 @@
 // Package faults is the fault-injection suite of once. It has no API: its
 // tests run worker processes (the test binary re-executed with
 // ONCE_FAULT_WORKER=1) that call once.Do over a list of keys against the
-// PostgreSQL, Redis, MariaDB (backends/mysql) and SQLite (backends/sqlite)
+// PostgreSQL, Redis, MariaDB (backends/mysqlstore) and SQLite (backends/sqlitestore)
 // backends, kill them with SIGKILL at chosen points,
 // stop them past their lease with SIGSTOP, cut and slow their connections
 // through an in-process toxiproxy, restart and pause the stores, and then

@@ -40,8 +40,8 @@ require (
 	github.com/prometheus/common v0.62.0 // indirect
 	github.com/prometheus/procfs v0.15.1 // indirect
 	github.com/rs/xid v1.5.0 // indirect
-	github.com/stagedoor/once/backends/mysql v0.0.0-00010101000000-000000000000
-	github.com/stagedoor/once/backends/sqlite v0.0.0-00010101000000-000000000000
+	github.com/stagedoor/once/backends/mysqlstore v0.0.0-00010101000000-000000000000
+	github.com/stagedoor/once/backends/sqlitestore v0.0.0-00010101000000-000000000000
 	go.uber.org/atomic v1.12.0 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
@@ -52,6 +52,6 @@ require (
 
 replace github.com/stagedoor/once => ..
 
-replace github.com/stagedoor/once/backends/mysql => ../backends/mysql
+replace github.com/stagedoor/once/backends/mysqlstore => ../backends/mysqlstore
 
-replace github.com/stagedoor/once/backends/sqlite => ../backends/sqlite
+replace github.com/stagedoor/once/backends/sqlitestore => ../backends/sqlitestore

@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
-	mysqlstore "github.com/stagedoor/once/backends/mysql"
+	mysqlstore "github.com/stagedoor/once/backends/mysqlstore"
 	"github.com/stagedoor/once/internal/testservers"
 	"github.com/stagedoor/once/internal/testservers/serverenv"
 )

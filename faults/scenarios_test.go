@@ -78,7 +78,7 @@ func TestNetworkRedisFenced(t *testing.T) {
 	runScenario(t, scenario{Name: "latency, resets, CLIENT PAUSE, restart", Backend: "redis", Mode: modeFenced, Proxy: true, Chaos: redisChaos})
 }
 
-// MariaDB (backends/mysql): the same
+// MariaDB (backends/mysqlstore): the same
 // processes against one records table. The transactional mode does not
 // apply: once.DoTx over mysqlstore commits the outcome with writes in MariaDB,
 // while the suite's ledger of effects is a PostgreSQL table.
@@ -103,7 +103,7 @@ func TestNetworkMySQLFenced(t *testing.T) {
 	runScenario(t, scenario{Name: "latency, resets, dropped connections", Backend: "mysql", Mode: modeFenced, Proxy: true, Chaos: mysqlChaos})
 }
 
-// SQLite (backends/sqlite): every worker process opens the same file,
+// SQLite (backends/sqlitestore): every worker process opens the same file,
 // which the store supports (writes serialised by SQLite's file lock,
 // BEGIN IMMEDIATE, busy_timeout; one clock: one machine), so duplicates
 // race across processes as on a server store. There is no network to cut

@@ -11,10 +11,10 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stagedoor/once/backends"
-	mysqlstore "github.com/stagedoor/once/backends/mysql"
+	mysqlstore "github.com/stagedoor/once/backends/mysqlstore"
 	"github.com/stagedoor/once/backends/postgres"
 	"github.com/stagedoor/once/backends/redisstore"
-	sqlitestore "github.com/stagedoor/once/backends/sqlite"
+	sqlitestore "github.com/stagedoor/once/backends/sqlitestore"
 )
 
 // storeSpec says how a process reaches the records store.

@@ -1,5 +1,5 @@
 // Package wire holds the primitives of the core's compact binary codecs
-// (oncehttp's stored responses, grpconce's stored replies): unsigned
+// (oncehttp's stored responses, oncegrpc's stored replies): unsigned
 // varints, length-prefixed strings, and multimaps (http.Header,
 // metadata.MD: any map[string][]string).
 //

@@ -13,8 +13,8 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/stagedoor/once/backends"
-	mysqlstore "github.com/stagedoor/once/backends/mysql"
-	sqlitestore "github.com/stagedoor/once/backends/sqlite"
+	mysqlstore "github.com/stagedoor/once/backends/mysqlstore"
+	sqlitestore "github.com/stagedoor/once/backends/sqlitestore"
 )
 
 // sqlitePath is the file of -store sqlite: SQLitePath, or a file named
