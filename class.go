@@ -1,5 +1,7 @@
 package once
 
+import "errors"
+
 // Class says what the core does with an error returned by fn.
 type Class uint8
 
@@ -126,8 +128,9 @@ func classify(err error, c Classifier) (Class, error) {
 
 // markedClass is the class of the outermost marks in err's tree (the
 // marks no other mark wraps), the most cautious of them (see caution).
-// A node that is not a mark and whose Unwrap finds none is a mark when its
-// As method finds one. found is false when the tree has no mark.
+// For a node that is not a mark and whose Unwrap finds none, the outermost
+// marks its As method reaches count, under the same rule (none inside a
+// panic). found is false when the tree has no mark.
 func markedClass(err error) (class Class, found bool) {
 	switch e := err.(type) {
 	case nil:
@@ -150,12 +153,56 @@ func markedClass(err error) (class Class, found bool) {
 	if found {
 		return class, true
 	}
-	var m *classified
-	if a, ok := err.(interface{ As(any) bool }); ok && a.As(&m) && m != nil {
-		return m.class, true
+	a, ok := err.(interface{ As(any) bool })
+	if !ok {
+		return ClassRetry, false
 	}
-	return ClassRetry, false
+	// Only As reaches the tree behind an As method. A
+	// markWalk target gathers its marks and panics in the order errors.As
+	// meets them: a node, then all that it wraps, then its next sibling.
+	// So the nodes a gathered one wraps come right after it, as many as a
+	// walk of its own unwrapped error gathers; skipping them leaves the
+	// outermost.
+	w := &markWalk{}
+	a.As(&w)
+	for i := 0; i < len(w.nodes); i++ {
+		n := w.nodes[i]
+		i += len(walkMarks(errors.Unwrap(n)))
+		if m, ok := n.(*classified); ok && (!found || caution(m.class) > caution(class)) {
+			class, found = m.class, true
+		}
+	}
+	return class, found
 }
+
+// markWalk is the target markedClass gives an As method: each mark and
+// each panic that errors.As meets joins nodes (see meetMark), and none
+// matches, so the walk goes on through the whole tree.
+type markWalk struct{ nodes []error }
+
+func (*markWalk) Error() string { return "once: mark walk" }
+
+// meetMark is the As method of marks and panics: node joins target when
+// target is a markWalk, and matches nothing.
+func meetMark(target any, node error) bool {
+	if w, ok := target.(**markWalk); ok {
+		(*w).nodes = append((*w).nodes, node)
+	}
+	return false
+}
+
+// walkMarks is what a markWalk gathers in err's tree.
+func walkMarks(err error) []error {
+	w := &markWalk{}
+	if err != nil {
+		errors.As(err, &w)
+	}
+	return w.nodes
+}
+
+// As matches no target. It lets markedClass find the mark through an As
+// method of an error that wraps it.
+func (m *classified) As(target any) bool { return meetMark(target, m) }
 
 // caution ranks classes for markedClass: a held outcome is neither stored
 // nor run again; a retryable one stores nothing and runs again; a final

@@ -16,29 +16,39 @@ import (
 )
 
 // markTree describes an error tree built of marks (Final, Hold, Retry),
-// %w wrappers (one or several), errors.Join and plain errors; err builds
+// %w wrappers (one or several), errors.Join, plain errors and, when asked
+// for, wrappers that only an As method sees through and panics; err builds
 // the error, and modelClass says what the rule of Classifier's doc gives
 // for it, computed on the description alone.
 type markTree struct {
-	kind string // "leaf", "mark", "wrap", "wrapmany", "join"
+	kind string // "leaf", "mark", "wrap", "wrapmany", "join", "as", "panic"
 	mark once.Class
 	kids []*markTree
 }
 
-// randomMarkTree returns a tree of at most depth levels below the root.
-func randomMarkTree(r *rand.Rand, depth int) *markTree {
+// randomMarkTree returns a tree of at most depth levels below the root;
+// with hidden, some of its nodes are As-only wrappers (asOnly) and panics.
+func randomMarkTree(r *rand.Rand, depth int, hidden bool) *markTree {
 	if depth == 0 || r.IntN(5) == 0 {
 		return &markTree{kind: "leaf"}
 	}
-	switch r.IntN(4) {
+	kinds := 4
+	if hidden {
+		kinds = 6
+	}
+	switch r.IntN(kinds) {
 	case 0:
-		return &markTree{kind: "mark", mark: []once.Class{once.ClassFinal, once.ClassHold, once.ClassRetry}[r.IntN(3)], kids: []*markTree{randomMarkTree(r, depth-1)}}
+		return &markTree{kind: "mark", mark: []once.Class{once.ClassFinal, once.ClassHold, once.ClassRetry}[r.IntN(3)], kids: []*markTree{randomMarkTree(r, depth-1, hidden)}}
 	case 1:
-		return &markTree{kind: "wrap", kids: []*markTree{randomMarkTree(r, depth-1)}}
+		return &markTree{kind: "wrap", kids: []*markTree{randomMarkTree(r, depth-1, hidden)}}
+	case 4:
+		return &markTree{kind: "as", kids: []*markTree{randomMarkTree(r, depth-1, hidden)}}
+	case 5:
+		return &markTree{kind: "panic", kids: []*markTree{randomMarkTree(r, depth-1, hidden)}}
 	}
 	t := &markTree{kind: []string{"wrapmany", "join"}[r.IntN(2)]}
 	for range 1 + r.IntN(3) {
-		t.kids = append(t.kids, randomMarkTree(r, depth-1))
+		t.kids = append(t.kids, randomMarkTree(r, depth-1, hidden))
 	}
 	return t
 }
@@ -61,6 +71,10 @@ func (t *markTree) err() error {
 		return fmt.Errorf(strings.Repeat("%w; ", len(kids)), args...)
 	case "join":
 		return errors.Join(kids...)
+	case "as":
+		return asOnly{kids[0]}
+	case "panic":
+		return &once.PanicError{Value: kids[0]}
 	}
 	return errors.New("declined")
 }
@@ -79,10 +93,14 @@ func (t *markTree) String() string {
 	return t.kind + "(" + strings.Join(kids, ", ") + ")"
 }
 
-// outermostMarks are the marks of t that no other mark wraps.
+// outermostMarks are the marks of t that no other mark wraps, a panic's
+// aside (marks inside a panic's value say nothing).
 func (t *markTree) outermostMarks() []once.Class {
-	if t.kind == "mark" {
+	switch t.kind {
+	case "mark":
 		return []once.Class{t.mark}
+	case "panic":
+		return nil
 	}
 	var marks []once.Class
 	for _, k := range t.kids {
@@ -115,6 +133,15 @@ func (t *markTree) modelClass(unmarked once.Class) once.Class {
 // errors.Join(Final(a), Hold(b)) was stored as the key's final answer
 // while Do held it, and Final beat Retry in Do.
 func TestMarksOneRuleEverywhere(t *testing.T) {
+	requireMarkTreesClassified(t, func(r *rand.Rand) *markTree { return randomMarkTree(r, 4, false) })
+}
+
+// requireMarkTreesClassified checks, on 300 trees that draw returns, that
+// Do, Resolve and a Reconciler's verdict classify each as modelClass does
+// (final when unmarked), and that the trees cover every class. It returns
+// the trees.
+func requireMarkTreesClassified(t *testing.T, draw func(*rand.Rand) *markTree) []*markTree {
+	t.Helper()
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 0))
@@ -122,8 +149,10 @@ func TestMarksOneRuleEverywhere(t *testing.T) {
 	doScope := once.New(memory.New(nil), once.WithHoldFor(once.HoldUntilResolved),
 		once.WithClassifier(func(error) once.Class { return once.ClassFinal })).Scope("do")
 	seen := map[once.Class]int{}
+	var trees []*markTree
 	for i := range 300 {
-		tree := randomMarkTree(r, 4)
+		tree := draw(r)
+		trees = append(trees, tree)
 		want := tree.modelClass(once.ClassFinal)
 		seen[want]++
 		name := fmt.Sprintf("tree %d %s", i, tree)
@@ -135,6 +164,7 @@ func TestMarksOneRuleEverywhere(t *testing.T) {
 	for _, class := range []once.Class{once.ClassFinal, once.ClassHold, once.ClassRetry} {
 		require.Positive(t, seen[class], "the trees cover %s", class)
 	}
+	return trees
 }
 
 // doClass is the class Do gave err, as its second call with key shows.

@@ -229,3 +229,8 @@ func (e *PanicError) Unwrap() error {
 	err, _ := e.Value.(error)
 	return err
 }
+
+// As matches no target. It keeps the class marks inside the panic's value
+// from speaking for an error that reaches the panic through an As method,
+// as they speak for no other (see Classifier).
+func (e *PanicError) As(target any) bool { return meetMark(target, e) }
