@@ -11,6 +11,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
 	"github.com/stagedoor/once/backends/memory"
 )
 
@@ -87,7 +88,7 @@ func TestHoldUntilResolvedNeverRunsAgainByItself(t *testing.T) {
 	ctx := context.Background()
 	_, err := once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) { return 0, once.Hold(errors.New("timeout")) })
 	require.Error(t, err)
-	time.Sleep(3 * once.MinLease) // well past the lease
+	backendtest.Elapse(t, store, 3*once.MinLease) // well past the lease
 	_, err = once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) { return 1, nil })
 	var inProgress *once.InProgressError
 	require.ErrorAs(t, err, &inProgress)
@@ -268,7 +269,7 @@ func TestATransientHoldFailureIsRetried(t *testing.T) {
 			held, _ := log.last(once.EventHeld)
 			require.NoError(t, held.Err)
 
-			time.Sleep(3 * lease) // a pending claim would have been taken over by now
+			backendtest.Elapse(t, inner, 3*lease) // a pending claim would have been taken over by now
 			_, err = once.Do(ctx, scope, "k", nil, fn)
 			var inProgress *once.InProgressError
 			require.ErrorAs(t, err, &inProgress, "a key held until resolved is never claimable by itself")
@@ -310,7 +311,7 @@ func TestAHoldThatKeepsFailingIsReportedUnrecorded(t *testing.T) {
 	require.ErrorIs(t, held.Err, down)
 
 	renewals := store.Calls("renew")
-	time.Sleep(4 * panicLease)
+	backendtest.Elapse(t, store.Store, 4*panicLease)
 	require.Equal(t, renewals, store.Calls("renew"), "no renewal after Do returned")
 }
 
@@ -414,7 +415,7 @@ func TestAPanicInAHeldErrorsTextStillHoldsTheKey(t *testing.T) {
 			require.Equal(t, c.wantCode, rec.Held.Code)
 			require.Equal(t, c.wantMessage, rec.Held.Message)
 
-			time.Sleep(3 * panicLease)
+			backendtest.Elapse(t, store, 3*panicLease)
 			ran := false
 			_, err = once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) { ran = true; return 1, nil })
 			var inProgress *once.InProgressError

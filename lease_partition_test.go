@@ -172,7 +172,7 @@ func TestPartitionedRedisOwnerLosesItsContextBeforeItsLease(t *testing.T) {
 			}()
 			<-started
 			proxy.paused.Store(true)
-			time.Sleep(lease + 300*time.Millisecond)
+			awaitLeaseEnd(t, dupStore, "s", "k")
 			ran := false
 			_, _ = once.Do(ctx, once.New(dupStore, once.WithLease(lease)).Scope("s"), "k", nil, func(context.Context) (int, error) {
 				ran = true

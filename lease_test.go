@@ -17,6 +17,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
 	"github.com/stagedoor/once/backends/memory"
 )
 
@@ -43,7 +44,7 @@ func TestLongFnKeepsOwnershipThroughRenewal(t *testing.T) {
 	<-started
 	var duplicateRuns atomic.Int32
 	for range 10 {
-		time.Sleep(400 * time.Millisecond) // 4 s in all, longer on a slow machine
+		backendtest.Elapse(t, store.Store, 400*time.Millisecond) // 4 s in all by the store's clock, longer on a slow machine
 		_, err := once.Do(ctx, scope, "k", nil, func(context.Context) (string, error) {
 			duplicateRuns.Add(1)
 			return "duplicate", nil
@@ -64,7 +65,8 @@ func TestLongFnKeepsOwnershipThroughRenewal(t *testing.T) {
 // completed it. Its completion is refused: ErrLeaseLost, nothing overwritten.
 func TestStaleOwnerGetsLeaseLostAndOverwritesNothing(t *testing.T) {
 	ctx := context.Background()
-	store := newFaultStore(memory.New(nil))
+	inner := memory.New(nil)
+	store := newFaultStore(inner)
 	paused := errors.New("process paused")
 	store.set(func(f *faultStore) {
 		f.renew = func(context.Context, backends.RenewParams) (bool, error) { return false, paused }
@@ -89,7 +91,7 @@ func TestStaleOwnerGetsLeaseLostAndOverwritesNothing(t *testing.T) {
 		staleDone <- result{v, err, cause}
 	}()
 	<-started
-	time.Sleep(250 * time.Millisecond) // past the lease
+	awaitLeaseEnd(t, inner, "s", "k")
 
 	store.set(func(f *faultStore) { f.renew = nil })
 	fresh, err := once.DoOutcome(ctx, scope, "k", nil, func(context.Context) (string, error) { return "fresh", nil })
@@ -147,8 +149,8 @@ func TestCrashedOwnerIsTakenOverAfterLease(t *testing.T) {
 // after the lease never runs beside a live owner. Timeline, lease 300 ms
 // (renewals every 100 ms, margin 60 ms): the renewal sent at 100 ms fails
 // at 195 ms (before 200 ms, so the renewer carries on), the next, sent at
-// 295 ms, hangs; the watchdog fires at 240 ms; a duplicate claims at
-// 340 ms. Before the watchdog, fn's context stayed live until the hung
+// 295 ms, hangs; the watchdog fires at 240 ms; a duplicate claims once the
+// store shows the lease ended. Before the watchdog, fn's context stayed live until the hung
 // renewal's timeout at 395 ms (review finding R8).
 func TestRenewalThatHangsPastTheLeaseCancelsFnFirst(t *testing.T) {
 	ctx := context.Background()
@@ -190,7 +192,7 @@ func TestRenewalThatHangsPastTheLeaseCancelsFnFirst(t *testing.T) {
 		done <- err
 	}()
 	<-started
-	time.Sleep(lease + 40*time.Millisecond) // past the lease end, before the hung renewal's timeout
+	awaitLeaseEnd(t, inner, "s", "k")
 	ran := false
 	_, _ = once.Do(ctx, once.New(inner, once.WithLease(lease)).Scope("s"), "k", nil, func(context.Context) (int, error) {
 		ran = true
@@ -253,7 +255,8 @@ func TestBlockingRenewalObserverNeitherStopsRenewalsNorLetsADuplicateIn(t *testi
 		done <- err
 	}()
 	<-started
-	time.Sleep(4 * lease) // the first renewal's event blocks in the observer
+	eventually(t, inObserver.Load, "no renewal event reached the observer")
+	backendtest.Elapse(t, inner, 2*lease) // without renewals, the lease would have ended
 	renewals := store.Calls("renew")
 	_, err := once.Do(ctx, once.New(inner, once.WithLease(lease)).Scope("s"), "k", nil, func(context.Context) (int, error) {
 		if running.Load() > 0 {

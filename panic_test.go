@@ -13,6 +13,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
 	"github.com/stagedoor/once/backends/memory"
 )
 
@@ -83,7 +84,7 @@ func (e *nilDerefError) Error() string { return e.reason } // panics on a nil re
 func requireSettled(t *testing.T, store *faultStore, scope once.Scope, key string, recorded bool) {
 	t.Helper()
 	renewals := store.Calls("renew")
-	time.Sleep(4 * panicLease)
+	backendtest.Elapse(t, store.Store, 4*panicLease)
 	assert.Equal(t, renewals, store.Calls("renew"), "no renewal is sent after Do returned or panicked")
 	ran := false
 	out, err := once.DoOutcome(context.Background(), scope, key, nil, func(context.Context) (string, error) { ran = true; return "again", nil })
@@ -144,7 +145,7 @@ func TestAPanicOutsideFnNeverLeavesAKeyStuck(t *testing.T) {
 			}
 			if c.name == "observer on held" {
 				renewals := store.Calls("renew")
-				time.Sleep(4 * panicLease)
+				backendtest.Elapse(t, store.Store, 4*panicLease)
 				assert.Equal(t, renewals, store.Calls("renew"))
 				return // a held key stays claimed until its lease ends, by design
 			}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
 	"github.com/stagedoor/once/internal/testservers"
 )
 
@@ -48,13 +49,14 @@ func TestSemanticsOnEveryStore(t *testing.T) {
 				assert.Equal(t, once.Replayed, out.Status)
 			})
 			t.Run("HeldThenRerun", func(t *testing.T) {
-				scope := once.New(newStore(t), once.WithLease(300*time.Millisecond)).Scope("s")
+				store := newStore(t)
+				scope := once.New(store, once.WithLease(300*time.Millisecond)).Scope("s")
 				ctx := context.Background()
 				_, err := once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) { return 0, once.Hold(errors.New("timeout")) })
 				require.Error(t, err)
 				_, err = once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) { return 1, nil })
 				assert.ErrorIs(t, err, once.ErrInProgress)
-				time.Sleep(500 * time.Millisecond)
+				backendtest.Elapse(t, store, 300*time.Millisecond) // past the hold, by the store's clock
 				v, err := once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) { return 2, nil })
 				require.NoError(t, err)
 				assert.Equal(t, 2, v)
@@ -77,7 +79,7 @@ func TestSemanticsOnEveryStore(t *testing.T) {
 					staleErr <- err
 				}()
 				<-started
-				time.Sleep(400 * time.Millisecond)
+				backendtest.Elapse(t, inner, 200*time.Millisecond) // past the unrenewed lease
 				v, err := once.Do(context.Background(), once.New(inner).Scope("s"), "k", nil,
 					func(context.Context) (string, error) { return "fresh", nil })
 				require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
 	"github.com/stagedoor/once/backends/memory"
 )
 
@@ -58,6 +59,6 @@ func TestRenewalCoversTheWriteBack(t *testing.T) {
 	assert.Positive(t, duplicates)
 	assert.Positive(t, store.Calls("renew"), "renewals went on between completion attempts")
 	renewals := store.Calls("renew")
-	time.Sleep(2 * lease)
+	backendtest.Elapse(t, inner, 2*lease)
 	assert.Equal(t, renewals, store.Calls("renew"), "and stopped once the outcome was stored")
 }

@@ -13,7 +13,7 @@ import (
 
 // The behaviours of backends.Lister. Each skips, naming the interface,
 // when the store does not implement it. Records under test have keys
-// starting "k-" (elapse's clock markers share the scope).
+// starting "k-" (advance's clock markers share the scope).
 
 func (e *env) lister() backends.Lister {
 	e.t.Helper()

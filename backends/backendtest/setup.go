@@ -132,17 +132,10 @@ func (e *env) eventually(cond func() bool, msg string) {
 // instant its script's TIME reads as its end.
 const clockSlack = 5 * time.Millisecond
 
-// elapse returns once the store's clock has advanced by at least d (plus
-// clockSlack) since elapse was called: it claims a marker record with that
-// lease and polls until the store lets another owner take the marker over.
-// Call it right after a write to wait until d has passed for that write.
+// elapse is Elapse on the env's store.
 func (e *env) elapse(d time.Duration) {
 	e.t.Helper()
-	marker := "clock-" + Token()
-	e.mustClaim(marker, Token(), nil, d+clockSlack, longRetention)
-	e.eventually(func() bool {
-		return e.claim(marker, Token(), nil, longLease, longRetention).TookOver
-	}, "a marker lease of "+d.String()+" never ended")
+	Elapse(e.t, e.store, d)
 }
 
 // requirePending fails unless r reports a pending record with fingerprint

@@ -256,7 +256,7 @@ func TestExtremeDurations(t *testing.T) {
 	r, err = s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: "tiny", Owner: "a", Lease: time.Nanosecond, Retention: time.Nanosecond})
 	require.NoError(t, err)
 	require.True(t, r.Claimed)
-	time.Sleep(time.Millisecond)
+	backendtest.Elapse(t, s, time.Nanosecond)
 	r, err = s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: "tiny", Owner: "b", Lease: time.Minute, Retention: time.Hour})
 	require.NoError(t, err)
 	require.True(t, r.Claimed)
@@ -431,7 +431,7 @@ func TestSweep(t *testing.T) {
 	pending.Lease, pending.Retention = time.Hour, time.Millisecond
 	_, err = s.Claim(ctx, pending)
 	require.NoError(t, err)
-	time.Sleep(20 * time.Millisecond)
+	backendtest.Elapse(t, s, time.Millisecond) // past the retentions
 	n, err := s.Sweep(ctx, 0)
 	require.NoError(t, err)
 	require.EqualValues(t, 5, n, "in batches of 2: 2, 2, 1")

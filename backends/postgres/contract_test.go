@@ -39,7 +39,7 @@ func TestPendingOutlivesRetention(t *testing.T) {
 	r, err := s.Claim(ctx, p)
 	require.NoError(t, err)
 	require.True(t, r.Claimed)
-	time.Sleep(20 * time.Millisecond) // past the retention, far from the lease end
+	backendtest.Elapse(t, s, p.Retention) // past the retention, far from the lease end
 	dup, err := s.Claim(ctx, claimParams(scope, "short-retention"))
 	require.NoError(t, err)
 	require.False(t, dup.Claimed, "a duplicate ran while the owner's lease was live")
@@ -57,7 +57,7 @@ func TestPendingOutlivesRetention(t *testing.T) {
 	ok, err := s.Renew(ctx, backends.RenewParams{Scope: scope, Key: "renewed", Owner: p.Owner, Lease: time.Minute})
 	require.NoError(t, err)
 	require.True(t, ok)
-	time.Sleep(400 * time.Millisecond) // past the first lease and the retention
+	backendtest.Elapse(t, s, p.Lease) // past the first lease and the retention
 	dup, err = s.Claim(ctx, claimParams(scope, "renewed"))
 	require.NoError(t, err)
 	require.False(t, dup.Claimed, "a duplicate ran while the renewed lease was live")

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
 )
 
 // tableStats reads the insert, update and HOT update counts of table that
@@ -84,7 +85,7 @@ func TestSweepWalksEveryChunk(t *testing.T) {
 	ok, err := s.Renew(ctx, backends.RenewParams{Scope: "s", Key: "late", Owner: p.Owner, Lease: time.Hour})
 	require.NoError(t, err)
 	require.True(t, ok)
-	time.Sleep(150 * time.Millisecond) // past the claim's lease and retention
+	backendtest.Elapse(t, s, p.Lease) // past the claim's lease and retention
 
 	n, err := s.Sweep(ctx, 300) // batches smaller than a chunk's expired rows
 	require.NoError(t, err)

@@ -105,7 +105,7 @@ func TestPendingClaimSurvivesKill9(t *testing.T) {
 	if !r.Claimed {
 		require.Equal(t, backends.StatePending, r.Existing.State, "the dead child's claim is still there")
 		require.LessOrEqual(t, r.Existing.LeaseRemaining, 300*time.Millisecond)
-		time.Sleep(r.Existing.LeaseRemaining + 10*time.Millisecond)
+		backendtest.Elapse(t, s, r.Existing.LeaseRemaining)
 		r, err = s.Claim(context.Background(), backends.ClaimParams{Scope: scope, Key: "order-1", Owner: "parent", Fingerprint: []byte("fp"), Lease: time.Minute, Retention: time.Hour})
 		require.NoError(t, err)
 	}
