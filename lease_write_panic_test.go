@@ -43,7 +43,10 @@ func TestAPanickingCompleteLeavesLaterCallsRenewing(t *testing.T) {
 	ctx := t.Context()
 	broken := once.New(panickyComplete{memory.New(nil)}).Scope("broken")
 	store := &renewals{Store: memory.New(nil)}
-	healthy := once.New(store, once.WithLease(100*time.Millisecond)).Scope("healthy")
+	// The first renewal, a third of a lease in, must leave before the
+	// watchdog's deadline, a fifth of a lease before the lease ends: the
+	// lease leaves a late timer on a loaded machine room to meet it.
+	healthy := once.New(store, once.WithLease(panicLease)).Scope("healthy")
 	for round := range 20 {
 		func() {
 			defer func() { _ = recover() }()

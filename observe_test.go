@@ -37,6 +37,19 @@ func (r *recorder) kinds() []once.EventKind {
 	return kinds
 }
 
+// saw reports whether an event of kind was observed since kinds last
+// returned.
+func (r *recorder) saw(kind once.EventKind) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.events {
+		if e.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
 func TestObserverSeesEveryOutcome(t *testing.T) {
 	ctx := context.Background()
 	var rec recorder
@@ -100,22 +113,29 @@ func TestObserverSeesRenewalsAndLeaseLoss(t *testing.T) {
 	ctx := context.Background()
 	var rec recorder
 	store := newFaultStore(memory.New(nil))
-	scope := once.New(store, once.WithObserver(rec.observe), once.WithLease(30*time.Millisecond)).Scope("s")
+	// panicLease leaves a renewal timer that fires late on a loaded
+	// machine time to renew before the watchdog's deadline.
+	scope := once.New(store, once.WithObserver(rec.observe), once.WithLease(panicLease)).Scope("s")
+	// fn runs until the observer has seen what it waits for: renewal
+	// events that the renewer has not handed to the observer when fn's
+	// outcome is written are dropped.
 	_, err := once.Do(ctx, scope, "k", nil, func(context.Context) (int, error) {
-		time.Sleep(100 * time.Millisecond)
+		eventually(t, func() bool { return rec.saw(once.EventRenewed) }, "no renewal reached the observer while fn ran")
 		return 1, nil
 	})
 	require.NoError(t, err)
-	assert.Contains(t, rec.kinds(), once.EventRenewed)
+	assert.NotContains(t, rec.kinds(), once.EventLeaseLost)
 
 	store.set(func(f *faultStore) {
 		f.renew = func(context.Context, backends.RenewParams) (bool, error) { return false, nil }
 	})
-	_, _ = once.Do(ctx, scope, "k2", nil, func(ctx context.Context) (int, error) {
+	_, err = once.Do(ctx, scope, "k2", nil, func(ctx context.Context) (int, error) {
 		<-ctx.Done()
+		eventually(t, func() bool { return rec.saw(once.EventLeaseLost) }, "the lease loss that cancelled fn never reached the observer")
 		return 0, ctx.Err()
 	})
-	assert.Contains(t, rec.kinds(), once.EventLeaseLost)
+	require.ErrorIs(t, err, once.ErrLeaseLost)
+	assert.NotContains(t, rec.kinds(), once.EventRenewed, "a refused renewal is no renewal")
 }
 
 // Every event names the store operation it reports on, and only those

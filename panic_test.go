@@ -17,9 +17,12 @@ import (
 	"github.com/stagedoor/once/backends/memory"
 )
 
-// panicLease is short so that renewals (every third of it) happen while fn
-// runs; fn runs until the store has seen renewals.
-const panicLease = 60 * time.Millisecond
+// panicLease is the lease of the tests that need renewals while fn runs;
+// fn runs until the store has seen them. A renewal is sent every third of
+// it, and must leave before the watchdog's deadline (a fifth of it before
+// the lease ends): the lease is long enough that a timer firing late on a
+// loaded machine still meets it.
+const panicLease = 600 * time.Millisecond
 
 // untilRenewed blocks until store has seen n renewals (10 s at most, so a
 // broken renewer fails the test instead of hanging it).
@@ -78,13 +81,13 @@ type nilDerefError struct{ reason string }
 func (e *nilDerefError) Error() string { return e.reason } // panics on a nil receiver
 
 // requireSettled proves that no renewal of the claim is sent after the call
-// ended, over several lease intervals, and that the key is claimable again
+// ended, over three renewal intervals by the store's clock, and that the key is claimable again
 // at once (released) or replays (recorded: a value, or a final error such
 // as the one the core stores for an outcome that cannot be encoded).
 func requireSettled(t *testing.T, store *faultStore, scope once.Scope, key string, recorded bool) {
 	t.Helper()
 	renewals := store.Calls("renew")
-	backendtest.Elapse(t, store.Store, 4*panicLease)
+	backendtest.Elapse(t, store.Store, panicLease)
 	assert.Equal(t, renewals, store.Calls("renew"), "no renewal is sent after Do returned or panicked")
 	ran := false
 	out, err := once.DoOutcome(context.Background(), scope, key, nil, func(context.Context) (string, error) { ran = true; return "again", nil })
@@ -133,6 +136,7 @@ func TestAPanicOutsideFnNeverLeavesAKeyStuck(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
 			store := newFaultStore(memory.New(nil))
 			scope := once.New(store, append([]once.Option{once.WithLease(panicLease)}, c.opts...)...).Scope("s")
 			fn := func(context.Context) (any, error) {
@@ -145,7 +149,7 @@ func TestAPanicOutsideFnNeverLeavesAKeyStuck(t *testing.T) {
 			}
 			if c.name == "observer on held" {
 				renewals := store.Calls("renew")
-				backendtest.Elapse(t, store.Store, 4*panicLease)
+				backendtest.Elapse(t, store.Store, panicLease)
 				assert.Equal(t, renewals, store.Calls("renew"))
 				return // a held key stays claimed until its lease ends, by design
 			}
