@@ -377,7 +377,7 @@ func TestConcurrentTakeover(t *testing.T) {
 		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Owner: "stale", Lease: time.Millisecond, Retention: time.Hour})
 		require.NoError(t, err)
 		require.True(t, r.Claimed)
-		time.Sleep(10 * time.Millisecond)
+		backendtest.Elapse(t, s, time.Millisecond)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		winners := 0

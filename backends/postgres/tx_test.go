@@ -38,7 +38,7 @@ func TestClaimSeesRowCommittedAfterSnapshot(t *testing.T) {
 				r, err := s.Claim(ctx, p)
 				require.NoError(t, err)
 				require.True(t, r.Claimed)
-				time.Sleep(10 * time.Millisecond)
+				backendtest.Elapse(t, s, p.Lease)
 			}
 			tx, err := pool.Begin(ctx)
 			require.NoError(t, err)

@@ -113,8 +113,8 @@ func TestCommandsPerOperation(t *testing.T) {
 
 	// A lapsed lease: the pipeline finds it, claim.lua takes it over.
 	require.True(t, claim("lapsed", "fp", time.Millisecond).Claimed)
+	backendtest.Elapse(t, s, time.Millisecond)
 	n.take()
-	time.Sleep(5 * time.Millisecond)
 	r = claim("lapsed", "fp", time.Minute)
 	require.True(t, r.Claimed && r.TookOver, "%+v", r)
 	assert.Equal(t, append(append([]string{}, claimCommands...), "evalsha"), n.take(), "takeover")

@@ -169,7 +169,7 @@ func TestReSentAfterLostReply(t *testing.T) {
 		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: "k", Fingerprint: []byte("fp"), Owner: backendtest.Token(), Lease: time.Millisecond, Retention: time.Hour})
 		require.NoError(t, err)
 		require.True(t, r.Claimed)
-		time.Sleep(5 * time.Millisecond)
+		backendtest.Elapse(t, s, time.Millisecond)
 		d.arm(redislua.Claim)
 		claim(s, scope, owner)
 		lost(t, d)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
 	"github.com/stagedoor/once/backends/postgres"
 )
 
@@ -68,7 +69,7 @@ func TestPostgresSweep(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, r.Claimed)
 	}
-	time.Sleep(50 * time.Millisecond)
+	backendtest.Elapse(t, s, time.Millisecond) // past the short leases and retentions
 	out := mustRun(t, p.flags("--json", "sweep", "--batch", "2")...)
 	var res sweepResult
 	require.NoError(t, json.Unmarshal([]byte(out), &res), out)
