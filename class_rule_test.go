@@ -145,7 +145,6 @@ func requireMarkTreesClassified(t *testing.T, draw func(*rand.Rand) *markTree) [
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 0))
-	ctx := t.Context()
 	doScope := once.New(memory.New(nil), once.WithHoldFor(once.HoldUntilResolved),
 		once.WithClassifier(func(error) once.Class { return once.ClassFinal })).Scope("do")
 	seen := map[once.Class]int{}
@@ -159,7 +158,6 @@ func requireMarkTreesClassified(t *testing.T, draw func(*rand.Rand) *markTree) [
 
 		require.Equal(t, want.String(), doClass(t, doScope, fmt.Sprint(i), tree.err()).String(), "Do: %s", name)
 		require.Equal(t, want.String(), resolveClass(t, tree.err()).String(), "Resolve: %s", name)
-		require.Equal(t, want.String(), verdictClass(t, ctx, tree.err()).String(), "Reconciler: %s", name)
 	}
 	for _, class := range []once.Class{once.ClassFinal, once.ClassHold, once.ClassRetry} {
 		require.Positive(t, seen[class], "the trees cover %s", class)
@@ -203,36 +201,16 @@ func answerClass(t *testing.T, err error) once.Class {
 	return once.ClassRetry
 }
 
-// resolveClass is the class Resolve gave err as a held key's answer.
-func resolveClass(t *testing.T, err error) once.Class {
+// resolveClass is the class Resolve gave answer as a held key's answer.
+func resolveClass(t *testing.T, answer error) once.Class {
 	t.Helper()
 	store := memory.New(nil)
 	scope := once.New(store, once.WithHoldFor(once.HoldUntilResolved)).Scope("s")
-	holdOne(t, scope, "k", nil)
-	class := answerClass(t, once.Resolve(t.Context(), scope, "k", nil, "", err))
-	requireHeldUnless(t, store, class == once.ClassFinal)
-	return class
-}
-
-// verdictClass is the class a Reconciler gave err as a settled verdict.
-func verdictClass(t *testing.T, ctx context.Context, err error) once.Class {
-	t.Helper()
-	store := memory.New(nil)
-	keeper := once.New(store, once.WithHoldFor(once.HoldUntilResolved))
-	holdOne(t, keeper.Scope("s"), "k", nil)
-	rc, nErr := once.NewReconciler(keeper, func(context.Context, once.HeldKey) (once.Verdict[string], error) {
-		return once.Verdict[string]{Settled: true, Err: err}, nil
-	}, once.ReconcilerConfig{})
-	require.NoError(t, nErr)
-	rep, pErr := rc.Pass(ctx)
-	require.NoError(t, pErr)
-	var refusal error
-	if rep.Resolved == 0 {
-		require.Equal(t, 1, rep.Failed)
-		require.Len(t, rep.Errors, 1)
-		refusal = rep.Errors[0]
-	}
-	class := answerClass(t, refusal)
+	_, err := once.Do(t.Context(), scope, "k", nil, func(context.Context) (string, error) {
+		return "", once.Hold(errors.New("provider timeout"))
+	})
+	require.Error(t, err)
+	class := answerClass(t, once.Resolve(t.Context(), scope, "k", nil, "", answer))
 	requireHeldUnless(t, store, class == once.ClassFinal)
 	return class
 }

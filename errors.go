@@ -95,12 +95,9 @@ func (e *InProgressError) Is(target error) bool { return target == ErrInProgress
 type InvalidInputError struct {
 	// Field is "ctx", "scope", "key", "fingerprint" or "fn", "err" (an
 	// error that its marks make held or retryable, see Classifier, given
-	// to Resolve, or as a settled Verdict's Err, as the key's answer), or
-	// the option
-	// "lease", "retention", "wait" or "max_outcome_size";
-	// NewReconciler's are "keeper", "check", "store", "scope"
-	// (ReconcilerConfig.Scope), "reconciler_lease", "reconciler_batch" and
-	// "reconciler_older_than" (ReconcilerConfig.Lease, Batch, OlderThan).
+	// to Resolve as the key's answer), or the option "lease",
+	// "retention", "wait" or "max_outcome_size". Packages beside the core
+	// name their own fields (package reconcile's "check", "batch", …).
 	Field string
 	// Reason says what is wrong, e.g. "longer than 255 bytes".
 	Reason string
@@ -116,8 +113,8 @@ func (e *InvalidInputError) Is(target error) bool { return target == ErrInvalidI
 // StoreError wraps a failure of the store during Op.
 type StoreError struct {
 	// Op is the store operation: "claim" (Do and its kin, before fn
-	// runs), "resolve" (Resolve, and a Reconciler), "list" and
-	// "leaseheld" (a Reconciler), or DoTx's "begin" (before fn runs) and
+	// runs), "resolve" (Resolve, and package reconcile), "list" and
+	// "leaseheld" (package reconcile), or DoTx's "begin" (before fn runs) and
 	// "commit" (the Err of an *UnrecordedError). Do's own writes after fn
 	// ran are not StoreErrors: a completion or a hold that fails is an
 	// *UnrecordedError (ErrOutcomeUnrecorded), a renewal that cannot prove

@@ -142,6 +142,15 @@ func WithObserver(o Observer) Option {
 	}
 }
 
+// Emit hands e to k's observers (WithObserver), as each call does with
+// its own events, for machinery beside the core whose steps belong in the
+// same stream. A panic in an observer propagates, as it does out of Do.
+func (k *Keeper) Emit(ctx context.Context, e Event) {
+	if k != nil {
+		k.cfg.emit(ctx, e)
+	}
+}
+
 // since returns the time elapsed from start when an observer is set.
 func (c *config) since(start time.Time) time.Duration {
 	if start.IsZero() {

@@ -50,8 +50,7 @@ type Option func(*config)
 // a negative wait or a non-positive outcome size is a programming error:
 // the option is applied as given and every Do and Resolve with the policy
 // returns an *InvalidInputError (Field "lease", "retention", "wait" or
-// "max_outcome_size") before any store call, and NewReconciler refuses
-// the Keeper.
+// "max_outcome_size") before any store call.
 
 // WithRetention sets how long a record lives: a key seen again within it
 // replays; after it, the key is a new intent. Counted from the claim while

@@ -79,25 +79,3 @@ func (s Scope) validate(ctx context.Context, key string, fp Fingerprint) error {
 	}
 	return s.cfg.validate()
 }
-
-// validate reports a ReconcilerConfig field set to a value NewReconciler
-// does not accept: a Lease that is negative or below MinReconcileLease, a
-// negative Batch or OlderThan (0 means the default for each), or a Scope
-// that no record can have.
-func (c *ReconcilerConfig) validate() error {
-	switch {
-	case c.Lease < 0:
-		return &InvalidInputError{Field: "reconciler_lease", Reason: "negative"}
-	case c.Lease > 0 && c.Lease < MinReconcileLease:
-		return &InvalidInputError{Field: "reconciler_lease", Reason: "shorter than " + MinReconcileLease.String()}
-	case c.Batch < 0:
-		return &InvalidInputError{Field: "reconciler_batch", Reason: "negative"}
-	case c.OlderThan < 0:
-		return &InvalidInputError{Field: "reconciler_older_than", Reason: "negative"}
-	case c.MaxOutcomeSize < 0:
-		return &InvalidInputError{Field: "reconciler_max_outcome_size", Reason: "negative"}
-	case c.Scope != "":
-		return ValidateScope(c.Scope)
-	}
-	return nil
-}

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // largestStored is the largest response a middleware with the default
@@ -92,9 +93,9 @@ func TestLargestStoredResponseIsResolvable(t *testing.T) {
 		})
 		t.Run("NewReconciler", func(t *testing.T) {
 			key := held(t)
-			rec, err := NewReconciler(k, func(_ context.Context, hk once.HeldKey) (once.Verdict[StoredResponse], error) {
-				return once.Verdict[StoredResponse]{Settled: hk.Key == key, Value: want}, nil
-			}, once.ReconcilerConfig{Scope: scope})
+			rec, err := NewReconciler(k, func(_ context.Context, hk reconcile.HeldKey) (reconcile.Verdict[StoredResponse], error) {
+				return reconcile.Verdict[StoredResponse]{Settled: hk.Key == key, Value: want}, nil
+			}, reconcile.Config{Scope: scope})
 			require.NoError(t, err)
 			rep, err := rec.Pass(t.Context())
 			require.NoError(t, err)
