@@ -18,7 +18,7 @@ import (
 // markTree describes an error tree built of marks (Final, Hold, Retry),
 // %w wrappers (one or several), errors.Join, plain errors and, when asked
 // for, wrappers that only an As method sees through and panics; err builds
-// the error, and modelClass says what the rule of Classifier's doc gives
+// the error, and modelClass says what the rule of WithClassifier's doc gives
 // for it, computed on the description alone.
 type markTree struct {
 	kind string // "leaf", "mark", "wrap", "wrapmany", "join", "as", "panic"
@@ -124,12 +124,12 @@ func (t *markTree) modelClass(unmarked once.Class) once.Class {
 }
 
 // TestMarksOneRuleEverywhere builds random error trees of marks and checks
-// that Do, Resolve and a Reconciler's verdict all classify each as the
-// model of Classifier's rule does: the most cautious (Hold, then Retry,
+// that Do and Resolve (which package reconcile stores verdicts with) both
+// classify each as the model of WithClassifier's rule does: the most cautious (Hold, then Retry,
 // then Final) of the marks no other mark wraps, whatever their order and
 // depth. Do asks its classifier about a tree with no mark (it answers
-// final here); Resolve and the Reconciler take such a tree as final. On
-// main Resolve and the Reconciler took the first mark errors.As found, so
+// final here); Resolve takes such a tree as final. On main Resolve and
+// the Reconciler took the first mark errors.As found, so
 // errors.Join(Final(a), Hold(b)) was stored as the key's final answer
 // while Do held it, and Final beat Retry in Do.
 func TestMarksOneRuleEverywhere(t *testing.T) {
@@ -137,7 +137,7 @@ func TestMarksOneRuleEverywhere(t *testing.T) {
 }
 
 // requireMarkTreesClassified checks, on 300 trees that draw returns, that
-// Do, Resolve and a Reconciler's verdict classify each as modelClass does
+// Do and Resolve classify each as modelClass does
 // (final when unmarked), and that the trees cover every class. It returns
 // the trees.
 func requireMarkTreesClassified(t *testing.T, draw func(*rand.Rand) *markTree) []*markTree {

@@ -27,13 +27,13 @@
 // replays it (a card decline); RegisterError brings its type back on a
 // replay. Hold(err) leaves the outcome unknown (a timeout after the request
 // left) and keeps the key held for the hold period (WithHoldFor; one lease
-// by default, or until resolved); Resolve or a Reconciler stores the real
-// outcome later. Retry(err) and unmarked errors (ClassRetry),
-// cancellations and panics in fn release the claim at once. A Classifier
+// by default, or until resolved); Resolve or package reconcile stores the
+// real outcome later. Retry(err) and unmarked errors (ClassRetry),
+// cancellations and panics in fn release the claim at once. A classifier
 // (WithClassifier) returns ClassFinal, ClassRetry or ClassHold for unmarked
 // errors. An error with several marks takes the most cautious of its
 // outermost ones, Hold, then Retry, then Final, in Do as in Resolve (see
-// Classifier).
+// WithClassifier).
 //
 // # Observability
 //

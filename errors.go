@@ -94,7 +94,7 @@ func (e *InProgressError) Is(target error) bool { return target == ErrInProgress
 // never contains the input itself.
 type InvalidInputError struct {
 	// Field is "ctx", "scope", "key", "fingerprint" or "fn", "err" (an
-	// error that its marks make held or retryable, see Classifier, given
+	// error that its marks make held or retryable, see WithClassifier, given
 	// to Resolve as the key's answer), or the option "lease",
 	// "retention", "wait" or "max_outcome_size". Packages beside the core
 	// name their own fields (package reconcile's "check", "batch", …).

@@ -22,7 +22,7 @@ import (
 // lease ends, and fn runs again.
 //
 // The first caller receives exactly what every replay receives: fn's
-// value after the codec's round trip (unless the codec is a LosslessCodec),
+// value after the codec's round trip (unless the codec declares itself lossless: see Codec),
 // and a final error — one marked with Final, or classified final — in its
 // stored form: its full text, and its type when it is registered with
 // RegisterError (wrapped in a *StoredError with the original text when the
@@ -145,7 +145,7 @@ func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 			waitUntil = time.Now().Add(cfg.wait)
 			waiter = newWaiter(scope.store)
 		}
-		if err := waiter.wait(ctx, scope.name, key, inProgress.Blocked(), waitUntil); err != nil {
+		if err := waiter.wait(ctx, scope.name, key, inProgress.blocked(), waitUntil); err != nil {
 			return Outcome[T]{}, err
 		}
 	}
@@ -165,10 +165,9 @@ func newInProgress(rec backends.Record) *InProgressError {
 	return e
 }
 
-// Blocked is how long the key stays unclaimable at most, by the store's
+// blocked is how long the key stays unclaimable at most, by the store's
 // clock: the owner's lease for a running claim, RetryAfter for a held key.
-// HTTP's Retry-After says this.
-func (e *InProgressError) Blocked() time.Duration {
+func (e *InProgressError) blocked() time.Duration {
 	if e.Held {
 		return e.RetryAfter
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/gob"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -30,7 +31,11 @@ func (gobCodec) Unmarshal(data []byte, v any) error {
 }
 
 // losslessCodec declares its round trip lossless.
-type losslessCodec struct{ once.JSONCodec }
+type losslessCodec struct{}
+
+func (losslessCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func (losslessCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
 
 func (losslessCodec) Lossless() {}
 

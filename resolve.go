@@ -10,7 +10,7 @@ import (
 // never recorded, as found out by a reconciliation job: value when err is
 // nil, else err as a final error. Every later call with the key replays it.
 // An err whose marks make it held or retryable, by the rule Do classifies
-// with (see Classifier: the most cautious of its outermost marks), is not
+// with (see WithClassifier: the most cautious of its outermost marks), is not
 // an answer: Resolve refuses it with an *InvalidInputError (Field "err")
 // before any store call, and the key stays as it is. An err with no mark is
 // final, whatever the Keeper's classifier says.
@@ -103,9 +103,9 @@ func unmarkedIsFinal(error) Class { return ClassFinal }
 func answerProblem(class Class) error {
 	switch class {
 	case ClassHold:
-		return &InvalidInputError{Field: "err", Reason: "held by its marks (see Classifier): an unknown outcome is not an answer"}
+		return &InvalidInputError{Field: "err", Reason: "held by its marks (see WithClassifier): an unknown outcome is not an answer"}
 	case ClassRetry:
-		return &InvalidInputError{Field: "err", Reason: "retryable by its marks (see Classifier): a retryable error is not an answer"}
+		return &InvalidInputError{Field: "err", Reason: "retryable by its marks (see WithClassifier): a retryable error is not an answer"}
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package oncehttp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"sync/atomic"
@@ -40,7 +41,7 @@ func TestReconcilerResolvesAMiddlewareKey(t *testing.T) {
 			}
 			asked.Add(1)
 			return verdict.Load().(func() (reconcile.Verdict[StoredResponse], error))()
-		}, reconcile.Config{Scope: "buyer", Codec: once.JSONCodec{}}) // ignored: the middleware's codec is the only one its keys replay
+		}, reconcile.Config{Scope: "buyer", Codec: jsonCodec{}}) // ignored: the middleware's codec is the only one its keys replay
 		require.NoError(t, err)
 		// pass runs passes until one asks about the key: a pass right after
 		// one that left it held may find it still leased (the unlease is
@@ -98,3 +99,10 @@ func TestNewReconcilerRejectsNilCheck(t *testing.T) {
 	var invalid *once.InvalidInputError
 	require.ErrorAs(t, err, &invalid)
 }
+
+// jsonCodec is a codec other than the middleware's.
+type jsonCodec struct{}
+
+func (jsonCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }

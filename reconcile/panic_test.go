@@ -31,10 +31,10 @@ func (panicCodec) Marshal(v any) ([]byte, error) {
 	if v == "charge-"+victimKey {
 		panic(errHookBoom)
 	}
-	return once.JSONCodec{}.Marshal(v)
+	return json.Marshal(v)
 }
 
-func (panicCodec) Unmarshal(data []byte, v any) error { return once.JSONCodec{}.Unmarshal(data, v) }
+func (panicCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
 
 // panicErrorText is a final error whose Error method panics.
 type panicErrorText struct{}
