@@ -289,7 +289,7 @@ func TestLeaseBelowMinLeaseIsRefusedBeforeTheStore(t *testing.T) {
 		var invalid *once.InvalidInputError
 		require.ErrorAs(t, err, &invalid, "lease %v", d)
 		assert.Equal(t, "lease", invalid.Field)
-		assert.ErrorIs(t, err, once.ErrInvalidInput)
+		assert.ErrorAs(t, err, new(*once.InvalidInputError))
 		assert.False(t, ran, "lease %v: fn ran", d)
 		assert.Zero(t, store.Calls("claim"), "lease %v: the store was called", d)
 	}

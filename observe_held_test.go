@@ -97,7 +97,7 @@ func TestObserverSeesAFailedResolve(t *testing.T) {
 	var rec recorder
 	scope := once.New(failingResolveStore{memory.New(nil)}, once.WithObserver(rec.observe)).Scope("s")
 	err := once.Resolve(context.Background(), scope, "k", nil, 1, nil)
-	require.ErrorIs(t, err, once.ErrStore)
+	require.ErrorAs(t, err, new(*once.StoreError))
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	require.Len(t, rec.events, 1)

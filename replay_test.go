@@ -128,7 +128,7 @@ func TestTheFirstAnswerIsTheReplay(t *testing.T) {
 			return strings.Repeat("x", 64), nil
 		})
 		assert.Equal(t, err1, err2)
-		assert.ErrorIs(t, err2, once.ErrOutcomeTooLarge)
+		assert.ErrorAs(t, err2, new(*once.OutcomeTooLargeError))
 		assert.Equal(t, strings.Repeat("x", 64), first.Value, "documented: the first caller still gets the value")
 		assert.Empty(t, replay.Value)
 	})

@@ -42,7 +42,7 @@ func largestStored(t *testing.T) StoredResponse {
 // middleware stores and replays is also accepted as the answer to one of
 // its held keys, by ResolveResponse and by a Reconciler of NewReconciler,
 // and replayed as given. Both refused it with the Keeper's outcome cap
-// (ErrOutcomeTooLarge), which is below the middleware's: a key held until
+// (*once.OutcomeTooLargeError), which is below the middleware's: a key held until
 // resolved could never be resolved with the response it would have stored.
 func TestLargestStoredResponseIsResolvable(t *testing.T) {
 	want := largestStored(t)

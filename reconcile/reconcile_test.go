@@ -248,7 +248,7 @@ func TestNewReconcilerRejectsALeaseBelowTheMinimum(t *testing.T) {
 		_, err := reconcile.New(once.New(memory.New(nil)), check, reconcile.Config{Lease: lease})
 		var invalid *once.InvalidInputError
 		require.ErrorAs(t, err, &invalid, "lease %v", lease)
-		require.ErrorIs(t, err, once.ErrInvalidInput)
+		require.ErrorAs(t, err, new(*once.InvalidInputError))
 		require.Equal(t, "reconciler_lease", invalid.Field)
 		if lease < 0 {
 			require.Equal(t, "negative", invalid.Reason)

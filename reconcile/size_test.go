@@ -41,7 +41,7 @@ func TestReconcilerMaxOutcomeSize(t *testing.T) {
 			require.NoError(t, err)
 			if !tc.resolved {
 				require.Equal(t, 1, rep.Failed)
-				require.ErrorIs(t, rep.Errors[0], once.ErrOutcomeTooLarge)
+				require.ErrorAs(t, rep.Errors[0], new(*once.OutcomeTooLargeError))
 				return
 			}
 			require.Equal(t, 1, rep.Resolved)

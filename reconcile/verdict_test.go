@@ -87,7 +87,7 @@ func TestResolveRefusesAHeldOrRetryableError(t *testing.T) {
 			var inv *once.InvalidInputError
 			require.ErrorAs(t, err, &inv)
 			require.Equal(t, "err", inv.Field)
-			require.ErrorIs(t, err, once.ErrInvalidInput)
+			require.ErrorAs(t, err, new(*once.InvalidInputError))
 			rec, err := store.Get(t.Context(), "shop", "order-1")
 			require.NoError(t, err)
 			require.NotZero(t, rec.State)
