@@ -57,7 +57,7 @@ type InProgressError struct {
 	LeaseRemaining time.Duration
 	// Held reports that the key is held (see Hold): its outcome is unknown
 	// and nothing is running; it waits for its hold to end or for its real
-	// outcome (Resolve, a Reconciler). HoldRemaining is the hold left, by
+	// outcome (Resolve, package reconcile). HoldRemaining is the hold left, by
 	// the store's clock (HoldUntilResolved, or close to it, when held until
 	// resolved), and HeldFor how long the key has been held.
 	Held          bool
