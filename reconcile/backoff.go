@@ -5,28 +5,28 @@ import "time"
 // Bounds of a Job's backoff of the keys a store write failed for
 // (see Report.Skipped).
 const (
-	// reconcileBackoffMin is how long a Job leaves a key alone
+	// backoffMin is how long a Job leaves a key alone
 	// after a first store failure on it; each further consecutive failure
-	// doubles it, up to reconcileBackoffMax.
-	reconcileBackoffMin = time.Second
-	reconcileBackoffMax = time.Minute
-	// maxReconcileBackoffs bounds the keys one Job remembers a
+	// doubles it, up to backoffMax.
+	backoffMin = time.Second
+	backoffMax = time.Minute
+	// maxBackoffs bounds the keys one Job remembers a
 	// failure of. To make room for one more it forgets, of the keys whose
 	// lease it ended, the one whose backoff ends first. Keys whose lease
-	// may still be its own are all kept, beyond maxReconcileBackoffs (up
-	// to maxReconcileKeptLeases); when only such keys are remembered, a
+	// may still be its own are all kept, beyond maxBackoffs (up
+	// to maxKeptLeases); when only such keys are remembered, a
 	// new key whose lease it did end is not remembered (not backed off).
-	maxReconcileBackoffs = 256
-	// maxReconcileKeptLeases bounds the keys one Job remembers,
+	maxBackoffs = 256
+	// maxKeptLeases bounds the keys one Job remembers,
 	// those whose lease may still be its own included: it keeps their
 	// lease's owner, so that its next attempt takes the lease back, and
-	// forgets one only when it remembers maxReconcileKeptLeases keys, all
+	// forgets one only when it remembers maxKeptLeases keys, all
 	// of them such keys. Then, to make room, it ends the lease of the one
 	// whose backoff ends first (one LeaseHeld, detached from the pass's
 	// context, as Pass ends a lease) and forgets it: if that fails too,
 	// that lease lasts until Config.Lease ends, as it does when
 	// the room is made after a store panic (no store call is made then).
-	maxReconcileKeptLeases = 1024
+	maxKeptLeases = 1024
 )
 
 // heldID names a held key.
@@ -50,7 +50,7 @@ type backoff struct {
 }
 
 // backoffs are a Job's remembered failures: at most
-// maxReconcileBackoffs of them, or maxReconcileKeptLeases when the extra
+// maxBackoffs of them, or maxKeptLeases when the extra
 // ones are live.
 type backoffs map[heldID]backoff
 
@@ -81,14 +81,14 @@ func (b backoffs) failed(id heldID, token string, now time.Time, live, delay boo
 }
 
 // makeRoom makes room for a new entry (live as in backoff) once b has
-// maxReconcileBackoffs entries: it forgets the entry that is not live
+// maxBackoffs entries: it forgets the entry that is not live
 // whose backoff ends first. When all are live, there is no room for a new
 // entry that is not live; a live one is added, up to
-// maxReconcileKeptLeases entries, and beyond that it takes the place of
+// maxKeptLeases entries, and beyond that it takes the place of
 // the live entry whose backoff ends first, which makeRoom forgets and
 // returns (end).
 func (b backoffs) makeRoom(live bool) (room bool, gone heldID, goneEntry backoff, end bool) {
-	if len(b) < maxReconcileBackoffs {
+	if len(b) < maxBackoffs {
 		return true, heldID{}, backoff{}, false
 	}
 	if id, _, found := b.first(false); found {
@@ -98,7 +98,7 @@ func (b backoffs) makeRoom(live bool) (room bool, gone heldID, goneEntry backoff
 	if !live {
 		return false, heldID{}, backoff{}, false
 	}
-	if len(b) < maxReconcileKeptLeases {
+	if len(b) < maxKeptLeases {
 		return true, heldID{}, backoff{}, false
 	}
 	id, e, _ := b.first(true)
@@ -122,11 +122,11 @@ func (b backoffs) first(live bool) (heldID, backoff, bool) {
 }
 
 // backoffAfter is the backoff after n consecutive failures: doubling from
-// reconcileBackoffMin, at most reconcileBackoffMax.
+// backoffMin, at most backoffMax.
 func backoffAfter(n int) time.Duration {
-	d := reconcileBackoffMin
-	for i := 1; i < n && d < reconcileBackoffMax; i++ {
+	d := backoffMin
+	for i := 1; i < n && d < backoffMax; i++ {
 		d *= 2
 	}
-	return min(d, reconcileBackoffMax)
+	return min(d, backoffMax)
 }

@@ -10,8 +10,8 @@ func Backoffs[T any](r *Job[T]) int { return len(r.backoffs) }
 
 // The backoff bounds, for the tests that reach them.
 const (
-	BackoffMin    = reconcileBackoffMin
-	BackoffMax    = reconcileBackoffMax
-	MaxBackoffs   = maxReconcileBackoffs
-	MaxKeptLeases = maxReconcileKeptLeases
+	BackoffMin    = backoffMin
+	BackoffMax    = backoffMax
+	MaxBackoffs   = maxBackoffs
+	MaxKeptLeases = maxKeptLeases
 )

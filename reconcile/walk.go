@@ -29,7 +29,7 @@ import (
 // until Lease ends, or until this Job's next attempt at the key,
 // which reuses the lease's owner and so takes it back: the owner is
 // remembered even when ctx ended (the key is then not backed off), and
-// such a key is forgotten only past maxReconcileKeptLeases of them.
+// such a key is forgotten only past maxKeptLeases of them.
 //
 // The next Pass resumes after the key whose store error (or panic) ended
 // a pass, not at its page's start: it lists that page again (so that no
