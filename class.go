@@ -45,7 +45,7 @@ func (c *classified) Unwrap() error { return c.err }
 // Final marks err as the final answer to the intent: Do stores it and
 // replays it to every retry of the key. Do returns err itself, unwrapped.
 // Final(nil) is nil. Joined beside a Hold or Retry mark
-// (errors.Join(Final(a), Hold(b))), the other mark wins (see Classifier).
+// (errors.Join(Final(a), Hold(b))), the other mark wins (see WithClassifier).
 func Final(err error) error {
 	if err == nil {
 		return nil
@@ -58,7 +58,7 @@ func Final(err error) error {
 // an *InProgressError with Held set, and stores nothing.
 // Do returns err itself, unwrapped. Hold(nil) is nil. Joined beside a
 // Final or Retry mark (errors.Join(Final(a), Hold(b))), the Hold mark
-// wins (see Classifier for an error that carries several marks).
+// wins (see WithClassifier for an error that carries several marks).
 func Hold(err error) error {
 	if err == nil {
 		return nil
@@ -70,7 +70,7 @@ func Hold(err error) error {
 // the claim at once and stores nothing, so the next call runs fn again. Do
 // returns err itself, unwrapped. Retry(nil) is nil. Joined beside a Final
 // mark (errors.Join(Final(a), Retry(b))), the Retry mark wins; beside a
-// Hold mark, the Hold mark does (see Classifier).
+// Hold mark, the Hold mark does (see WithClassifier).
 func Retry(err error) error {
 	if err == nil {
 		return nil
@@ -78,42 +78,13 @@ func Retry(err error) error {
 	return &classified{err: err, class: ClassRetry}
 }
 
-// Classifier decides the class of an error that fn returned without
-// marking it with Final, Hold or Retry.
-//
-// An error may carry several marks, wrapped (fmt.Errorf's %w) or joined
-// (errors.Join) anywhere in its tree. One rule decides its class, for Do
-// (and every call built on it, package consume's included) as for the
-// answer given to Resolve or in a Reconciler's Verdict:
-//
-//   - A mark speaks for the error it wraps, marks inside included:
-//     Retry(Hold(err)) is retryable, since the code that added the outer
-//     mark had the last word.
-//   - The outermost marks are those that no other mark wraps, however
-//     deep: the tree is walked through Unwrap() error and Unwrap() []error
-//     (and an As method that finds a mark, where Unwrap finds none), and
-//     an unmarked wrapper, such as fmt.Errorf("charge: %w", Hold(err)),
-//     changes nothing.
-//   - Among the outermost marks the most cautious wins, whatever their
-//     order or depth: Hold, then Retry, then Final. An outcome partly
-//     unknown is unknown: a final answer stored for it (which no
-//     reconciler revisits) or fn run again could hide or repeat an effect
-//     that may have happened. An outcome partly retryable is retried: a
-//     final answer stored beside a failure that asked for another attempt
-//     would answer the intent without that attempt, for the retention,
-//     while running fn again is what the Retry mark says is safe.
-//
-// The classifier is asked only about an error with no mark; Resolve and a
-// Reconciler take an error with no mark as final.
-type Classifier func(err error) Class
-
 // classify returns the class of err and err without its class marker (a
 // marker on err itself; one deeper in err's tree stays). The class is that
-// of err's marks, as Classifier's doc states; for an error with no mark it
+// of err's marks, as WithClassifier's doc states; for an error with no mark it
 // is c's answer (retryable when c is nil). It is the one place that
 // decides what marks mean: Do (package consume's too), Resolve and a
 // Reconciler's verdict all classify with it.
-func classify(err error, c Classifier) (Class, error) {
+func classify(err error, c func(error) Class) (Class, error) {
 	if m, ok := err.(*classified); ok {
 		return m.class, m.err
 	}

@@ -11,8 +11,8 @@ import (
 
 // TestMarksBehindAnAsMethodFollowTheRule builds random error trees that
 // only an As method sees into (an asOnly at the root, others and panics
-// inside), and checks that Do, Resolve and a Reconciler's verdict classify
-// each as the model of Classifier's rule does: the most cautious of the
+// inside), and checks that Do and Resolve (which package reconcile stores
+// verdicts with) classify each as the model of WithClassifier's rule does: the most cautious of the
 // marks no other mark wraps, none inside a panic's value. On main a tree
 // reached through As took the first mark errors.As found, so
 // asOnly{errors.Join(Final(a), Hold(b))} was stored as a final answer, and

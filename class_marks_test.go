@@ -12,7 +12,7 @@ import (
 )
 
 // TestSeveralMarksOnOneError: an error that carries several class marks
-// (joined, or wrapped) gets the class Classifier's doc states: a mark
+// (joined, or wrapped) gets the class WithClassifier's doc states: a mark
 // speaks for the error it wraps, and among the outermost marks the most
 // cautious wins, whatever their order (Hold, then Retry, then Final). The
 // first mark found used to win, so errors.Join(Final(a), Hold(b)) stored a

@@ -18,7 +18,7 @@ import (
 // markTree describes an error tree built of marks (Final, Hold, Retry),
 // %w wrappers (one or several), errors.Join, plain errors and, when asked
 // for, wrappers that only an As method sees through and panics; err builds
-// the error, and modelClass says what the rule of Classifier's doc gives
+// the error, and modelClass says what the rule of WithClassifier's doc gives
 // for it, computed on the description alone.
 type markTree struct {
 	kind string // "leaf", "mark", "wrap", "wrapmany", "join", "as", "panic"
@@ -124,12 +124,12 @@ func (t *markTree) modelClass(unmarked once.Class) once.Class {
 }
 
 // TestMarksOneRuleEverywhere builds random error trees of marks and checks
-// that Do, Resolve and a Reconciler's verdict all classify each as the
-// model of Classifier's rule does: the most cautious (Hold, then Retry,
+// that Do and Resolve (which package reconcile stores verdicts with) both
+// classify each as the model of WithClassifier's rule does: the most cautious (Hold, then Retry,
 // then Final) of the marks no other mark wraps, whatever their order and
 // depth. Do asks its classifier about a tree with no mark (it answers
-// final here); Resolve and the Reconciler take such a tree as final. On
-// main Resolve and the Reconciler took the first mark errors.As found, so
+// final here); Resolve takes such a tree as final. On main Resolve and
+// the Reconciler took the first mark errors.As found, so
 // errors.Join(Final(a), Hold(b)) was stored as the key's final answer
 // while Do held it, and Final beat Retry in Do.
 func TestMarksOneRuleEverywhere(t *testing.T) {
@@ -137,7 +137,7 @@ func TestMarksOneRuleEverywhere(t *testing.T) {
 }
 
 // requireMarkTreesClassified checks, on 300 trees that draw returns, that
-// Do, Resolve and a Reconciler's verdict classify each as modelClass does
+// Do and Resolve classify each as modelClass does
 // (final when unmarked), and that the trees cover every class. It returns
 // the trees.
 func requireMarkTreesClassified(t *testing.T, draw func(*rand.Rand) *markTree) []*markTree {
@@ -145,7 +145,6 @@ func requireMarkTreesClassified(t *testing.T, draw func(*rand.Rand) *markTree) [
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	r := rand.New(rand.NewPCG(seed, 0))
-	ctx := t.Context()
 	doScope := once.New(memory.New(nil), once.WithHoldFor(once.HoldUntilResolved),
 		once.WithClassifier(func(error) once.Class { return once.ClassFinal })).Scope("do")
 	seen := map[once.Class]int{}
@@ -159,7 +158,6 @@ func requireMarkTreesClassified(t *testing.T, draw func(*rand.Rand) *markTree) [
 
 		require.Equal(t, want.String(), doClass(t, doScope, fmt.Sprint(i), tree.err()).String(), "Do: %s", name)
 		require.Equal(t, want.String(), resolveClass(t, tree.err()).String(), "Resolve: %s", name)
-		require.Equal(t, want.String(), verdictClass(t, ctx, tree.err()).String(), "Reconciler: %s", name)
 	}
 	for _, class := range []once.Class{once.ClassFinal, once.ClassHold, once.ClassRetry} {
 		require.Positive(t, seen[class], "the trees cover %s", class)
@@ -203,36 +201,16 @@ func answerClass(t *testing.T, err error) once.Class {
 	return once.ClassRetry
 }
 
-// resolveClass is the class Resolve gave err as a held key's answer.
-func resolveClass(t *testing.T, err error) once.Class {
+// resolveClass is the class Resolve gave answer as a held key's answer.
+func resolveClass(t *testing.T, answer error) once.Class {
 	t.Helper()
 	store := memory.New(nil)
 	scope := once.New(store, once.WithHoldFor(once.HoldUntilResolved)).Scope("s")
-	holdOne(t, scope, "k", nil)
-	class := answerClass(t, once.Resolve(t.Context(), scope, "k", nil, "", err))
-	requireHeldUnless(t, store, class == once.ClassFinal)
-	return class
-}
-
-// verdictClass is the class a Reconciler gave err as a settled verdict.
-func verdictClass(t *testing.T, ctx context.Context, err error) once.Class {
-	t.Helper()
-	store := memory.New(nil)
-	keeper := once.New(store, once.WithHoldFor(once.HoldUntilResolved))
-	holdOne(t, keeper.Scope("s"), "k", nil)
-	rc, nErr := once.NewReconciler(keeper, func(context.Context, once.HeldKey) (once.Verdict[string], error) {
-		return once.Verdict[string]{Settled: true, Err: err}, nil
-	}, once.ReconcilerConfig{})
-	require.NoError(t, nErr)
-	rep, pErr := rc.Pass(ctx)
-	require.NoError(t, pErr)
-	var refusal error
-	if rep.Resolved == 0 {
-		require.Equal(t, 1, rep.Failed)
-		require.Len(t, rep.Errors, 1)
-		refusal = rep.Errors[0]
-	}
-	class := answerClass(t, refusal)
+	_, err := once.Do(t.Context(), scope, "k", nil, func(context.Context) (string, error) {
+		return "", once.Hold(errors.New("provider timeout"))
+	})
+	require.Error(t, err)
+	class := answerClass(t, once.Resolve(t.Context(), scope, "k", nil, "", answer))
 	requireHeldUnless(t, store, class == once.ClassFinal)
 	return class
 }

@@ -17,7 +17,7 @@ import (
 // binary codec's bytes survive).
 
 func encodeValue[T any](c Codec, v T) ([]byte, error) {
-	if _, ok := c.(JSONCodec); ok {
+	if _, ok := c.(jsonCodec); ok {
 		return encodeJSONValue(v)
 	}
 	data, err := c.Marshal(v)
@@ -42,7 +42,7 @@ var jsonEncoders = sync.Pool{New: func() any {
 // maxPooledEncoder is the largest buffer kept for reuse.
 const maxPooledEncoder = 64 << 10
 
-// encodeJSONValue is encodeValue for JSONCodec, with one allocation less
+// encodeJSONValue is encodeValue for jsonCodec, with one allocation less
 // and no copy of the payload: it encodes straight after the envelope
 // header into a pooled buffer. The bytes are json.Marshal's: an Encoder
 // escapes HTML as Marshal does and only appends a newline, dropped here.

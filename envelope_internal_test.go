@@ -25,11 +25,11 @@ func TestPooledJSONEncodingMatchesMarshal(t *testing.T) {
 		want, err := json.Marshal(v)
 		require.NoError(t, err)
 		for range 2 { // the second time through a reused buffer
-			got, err := encodeValue[any](JSONCodec{}, v)
+			got, err := encodeValue[any](jsonCodec{}, v)
 			require.NoError(t, err)
 			assert.Equal(t, envelope.Value(want), got)
 		}
 	}
-	_, err := encodeValue[any](JSONCodec{}, make(chan int))
+	_, err := encodeValue[any](jsonCodec{}, make(chan int))
 	assert.Error(t, err)
 }

@@ -7,8 +7,11 @@ import (
 	"time"
 )
 
-// Sentinel errors. Check them with errors.Is; the typed errors below carry
-// detail and match the sentinel of their kind.
+// Sentinel errors. Check them with errors.Is. The errors of a kind that
+// carries detail (invalid input, a store failure, an outcome too large)
+// are typed instead: check them with errors.As (*InvalidInputError,
+// *StoreError, *OutcomeTooLargeError); *InProgressError and
+// *UnrecordedError also match ErrInProgress and ErrOutcomeUnrecorded.
 var (
 	// ErrInProgress: another call holds a live claim on the key (HTTP 409).
 	// The error is an *InProgressError with a retry-after hint.
@@ -29,21 +32,6 @@ var (
 	// not be held. The value (and fn's error) is returned with this error;
 	// the key stays claimed until its lease ends and then runs fn again.
 	ErrOutcomeUnrecorded = errors.New("once: outcome not recorded")
-
-	// ErrOutcomeTooLarge: the encoded outcome exceeds the size cap. fn's
-	// value is returned once with this error, and every retry of the key is
-	// answered with this error (fn does not run again).
-	ErrOutcomeTooLarge = errors.New("once: outcome too large to store")
-
-	// ErrInvalidInput: a scope, key, fingerprint or argument failed
-	// validation; nothing reached the store. The error is an
-	// *InvalidInputError.
-	ErrInvalidInput = errors.New("once: invalid input")
-
-	// ErrStore: the store could not be reached or failed. fn did not run
-	// when this comes from the claim (once fails closed). The error is a
-	// *StoreError.
-	ErrStore = errors.New("once: store failure")
 
 	// ErrAlreadyCompleted: Resolve found the key completed already; the
 	// stored outcome was left as it was.
@@ -69,7 +57,7 @@ type InProgressError struct {
 	LeaseRemaining time.Duration
 	// Held reports that the key is held (see Hold): its outcome is unknown
 	// and nothing is running; it waits for its hold to end or for its real
-	// outcome (Resolve, a Reconciler). HoldRemaining is the hold left, by
+	// outcome (Resolve, package reconcile). HoldRemaining is the hold left, by
 	// the store's clock (HoldUntilResolved, or close to it, when held until
 	// resolved), and HeldFor how long the key has been held.
 	Held          bool
@@ -90,17 +78,15 @@ func (e *InProgressError) Error() string {
 // Is reports whether target is ErrInProgress.
 func (e *InProgressError) Is(target error) bool { return target == ErrInProgress }
 
-// InvalidInputError reports which input failed validation and why. It
-// never contains the input itself.
+// InvalidInputError reports which input (a scope, key, fingerprint or
+// argument) failed validation and why; nothing reached the store. It never
+// contains the input itself.
 type InvalidInputError struct {
 	// Field is "ctx", "scope", "key", "fingerprint" or "fn", "err" (an
-	// error that its marks make held or retryable, see Classifier, given
-	// to Resolve, or as a settled Verdict's Err, as the key's answer), or
-	// the option
-	// "lease", "retention", "wait" or "max_outcome_size";
-	// NewReconciler's are "keeper", "check", "store", "scope"
-	// (ReconcilerConfig.Scope), "reconciler_lease", "reconciler_batch" and
-	// "reconciler_older_than" (ReconcilerConfig.Lease, Batch, OlderThan).
+	// error that its marks make held or retryable, see WithClassifier, given
+	// to Resolve as the key's answer), or the option "lease",
+	// "retention", "wait" or "max_outcome_size". Packages beside the core
+	// name their own fields (package reconcile's "check", "batch", …).
 	Field string
 	// Reason says what is wrong, e.g. "longer than 255 bytes".
 	Reason string
@@ -110,14 +96,12 @@ func (e *InvalidInputError) Error() string {
 	return "once: invalid " + e.Field + ": " + e.Reason
 }
 
-// Is reports whether target is ErrInvalidInput.
-func (e *InvalidInputError) Is(target error) bool { return target == ErrInvalidInput }
-
-// StoreError wraps a failure of the store during Op.
+// StoreError wraps a failure of the store during Op. When it comes from
+// the claim, fn did not run: once fails closed.
 type StoreError struct {
 	// Op is the store operation: "claim" (Do and its kin, before fn
-	// runs), "resolve" (Resolve, and a Reconciler), "list" and
-	// "leaseheld" (a Reconciler), or DoTx's "begin" (before fn runs) and
+	// runs), "resolve" (Resolve, and package reconcile), "list" and
+	// "leaseheld" (package reconcile), or DoTx's "begin" (before fn runs) and
 	// "commit" (the Err of an *UnrecordedError). Do's own writes after fn
 	// ran are not StoreErrors: a completion or a hold that fails is an
 	// *UnrecordedError (ErrOutcomeUnrecorded), a renewal that cannot prove
@@ -131,9 +115,6 @@ func (e *StoreError) Error() string { return "once: store " + e.Op + ": " + e.Er
 
 // Unwrap returns the backend's error.
 func (e *StoreError) Unwrap() error { return e.Err }
-
-// Is reports whether target is ErrStore.
-func (e *StoreError) Is(target error) bool { return target == ErrStore }
 
 // UnrecordedError is returned, with fn's value, when fn finished but its
 // outcome could not be stored, and with fn's held error when the key could
@@ -153,7 +134,9 @@ func (e *UnrecordedError) Unwrap() error { return e.Err }
 // Is reports whether target is ErrOutcomeUnrecorded.
 func (e *UnrecordedError) Is(target error) bool { return target == ErrOutcomeUnrecorded }
 
-// OutcomeTooLargeError reports an outcome over the size cap.
+// OutcomeTooLargeError reports an encoded outcome over the size cap
+// (WithMaxOutcomeSize). fn's value is returned once with it, and every
+// retry of the key is answered with it (fn does not run again).
 type OutcomeTooLargeError struct {
 	// Size is the encoded size; zero only on a replay of a record written
 	// by a version of once that did not store it.
@@ -162,15 +145,15 @@ type OutcomeTooLargeError struct {
 	Limit int
 }
 
+// errOutcomeTooLargeText is the text of every *OutcomeTooLargeError.
+const errOutcomeTooLargeText = "once: outcome too large to store"
+
 func (e *OutcomeTooLargeError) Error() string {
 	if e.Size == 0 {
-		return ErrOutcomeTooLarge.Error()
+		return errOutcomeTooLargeText
 	}
-	return ErrOutcomeTooLarge.Error() + ": " + strconv.Itoa(e.Size) + " bytes, limit " + strconv.Itoa(e.Limit)
+	return errOutcomeTooLargeText + ": " + strconv.Itoa(e.Size) + " bytes, limit " + strconv.Itoa(e.Limit)
 }
-
-// Is reports whether target is ErrOutcomeTooLarge.
-func (e *OutcomeTooLargeError) Is(target error) bool { return target == ErrOutcomeTooLarge }
 
 // StoredError is a final error as it comes back from the store when its
 // registered type alone cannot give the original text: it keeps the code

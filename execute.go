@@ -157,7 +157,7 @@ func settleOutcome[T any](c *claim, fnCtx context.Context, start time.Time, v T,
 func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 	cfg, scope, key := c.scope.cfg, c.scope, c.key
 	data, encErr := encodeOutcome(c, v, fnErr)
-	_, lossless := cfg.codec.(LosslessCodec)
+	_, lossless := cfg.codec.(interface{ Lossless() })
 	lossless = lossless && encErr == nil && fnErr == nil
 	var first T
 	var answer error

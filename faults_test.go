@@ -30,7 +30,7 @@ func TestClaimFailureNeverRunsFn(t *testing.T) {
 	var storeErr *once.StoreError
 	require.ErrorAs(t, err, &storeErr)
 	assert.Equal(t, "claim", storeErr.Op)
-	assert.ErrorIs(t, err, once.ErrStore)
+	assert.ErrorAs(t, err, new(*once.StoreError))
 	assert.ErrorIs(t, err, errStoreDown)
 	assert.False(t, ran, "fail closed: no fn while the store is down")
 }

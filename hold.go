@@ -11,7 +11,7 @@ import (
 )
 
 // HoldUntilResolved, given to WithHoldFor, holds a key until its real
-// outcome is stored (Resolve, a Reconciler, or the CLI's resolve): it never
+// outcome is stored (Resolve, package reconcile, or the CLI's resolve): it never
 // runs fn again by itself.
 const HoldUntilResolved = backends.HoldUntilResolved
 
@@ -27,7 +27,7 @@ const HoldUntilResolved = backends.HoldUntilResolved
 // first attempt's result instead of acting twice) — the way this package
 // recommends calling out. When the downstream service cannot deduplicate,
 // running fn again after any finite hold may repeat the effect: use
-// HoldUntilResolved, and run a Reconciler (or an operator's `once list
+// HoldUntilResolved, and run a reconcile.Job (or an operator's `once list
 // --state held` and `once resolve`) to settle each held key. A held key is
 // never silently wedged: stores that implement backends.Lister list and
 // count it.

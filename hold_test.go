@@ -13,6 +13,7 @@ import (
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/backendtest"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/internal/testservers"
 )
 
 type timeoutError struct{}
@@ -25,7 +26,7 @@ func (timeoutError) ErrorCode() string { return "provider_timeout" }
 // RetryAfter; the record carries the held error's code and message; a
 // Resolve settles it and every retry replays the real answer.
 func TestHeldKeyOnEveryStore(t *testing.T) {
-	for name, newStore := range reconcilableStores() {
+	for name, newStore := range testservers.ListerStores() {
 		t.Run(name, func(t *testing.T) {
 			store := newStore(t)
 			var mu sync.Mutex
@@ -115,7 +116,7 @@ func TestDefaultHoldIsOneLease(t *testing.T) {
 // part of the contract, so a held key answers in progress with Held set
 // and the hold's time left, never as a pending claim.
 func TestHoldThroughAWrapperThatEmbedsTheStore(t *testing.T) {
-	for name, newStore := range reconcilableStores() {
+	for name, newStore := range testservers.ListerStores() {
 		t.Run(name, func(t *testing.T) {
 			store := plainStore{newStore(t)}
 			scope := once.New(store, once.WithLease(time.Minute), once.WithHoldFor(time.Hour)).Scope("s")
@@ -155,7 +156,7 @@ func (e heldTextError) ErrorCode() string { return e.code }
 // PostgreSQL text column cannot store them), do not fail the Hold: the
 // core replaces them with U+FFFD and cuts the result to the limits.
 func TestHoldMakesTheHeldTextStorable(t *testing.T) {
-	for name, newStore := range reconcilableStores() {
+	for name, newStore := range testservers.ListerStores() {
 		t.Run(name, func(t *testing.T) {
 			store := newStore(t)
 			scope := once.New(store, once.WithHoldFor(time.Hour)).Scope("s")
@@ -237,7 +238,7 @@ func (l *eventLog) last(kind once.EventKind) (once.Event, bool) {
 // HoldUntilResolved; the retry holds the key, and Do answers fn's error
 // alone.
 func TestATransientHoldFailureIsRetried(t *testing.T) {
-	for name, newStore := range reconcilableStores() {
+	for name, newStore := range testservers.ListerStores() {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			inner := newStore(t)
@@ -462,3 +463,6 @@ func TestAHoldAfterATakeoverReportsTheLeaseLost(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, backends.StatePending, rec.State, "the new owner's claim is left as it is")
 }
+
+// plainStore hides every optional interface of its store.
+type plainStore struct{ backends.Store }

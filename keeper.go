@@ -38,6 +38,26 @@ func (k *Keeper) Scope(name string) Scope {
 	return Scope{name: name, store: k.store, cfg: &k.cfg}
 }
 
+// Store returns the store k was made over, for machinery beside the core
+// that makes store calls of its own (listing held keys, for one). The
+// Store of a nil Keeper is nil.
+func (k *Keeper) Store() backends.Store {
+	if k == nil {
+		return nil
+	}
+	return k.store
+}
+
+// WithStore returns a Keeper with k's policy (its options) over store,
+// typically a decorator of k.Store() that changes some of its calls. A nil
+// store means k's.
+func (k *Keeper) WithStore(store backends.Store) *Keeper {
+	if k == nil || store == nil {
+		return k
+	}
+	return &Keeper{store: store, cfg: k.cfg}
+}
+
 // Scope is a small value that carries a store, a policy and a scope name,
 // so that one Keeper serves calls of every result type. The zero Scope is
 // invalid: calls with it return an *InvalidInputError.

@@ -373,7 +373,7 @@ func (h *harness) pickHooks() callHooks {
 }
 
 type modelCodec struct {
-	JSONCodec
+	jsonCodec
 	marshal, unmarshal bool
 }
 
@@ -381,14 +381,14 @@ func (c modelCodec) Marshal(v any) ([]byte, error) {
 	if c.marshal {
 		panic("model: codec Marshal")
 	}
-	return c.JSONCodec.Marshal(v)
+	return c.jsonCodec.Marshal(v)
 }
 
 func (c modelCodec) Unmarshal(data []byte, v any) error {
 	if c.unmarshal {
 		panic("model: codec Unmarshal")
 	}
-	return c.JSONCodec.Unmarshal(data, v)
+	return c.jsonCodec.Unmarshal(data, v)
 }
 
 func (h *harness) scope(hk callHooks) Scope {

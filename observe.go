@@ -50,11 +50,11 @@ const (
 	// completion or hold attempt that a retry may still recover, for
 	// example).
 	EventStoreError
-	// EventResolved: a Reconciler or Resolve stored the real outcome of a
+	// EventResolved: a reconcile.Job or Resolve stored the real outcome of a
 	// key (FnErr is the final error it stored, if any). Op "resolve".
 	EventResolved
-	// EventReconciled: a Reconciler asked about a held key and left it
-	// held (the service did not know yet; Err is the ReconcileFunc's
+	// EventReconciled: a reconcile.Job asked about a held key and left it
+	// held (the service did not know yet; Err is its Check's
 	// error, if it failed).
 	EventReconciled
 )
@@ -139,6 +139,15 @@ func WithObserver(o Observer) Option {
 			return
 		}
 		c.observer = o
+	}
+}
+
+// Emit hands e to k's observers (WithObserver), as each call does with
+// its own events, for machinery beside the core whose steps belong in the
+// same stream. A panic in an observer propagates, as it does out of Do.
+func (k *Keeper) Emit(ctx context.Context, e Event) {
+	if k != nil {
+		k.cfg.emit(ctx, e)
 	}
 }
 

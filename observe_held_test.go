@@ -12,15 +12,14 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/internal/testservers"
 )
 
-// TestObserverSeesResolveAndReconcile checks the events of the held keys'
-// way out: a Reconciler's pass reports each key it asked about — resolved
-// (Op "resolve", with the final error it stored) or reconciled (left held;
-// Err the ReconcileFunc's failure) — and so does a Resolve, on every
-// reconcilable store.
-func TestObserverSeesResolveAndReconcile(t *testing.T) {
-	for name, newStore := range reconcilableStores() {
+// TestObserverSeesResolve checks that an operator's Resolve is an event
+// (Op "resolve", with the final error it stored), and that a Resolve
+// refused (already completed) is not, on every store that lists held keys.
+func TestObserverSeesResolve(t *testing.T) {
+	for name, newStore := range testservers.ListerStores() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -28,61 +27,7 @@ func TestObserverSeesResolveAndReconcile(t *testing.T) {
 			k := once.New(newStore(t), once.WithObserver(rec.observe), once.WithHoldFor(once.HoldUntilResolved))
 			scope := k.Scope("s")
 			held := errors.New("provider timeout")
-			for _, key := range []string{"paid", "declined", "unknown", "lookup-fails"} {
-				_, err := once.Do(ctx, scope, key, nil, func(context.Context) (int, error) { return 0, once.Hold(held) })
-				require.ErrorIs(t, err, held)
-			}
-			rec.kinds()
-
-			lookupErr := errors.New("provider down")
 			declined := errors.New("card declined")
-			r, err := once.NewReconciler(k, func(_ context.Context, h once.HeldKey) (once.Verdict[int], error) {
-				switch h.Key {
-				case "paid":
-					return once.Verdict[int]{Settled: true, Value: 42}, nil
-				case "declined":
-					return once.Verdict[int]{Settled: true, Err: once.Final(declined)}, nil
-				case "lookup-fails":
-					return once.Verdict[int]{}, lookupErr
-				default:
-					return once.Verdict[int]{}, nil // unknown: not settled
-				}
-			}, once.ReconcilerConfig{})
-			require.NoError(t, err)
-			rep, err := r.Pass(ctx)
-			require.NoError(t, err)
-			require.Equal(t, 4, rep.Examined)
-			require.Equal(t, 2, rep.Resolved)
-			require.Equal(t, 2, rep.LeftHeld)
-			require.Equal(t, 1, rep.Failed)
-
-			rec.mu.Lock()
-			byKey := map[string]once.Event{}
-			for _, e := range rec.events {
-				require.NotContains(t, byKey, e.Key, "one event per key asked about")
-				byKey[e.Key] = e
-			}
-			rec.events = nil
-			rec.mu.Unlock()
-			require.Len(t, byKey, 4)
-			for _, key := range []string{"paid", "declined"} {
-				e := byKey[key]
-				assert.Equal(t, once.EventResolved, e.Kind, key)
-				assert.Equal(t, "resolve", e.Op, key)
-				assert.Equal(t, "s", e.Scope, key)
-			}
-			assert.NoError(t, byKey["paid"].FnErr)
-			assert.Same(t, declined, byKey["declined"].FnErr, "the stored final error, without its class marker, as for Resolve")
-			assert.Equal(t, once.EventReconciled, byKey["unknown"].Kind)
-			assert.NoError(t, byKey["unknown"].Err)
-			assert.Equal(t, once.EventReconciled, byKey["lookup-fails"].Kind)
-			assert.ErrorIs(t, byKey["lookup-fails"].Err, lookupErr)
-
-			// An operator's Resolve is an event too; a second one, refused
-			// (already completed), is not. (Keys the pass did not lease:
-			// its unlease of a key left held lasts the store's shortest
-			// lease, a millisecond on Redis, during which a Resolve is
-			// refused.)
 			for _, key := range []string{"by-hand", "by-hand-declined"} {
 				_, err := once.Do(ctx, scope, key, nil, func(context.Context) (int, error) { return 0, once.Hold(held) })
 				require.ErrorIs(t, err, held)
@@ -107,10 +52,10 @@ func TestObserverSeesResolveAndReconcile(t *testing.T) {
 }
 
 // TestResolveWhileAReconcilerAsks checks that a Resolve refused by a
-// Reconciler's live lease on a held key says so — in progress, held, for
+// reconciler's live lease on a held key says so — in progress, held, for
 // the lease left — instead of claiming the key was completed.
 func TestResolveWhileAReconcilerAsks(t *testing.T) {
-	for name, newStore := range reconcilableStores() {
+	for name, newStore := range testservers.ListerStores() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
@@ -152,7 +97,7 @@ func TestObserverSeesAFailedResolve(t *testing.T) {
 	var rec recorder
 	scope := once.New(failingResolveStore{memory.New(nil)}, once.WithObserver(rec.observe)).Scope("s")
 	err := once.Resolve(context.Background(), scope, "k", nil, 1, nil)
-	require.ErrorIs(t, err, once.ErrStore)
+	require.ErrorAs(t, err, new(*once.StoreError))
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	require.Len(t, rec.events, 1)

@@ -10,68 +10,18 @@ import (
 // Do runs fn at most once per (scope, key) within the retention period and
 // returns its outcome to every call with the same key, however often the
 // call is retried and from however many goroutines or processes share the
-// store.
-//
-// The first call claims the key atomically in the store, runs fn and
-// stores its value or final error. A later call with the same key and a
-// matching fingerprint receives that stored outcome without running fn; a
-// call with another fingerprint receives ErrKeyReused and never the stored
-// outcome; a call that arrives while the first is still running receives an
-// *InProgressError (ErrInProgress) at once, or, with WithWait, the outcome
-// once the first finishes. A claim whose owner died is taken over when its
-// lease ends, and fn runs again.
-//
-// The first caller receives exactly what every replay receives: fn's
-// value after the codec's round trip (unless the codec is a LosslessCodec),
-// and a final error — one marked with Final, or classified final — in its
-// stored form: its full text, and its type when it is registered with
-// RegisterError (wrapped in a *StoredError with the original text when the
-// registered error was wrapped), else a *StoredError. Errors marked with
-// Hold keep the key held (in progress, Held) for the hold period (WithHoldFor). Every other error,
-// context cancellation included, is retryable: it is not stored, the claim
-// is released so the next call runs fn again, and Do returns it as fn
-// returned it.
-//
-// A panic in fn, in the classifier, or in the observer on EventClaimed
-// (before fn runs) releases the claim and stops renewal before Do panics
-// with the same value: no renewal is sent after Do returns or panics. Once
-// fn has returned, its effect has happened, so a panic in a hook changes
-// nothing of how the key is settled, and Do panics with its value after
-// the key is settled: an outcome whose encoding panics (the codec, a
-// value's MarshalJSON, a final error's Error or ErrorCode), or whose
-// decoding for the first answer does, is stored as an outcome the codec
-// refuses is, as a final error saying so ("once: outcome cannot be
-// encoded: panic: …"); a held error whose Error or ErrorCode panics holds
-// the key with a placeholder text; a panicking observer leaves the outcome
-// recorded, held or released as it would have been.
-//
-// While fn runs, Do renews the lease; if the claim is lost (taken over by
-// another caller after a pause longer than the lease), or renewals cannot
-// prove it in time (WithLease says when), fn's context is cancelled with
-// cause ErrLeaseLost, and a Do whose claim was taken over returns
-// ErrLeaseLost without overwriting the new owner's outcome. If the store
-// cannot record fn's outcome, or cannot hold the key after a held error,
-// Do returns the value (and fn's error) with ErrOutcomeUnrecorded, and the
-// key runs fn again after its lease.
-//
-// Once fn has returned, Do waits for nothing but the store write that
-// settles the claim and the hooks it calls (tracer, observer, codec,
-// classifier, a held error's methods): a renewal in flight then is abandoned, never
-// waited for, and fenced by the owner token (a Renew writes nothing to a
-// completed, held or released claim). The write is a Complete or a Hold
-// tried at most three times, or one Release, each attempt on a context
-// detached from ctx's cancellation whose deadline is at most a fixed write
-// timeout and, for a Complete or a Hold, at most two thirds of the lease
-// after the attempt starts. With a store that returns when its context
-// ends, Do therefore returns within three such deadlines and two short
-// pauses of fn's end, plus the time its hooks take, whatever a renewal in
-// flight does. A Renew that ignores its context may outlive Do, on its
-// own goroutine, until the store returns it; its result is discarded, and
-// it reports no event.
-//
-// Do validates scope, key and fingerprint before touching the store and
-// returns an *InvalidInputError for bad input. It fails closed: when the
-// store cannot be reached, fn does not run and Do returns a *StoreError.
+// store. The first call claims the key atomically, runs fn and stores its
+// value or final error; a later call with a matching fingerprint gets that
+// outcome without running fn, one with another fingerprint ErrKeyReused,
+// and one that arrives while fn runs an *InProgressError (ErrInProgress),
+// or, with WithWait, the outcome once fn ends. The first caller receives
+// exactly what every replay receives. An error fn returns unmarked is
+// retryable: not stored, the claim released, so the next call runs fn
+// again. A claim whose owner died is taken over when its lease ends. Do
+// validates its input before any store call (*InvalidInputError) and fails
+// closed: when the store cannot be reached, fn does not run (*StoreError).
+// The package documentation states the corner cases: replay fidelity,
+// panics, leases, and when Do returns.
 func Do[T any](ctx context.Context, scope Scope, key string, fp Fingerprint, fn func(context.Context) (T, error)) (T, error) {
 	out, err := DoOutcome(ctx, scope, key, fp, fn)
 	return out.Value, err
@@ -145,7 +95,7 @@ func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 			waitUntil = time.Now().Add(cfg.wait)
 			waiter = newWaiter(scope.store)
 		}
-		if err := waiter.wait(ctx, scope.name, key, inProgress.Blocked(), waitUntil); err != nil {
+		if err := waiter.wait(ctx, scope.name, key, inProgress.blocked(), waitUntil); err != nil {
 			return Outcome[T]{}, err
 		}
 	}
@@ -165,10 +115,9 @@ func newInProgress(rec backends.Record) *InProgressError {
 	return e
 }
 
-// Blocked is how long the key stays unclaimable at most, by the store's
+// blocked is how long the key stays unclaimable at most, by the store's
 // clock: the owner's lease for a running claim, RetryAfter for a held key.
-// HTTP's Retry-After says this.
-func (e *InProgressError) Blocked() time.Duration {
+func (e *InProgressError) blocked() time.Duration {
 	if e.Held {
 		return e.RetryAfter
 	}

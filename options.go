@@ -2,18 +2,19 @@ package once
 
 import "time"
 
-// Defaults of a Keeper.
+// MinLease is the shortest lease WithLease accepts: renewed every third of
+// it, a lease must leave a renewal time to reach the store and come back,
+// and the timers that send renewals (and cancel fn's context when they
+// fail) time to fire, which a lease of a few milliseconds does not on a
+// loaded machine. It is also well above the resolution of every store
+// (Redis counts in milliseconds).
+const MinLease = 10 * time.Millisecond
+
+// Defaults of a Keeper (each option's doc states its own).
 const (
-	DefaultRetention      = 24 * time.Hour
-	DefaultLease          = 30 * time.Second
-	DefaultMaxOutcomeSize = 1 << 20
-	// MinLease is the shortest lease WithLease accepts: renewed every
-	// third of it, a lease must leave a renewal time to reach the store
-	// and come back, and the timers that send renewals (and cancel fn's
-	// context when they fail) time to fire, which a lease of a few
-	// milliseconds does not on a loaded machine. It is also well above
-	// the resolution of every store (Redis counts in milliseconds).
-	MinLease = 10 * time.Millisecond
+	defaultRetention      = 24 * time.Hour
+	defaultLease          = 30 * time.Second
+	defaultMaxOutcomeSize = 1 << 20
 )
 
 // config is the policy of a Keeper or of a Scope derived with Scope.With.
@@ -24,7 +25,7 @@ type config struct {
 	wait       time.Duration
 	maxOutcome int
 	codec      Codec
-	classifier Classifier
+	classifier func(error) Class
 	errorTypes []errorType
 	observer   Observer
 	tracer     Tracer
@@ -32,10 +33,10 @@ type config struct {
 
 func defaultConfig() config {
 	return config{
-		retention:  DefaultRetention,
-		lease:      DefaultLease,
-		maxOutcome: DefaultMaxOutcomeSize,
-		codec:      JSONCodec{},
+		retention:  defaultRetention,
+		lease:      defaultLease,
+		maxOutcome: defaultMaxOutcomeSize,
+		codec:      jsonCodec{},
 	}
 }
 
@@ -50,8 +51,7 @@ type Option func(*config)
 // a negative wait or a non-positive outcome size is a programming error:
 // the option is applied as given and every Do and Resolve with the policy
 // returns an *InvalidInputError (Field "lease", "retention", "wait" or
-// "max_outcome_size") before any store call, and NewReconciler refuses
-// the Keeper.
+// "max_outcome_size") before any store call.
 
 // WithRetention sets how long a record lives: a key seen again within it
 // replays; after it, the key is a new intent. Counted from the claim while
@@ -121,7 +121,7 @@ func (c *config) validate() error {
 }
 
 // WithCodec sets the codec for stored values and final errors. The default
-// is JSONCodec; nil keeps the current codec.
+// is encoding/json; nil keeps the current codec.
 func WithCodec(codec Codec) Option {
 	return func(c *config) {
 		if codec != nil {
@@ -133,6 +133,31 @@ func WithCodec(codec Codec) Option {
 // WithClassifier sets the function that classifies errors fn returns
 // without marking them with Final, Hold or Retry. The default classifies
 // every such error as ClassRetry; nil restores the default.
-func WithClassifier(f Classifier) Option {
+//
+// An error may carry several marks, wrapped (fmt.Errorf's %w) or joined
+// (errors.Join) anywhere in its tree. One rule decides its class, for Do
+// (and every call built on it, package consume's included) as for the
+// answer given to Resolve or in a reconciler's verdict (package reconcile):
+//
+//   - A mark speaks for the error it wraps, marks inside included:
+//     Retry(Hold(err)) is retryable, since the code that added the outer
+//     mark had the last word.
+//   - The outermost marks are those that no other mark wraps, however
+//     deep: the tree is walked through Unwrap() error and Unwrap() []error
+//     (and an As method that finds a mark, where Unwrap finds none), and
+//     an unmarked wrapper, such as fmt.Errorf("charge: %w", Hold(err)),
+//     changes nothing.
+//   - Among the outermost marks the most cautious wins, whatever their
+//     order or depth: Hold, then Retry, then Final. An outcome partly
+//     unknown is unknown: a final answer stored for it (which no
+//     reconciler revisits) or fn run again could hide or repeat an effect
+//     that may have happened. An outcome partly retryable is retried: a
+//     final answer stored beside a failure that asked for another attempt
+//     would answer the intent without that attempt, for the retention,
+//     while running fn again is what the Retry mark says is safe.
+//
+// The classifier is asked only about an error with no mark; Resolve and a
+// reconciler take an error with no mark as final.
+func WithClassifier(f func(err error) Class) Option {
 	return func(c *config) { c.classifier = f }
 }

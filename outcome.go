@@ -7,7 +7,7 @@ import "time"
 type Outcome[T any] struct {
 	// Value is the stored value, decoded: on a replay, and on the call
 	// that ran fn too (fn's value after the codec's round trip; fn's value
-	// as it is with a LosslessCodec, with ErrOutcomeTooLarge, or when the
+	// as it is with a lossless Codec, with an *OutcomeTooLargeError, or when the
 	// outcome could not be recorded). It is T's zero value with a final
 	// error.
 	Value T

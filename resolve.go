@@ -10,7 +10,7 @@ import (
 // never recorded, as found out by a reconciliation job: value when err is
 // nil, else err as a final error. Every later call with the key replays it.
 // An err whose marks make it held or retryable, by the rule Do classifies
-// with (see Classifier: the most cautious of its outermost marks), is not
+// with (see WithClassifier: the most cautious of its outermost marks), is not
 // an answer: Resolve refuses it with an *InvalidInputError (Field "err")
 // before any store call, and the key stays as it is. An err with no mark is
 // final, whatever the Keeper's classifier says.
@@ -25,7 +25,7 @@ import (
 // taken just before the Resolve is left too. It never overwrites a
 // completed key: it returns ErrAlreadyCompleted then, and ErrKeyReused when
 // the key is bound to another fingerprint, and an *InProgressError (Held)
-// while a Reconciler holds a live lease on the held key (it is asking the
+// while a reconciler (package reconcile) holds a live lease on the held key (it is asking the
 // downstream service; retry after RetryAfter), or an *InProgressError (not
 // Held) when the store could not reach the key in time (a SQL store waiting
 // for a transaction that holds it uncommitted). The Keeper's observers see
@@ -58,8 +58,8 @@ func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint
 	switch res.Existing.State {
 	case backends.StateHeld, backends.StatePending:
 		// Nothing was completed; the key is in progress (newInProgress
-		// sets Held from the state). Held: a Reconciler's live lease on
-		// the held key refused it; that Reconciler is asking and may
+		// sets Held from the state). Held: a reconciler's live lease on
+		// the held key refused it; that reconciler is asking and may
 		// resolve it itself. Pending: a claim the store could not take
 		// from, as a SQL store that gave up waiting for a transaction
 		// holding the key uncommitted (its lock timeout), or a live
@@ -69,7 +69,7 @@ func Resolve[T any](ctx context.Context, scope Scope, key string, fp Fingerprint
 	return ErrAlreadyCompleted
 }
 
-// encodeResolution encodes the outcome Resolve and a Reconciler store:
+// encodeResolution encodes the outcome Resolve stores (package reconcile's verdicts too):
 // the final error err (inner is err without its class marker, as stored)
 // or, when err is nil, value with codec, within cfg's size limit. An err
 // that is no answer is refused (see answerProblem).
@@ -103,9 +103,9 @@ func unmarkedIsFinal(error) Class { return ClassFinal }
 func answerProblem(class Class) error {
 	switch class {
 	case ClassHold:
-		return &InvalidInputError{Field: "err", Reason: "held by its marks (see Classifier): an unknown outcome is not an answer"}
+		return &InvalidInputError{Field: "err", Reason: "held by its marks (see WithClassifier): an unknown outcome is not an answer"}
 	case ClassRetry:
-		return &InvalidInputError{Field: "err", Reason: "retryable by its marks (see Classifier): a retryable error is not an answer"}
+		return &InvalidInputError{Field: "err", Reason: "retryable by its marks (see WithClassifier): a retryable error is not an answer"}
 	}
 	return nil
 }

@@ -52,7 +52,7 @@ func TestTracerWrapsEveryCall(t *testing.T) {
 	_, err = once.Do(ctx, scope, "k", nil, fn)
 	require.NoError(t, err)
 	_, err = once.Do(ctx, scope, "", nil, fn)
-	require.ErrorIs(t, err, once.ErrInvalidInput)
+	require.ErrorAs(t, err, new(*once.InvalidInputError))
 	assert.Panics(t, func() {
 		_, _ = once.Do(ctx, scope, "p", nil, func(context.Context) (int, error) { panic("boom") })
 	})
@@ -62,7 +62,7 @@ func TestTracerWrapsEveryCall(t *testing.T) {
 	require.Len(t, tr.ends, 4)
 	assert.Equal(t, once.TraceDoEndData{Scope: "s", Key: "k", Status: once.Recorded}, tr.ends[0])
 	assert.Equal(t, once.TraceDoEndData{Scope: "s", Key: "k", Status: once.Replayed}, tr.ends[1])
-	assert.ErrorIs(t, tr.ends[2].Err, once.ErrInvalidInput)
+	assert.ErrorAs(t, tr.ends[2].Err, new(*once.InvalidInputError))
 	assert.True(t, tr.ends[3].Panicked)
 	assert.False(t, tr.ends[0].Panicked)
 }
@@ -110,7 +110,7 @@ func TestTracerSeesAPanicFnRecovered(t *testing.T) {
 	_, err = once.Do(ctx, scope, "plain", nil, func(context.Context) (int, error) { return 0, errors.New("plain") })
 	require.Error(t, err)
 	_, err = once.Do[int](ctx, scope, "nil", nil, nil)
-	require.ErrorIs(t, err, once.ErrInvalidInput)
+	require.ErrorAs(t, err, new(*once.InvalidInputError))
 
 	require.Len(t, tr.ends, 6)
 	var p *once.PanicError

@@ -36,16 +36,16 @@ func validateName(field, s string, limit int) error {
 // them to match must normalise them itself before calling Do.
 func ValidateKey(key string) error { return validateName("key", key, backends.MaxKeyLen) }
 
-// ValidateScope reports whether name is acceptable as a scope name, by the
+// validateScope reports whether name is acceptable as a scope name, by the
 // rules of ValidateKey (control characters are Unicode's Cc only; no
 // normalisation) and backends.MaxScopeLen (255 bytes). It returns an
 // *InvalidInputError (Field "scope") when it is not.
-func ValidateScope(name string) error { return validateName("scope", name, backends.MaxScopeLen) }
+func validateScope(name string) error { return validateName("scope", name, backends.MaxScopeLen) }
 
-// ValidateFingerprint reports whether fp is acceptable: at most
+// validateFingerprint reports whether fp is acceptable: at most
 // backends.MaxFingerprintLen (64) bytes; empty means no check. It returns
 // an *InvalidInputError (Field "fingerprint") when it is not.
-func ValidateFingerprint(fp Fingerprint) error {
+func validateFingerprint(fp Fingerprint) error {
 	if len(fp) > backends.MaxFingerprintLen {
 		return &InvalidInputError{Field: "fingerprint", Reason: "longer than " + strconv.Itoa(backends.MaxFingerprintLen) + " bytes"}
 	}
@@ -68,36 +68,14 @@ func (s Scope) validate(ctx context.Context, key string, fp Fingerprint) error {
 	if s.cfg == nil || s.store == nil {
 		return &InvalidInputError{Field: "scope", Reason: "zero Scope; use Keeper.Scope"}
 	}
-	if err := ValidateScope(s.name); err != nil {
+	if err := validateScope(s.name); err != nil {
 		return err
 	}
 	if err := ValidateKey(key); err != nil {
 		return err
 	}
-	if err := ValidateFingerprint(fp); err != nil {
+	if err := validateFingerprint(fp); err != nil {
 		return err
 	}
 	return s.cfg.validate()
-}
-
-// validate reports a ReconcilerConfig field set to a value NewReconciler
-// does not accept: a Lease that is negative or below MinReconcileLease, a
-// negative Batch or OlderThan (0 means the default for each), or a Scope
-// that no record can have.
-func (c *ReconcilerConfig) validate() error {
-	switch {
-	case c.Lease < 0:
-		return &InvalidInputError{Field: "reconciler_lease", Reason: "negative"}
-	case c.Lease > 0 && c.Lease < MinReconcileLease:
-		return &InvalidInputError{Field: "reconciler_lease", Reason: "shorter than " + MinReconcileLease.String()}
-	case c.Batch < 0:
-		return &InvalidInputError{Field: "reconciler_batch", Reason: "negative"}
-	case c.OlderThan < 0:
-		return &InvalidInputError{Field: "reconciler_older_than", Reason: "negative"}
-	case c.MaxOutcomeSize < 0:
-		return &InvalidInputError{Field: "reconciler_max_outcome_size", Reason: "negative"}
-	case c.Scope != "":
-		return ValidateScope(c.Scope)
-	}
-	return nil
 }

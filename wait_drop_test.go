@@ -41,7 +41,7 @@ func waitersSurviveADrop(t *testing.T, store backends.Store, drop func() bool) {
 	}()
 	runOwnerAndWaiters(t, scope, 4, time.Second)
 	require.True(t, <-dropped, "the listening connection was found and killed")
-	require.Less(t, time.Since(start), once.DefaultLease*2/3, "the waiters waited for the lease's end")
+	require.Less(t, time.Since(start), defaultLease*2/3, "the waiters waited for the lease's end")
 }
 
 // The PostgreSQL listener's backend is terminated while waiters wait.
@@ -116,3 +116,6 @@ func clientFields(line string) map[string]string {
 	}
 	return f
 }
+
+// defaultLease is the lease of a Keeper made without WithLease.
+const defaultLease = 30 * time.Second

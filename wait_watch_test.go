@@ -113,7 +113,7 @@ func TestWaitersGetTheOutcomeWhenTheNotificationIsLost(t *testing.T) {
 			scope := once.New(wc, once.WithWait(time.Minute)).Scope("lost-" + testservers.Suffix())
 			start := time.Now()
 			runOwnerAndWaiters(t, scope, 4, 300*time.Millisecond)
-			require.Less(t, time.Since(start), once.DefaultLease*2/3, "the waiters waited for the lease's end")
+			require.Less(t, time.Since(start), defaultLease*2/3, "the waiters waited for the lease's end")
 		})
 	}
 }

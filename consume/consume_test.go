@@ -182,7 +182,7 @@ func consumeTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		var runs atomic.Int32
 		d := consume.Do(ctx, once.New(store).Scope("group"), "m1", fp, counted(&runs, nil))
 		requireDecision(t, d, consume.RetryLater, consume.ReasonStoreDown)
-		require.ErrorIs(t, d.Err, once.ErrStore)
+		require.ErrorAs(t, d.Err, new(*once.StoreError))
 		require.Equal(t, consume.StoreRetryAfter, d.RetryAfter)
 		require.Zero(t, runs.Load(), "fail closed")
 	})
@@ -251,7 +251,7 @@ func consumeTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		}
 		for name, d := range cases {
 			requireDecision(t, d, consume.RetryLater, consume.ReasonMisconfigured)
-			require.ErrorIs(t, d.Err, once.ErrInvalidInput, name)
+			require.ErrorAs(t, d.Err, new(*once.InvalidInputError), name)
 		}
 		require.Zero(t, runs.Load())
 	})

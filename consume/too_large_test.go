@@ -27,13 +27,13 @@ func TestValueOverCapIsDeadLettered(t *testing.T) {
 	v, d := consume.Value(ctx, scope, "m1", nil, big)
 	require.Equal(t, consume.DeadLetter, d.Action, "decision %v", d)
 	require.Equal(t, consume.ReasonTooLarge, d.Reason)
-	require.ErrorIs(t, d.Err, once.ErrOutcomeTooLarge)
+	require.ErrorAs(t, d.Err, new(*once.OutcomeTooLargeError))
 	require.Empty(t, v, "a value without a durable record is not handed out")
 
 	v, d = consume.Value(ctx, scope, "m1", nil, big)
 	require.Equal(t, consume.DeadLetter, d.Action, "decision %v", d)
 	require.Equal(t, consume.ReasonTooLarge, d.Reason)
-	require.ErrorIs(t, d.Err, once.ErrOutcomeTooLarge)
+	require.ErrorAs(t, d.Err, new(*once.OutcomeTooLargeError))
 	require.Empty(t, v)
 	require.EqualValues(t, 1, runs.Load(), "the replay does not run the handler")
 
@@ -42,7 +42,7 @@ func TestValueOverCapIsDeadLettered(t *testing.T) {
 	require.Equal(t, "small", v)
 }
 
-// A handler's own final error that wraps ErrOutcomeTooLarge (a nested Do's)
+// A handler's own final error that wraps an *OutcomeTooLargeError (a nested Do's)
 // is a final error like any other: recorded and acknowledged.
 func TestValueFinalErrorWrappingTooLargeIsFinal(t *testing.T) {
 	ctx := context.Background()

@@ -107,7 +107,7 @@ func TestDoTx(t *testing.T) {
 		d := consume.DoTx(ctx, scope, "m1", fp, broken, func(ctx context.Context, tx failingCommit) error { return e.effect(ctx, tx, "m1") })
 		require.Equal(t, consume.RetryLater, d.Action)
 		require.Equal(t, consume.ReasonStoreDown, d.Reason)
-		require.ErrorIs(t, d.Err, once.ErrStore)
+		require.ErrorAs(t, d.Err, new(*once.StoreError))
 		require.Zero(t, e.count("m1"))
 		d = consume.DoTx(ctx, scope, "m1", fp, e.begin, func(ctx context.Context, tx pgx.Tx) error { return e.effect(ctx, tx, "m1") })
 		require.Equal(t, consume.ReasonDone, d.Reason)

@@ -70,7 +70,7 @@ func errKind(err error) string {
 		return "lease_lost"
 	case errors.Is(err, once.ErrOutcomeUnrecorded):
 		return "unrecorded"
-	case errors.Is(err, once.ErrStore):
+	case errors.As(err, new(*once.StoreError)):
 		return "store"
 	case errors.As(err, &pgErr):
 		return "pg_" + pgErr.Op

@@ -27,7 +27,7 @@ const flagTooLarge = 1
 var errNotResponse = errors.New("oncehttp: stored outcome is not an HTTP response")
 
 // Marshal implements once.Codec for storedResponse values, and for
-// StoredResponse values (a Reconciler's verdicts), which it stores as
+// StoredResponse values (a reconcile.Job's verdicts), which it stores as
 // ResolveResponse does.
 func (responseCodec) Marshal(v any) ([]byte, error) {
 	var s storedResponse

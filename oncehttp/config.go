@@ -270,9 +270,9 @@ const (
 	// once.WithHoldFor; one lease by default): the outcome is unknown, so
 	// duplicates get 409 until then and the next request after the hold
 	// runs the handler again — or, with once.HoldUntilResolved, only a
-	// resolution with ResolveResponse, a Reconciler made by NewReconciler
+	// resolution with ResolveResponse, a reconcile.Job made by NewReconciler
 	// (or cmd/once's resolve --status) ends it. (once.Resolve and a
-	// Reconciler of once.NewReconciler store a value in the Keeper's
+	// reconcile.Job of your own store a value in the Keeper's
 	// codec, which the middleware cannot replay: every retry would get
 	// 500 response-unavailable.) The default for every 5xx but 503.
 	Hold ServerErrorPolicy = iota

@@ -280,9 +280,9 @@ func (m *Middleware) writeError(w http.ResponseWriter, err error) {
 		m.problems.write(w, kind, retryAfter)
 	case errors.Is(err, once.ErrKeyReused):
 		m.problems.write(w, probKeyReused, 0)
-	case errors.Is(err, once.ErrOutcomeTooLarge), errors.Is(err, once.ErrUndecodable):
+	case errors.As(err, new(*once.OutcomeTooLargeError)), errors.Is(err, once.ErrUndecodable):
 		m.problems.write(w, probResponseUnavailable, 0)
-	case errors.Is(err, once.ErrStore),
+	case errors.As(err, new(*once.StoreError)),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		m.problems.write(w, probStoreUnavailable, 1)
 	default:

@@ -28,10 +28,10 @@ var defaultProblems = sync.OnceValue(func() *problems {
 //	                           409 request-outcome-unknown, Retry-After:
 //	                           the hold left
 //	once.ErrKeyReused          422 idempotency-key-reused
-//	once.ErrInvalidInput       400 invalid-input
-//	once.ErrStore, ErrLeaseLost, ErrOutcomeUnrecorded, a cancelled or
-//	expired context            503 store-unavailable, Retry-After: 1
-//	once.ErrOutcomeTooLarge, ErrUndecodable
+//	*once.InvalidInputError    400 invalid-input
+//	*once.StoreError, ErrLeaseLost, ErrOutcomeUnrecorded, a cancelled
+//	or expired context         503 store-unavailable, Retry-After: 1
+//	*once.OutcomeTooLargeError, ErrUndecodable
 //	                           500 internal-error
 //
 // Answers below 500 are marked SkipStore, so a retry of the request runs
@@ -54,13 +54,13 @@ func WriteError(w http.ResponseWriter, r *http.Request, err error) bool {
 		kind, retryAfter = inProgressProblem(inProgress)
 	case errors.Is(err, once.ErrKeyReused):
 		kind = probKeyReused
-	case errors.Is(err, once.ErrInvalidInput):
+	case errors.As(err, new(*once.InvalidInputError)):
 		kind = probInvalidInput
-	case errors.Is(err, once.ErrStore), errors.Is(err, once.ErrLeaseLost),
+	case errors.As(err, new(*once.StoreError)), errors.Is(err, once.ErrLeaseLost),
 		errors.Is(err, once.ErrOutcomeUnrecorded),
 		errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		kind, retryAfter = probStoreUnavailable, 1
-	case errors.Is(err, once.ErrOutcomeTooLarge), errors.Is(err, once.ErrUndecodable):
+	case errors.As(err, new(*once.OutcomeTooLargeError)), errors.Is(err, once.ErrUndecodable):
 		kind = probInternal
 	default:
 		return false

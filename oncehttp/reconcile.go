@@ -9,17 +9,18 @@ import (
 	"slices"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // errVerdictNotResponse is why a verdict with an error is refused: a key
 // of the middleware is answered with a response.
 var errVerdictNotResponse = errors.New("oncehttp: a settled verdict on a key of the middleware is a response (StoredResponse); give a refusal its status and body instead of Err")
 
-// NewReconciler returns a once.Reconciler for the keys the middleware
+// NewReconciler returns a reconcile.Job for the keys the middleware
 // holds (a 5xx under the Hold policy, or a handler's once.Hold), whose
 // verdicts are responses: check asks the downstream service what
 // happened and, once it knows, returns Settled with the response every
-// later request with the key must receive; the Reconciler stores it as
+// later request with the key must receive; the Job stores it as
 // ResolveResponse does (the middleware's codec, the headers of
 // DefaultStoreHeaders), and each later request gets it with
 // Idempotent-Replayed. k must be the Keeper the middleware uses.
@@ -29,21 +30,21 @@ var errVerdictNotResponse = errors.New("oncehttp: a settled verdict on a key of 
 // the reason in its Errors. cfg.Codec and cfg.MaxOutcomeSize are ignored:
 // the middleware's codec is the only one its keys replay, and a verdict
 // is never refused for its size, as ResolveResponse's is not.
-func NewReconciler(k *once.Keeper, check once.ReconcileFunc[StoredResponse], cfg once.ReconcilerConfig) (*once.Reconciler[StoredResponse], error) {
+func NewReconciler(k *once.Keeper, check reconcile.Check[StoredResponse], cfg reconcile.Config) (*reconcile.Job[StoredResponse], error) {
 	if check == nil {
 		return nil, &once.InvalidInputError{Field: "check", Reason: "nil"}
 	}
 	cfg.Codec, cfg.MaxOutcomeSize = responseCodec{}, resolutionCap
-	return once.NewReconciler(k, func(ctx context.Context, hk once.HeldKey) (once.Verdict[StoredResponse], error) {
+	return reconcile.New(k, func(ctx context.Context, hk reconcile.HeldKey) (reconcile.Verdict[StoredResponse], error) {
 		v, err := check(ctx, hk)
 		if err != nil || !v.Settled {
 			return v, err
 		}
 		if v.Err != nil {
-			return once.Verdict[StoredResponse]{}, errVerdictNotResponse
+			return reconcile.Verdict[StoredResponse]{}, errVerdictNotResponse
 		}
 		if !validStatus(v.Value.Status) {
-			return once.Verdict[StoredResponse]{}, errStatus()
+			return reconcile.Verdict[StoredResponse]{}, errStatus()
 		}
 		return v, nil
 	}, cfg)

@@ -2,6 +2,7 @@ package oncehttp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // TestReconcilerResolvesAMiddlewareKey: a 504 holds the key until resolved
@@ -31,22 +33,22 @@ func TestReconcilerResolvesAMiddlewareKey(t *testing.T) {
 		held := send(t, c, srv, path, key, "")
 		require.Equal(t, http.StatusConflict, held.status, "held: the retry is told to wait")
 
-		var verdict atomic.Value // func() (once.Verdict[StoredResponse], error)
+		var verdict atomic.Value // func() (reconcile.Verdict[StoredResponse], error)
 		var asked atomic.Int64
-		rec, err := NewReconciler(k, func(ctx context.Context, hk once.HeldKey) (once.Verdict[StoredResponse], error) {
+		rec, err := NewReconciler(k, func(ctx context.Context, hk reconcile.HeldKey) (reconcile.Verdict[StoredResponse], error) {
 			if hk.Scope != "buyer" || hk.Key != key {
-				return once.Verdict[StoredResponse]{}, nil // another test's key: left held
+				return reconcile.Verdict[StoredResponse]{}, nil // another test's key: left held
 			}
 			asked.Add(1)
-			return verdict.Load().(func() (once.Verdict[StoredResponse], error))()
-		}, once.ReconcilerConfig{Scope: "buyer", Codec: once.JSONCodec{}}) // ignored: the middleware's codec is the only one its keys replay
+			return verdict.Load().(func() (reconcile.Verdict[StoredResponse], error))()
+		}, reconcile.Config{Scope: "buyer", Codec: jsonCodec{}}) // ignored: the middleware's codec is the only one its keys replay
 		require.NoError(t, err)
 		// pass runs passes until one asks about the key: a pass right after
 		// one that left it held may find it still leased (the unlease is
 		// 1 ns, rounded up to the store's clock: a millisecond on Redis).
-		pass := func() once.ReconcileReport {
+		pass := func() reconcile.Report {
 			t.Helper()
-			var rep once.ReconcileReport
+			var rep reconcile.Report
 			before := asked.Load()
 			require.Eventually(t, func() bool {
 				var err error
@@ -58,20 +60,20 @@ func TestReconcilerResolvesAMiddlewareKey(t *testing.T) {
 			return rep
 		}
 
-		for name, v := range map[string]once.Verdict[StoredResponse]{
+		for name, v := range map[string]reconcile.Verdict[StoredResponse]{
 			"an error":   {Settled: true, Err: once.Final(errors.New("declined"))},
 			"bad status": {Settled: true, Value: StoredResponse{Status: 42}},
 			"a 1xx":      {Settled: true, Value: StoredResponse{Status: http.StatusProcessing}},
 		} {
-			verdict.Store(func() (once.Verdict[StoredResponse], error) { return v, nil })
+			verdict.Store(func() (reconcile.Verdict[StoredResponse], error) { return v, nil })
 			rep := pass()
 			require.Equal(t, 0, rep.Resolved, name)
 			require.Equal(t, 1, rep.Failed, name)
 			require.Equal(t, http.StatusConflict, send(t, c, srv, path, key, "").status, "%s: the key stays held", name)
 		}
 
-		verdict.Store(func() (once.Verdict[StoredResponse], error) {
-			return once.Verdict[StoredResponse]{Settled: true, Value: StoredResponse{
+		verdict.Store(func() (reconcile.Verdict[StoredResponse], error) {
+			return reconcile.Verdict[StoredResponse]{Settled: true, Value: StoredResponse{
 				Status: http.StatusCreated,
 				Header: http.Header{"location": {"/orders/9"}, "Content-Type": {"application/json"}, "Set-Cookie": {"secret=1"}}, // any case
 				Body:   []byte(`{"id":9}`),
@@ -93,7 +95,14 @@ func TestReconcilerResolvesAMiddlewareKey(t *testing.T) {
 }
 
 func TestNewReconcilerRejectsNilCheck(t *testing.T) {
-	_, err := NewReconciler(once.New(nil), nil, once.ReconcilerConfig{})
+	_, err := NewReconciler(once.New(nil), nil, reconcile.Config{})
 	var invalid *once.InvalidInputError
 	require.ErrorAs(t, err, &invalid)
 }
+
+// jsonCodec is a codec other than the middleware's.
+type jsonCodec struct{}
+
+func (jsonCodec) Marshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func (jsonCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // largestStored is the largest response a middleware with the default
@@ -41,7 +42,7 @@ func largestStored(t *testing.T) StoredResponse {
 // middleware stores and replays is also accepted as the answer to one of
 // its held keys, by ResolveResponse and by a Reconciler of NewReconciler,
 // and replayed as given. Both refused it with the Keeper's outcome cap
-// (ErrOutcomeTooLarge), which is below the middleware's: a key held until
+// (*once.OutcomeTooLargeError), which is below the middleware's: a key held until
 // resolved could never be resolved with the response it would have stored.
 func TestLargestStoredResponseIsResolvable(t *testing.T) {
 	want := largestStored(t)
@@ -92,9 +93,9 @@ func TestLargestStoredResponseIsResolvable(t *testing.T) {
 		})
 		t.Run("NewReconciler", func(t *testing.T) {
 			key := held(t)
-			rec, err := NewReconciler(k, func(_ context.Context, hk once.HeldKey) (once.Verdict[StoredResponse], error) {
-				return once.Verdict[StoredResponse]{Settled: hk.Key == key, Value: want}, nil
-			}, once.ReconcilerConfig{Scope: scope})
+			rec, err := NewReconciler(k, func(_ context.Context, hk reconcile.HeldKey) (reconcile.Verdict[StoredResponse], error) {
+				return reconcile.Verdict[StoredResponse]{Settled: hk.Key == key, Value: want}, nil
+			}, reconcile.Config{Scope: scope})
 			require.NoError(t, err)
 			rep, err := rec.Pass(t.Context())
 			require.NoError(t, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/reconcile"
 )
 
 func TestObserveStoreGaugesHeldKeys(t *testing.T) {
@@ -70,17 +71,17 @@ func TestHeldLifecycleIsCounted(t *testing.T) {
 		_, _ = once.Do(ctx, scope, key, nil, func(context.Context) (int, error) { return 0, once.Hold(errors.New("timeout")) })
 	}
 	asked := 0
-	r, err := once.NewReconciler(k, func(_ context.Context, h once.HeldKey) (once.Verdict[int], error) {
+	r, err := reconcile.New(k, func(_ context.Context, h reconcile.HeldKey) (reconcile.Verdict[int], error) {
 		asked++
 		switch h.Key {
 		case "charged":
-			return once.Verdict[int]{Settled: true, Value: 42}, nil
+			return reconcile.Verdict[int]{Settled: true, Value: 42}, nil
 		case "unknown":
-			return once.Verdict[int]{}, nil
+			return reconcile.Verdict[int]{}, nil
 		default:
-			return once.Verdict[int]{}, errors.New("provider down")
+			return reconcile.Verdict[int]{}, errors.New("provider down")
 		}
-	}, once.ReconcilerConfig{})
+	}, reconcile.Config{})
 	require.NoError(t, err)
 	rep, err := r.Pass(ctx)
 	require.NoError(t, err)

@@ -58,12 +58,12 @@ type Config struct {
 
 // DefaultLevel logs at Warn every event that carries a failure of the
 // machinery (Event.Err: a store error, a lost lease, an unrecorded
-// outcome, an undecodable replay, a failed hold write, a ReconcileFunc's
+// outcome, an undecodable replay, a failed hold write, a reconcile.Check's
 // error), and the kinds that always do (lease lost, unrecorded, store
 // error); at Info duplicates, releases and what settles a key by other
 // means than fn (in progress, key reused, released, held, resolved); and
 // at Debug the steps of a healthy call (claimed, executed, recorded,
-// replayed, renewed) and a Reconciler's visit that left a key held
+// replayed, renewed) and a reconcile.Job's visit that left a key held
 // (reconciled, without an error).
 func DefaultLevel(e once.Event) slog.Level {
 	if e.Err != nil {

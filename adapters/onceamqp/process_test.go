@@ -152,7 +152,7 @@ func processTable(t *testing.T, newStore func(testing.TB) backends.Store) {
 		require.ErrorIs(t, d.Err, onceamqp.ErrMissingKey)
 		d = process(t, e, scope, counting(&runs, nil), cfg)
 		require.Equal(t, consume.ReasonInvalidKey, d.Reason, "a key over 255 bytes is dead-lettered")
-		require.ErrorIs(t, d.Err, once.ErrInvalidInput)
+		require.ErrorAs(t, d.Err, new(*once.InvalidInputError))
 		require.Eventually(t, func() bool { _, dead := e.counts(t); return dead == 2 }, 5*time.Second, 10*time.Millisecond)
 		require.Equal(t, int32(1), runs.Load())
 	})

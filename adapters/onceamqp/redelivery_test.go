@@ -70,7 +70,7 @@ func TestShutdownOnTheLastDeliveryIsNotExhausted(t *testing.T) {
 // x-delivery-limit.
 func TestInProgressWaitsTheOwnersLeaseUpToTheCap(t *testing.T) {
 	e := newEnv(t)
-	scope := once.New(memory.New(nil)).Scope("billing") // once.DefaultLease
+	scope := once.New(memory.New(nil)).Scope("billing") // the default lease, 30 s
 	holdKey(t, scope, "order-1")
 	e.publish(t, "charge", "order-1", nil)
 	cfg := &onceamqp.Config{Fingerprint: noFingerprint, MaxRequeueDelay: 1500 * time.Millisecond}

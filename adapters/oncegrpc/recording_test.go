@@ -122,7 +122,7 @@ func TestLargeResponses(t *testing.T) {
 	require.NoError(t, err, "the handler succeeded: its caller gets its response")
 	require.Len(t, first.GetValue(), tooLarge)
 	require.Len(t, log.all(), 1)
-	require.ErrorIs(t, log.all()[0], once.ErrOutcomeTooLarge)
+	require.ErrorAs(t, log.all()[0], new(*once.OutcomeTooLargeError))
 	for range 2 {
 		_, header, err = call(ctx, cc, chargeMethod, "ann", "k2", order("o2", tooLarge))
 		st := status.Convert(err)
@@ -223,7 +223,7 @@ func TestInternalErrorsAreNotSent(t *testing.T) {
 	require.Equal(t, "oncegrpc: internal error", st.Message())
 	require.Zero(t, runs.Load())
 	require.Len(t, log.all(), 1)
-	require.ErrorIs(t, log.all()[0], once.ErrInvalidInput)
+	require.ErrorAs(t, log.all()[0], new(*once.InvalidInputError))
 }
 
 func TestEmptyScopeIsUnauthenticated(t *testing.T) {

@@ -274,10 +274,10 @@ func (s *server) protocolError(ctx context.Context, method string, err error) er
 		return inProgressStatus(inProgress)
 	case errors.Is(err, once.ErrKeyReused):
 		return withInfo(status.New(codes.InvalidArgument, once.ErrKeyReused.Error()), ReasonKeyReused)
-	case errors.Is(err, once.ErrStore):
+	case errors.As(err, new(*once.StoreError)):
 		s.report(ctx, method, err)
 		return status.Error(codes.Unavailable, "oncegrpc: idempotency store unavailable")
-	case errors.Is(err, once.ErrOutcomeTooLarge):
+	case errors.As(err, new(*once.OutcomeTooLargeError)):
 		return responseUnavailable()
 	case errors.Is(err, once.ErrUndecodable):
 		s.report(ctx, method, err)

@@ -76,8 +76,8 @@
 //     Config.Key of your own must keep them apart itself.
 //
 // The produced messages are stored as the key's outcome, under the scope's
-// outcome cap (once.WithMaxOutcomeSize, once.DefaultMaxOutcomeSize = 1 MiB
-// by default; the store must accept that size too). Produced messages whose
+// outcome cap (once.WithMaxOutcomeSize, 1 MiB by default; the store must
+// accept that size too). Produced messages whose
 // stored form is over the cap could not be republished for a duplicate, so
 // they are never handed to the router: the message is dead-lettered
 // (consume.ReasonTooLarge), on its first run and on every redelivery. Raise the

@@ -34,7 +34,7 @@ func TestProducedMessagesOverTheCapAreDeadLettered(t *testing.T) {
 		produced, err := h(message.NewMessage("in-1", []byte("order 7")))
 		require.Error(t, err, "delivery %d", delivery)
 		require.True(t, oncewatermill.IsDeadLetter(err), "delivery %d: %v", delivery, err)
-		require.ErrorIs(t, err, once.ErrOutcomeTooLarge)
+		require.ErrorAs(t, err, new(*once.OutcomeTooLargeError))
 		require.Empty(t, produced, "delivery %d: produced messages without a durable record", delivery)
 		require.Equal(t, consume.ReasonTooLarge, decisions[delivery].Reason)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/localcache"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/reconcile"
 )
 
 func TestHotReplayMakesNoStoreCall(t *testing.T) {
@@ -290,9 +291,9 @@ func TestOptionalInterfacesReachableThroughTheCache(t *testing.T) {
 	require.True(t, ok)
 	_, ok = backends.As[backends.Lister](store)
 	require.True(t, ok)
-	_, err := once.NewReconciler(once.New(store), func(context.Context, once.HeldKey) (once.Verdict[int], error) {
-		return once.Verdict[int]{}, nil
-	}, once.ReconcilerConfig{})
+	_, err := reconcile.New(once.New(store), func(context.Context, reconcile.HeldKey) (reconcile.Verdict[int], error) {
+		return reconcile.Verdict[int]{}, nil
+	}, reconcile.Config{})
 	require.NoError(t, err)
 	_, ok = cached(t, nullStore{}, localcache.Config{}).(backends.Admin)
 	require.False(t, ok, "the cache of a store without Admin has none")

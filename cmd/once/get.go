@@ -161,7 +161,7 @@ func describeKind(kind string) string {
 	case envelope.KindError.String():
 		return "final error"
 	case envelope.KindTooLarge.String():
-		return "too large (the value exceeded the size cap; every call gets ErrOutcomeTooLarge)"
+		return "too large (the value exceeded the size cap; every call gets an *once.OutcomeTooLargeError)"
 	default:
 		return "undecodable (not written by this version of once)"
 	}

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
 )
 
@@ -38,7 +37,7 @@ type listedView struct {
 
 func (l *listCmd) Run(e *env) error {
 	if l.Scope != "" {
-		if err := once.ValidateScope(l.Scope); err != nil {
+		if err := validName("scope", l.Scope, backends.MaxScopeLen); err != nil {
 			return usage(err)
 		}
 	}

@@ -42,7 +42,7 @@ func lifecycle(t *testing.T, store backends.Store, flags func(...string) []strin
 	assert.JSONEq(t, `{"id":7,"status":"paid"}`, string(v.Outcome))
 	assert.Positive(t, v.OutcomeSize)
 	assert.Nil(t, v.LeaseRemainingMS)
-	assert.InDelta(t, once.DefaultRetention.Milliseconds(), v.ExpiresInMS, float64(time.Minute.Milliseconds()))
+	assert.InDelta(t, (24 * time.Hour).Milliseconds(), v.ExpiresInMS, float64(time.Minute.Milliseconds()))
 
 	text := mustRun(t, flags("get", "orders", "k1")...)
 	for _, want := range []string{"state:       completed", "fingerprint: " + hex.EncodeToString(testFP), "bytes, value", `"status": "paid"`} {

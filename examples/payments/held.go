@@ -14,6 +14,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/oncehttp"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // The held payments: the provider goes down while the shop charges, so
@@ -21,7 +22,7 @@ import (
 // whether the card was charged. The shop holds the buyer's key
 // (once.Hold, WithHoldFor(holdFor)): the buyer's retries get 409 with a
 // Retry-After of the hold left instead of a second charge attempt, and the
-// shop's reconciler (once.NewReconciler) asks the provider, by the same
+// shop's reconciler (reconcile.New) asks the provider, by the same
 // DerivedKey the charge carried, what it did.
 //
 //   - The provider charged (chargeThenDown): the reconciler learns the
@@ -39,7 +40,7 @@ import (
 //     DerivedKey: it charges once, or, had the late request landed, gets
 //     that charge replayed by the provider. One charge either way, and
 //     nobody is told a false "not paid". (Releasing the key at once would
-//     be as safe, thanks to the DerivedKey, but a Reconciler only settles
+//     be as safe, thanks to the DerivedKey, but a reconcile.Job only settles
 //     or leaves a key held, and the hold is short.)
 type heldOrder struct {
 	id    string
@@ -70,7 +71,7 @@ type reply struct {
 type heldResult struct {
 	Order   string
 	Replies []reply
-	Passes  []once.ReconcileReport
+	Passes  []reconcile.Report
 	// BusyPasses counts the passes made again because they found the key
 	// still leased by the pass before (see playHeld).
 	BusyPasses int
@@ -99,7 +100,7 @@ func (d *demo) playHeld(ctx context.Context) ([]heldResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := once.NewReconciler(shop.keeper, d.askProvider(shop.payrail), once.ReconcilerConfig{})
+	rec, err := reconcile.New(shop.keeper, d.askProvider(shop.payrail), reconcile.Config{})
 	if err != nil {
 		return nil, fmt.Errorf("the held payments need a store that keeps the held state: %w", err)
 	}
@@ -143,7 +144,7 @@ func (d *demo) playHeld(ctx context.Context) ([]heldResult, error) {
 			// shortest lease the store can keep (1 ns, rounded up to the
 			// store's clock precision: a millisecond on Redis); a pass in
 			// that instant finds the key leased (Busy) and is made again.
-			var rep once.ReconcileReport
+			var rep reconcile.Report
 			for n := 0; n < 100; n++ {
 				var err error
 				if rep, err = rec.Pass(ctx); err != nil {
@@ -215,26 +216,26 @@ func (d *demo) playHeld(ctx context.Context) ([]heldResult, error) {
 	return results, nil
 }
 
-// askProvider is the reconciler's ReconcileFunc: it asks the provider
+// askProvider is the reconcile.Check: it asks the provider
 // which charge it made with the held order's DerivedKey. A charge settles
 // the key with it; "no charge" leaves the key held (see heldOrder), as
 // does a failed lookup (the reconciler counts it and asks again on its
 // next pass).
-func (d *demo) askProvider(p *payrail) once.ReconcileFunc[charge] {
-	return func(ctx context.Context, k once.HeldKey) (once.Verdict[charge], error) {
+func (d *demo) askProvider(p *payrail) reconcile.Check[charge] {
+	return func(ctx context.Context, k reconcile.HeldKey) (reconcile.Verdict[charge], error) {
 		id, _ := strings.CutPrefix(k.Key, "checkout-")
 		providerKey := once.DerivedKey("order", id)
 		c, found, err := p.lookup(ctx, providerKey)
 		switch {
 		case err != nil:
 			fmt.Fprintf(d.w, "  reconciler: asks the provider about %s: %v; leaves %s held\n", providerKey, err, k.Key)
-			return once.Verdict[charge]{}, err
+			return reconcile.Verdict[charge]{}, err
 		case found:
 			fmt.Fprintf(d.w, "  reconciler: asks the provider about %s: charged, %s; resolves %s with it\n", providerKey, c.ID, k.Key)
-			return once.Verdict[charge]{Settled: true, Value: c}, nil
+			return reconcile.Verdict[charge]{Settled: true, Value: c}, nil
 		default:
 			fmt.Fprintf(d.w, "  reconciler: asks the provider about %s: no charge with this key; leaves %s held until its hold ends\n", providerKey, k.Key)
-			return once.Verdict[charge]{}, nil
+			return reconcile.Verdict[charge]{}, nil
 		}
 	}
 }

@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/examples/internal/exstore"
 	"github.com/stagedoor/once/examples/internal/exstoretest"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // clockSlack bounds how far a store's clock (the server's, counted in its
@@ -134,7 +134,7 @@ func passOf(examined, resolved, leftHeld, failed int) passCounts {
 	return passCounts{examined, resolved, leftHeld, failed}
 }
 
-func counts(r once.ReconcileReport) passCounts {
+func counts(r reconcile.Report) passCounts {
 	return passCounts{r.Examined, r.Resolved, r.LeftHeld, r.Failed}
 }
 

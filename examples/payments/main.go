@@ -12,7 +12,7 @@
 // Then the held payments (see held.go): the provider goes down while the
 // shop charges, so the charge's outcome is unknown. The shop holds the
 // buyer's key (once.Hold); the buyer's retries, over HTTP, get 409 with a
-// Retry-After of the hold left; the shop's once.Reconciler asks the
+// Retry-After of the hold left; the shop's reconcile.Job asks the
 // provider by the DerivedKey what it did and resolves the key with the
 // charge it finds, so the next retry gets the 201, replayed; when the
 // provider made no charge, the key stays held and the retry after the hold
@@ -30,7 +30,7 @@
 // mysql a restarted shop is a new Keeper over the same durable store: it
 // keeps the key and replays the charge without calling the provider again.
 // The held payments run on every store: each keeps the held state and
-// lists it for the Reconciler (backends.Lister).
+// lists it for the reconcile.Job (backends.Lister).
 package main
 
 import (

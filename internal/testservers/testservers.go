@@ -147,3 +147,43 @@ func Stores() map[string]func(testing.TB) backends.Store {
 		"redis":    func(tb testing.TB) backends.Store { return RedisStore(tb) },
 	}
 }
+
+// ListerStores returns one fresh store of every backend that implements
+// backends.Lister (the stores a reconciler walks), by name: Stores' and
+// "redis-cluster".
+func ListerStores() map[string]func(testing.TB) backends.Store {
+	stores := Stores()
+	stores["redis-cluster"] = RedisClusterStore
+	return stores
+}
+
+// RedisClusterStore returns a fresh Redis store over the cluster named by
+// RedisClusterAddrs, its keys under a fresh prefix, deleted when tb ends.
+func RedisClusterStore(tb testing.TB) backends.Store {
+	tb.Helper()
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: RedisClusterAddrs()})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := c.Ping(ctx).Err(); err != nil {
+		_ = c.Close()
+		Unavailable(tb, "Redis Cluster", err)
+	}
+	prefix := "once-t-" + Suffix() + ":"
+	s, err := redisstore.New(ctx, c, &redisstore.Config{KeyPrefix: prefix, EvictionPolicyCheck: redisstore.EvictionIgnore})
+	if err != nil {
+		_ = c.Close()
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		ctx := context.Background()
+		_ = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+			iter := n.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+			for iter.Next(ctx) {
+				_ = n.Del(ctx, iter.Val()).Err()
+			}
+			return iter.Err()
+		})
+		_ = c.Close()
+	})
+	return s
+}

@@ -36,6 +36,7 @@ var packages = map[string]string{
 	"os":          "os",
 	"pgx":         "github.com/jackc/pgx/v5",
 	"pgxpool":     "github.com/jackc/pgx/v5/pgxpool",
+	"reconcile":   "github.com/stagedoor/once/reconcile",
 	"postgres":    "github.com/stagedoor/once/backends/postgres",
 	"redis":       "github.com/redis/go-redis/v9",
 	"redisstore":  "github.com/stagedoor/once/backends/redisstore",

@@ -1,4 +1,4 @@
-package once_test
+package reconcile_test
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/internal/testservers"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // The key of holdKeys(t, store, 3) whose user code panics in the tests
@@ -29,10 +31,10 @@ func (panicCodec) Marshal(v any) ([]byte, error) {
 	if v == "charge-"+victimKey {
 		panic(errHookBoom)
 	}
-	return once.JSONCodec{}.Marshal(v)
+	return json.Marshal(v)
 }
 
-func (panicCodec) Unmarshal(data []byte, v any) error { return once.JSONCodec{}.Unmarshal(data, v) }
+func (panicCodec) Unmarshal(data []byte, v any) error { return json.Unmarshal(data, v) }
 
 // panicErrorText is a final error whose Error method panics.
 type panicErrorText struct{}
@@ -49,14 +51,14 @@ func panicObserver(kind once.EventKind) once.Option {
 }
 
 // settledCheck answers every key settled with "charge-<key>".
-func settledCheck(_ context.Context, k once.HeldKey) (once.Verdict[string], error) {
-	return once.Verdict[string]{Settled: true, Value: "charge-" + k.Key}, nil
+func settledCheck(_ context.Context, k reconcile.HeldKey) (reconcile.Verdict[string], error) {
+	return reconcile.Verdict[string]{Settled: true, Value: "charge-" + k.Key}, nil
 }
 
 // victimCheck answers the victim with victim and the other keys as
 // settledCheck does.
-func victimCheck(victim func() (once.Verdict[string], error)) once.ReconcileFunc[string] {
-	return func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+func victimCheck(victim func() (reconcile.Verdict[string], error)) reconcile.Check[string] {
+	return func(ctx context.Context, k reconcile.HeldKey) (reconcile.Verdict[string], error) {
 		if k.Key == victimKey {
 			return victim()
 		}
@@ -75,20 +77,20 @@ func TestReconcilerRecoversPanicsPerKey(t *testing.T) {
 	cases := []struct {
 		name   string
 		opts   []once.Option
-		cfg    once.ReconcilerConfig
-		check  once.ReconcileFunc[string]
+		cfg    reconcile.Config
+		check  reconcile.Check[string]
 		hook   string
 		failed int // 1 when the key is left held because of the panic
 		errs   int
 	}{
 		{
 			name:  "ReconcileFunc",
-			check: victimCheck(func() (once.Verdict[string], error) { panic(errHookBoom) }),
+			check: victimCheck(func() (reconcile.Verdict[string], error) { panic(errHookBoom) }),
 			hook:  "check", failed: 1, errs: 1,
 		},
 		{
 			name:  "ReconcilerConfig.Codec",
-			cfg:   once.ReconcilerConfig{Codec: panicCodec{}},
+			cfg:   reconcile.Config{Codec: panicCodec{}},
 			check: settledCheck,
 			hook:  "encode", failed: 1, errs: 1,
 		},
@@ -100,32 +102,34 @@ func TestReconcilerRecoversPanicsPerKey(t *testing.T) {
 		},
 		{
 			name: "final error's Error method",
-			check: victimCheck(func() (once.Verdict[string], error) {
-				return once.Verdict[string]{Settled: true, Err: once.Final(panicErrorText{})}, nil
+			check: victimCheck(func() (reconcile.Verdict[string], error) {
+				return reconcile.Verdict[string]{Settled: true, Err: once.Final(panicErrorText{})}, nil
 			}),
 			hook: "encode", failed: 1, errs: 1,
 		},
 		{
 			name:  "observer of an unsettled verdict",
 			opts:  []once.Option{panicObserver(once.EventReconciled)},
-			check: victimCheck(func() (once.Verdict[string], error) { return once.Verdict[string]{}, nil }),
+			check: victimCheck(func() (reconcile.Verdict[string], error) { return reconcile.Verdict[string]{}, nil }),
 			hook:  "observer", failed: 0, errs: 1,
 		},
 		{
-			name:  "observer of a failed check",
-			opts:  []once.Option{panicObserver(once.EventReconciled)},
-			check: victimCheck(func() (once.Verdict[string], error) { return once.Verdict[string]{}, errors.New("provider down") }),
-			hook:  "observer", failed: 1, errs: 2, // the check's error, then the observer's panic
+			name: "observer of a failed check",
+			opts: []once.Option{panicObserver(once.EventReconciled)},
+			check: victimCheck(func() (reconcile.Verdict[string], error) {
+				return reconcile.Verdict[string]{}, errors.New("provider down")
+			}),
+			hook: "observer", failed: 1, errs: 2, // the check's error, then the observer's panic
 		},
 	}
-	for storeName, newStore := range reconcilableStores() {
+	for storeName, newStore := range testservers.ListerStores() {
 		t.Run(storeName, func(t *testing.T) {
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					store := newStore(t)
 					holdKeys(t, store, 3)
 					ctx := t.Context()
-					rc, err := once.NewReconciler(once.New(store, tc.opts...), tc.check, tc.cfg)
+					rc, err := reconcile.New(once.New(store, tc.opts...), tc.check, tc.cfg)
 					require.NoError(t, err)
 
 					rep, err := rc.Pass(ctx)
@@ -137,7 +141,7 @@ func TestReconcilerRecoversPanicsPerKey(t *testing.T) {
 					require.Equal(t, 1, rep.Panicked)
 					require.Len(t, rep.Errors, tc.errs)
 					last := rep.Errors[len(rep.Errors)-1]
-					var p *once.ReconcilePanicError
+					var p *reconcile.PanicError
 					require.ErrorAs(t, last, &p)
 					require.Equal(t, tc.hook, p.Hook)
 					require.ErrorIs(t, last, errHookBoom, "the panic value, an error, is unwrapped")
@@ -155,7 +159,7 @@ func TestReconcilerRecoversPanicsPerKey(t *testing.T) {
 					// The key was unleased: a well-behaved Reconciler
 					// resolves it at once (Redis rounds the unlease up to
 					// 1 ms).
-					good, err := once.NewReconciler(once.New(store), settledCheck, once.ReconcilerConfig{})
+					good, err := reconcile.New(once.New(store), settledCheck, reconcile.Config{})
 					require.NoError(t, err)
 					require.Eventually(t, func() bool {
 						rep, err := good.Pass(ctx)
@@ -179,13 +183,13 @@ func TestReconcilerRecoversPanicsPerKey(t *testing.T) {
 // EventResolved of a key does not escape Pass and does not undo the
 // resolution: the key is counted resolved and replays its verdict.
 func TestReconcilerObserverPanicAfterResolve(t *testing.T) {
-	for storeName, newStore := range reconcilableStores() {
+	for storeName, newStore := range testservers.ListerStores() {
 		t.Run(storeName, func(t *testing.T) {
 			store := newStore(t)
 			holdKeys(t, store, 3)
 			ctx := t.Context()
 			keeper := once.New(store, panicObserver(once.EventResolved))
-			rc, err := once.NewReconciler(keeper, settledCheck, once.ReconcilerConfig{})
+			rc, err := reconcile.New(keeper, settledCheck, reconcile.Config{})
 			require.NoError(t, err)
 			rep, err := rc.Pass(ctx)
 			require.NoError(t, err)
@@ -194,7 +198,7 @@ func TestReconcilerObserverPanicAfterResolve(t *testing.T) {
 			require.Zero(t, rep.Failed)
 			require.Equal(t, 1, rep.Panicked)
 			require.Len(t, rep.Errors, 1)
-			var p *once.ReconcilePanicError
+			var p *reconcile.PanicError
 			require.ErrorAs(t, rep.Errors[0], &p)
 			require.Equal(t, "observer", p.Hook)
 
@@ -219,9 +223,9 @@ func TestReconcilerObserverPanicOnAStoreError(t *testing.T) {
 	mem := newReconcileFaults()
 	mem.failResolve(errResolveDown)
 	holdKeys(t, mem, 3)
-	rc, err := once.NewReconciler(once.New(mem, panicObserver(once.EventStoreError)), settledCheck, once.ReconcilerConfig{})
+	rc, err := reconcile.New(once.New(mem, panicObserver(once.EventStoreError)), settledCheck, reconcile.Config{})
 	require.NoError(t, err)
-	var rep once.ReconcileReport
+	var rep reconcile.Report
 	for rep.Panicked == 0 { // the first key listed that fails ends each pass
 		rep, err = rc.Pass(t.Context())
 		require.ErrorIs(t, err, errResolveDown)
@@ -230,7 +234,7 @@ func TestReconcilerObserverPanicOnAStoreError(t *testing.T) {
 		require.Equal(t, "resolve", se.Op)
 		require.Less(t, rep.Examined, 4)
 	}
-	var p *once.ReconcilePanicError
+	var p *reconcile.PanicError
 	require.ErrorAs(t, rep.Errors[0], &p)
 	require.Equal(t, "observer", p.Hook)
 	rec, err := mem.Get(t.Context(), victimScope, victimKey)
@@ -246,10 +250,10 @@ func TestReconcilerRunSurvivesAPanickingCheck(t *testing.T) {
 	store := memory.New(nil)
 	holdKeys(t, store, 1)
 	var calls int
-	rc, err := once.NewReconciler(once.New(store), func(context.Context, once.HeldKey) (once.Verdict[int], error) {
+	rc, err := reconcile.New(once.New(store), func(context.Context, reconcile.HeldKey) (reconcile.Verdict[int], error) {
 		calls++
 		panic("boom")
-	}, once.ReconcilerConfig{})
+	}, reconcile.Config{})
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
@@ -277,17 +281,17 @@ func (unwrapPanicError) Unwrap() error { panic(errHookBoom) }
 func TestReconcilerDoesNotInspectTheCheckError(t *testing.T) {
 	for name, checkErr := range map[string]error{
 		"Unwrap panics":               unwrapPanicError{},
-		"wraps a ReconcilePanicError": fmt.Errorf("nested: %w", &once.ReconcilePanicError{Hook: "check", Value: "elsewhere"}),
+		"wraps a ReconcilePanicError": fmt.Errorf("nested: %w", &reconcile.PanicError{Hook: "check", Value: "elsewhere"}),
 	} {
 		t.Run(name, func(t *testing.T) {
 			store := memory.New(nil)
 			holdKeys(t, store, 3)
 			ctx := t.Context()
-			rc, err := once.NewReconciler(once.New(store), victimCheck(func() (once.Verdict[string], error) {
-				return once.Verdict[string]{}, checkErr
-			}), once.ReconcilerConfig{})
+			rc, err := reconcile.New(once.New(store), victimCheck(func() (reconcile.Verdict[string], error) {
+				return reconcile.Verdict[string]{}, checkErr
+			}), reconcile.Config{})
 			require.NoError(t, err)
-			var rep once.ReconcileReport
+			var rep reconcile.Report
 			require.NotPanics(t, func() { rep, err = rc.Pass(ctx) })
 			require.NoError(t, err)
 			require.Equal(t, 3, rep.Examined)
@@ -298,7 +302,7 @@ func TestReconcilerDoesNotInspectTheCheckError(t *testing.T) {
 			require.Len(t, rep.Errors, 1)
 			require.ErrorContains(t, rep.Errors[0], victimScope+"/"+victimKey+": ")
 
-			good, err := once.NewReconciler(once.New(store), settledCheck, once.ReconcilerConfig{})
+			good, err := reconcile.New(once.New(store), settledCheck, reconcile.Config{})
 			require.NoError(t, err)
 			rep, err = good.Pass(ctx)
 			require.NoError(t, err)
@@ -323,17 +327,17 @@ func (v panicJSON) MarshalJSON() ([]byte, error) {
 // held with its hold and unleased, counted in Failed and Panicked, and
 // the other keys, those listed after it included, are still settled.
 func TestReconcilerRecoversAPanickingMarshalJSON(t *testing.T) {
-	for storeName, newStore := range reconcilableStores() {
+	for storeName, newStore := range testservers.ListerStores() {
 		t.Run(storeName, func(t *testing.T) {
 			store := newStore(t)
 			holdKeys(t, store, 3)
 			ctx := t.Context()
 			var asked []string
-			check := func(_ context.Context, k once.HeldKey) (once.Verdict[panicJSON], error) {
+			check := func(_ context.Context, k reconcile.HeldKey) (reconcile.Verdict[panicJSON], error) {
 				asked = append(asked, k.Key)
-				return once.Verdict[panicJSON]{Settled: true, Value: panicJSON("charge-" + k.Key)}, nil
+				return reconcile.Verdict[panicJSON]{Settled: true, Value: panicJSON("charge-" + k.Key)}, nil
 			}
-			rc, err := once.NewReconciler(once.New(store), check, once.ReconcilerConfig{})
+			rc, err := reconcile.New(once.New(store), check, reconcile.Config{})
 			require.NoError(t, err)
 			rep, err := rc.Pass(ctx)
 			require.NoError(t, err, "a panic in user code is no store failure")
@@ -344,7 +348,7 @@ func TestReconcilerRecoversAPanickingMarshalJSON(t *testing.T) {
 			require.Equal(t, 1, rep.Failed)
 			require.Equal(t, 1, rep.Panicked)
 			require.Len(t, rep.Errors, 1)
-			var p *once.ReconcilePanicError
+			var p *reconcile.PanicError
 			require.ErrorAs(t, rep.Errors[0], &p)
 			require.Equal(t, "encode", p.Hook)
 			require.ErrorIs(t, rep.Errors[0], errHookBoom)
@@ -356,7 +360,7 @@ func TestReconcilerRecoversAPanickingMarshalJSON(t *testing.T) {
 			require.Equal(t, backends.StateHeld, rec.State)
 			require.Equal(t, "timeout", rec.Held.Code)
 
-			good, err := once.NewReconciler(once.New(store), settledCheck, once.ReconcilerConfig{})
+			good, err := reconcile.New(once.New(store), settledCheck, reconcile.Config{})
 			require.NoError(t, err)
 			require.Eventually(t, func() bool { // Redis rounds the unlease up to 1 ms
 				rep, err := good.Pass(ctx)
@@ -400,7 +404,7 @@ func TestReconcilerDoesNotRecoverAStorePanic(t *testing.T) {
 			require.Len(t, page.Records, 3)
 			victim := page.Records[0].Key
 			store.set(func(f *reconcileFaults) { set(f, victim) })
-			rc, err := once.NewReconciler(once.New(store), settledCheck, once.ReconcilerConfig{})
+			rc, err := reconcile.New(once.New(store), settledCheck, reconcile.Config{})
 			require.NoError(t, err)
 			var leased []string // the keys LeaseHeld was called for, in order
 			store.set(func(f *reconcileFaults) {

@@ -1,4 +1,4 @@
-package once_test
+package reconcile_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // listCounter is a reconcileFaults that counts the Lists made and the
@@ -66,13 +67,13 @@ func TestReconcilerResumesWithOneListOfWhatItExamines(t *testing.T) {
 	f.failResolve(errResolveDown, failing)
 	c := &listCounter{reconcileFaults: f}
 	asked := map[string]int{}
-	rc, err := once.NewReconciler(once.New(c), func(_ context.Context, k once.HeldKey) (once.Verdict[string], error) {
+	rc, err := reconcile.New(once.New(c), func(_ context.Context, k reconcile.HeldKey) (reconcile.Verdict[string], error) {
 		asked[k.Key]++
-		return once.Verdict[string]{Settled: !leftHeld[k.Key], Value: "charge-" + k.Key}, nil
-	}, once.ReconcilerConfig{Batch: batch})
+		return reconcile.Verdict[string]{Settled: !leftHeld[k.Key], Value: "charge-" + k.Key}, nil
+	}, reconcile.Config{Batch: batch})
 	require.NoError(t, err)
 	now := time.Now()
-	once.ReconcilerWithClock(rc, func() time.Time { return now }) // the failing key stays backed off
+	reconcile.WithClock(rc, func() time.Time { return now }) // the failing key stays backed off
 
 	rep, err := rc.Pass(t.Context())
 	require.ErrorIs(t, err, errResolveDown)

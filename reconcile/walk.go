@@ -1,22 +1,23 @@
-package once
+package reconcile
 
 import (
 	"context"
 
+	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
 )
 
 // Pass examines at most Batch held keys, resuming where the previous
-// Pass stopped, and settles those whose ReconcileFunc returns a settled
+// Pass stopped, and settles those whose Check returns a settled
 // verdict. It returns an error only when the store fails (the report
 // says what was done until then), or, before anything, an
 // *InvalidInputError (Field "ctx") for a nil ctx. A settled verdict is stored even when
-// ctx ends after the ReconcileFunc answered: the Resolve is detached from
+// ctx ends after the Check answered: the Resolve is detached from
 // ctx's cancellation (and bounded, as Do's completion is).
 //
 // A store error on a key ends the pass, and leaves the key free. Every
 // lease Pass takes is ended before Pass returns: after the verdict (see
-// ReconcileReport.LeftHeld) or the resolution, and after a store error
+// Report.LeftHeld) or the resolution, and after a store error
 // once its LeaseHeld was sent (when that LeaseHeld failed, the lease may
 // have been taken, its reply lost) — with a write detached from ctx's
 // cancellation, so that a pass stopped by its context does not strand
@@ -25,10 +26,10 @@ import (
 // to the report's Errors and Pass returns the first error. A lease that
 // could not be ended — or that may have been taken after it was ended (a
 // LeaseHeld whose reply was lost, or that ctx cut off in flight) — lasts
-// until Lease ends, or until this Reconciler's next attempt at the key,
+// until Lease ends, or until this Job's next attempt at the key,
 // which reuses the lease's owner and so takes it back: the owner is
 // remembered even when ctx ended (the key is then not backed off), and
-// such a key is forgotten only past maxReconcileKeptLeases of them.
+// such a key is forgotten only past maxKeptLeases of them.
 //
 // The next Pass resumes after the key whose store error (or panic) ended
 // a pass, not at its page's start: it lists that page again (so that no
@@ -36,10 +37,10 @@ import (
 // not examined yet, those listed after the key first. So a key whose
 // write keeps failing never blocks those after it, and the keys already
 // asked in this walk are not asked again before the next walk.
-// The key itself is backed off (see ReconcileReport.Skipped), so that it
+// The key itself is backed off (see Report.Skipped), so that it
 // does not end every pass that reaches it.
-func (r *Reconciler[T]) Pass(ctx context.Context) (ReconcileReport, error) {
-	var rep ReconcileReport
+func (r *Job[T]) Pass(ctx context.Context) (Report, error) {
+	var rep Report
 	if err := validateContext(ctx); err != nil {
 		return rep, err
 	}
@@ -83,13 +84,13 @@ func (r *Reconciler[T]) Pass(ctx context.Context) (ReconcileReport, error) {
 }
 
 // list lists up to limit held keys from cursor.
-func (r *Reconciler[T]) list(ctx context.Context, cursor string, limit int) (backends.ListPage, error) {
+func (r *Job[T]) list(ctx context.Context, cursor string, limit int) (backends.ListPage, error) {
 	page, err := r.lister.List(ctx, backends.ListParams{
 		State: backends.StateHeld, OlderThan: r.cfg.OlderThan, Scope: r.cfg.Scope,
 		Cursor: cursor, Limit: limit,
 	})
 	if err != nil {
-		return page, &StoreError{Op: "list", Err: err}
+		return page, &once.StoreError{Op: "list", Err: err}
 	}
 	return page, nil
 }
@@ -104,14 +105,14 @@ func (r *Reconciler[T]) list(ctx context.Context, cursor string, limit int) (bac
 // kept, for the next Pass to list again.
 //
 // It lists Batch keys more than the examined keys the store may still
-// list as held: the keys this Reconciler resolved are not counted, since
+// list as held: the keys this Job resolved are not counted, since
 // the store no longer lists them (one a new intent held again since is
 // left out all the same, and only takes room in the page, as a key held
 // meanwhile does; a Pass whose page falls short lists more after it).
 // Counting them would list more keys than the Pass examines, and the rest
 // left over would make every later Pass of the walk list the page again,
 // more of it each time.
-func (r *Reconciler[T]) relist(ctx context.Context) error {
+func (r *Job[T]) relist(ctx context.Context) error {
 	page, err := r.list(ctx, r.pageCursor, min(len(r.seen)-r.seenResolved+r.cfg.Batch, backends.MaxListLimit))
 	if err != nil {
 		return err

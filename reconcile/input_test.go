@@ -1,4 +1,4 @@
-package once_test
+package reconcile_test
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // TestReconcilerNilContextIsAnError: Pass and Run refuse a nil context
@@ -22,10 +23,10 @@ func TestReconcilerNilContextIsAnError(t *testing.T) {
 	keeper := once.New(store, once.WithHoldFor(once.HoldUntilResolved))
 	holdOne(t, keeper.Scope("s"), "k", nil)
 	asked := 0
-	rc, err := once.NewReconciler(keeper, func(context.Context, once.HeldKey) (once.Verdict[int], error) {
+	rc, err := reconcile.New(keeper, func(context.Context, reconcile.HeldKey) (reconcile.Verdict[int], error) {
 		asked++
-		return once.Verdict[int]{Settled: true, Value: 1}, nil
-	}, once.ReconcilerConfig{})
+		return reconcile.Verdict[int]{Settled: true, Value: 1}, nil
+	}, reconcile.Config{})
 	require.NoError(t, err)
 
 	var nilCtx context.Context
@@ -33,7 +34,7 @@ func TestReconcilerNilContextIsAnError(t *testing.T) {
 	rep, err := rc.Pass(nilCtx)
 	require.ErrorAs(t, err, &invalid)
 	require.Equal(t, "ctx", invalid.Field)
-	require.Equal(t, once.ReconcileReport{}, rep)
+	require.Equal(t, reconcile.Report{}, rep)
 	require.ErrorAs(t, rc.Run(nilCtx, time.Millisecond), &invalid)
 	require.Equal(t, "ctx", invalid.Field)
 

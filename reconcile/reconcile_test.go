@@ -1,4 +1,4 @@
-package once_test
+package reconcile_test
 
 import (
 	"context"
@@ -11,53 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/memory"
-	"github.com/stagedoor/once/backends/redisstore"
 	"github.com/stagedoor/once/internal/testservers"
-	"github.com/stagedoor/once/internal/testservers/serverenv"
+	"github.com/stagedoor/once/reconcile"
 )
-
-// reconcilableStores are the stores that implement backends.Lister, over
-// the real servers.
-func reconcilableStores() map[string]func(testing.TB) backends.Store {
-	return map[string]func(testing.TB) backends.Store{
-		"memory":        func(testing.TB) backends.Store { return memory.New(nil) },
-		"postgres":      func(tb testing.TB) backends.Store { s, _ := testservers.PostgresStore(tb); return s },
-		"redis":         func(tb testing.TB) backends.Store { return testservers.RedisStore(tb) },
-		"redis-cluster": redisClusterStore,
-	}
-}
-
-func redisClusterStore(tb testing.TB) backends.Store {
-	tb.Helper()
-	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: serverenv.RedisClusterAddrs()})
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := c.Ping(ctx).Err(); err != nil {
-		_ = c.Close()
-		testservers.Unavailable(tb, "Redis Cluster", err)
-	}
-	prefix := "once-t-" + testservers.Suffix() + ":"
-	s, err := redisstore.New(ctx, c, &redisstore.Config{KeyPrefix: prefix, EvictionPolicyCheck: redisstore.EvictionIgnore})
-	require.NoError(tb, err)
-	tb.Cleanup(func() {
-		ctx := context.Background()
-		_ = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
-			iter := n.Scan(ctx, 0, prefix+"*", 1000).Iterator()
-			for iter.Next(ctx) {
-				_ = n.Del(ctx, iter.Val()).Err()
-			}
-			return iter.Err()
-		})
-		_ = c.Close()
-	})
-	return s
-}
 
 // heldOwner is the token of the claim that held a key, kept to attempt
 // its late completion.
@@ -88,7 +49,7 @@ func holdKeys(t *testing.T, store backends.Store, n int) []heldOwner {
 // lost, and no late completion lands.
 func TestTwoReconcilersOverAThousandHeldKeys(t *testing.T) {
 	const n = 1000
-	for name, newStore := range reconcilableStores() {
+	for name, newStore := range testservers.ListerStores() {
 		t.Run(name, func(t *testing.T) {
 			store := newStore(t)
 			keys := holdKeys(t, store, n)
@@ -97,35 +58,51 @@ func TestTwoReconcilersOverAThousandHeldKeys(t *testing.T) {
 
 			var asked sync.Map // scope/key -> *atomic.Int32
 			var unsure atomic.Int32
-			check := func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+			check := func(ctx context.Context, k reconcile.HeldKey) (reconcile.Verdict[string], error) {
 				c, _ := asked.LoadOrStore(k.Scope+"/"+k.Key, new(atomic.Int32))
 				calls := c.(*atomic.Int32).Add(1)
-				require.Equal(t, "timeout", k.Code)
+				if k.Code != "timeout" {
+					t.Errorf("%s/%s held with code %q, not timeout", k.Scope, k.Key, k.Code)
+				}
 				switch {
 				case k.Key[len(k.Key)-1] == '7' && calls == 1:
 					unsure.Add(1)
-					return once.Verdict[string]{}, nil // the provider does not know yet
+					return reconcile.Verdict[string]{}, nil // the provider does not know yet
 				case k.Key[len(k.Key)-1] == '3' && calls == 1:
-					return once.Verdict[string]{}, errors.New("provider unreachable")
+					return reconcile.Verdict[string]{}, errors.New("provider unreachable")
 				case k.Key[len(k.Key)-1] == '9':
-					return once.Verdict[string]{Settled: true, Err: once.Final(errors.New("card declined"))}, nil
+					return reconcile.Verdict[string]{Settled: true, Err: once.Final(errors.New("card declined"))}, nil
 				}
-				return once.Verdict[string]{Settled: true, Value: "charge-" + k.Key}, nil
+				return reconcile.Verdict[string]{Settled: true, Value: "charge-" + k.Key}, nil
 			}
 
+			// Each Reconciler passes until the store holds no key: the stop
+			// polls the store's state, not a count of idle passes, which a
+			// slow peer (one that holds a lease while descheduled) can
+			// exhaust before the keys it leases are settled.
+			held := func() int64 {
+				counts, err := store.(backends.Lister).Count(ctx)
+				if err != nil {
+					t.Error(err)
+					return 0
+				}
+				return counts.Held
+			}
 			var resolved atomic.Int64
 			var wg sync.WaitGroup
 			for range 2 {
-				rc, err := once.NewReconciler(keeper, check, once.ReconcilerConfig{Batch: 64, Lease: 10 * time.Second})
+				rc, err := reconcile.New(keeper, check, reconcile.Config{Batch: 64, Lease: 10 * time.Second})
 				require.NoError(t, err)
 				wg.Go(func() {
-					idle := 0
-					for idle < 3 {
+					for {
 						rep, err := rc.Pass(ctx)
-						require.NoError(t, err)
+						if err != nil {
+							t.Error(err)
+							return
+						}
 						resolved.Add(int64(rep.Resolved))
-						if rep.Done && rep.Examined == 0 {
-							idle++
+						if rep.Done && held() == 0 {
+							return
 						}
 					}
 				})
@@ -135,13 +112,17 @@ func TestTwoReconcilersOverAThousandHeldKeys(t *testing.T) {
 			wg.Go(func() {
 				for _, k := range keys {
 					ok, err := store.Complete(ctx, backends.CompleteParams{Scope: k.scope, Key: k.key, Owner: k.owner, Outcome: []byte("late"), Retention: time.Hour})
-					require.NoError(t, err)
+					if err != nil {
+						t.Error(err)
+						return
+					}
 					if ok {
 						late.Add(1)
 					}
 				}
 			})
 			wg.Wait()
+			require.False(t, t.Failed())
 
 			require.Zero(t, late.Load(), "no late completion of an original owner lands")
 			require.Equal(t, int64(n), resolved.Load(), "each key resolved once, by one of the two")
@@ -166,9 +147,9 @@ func TestTwoReconcilersOverAThousandHeldKeys(t *testing.T) {
 }
 
 func TestReconcilerNeedsLister(t *testing.T) {
-	_, err := once.NewReconciler(once.New(plainStore{memory.New(nil)}), func(context.Context, once.HeldKey) (once.Verdict[int], error) {
-		return once.Verdict[int]{}, nil
-	}, once.ReconcilerConfig{})
+	_, err := reconcile.New(once.New(plainStore{memory.New(nil)}), func(context.Context, reconcile.HeldKey) (reconcile.Verdict[int], error) {
+		return reconcile.Verdict[int]{}, nil
+	}, reconcile.Config{})
 	var invalid *once.InvalidInputError
 	require.ErrorAs(t, err, &invalid)
 	require.Contains(t, invalid.Reason, "backends.Lister")
@@ -180,9 +161,9 @@ type plainStore struct{ backends.Store }
 func TestReconcilerBoundsWorkPerPass(t *testing.T) {
 	store := memory.New(nil)
 	holdKeys(t, store, 25)
-	rc, err := once.NewReconciler(once.New(store), func(context.Context, once.HeldKey) (once.Verdict[int], error) {
-		return once.Verdict[int]{}, nil // never settled
-	}, once.ReconcilerConfig{Batch: 10})
+	rc, err := reconcile.New(once.New(store), func(context.Context, reconcile.HeldKey) (reconcile.Verdict[int], error) {
+		return reconcile.Verdict[int]{}, nil // never settled
+	}, reconcile.Config{Batch: 10})
 	require.NoError(t, err)
 	var examined []int
 	for range 4 {
@@ -197,12 +178,12 @@ func TestReconcilerBoundsWorkPerPass(t *testing.T) {
 func TestReconcilerSurvivesAPanickingCheck(t *testing.T) {
 	store := memory.New(nil)
 	holdKeys(t, store, 3)
-	rc, err := once.NewReconciler(once.New(store), func(_ context.Context, k once.HeldKey) (once.Verdict[int], error) {
+	rc, err := reconcile.New(once.New(store), func(_ context.Context, k reconcile.HeldKey) (reconcile.Verdict[int], error) {
 		if k.Key == "order-0001" {
 			panic("boom")
 		}
-		return once.Verdict[int]{Settled: true, Value: 1}, nil
-	}, once.ReconcilerConfig{})
+		return reconcile.Verdict[int]{Settled: true, Value: 1}, nil
+	}, reconcile.Config{})
 	require.NoError(t, err)
 	rep, err := rc.Pass(t.Context())
 	require.NoError(t, err)
@@ -218,9 +199,9 @@ func TestReconcilerEncodesWithItsCodec(t *testing.T) {
 	store := memory.New(nil)
 	keys := holdKeys(t, store, 1)
 	keeper := once.New(store) // JSONCodec
-	rc, err := once.NewReconciler(keeper, func(context.Context, once.HeldKey) (once.Verdict[string], error) {
-		return once.Verdict[string]{Settled: true, Value: "charged"}, nil
-	}, once.ReconcilerConfig{Codec: gobCodec{}})
+	rc, err := reconcile.New(keeper, func(context.Context, reconcile.HeldKey) (reconcile.Verdict[string], error) {
+		return reconcile.Verdict[string]{Settled: true, Value: "charged"}, nil
+	}, reconcile.Config{Codec: gobCodec{}})
 	require.NoError(t, err)
 	rep, err := rc.Pass(t.Context())
 	require.NoError(t, err)
@@ -236,31 +217,18 @@ func TestReconcilerEncodesWithItsCodec(t *testing.T) {
 	require.Error(t, err, "the value is in gob, which the Keeper's JSONCodec does not read")
 }
 
-// TestNewReconcilerRejectsAnInvalidKeeper: a Keeper whose options Do would
-// refuse (here a negative retention) makes no Reconciler, so no verdict is
-// stored with that retention (on Redis, 1 ms: the key would soon be
-// claimable again and fn run twice).
-func TestNewReconcilerRejectsAnInvalidKeeper(t *testing.T) {
-	_, err := once.NewReconciler(once.New(memory.New(nil), once.WithRetention(-time.Hour)), func(context.Context, once.HeldKey) (once.Verdict[int], error) {
-		return once.Verdict[int]{}, nil
-	}, once.ReconcilerConfig{})
-	var invalid *once.InvalidInputError
-	require.ErrorAs(t, err, &invalid)
-	require.Equal(t, "retention", invalid.Field)
-}
-
 // TestReconcilerWithAnExtremeLease: the check's deadline, three quarters
 // of the lease, does not overflow with an extreme lease: the check runs
 // with a live context and its verdict is stored.
 func TestReconcilerWithAnExtremeLease(t *testing.T) {
 	store := memory.New(nil)
 	holdKeys(t, store, 1)
-	rc, err := once.NewReconciler(once.New(store), func(ctx context.Context, _ once.HeldKey) (once.Verdict[int], error) {
+	rc, err := reconcile.New(once.New(store), func(ctx context.Context, _ reconcile.HeldKey) (reconcile.Verdict[int], error) {
 		if err := ctx.Err(); err != nil {
-			return once.Verdict[int]{}, err
+			return reconcile.Verdict[int]{}, err
 		}
-		return once.Verdict[int]{Settled: true, Value: 1}, nil
-	}, once.ReconcilerConfig{Lease: time.Duration(math.MaxInt64 / 2)}) // Lease*3 wraps negative
+		return reconcile.Verdict[int]{Settled: true, Value: 1}, nil
+	}, reconcile.Config{Lease: time.Duration(math.MaxInt64 / 2)}) // Lease*3 wraps negative
 	require.NoError(t, err)
 	rep, err := rc.Pass(t.Context())
 	require.NoError(t, err)
@@ -273,12 +241,14 @@ func TestReconcilerWithAnExtremeLease(t *testing.T) {
 // check would time out at once, or every Resolve land after the lease) is
 // refused with an *InvalidInputError; 0 means the default.
 func TestNewReconcilerRejectsALeaseBelowTheMinimum(t *testing.T) {
-	check := func(context.Context, once.HeldKey) (once.Verdict[int], error) { return once.Verdict[int]{}, nil }
-	for _, lease := range []time.Duration{math.MinInt64, -time.Hour, -1, 1, time.Microsecond, time.Millisecond, once.MinReconcileLease - 1} {
-		_, err := once.NewReconciler(once.New(memory.New(nil)), check, once.ReconcilerConfig{Lease: lease})
+	check := func(context.Context, reconcile.HeldKey) (reconcile.Verdict[int], error) {
+		return reconcile.Verdict[int]{}, nil
+	}
+	for _, lease := range []time.Duration{math.MinInt64, -time.Hour, -1, 1, time.Microsecond, time.Millisecond, reconcile.MinLease - 1} {
+		_, err := reconcile.New(once.New(memory.New(nil)), check, reconcile.Config{Lease: lease})
 		var invalid *once.InvalidInputError
 		require.ErrorAs(t, err, &invalid, "lease %v", lease)
-		require.ErrorIs(t, err, once.ErrInvalidInput)
+		require.ErrorAs(t, err, new(*once.InvalidInputError))
 		require.Equal(t, "reconciler_lease", invalid.Field)
 		if lease < 0 {
 			require.Equal(t, "negative", invalid.Reason)
@@ -294,26 +264,28 @@ func TestNewReconcilerRejectsALeaseBelowTheMinimum(t *testing.T) {
 // field; the zero values mean the defaults, and the largest values are
 // accepted.
 func TestNewReconcilerRejectsOtherInvalidConfig(t *testing.T) {
-	check := func(context.Context, once.HeldKey) (once.Verdict[int], error) { return once.Verdict[int]{}, nil }
+	check := func(context.Context, reconcile.HeldKey) (reconcile.Verdict[int], error) {
+		return reconcile.Verdict[int]{}, nil
+	}
 	k := once.New(memory.New(nil))
 	for _, c := range []struct {
-		cfg   once.ReconcilerConfig
+		cfg   reconcile.Config
 		field string
 	}{
-		{once.ReconcilerConfig{Batch: -1}, "reconciler_batch"},
-		{once.ReconcilerConfig{Batch: math.MinInt}, "reconciler_batch"},
-		{once.ReconcilerConfig{OlderThan: -time.Nanosecond}, "reconciler_older_than"},
-		{once.ReconcilerConfig{OlderThan: math.MinInt64}, "reconciler_older_than"},
-		{once.ReconcilerConfig{Scope: strings.Repeat("s", 256)}, "scope"},
-		{once.ReconcilerConfig{Scope: "bad\x00scope"}, "scope"},
+		{reconcile.Config{Batch: -1}, "reconciler_batch"},
+		{reconcile.Config{Batch: math.MinInt}, "reconciler_batch"},
+		{reconcile.Config{OlderThan: -time.Nanosecond}, "reconciler_older_than"},
+		{reconcile.Config{OlderThan: math.MinInt64}, "reconciler_older_than"},
+		{reconcile.Config{Scope: strings.Repeat("s", 256)}, "scope"},
+		{reconcile.Config{Scope: "bad\x00scope"}, "scope"},
 	} {
-		_, err := once.NewReconciler(k, check, c.cfg)
+		_, err := reconcile.New(k, check, c.cfg)
 		var invalid *once.InvalidInputError
 		require.ErrorAs(t, err, &invalid, "%+v", c.cfg)
 		require.Equal(t, c.field, invalid.Field, "%+v", c.cfg)
 	}
-	for _, cfg := range []once.ReconcilerConfig{{}, {Batch: math.MaxInt, OlderThan: math.MaxInt64, Scope: "orders"}} {
-		_, err := once.NewReconciler(k, check, cfg)
+	for _, cfg := range []reconcile.Config{{}, {Batch: math.MaxInt, OlderThan: math.MaxInt64, Scope: "orders"}} {
+		_, err := reconcile.New(k, check, cfg)
 		require.NoError(t, err, "%+v", cfg)
 	}
 }
@@ -324,21 +296,21 @@ func TestNewReconcilerRejectsOtherInvalidConfig(t *testing.T) {
 // left held is unleased (the next pass asks again), and the verdict is
 // stored.
 func TestReconcilerLeaseExtremes(t *testing.T) {
-	for name, newStore := range reconcilableStores() {
+	for name, newStore := range testservers.ListerStores() {
 		t.Run(name, func(t *testing.T) {
-			for _, lease := range []time.Duration{0, once.MinReconcileLease, math.MaxInt64} {
+			for _, lease := range []time.Duration{0, reconcile.MinLease, math.MaxInt64} {
 				t.Run(fmt.Sprint(lease), func(t *testing.T) {
 					store := newStore(t)
 					keys := holdKeys(t, store, 1)
 					want := lease
 					if want == 0 {
-						want = once.DefaultReconcileLease
+						want = reconcile.DefaultLease
 					}
-					want = min(want, once.MaxReconcileLease)
+					want = min(want, reconcile.MaxLease)
 					var calls int
-					rc, err := once.NewReconciler(once.New(store), func(ctx context.Context, _ once.HeldKey) (once.Verdict[int], error) {
+					rc, err := reconcile.New(once.New(store), func(ctx context.Context, _ reconcile.HeldKey) (reconcile.Verdict[int], error) {
 						if err := ctx.Err(); err != nil {
-							return once.Verdict[int]{}, err
+							return reconcile.Verdict[int]{}, err
 						}
 						deadline, ok := ctx.Deadline()
 						require.True(t, ok)
@@ -346,8 +318,8 @@ func TestReconcilerLeaseExtremes(t *testing.T) {
 						require.LessOrEqual(t, left, want-want/4)
 						require.Greater(t, left, want/2, "three quarters of the lease, less the time taken so far")
 						calls++
-						return once.Verdict[int]{Settled: calls > 1, Value: 7}, nil // unsure at first
-					}, once.ReconcilerConfig{Lease: lease})
+						return reconcile.Verdict[int]{Settled: calls > 1, Value: 7}, nil // unsure at first
+					}, reconcile.Config{Lease: lease})
 					require.NoError(t, err)
 					rep, err := rc.Pass(t.Context())
 					require.NoError(t, err)
@@ -371,27 +343,34 @@ func TestReconcilerLeaseExtremes(t *testing.T) {
 	}
 }
 
-// TestNewReconcilerRejectsWhatDoRejects: a Keeper whose every Do returns
-// an *InvalidInputError (a negative retention) makes no Reconciler
-// either, with the same error.
-func TestNewReconcilerRejectsWhatDoRejects(t *testing.T) {
-	check := func(context.Context, once.HeldKey) (once.Verdict[int], error) { return once.Verdict[int]{}, nil }
-	for name, opt := range map[string]once.Option{
-		"retention": once.WithRetention(-time.Hour),
-	} {
-		t.Run(name, func(t *testing.T) {
-			k := once.New(memory.New(nil), opt)
-			_, doErr := once.Do(t.Context(), k.Scope("s"), "k", nil, func(context.Context) (int, error) {
-				t.Error("fn ran with an invalid policy")
-				return 0, nil
-			})
-			var doInvalid *once.InvalidInputError
-			require.ErrorAs(t, doErr, &doInvalid)
+// TestAnInvalidKeeperStoresNoVerdict: a Keeper whose options Do refuses
+// (a negative retention: on Redis, 1 ms, after which the key would be
+// claimable again and fn run twice) stores no verdict either: the key is
+// counted Failed with the error Do returns, and stays held.
+func TestAnInvalidKeeperStoresNoVerdict(t *testing.T) {
+	store := memory.New(nil)
+	holdKeys(t, store, 1)
+	k := once.New(store, once.WithRetention(-time.Hour))
+	_, doErr := once.Do(t.Context(), k.Scope("s"), "k", nil, func(context.Context) (int, error) {
+		t.Error("fn ran with an invalid policy")
+		return 0, nil
+	})
+	var doInvalid *once.InvalidInputError
+	require.ErrorAs(t, doErr, &doInvalid)
 
-			_, err := once.NewReconciler(k, check, once.ReconcilerConfig{})
-			var invalid *once.InvalidInputError
-			require.ErrorAs(t, err, &invalid)
-			require.Equal(t, *doInvalid, *invalid, "the error Do returns")
-		})
-	}
+	rc, err := reconcile.New(k, func(context.Context, reconcile.HeldKey) (reconcile.Verdict[int], error) {
+		return reconcile.Verdict[int]{Settled: true, Value: 1}, nil
+	}, reconcile.Config{})
+	require.NoError(t, err)
+	rep, err := rc.Pass(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, 1, rep.Failed)
+	require.Zero(t, rep.Resolved)
+	require.Len(t, rep.Errors, 1)
+	var invalid *once.InvalidInputError
+	require.ErrorAs(t, rep.Errors[0], &invalid)
+	require.Equal(t, *doInvalid, *invalid, "the error Do returns")
+	counts, err := store.Count(t.Context())
+	require.NoError(t, err)
+	require.Equal(t, int64(1), counts.Held)
 }

@@ -1,4 +1,4 @@
-package once_test
+package reconcile_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // errBlip is a store failure of the LeaseHeld that ends a lease.
@@ -30,10 +31,10 @@ func failUnlease(f *reconcileFaults) {
 // leased by rc, whose lease no other Reconciler can take, and that rc's
 // next Pass (with the store back and no backoff to wait for) takes the
 // lease back and resolves the key.
-func requireTakenBack(t *testing.T, f *reconcileFaults, rc *once.Reconciler[string]) {
+func requireTakenBack(t *testing.T, f *reconcileFaults, rc *reconcile.Job[string]) {
 	t.Helper()
 	f.set(func(f *reconcileFaults) { f.resolve, f.leaseHeld = nil, nil }) // the store is back
-	other, err := once.NewReconciler(once.New(f.Store), settledCheck, once.ReconcilerConfig{})
+	other, err := reconcile.New(once.New(f.Store), settledCheck, reconcile.Config{})
 	require.NoError(t, err)
 	rep, err := other.Pass(t.Context())
 	require.NoError(t, err)
@@ -42,7 +43,7 @@ func requireTakenBack(t *testing.T, f *reconcileFaults, rc *once.Reconciler[stri
 	require.NoError(t, err)
 	require.Zero(t, rep.Skipped, "no backoff")
 	require.Equal(t, 1, rep.Resolved, "the same owner takes its lease back")
-	require.Zero(t, once.ReconcilerBackoffs(rc), "and forgets the key")
+	require.Zero(t, reconcile.Backoffs(rc), "and forgets the key")
 	rec, err := f.Get(t.Context(), "shop-0", "order-0000")
 	require.NoError(t, err)
 	require.Equal(t, backends.StateCompleted, rec.State)
@@ -89,16 +90,16 @@ func TestReconcilerKeepsItsLeaseOwnerWhenItsContextEnds(t *testing.T) {
 				}
 			}
 			calls := 0
-			rc, err := once.NewReconciler(once.New(f), func(context.Context, once.HeldKey) (once.Verdict[string], error) {
+			rc, err := reconcile.New(once.New(f), func(context.Context, reconcile.HeldKey) (reconcile.Verdict[string], error) {
 				calls++
 				if calls == 1 && !tc.late {
 					cancel() // the caller stops while the service answers
-					return once.Verdict[string]{Settled: tc.settled, Value: "late"}, nil
+					return reconcile.Verdict[string]{Settled: tc.settled, Value: "late"}, nil
 				}
-				return once.Verdict[string]{Settled: true, Value: "charge"}, nil
-			}, once.ReconcilerConfig{Lease: math.MaxInt64})
+				return reconcile.Verdict[string]{Settled: true, Value: "charge"}, nil
+			}, reconcile.Config{Lease: math.MaxInt64})
 			require.NoError(t, err)
-			once.ReconcilerWithClock(rc, newFakeClock().Now)
+			reconcile.WithClock(rc, newFakeClock().Now)
 			rep, err := rc.Pass(ctx)
 			switch {
 			case tc.late:
@@ -117,7 +118,7 @@ func TestReconcilerKeepsItsLeaseOwnerWhenItsContextEnds(t *testing.T) {
 				_, err := f.Store.LeaseHeld(context.Background(), p)
 				require.NoError(t, err)
 			}
-			require.Equal(t, 1, once.ReconcilerBackoffs(rc), "the lease's owner is remembered")
+			require.Equal(t, 1, reconcile.Backoffs(rc), "the lease's owner is remembered")
 			requireTakenBack(t, f, rc)
 		})
 	}
@@ -154,23 +155,23 @@ func TestReconcilerTakesBackALeaseAfterAStorePanic(t *testing.T) {
 			holdKeys(t, f, 1)
 			f.set(set)
 			calls := 0
-			rc, err := once.NewReconciler(once.New(f), func(context.Context, once.HeldKey) (once.Verdict[string], error) {
+			rc, err := reconcile.New(once.New(f), func(context.Context, reconcile.HeldKey) (reconcile.Verdict[string], error) {
 				calls++
 				// Unsettled first when the unlease panics, so that it is
 				// called.
-				return once.Verdict[string]{Settled: calls > 1 || name != "unlease", Value: "charge"}, nil
-			}, once.ReconcilerConfig{Lease: centuryLease})
+				return reconcile.Verdict[string]{Settled: calls > 1 || name != "unlease", Value: "charge"}, nil
+			}, reconcile.Config{Lease: centuryLease})
 			require.NoError(t, err)
 			clock := newFakeClock()
-			once.ReconcilerWithClock(rc, clock.Now)
+			reconcile.WithClock(rc, clock.Now)
 			require.PanicsWithValue(t, errHookBoom, func() { _, _ = rc.Pass(t.Context()) })
-			require.Equal(t, 1, once.ReconcilerBackoffs(rc), "the lease's owner is remembered")
+			require.Equal(t, 1, reconcile.Backoffs(rc), "the lease's owner is remembered")
 
 			f.set(func(f *reconcileFaults) { f.resolve, f.leaseHeld = nil, nil })
 			rep, err := rc.Pass(t.Context())
 			require.NoError(t, err)
 			require.Equal(t, 1, rep.Skipped, "backed off, as after a store error")
-			clock.Advance(once.ReconcileBackoffMin)
+			clock.Advance(reconcile.BackoffMin)
 			requireTakenBack(t, f, rc)
 		})
 	}
@@ -182,7 +183,7 @@ func TestReconcilerTakesBackALeaseAfterAStorePanic(t *testing.T) {
 // (up to MaxReconcileKeptLeases): once the store is back and the backoff
 // over, it takes every lease back, and no key is left leased for good.
 func TestReconcilerKeepsEveryLeaseItCouldNotEnd(t *testing.T) {
-	n := once.MaxReconcileBackoffs + 20
+	n := reconcile.MaxBackoffs + 20
 	f := newReconcileFaults()
 	holdKeys(t, f, n)
 	f.set(func(f *reconcileFaults) {
@@ -190,9 +191,9 @@ func TestReconcilerKeepsEveryLeaseItCouldNotEnd(t *testing.T) {
 		failUnlease(f)
 	})
 	clock := newFakeClock()
-	rc, err := once.NewReconciler(once.New(f), settledCheck, once.ReconcilerConfig{Batch: 1000, Lease: math.MaxInt64})
+	rc, err := reconcile.New(once.New(f), settledCheck, reconcile.Config{Batch: 1000, Lease: math.MaxInt64})
 	require.NoError(t, err)
-	once.ReconcilerWithClock(rc, clock.Now)
+	reconcile.WithClock(rc, clock.Now)
 	walk := func() (errs int) {
 		for pass := 0; ; pass++ {
 			require.Less(t, pass, 2*n, "the walk does not end")
@@ -206,15 +207,15 @@ func TestReconcilerKeepsEveryLeaseItCouldNotEnd(t *testing.T) {
 		}
 	}
 	require.Equal(t, n, walk(), "each key failed once in the walk")
-	require.Equal(t, n, once.ReconcilerBackoffs(rc), "every lease's owner is kept")
+	require.Equal(t, n, reconcile.Backoffs(rc), "every lease's owner is kept")
 
 	f.set(func(f *reconcileFaults) { f.resolve, f.leaseHeld = nil, nil })
-	clock.Advance(once.ReconcileBackoffMin)
+	clock.Advance(reconcile.BackoffMin)
 	require.Zero(t, walk())
 	counts, err := f.Count(t.Context())
 	require.NoError(t, err)
 	require.Zero(t, counts.Held, "every key was resolved: none is left leased")
-	require.Zero(t, once.ReconcilerBackoffs(rc))
+	require.Zero(t, reconcile.Backoffs(rc))
 }
 
 // TestReconcilerEndsTheLeasesItForgets: past MaxReconcileKeptLeases keys
@@ -225,7 +226,7 @@ func TestReconcilerEndsTheLeasesItForgets(t *testing.T) {
 	if testing.Short() {
 		t.Skip("holds more than MaxReconcileKeptLeases keys")
 	}
-	n := once.MaxReconcileKeptLeases + 5
+	n := reconcile.MaxKeptLeases + 5
 	f := newReconcileFaults()
 	keys := holdKeys(t, f, n)
 	unleases := map[string]int{}
@@ -241,11 +242,11 @@ func TestReconcilerEndsTheLeasesItForgets(t *testing.T) {
 		}
 	})
 	// Small pages, so that each Pass's Lists are small.
-	rc, err := once.NewReconciler(once.New(f), settledCheck, once.ReconcilerConfig{Batch: 10, Lease: math.MaxInt64})
+	rc, err := reconcile.New(once.New(f), settledCheck, reconcile.Config{Batch: 10, Lease: math.MaxInt64})
 	require.NoError(t, err)
-	once.ReconcilerWithClock(rc, newFakeClock().Now)
-	require.Equal(t, n, walkCountingErrors(t, rc, n, once.MaxReconcileKeptLeases))
-	require.Equal(t, once.MaxReconcileKeptLeases, once.ReconcilerBackoffs(rc))
+	reconcile.WithClock(rc, newFakeClock().Now)
+	require.Equal(t, n, walkCountingErrors(t, rc, n, reconcile.MaxKeptLeases))
+	require.Equal(t, reconcile.MaxKeptLeases, reconcile.Backoffs(rc))
 	forgotten := 0
 	for _, k := range keys {
 		if unleases[k.key] < 2 {
@@ -257,7 +258,7 @@ func TestReconcilerEndsTheLeasesItForgets(t *testing.T) {
 		require.Equal(t, backends.StateHeld, rec.State)
 		require.Less(t, rec.LeaseRemaining, time.Second, "%s was unleased before it was forgotten", k.key)
 	}
-	require.Equal(t, n-once.MaxReconcileKeptLeases, forgotten)
+	require.Equal(t, n-reconcile.MaxKeptLeases, forgotten)
 }
 
 // TestReconcilerListsAgainAfterAStoreError: the Pass after one that a
@@ -275,11 +276,11 @@ func TestReconcilerListsAgainAfterAStoreError(t *testing.T) {
 	require.Len(t, page.Records, 3)
 	first, second, third := page.Records[0], page.Records[1], page.Records[2]
 	f.failResolve(errResolveDown, first.Key)
-	var asked []once.HeldKey
-	rc, err := once.NewReconciler(once.New(f), func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+	var asked []reconcile.HeldKey
+	rc, err := reconcile.New(once.New(f), func(ctx context.Context, k reconcile.HeldKey) (reconcile.Verdict[string], error) {
 		asked = append(asked, k)
 		return settledCheck(ctx, k)
-	}, once.ReconcilerConfig{OlderThan: time.Hour})
+	}, reconcile.Config{OlderThan: time.Hour})
 	require.NoError(t, err)
 	_, err = rc.Pass(t.Context())
 	require.ErrorIs(t, err, errResolveDown)

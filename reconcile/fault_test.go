@@ -1,4 +1,4 @@
-package once_test
+package reconcile_test
 
 import (
 	"context"

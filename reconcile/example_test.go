@@ -1,4 +1,4 @@
-package once_test
+package reconcile_test
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"strings"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/reconcile"
 )
 
-// A Reconciler settles held keys by asking the downstream service what
-// became of each request. Here the provider charged one order and has no
+// A Job settles held keys by asking the downstream service what became of
+// each request. Here the provider charged one order and has no
 // record of the other: the first is resolved with its charge, the second
 // stays held, since the request may still reach the provider.
-func ExampleReconciler() {
+func Example() {
 	ctx := context.Background()
 	k := once.New(nil, once.WithHoldFor(once.HoldUntilResolved))
 	scope := k.Scope("shop")
@@ -27,11 +28,11 @@ func ExampleReconciler() {
 
 	charged := map[string]string{"order-1": "ch_1"} // what the provider knows
 	var asked []string
-	r, err := once.NewReconciler(k, func(ctx context.Context, h once.HeldKey) (once.Verdict[string], error) {
+	r, err := reconcile.New(k, func(ctx context.Context, h reconcile.HeldKey) (reconcile.Verdict[string], error) {
 		id, ok := charged[h.Key]
 		asked = append(asked, fmt.Sprintf("%s: charged %v", h.Key, ok))
-		return once.Verdict[string]{Settled: ok, Value: id}, nil // unsettled: the key stays held
-	}, once.ReconcilerConfig{})
+		return reconcile.Verdict[string]{Settled: ok, Value: id}, nil // unsettled: the key stays held
+	}, reconcile.Config{})
 	if err != nil {
 		panic(err)
 	}

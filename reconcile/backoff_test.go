@@ -1,4 +1,4 @@
-package once_test
+package reconcile_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // centuryLease is a Reconciler's lease of 100 years: a key left leased
@@ -28,7 +29,7 @@ func requireFree(t *testing.T, store backends.Store, scope, key string) {
 	require.NotZero(t, rec.State)
 	require.Equal(t, backends.StateHeld, rec.State)
 	require.Less(t, rec.LeaseRemaining, time.Hour, "the reconciler's lease was ended")
-	other, err := once.NewReconciler(once.New(store), settledCheck, once.ReconcilerConfig{Scope: scope, Lease: centuryLease})
+	other, err := reconcile.New(once.New(store), settledCheck, reconcile.Config{Scope: scope, Lease: centuryLease})
 	require.NoError(t, err)
 	rep, err := other.Pass(t.Context())
 	require.NoError(t, err)
@@ -62,7 +63,7 @@ func TestReconcilerEndsItsLeaseOnAStoreError(t *testing.T) {
 						}
 					})
 				}
-				rc, err := once.NewReconciler(once.New(f), settledCheck, once.ReconcilerConfig{Lease: lease})
+				rc, err := reconcile.New(once.New(f), settledCheck, reconcile.Config{Lease: lease})
 				require.NoError(t, err)
 				for {
 					rep, err := rc.Pass(t.Context())
@@ -94,14 +95,14 @@ func TestReconcilerEndsItsLeaseWhenItsContextEnds(t *testing.T) {
 			holdKeys(t, f, 1)
 			ctx, cancel := context.WithCancel(t.Context())
 			defer cancel()
-			rc, err := once.NewReconciler(once.New(f), func(context.Context, once.HeldKey) (once.Verdict[string], error) {
+			rc, err := reconcile.New(once.New(f), func(context.Context, reconcile.HeldKey) (reconcile.Verdict[string], error) {
 				cancel() // the caller stops while the service answers
-				return once.Verdict[string]{Settled: settled, Value: "late"}, nil
-			}, once.ReconcilerConfig{Lease: centuryLease})
+				return reconcile.Verdict[string]{Settled: settled, Value: "late"}, nil
+			}, reconcile.Config{Lease: centuryLease})
 			require.NoError(t, err)
 			rep, err := rc.Pass(ctx)
 			require.NoError(t, err)
-			require.Zero(t, once.ReconcilerBackoffs(rc), "the end of the context backs no key off")
+			require.Zero(t, reconcile.Backoffs(rc), "the end of the context backs no key off")
 			if settled { // the verdict is stored all the same
 				require.Equal(t, 1, rep.Resolved)
 				v, err := once.Do(t.Context(), once.New(f.Store).Scope("shop-0"), "order-0000", nil,
@@ -135,9 +136,9 @@ func TestReconcilerKeepsItsLeaseOwnerWhenEndingItFails(t *testing.T) {
 		}
 	})
 	clock := newFakeClock()
-	rc, err := once.NewReconciler(once.New(f), settledCheck, once.ReconcilerConfig{Lease: centuryLease})
+	rc, err := reconcile.New(once.New(f), settledCheck, reconcile.Config{Lease: centuryLease})
 	require.NoError(t, err)
-	once.ReconcilerWithClock(rc, clock.Now)
+	reconcile.WithClock(rc, clock.Now)
 	rep, err := rc.Pass(t.Context())
 	var se *once.StoreError
 	require.ErrorAs(t, err, &se)
@@ -146,7 +147,7 @@ func TestReconcilerKeepsItsLeaseOwnerWhenEndingItFails(t *testing.T) {
 	require.ErrorContains(t, rep.Errors[0], "shop-0/order-0000: once: store leaseheld: still down")
 
 	f.set(func(f *reconcileFaults) { f.resolve, f.leaseHeld = nil, nil }) // the store is back
-	other, err := once.NewReconciler(once.New(f.Store), settledCheck, once.ReconcilerConfig{})
+	other, err := reconcile.New(once.New(f.Store), settledCheck, reconcile.Config{})
 	require.NoError(t, err)
 	rep, err = other.Pass(t.Context())
 	require.NoError(t, err)
@@ -155,11 +156,11 @@ func TestReconcilerKeepsItsLeaseOwnerWhenEndingItFails(t *testing.T) {
 	rep, err = rc.Pass(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Skipped, "in backoff")
-	clock.Advance(once.ReconcileBackoffMin)
+	clock.Advance(reconcile.BackoffMin)
 	rep, err = rc.Pass(t.Context())
 	require.NoError(t, err)
 	require.Equal(t, 1, rep.Resolved, "the same owner takes its own lease again")
-	require.Zero(t, once.ReconcilerBackoffs(rc))
+	require.Zero(t, reconcile.Backoffs(rc))
 }
 
 // TestReconcilerMakesProgressPastFailingKeys: keys whose Resolve keeps
@@ -181,17 +182,17 @@ func TestReconcilerMakesProgressPastFailingKeys(t *testing.T) {
 	}
 	f.failResolve(errResolveDown, failing...)
 	asked := map[string]int{}
-	check := func(_ context.Context, k once.HeldKey) (once.Verdict[string], error) {
+	check := func(_ context.Context, k reconcile.HeldKey) (reconcile.Verdict[string], error) {
 		asked[k.Key]++
 		if k.Key[len(k.Key)-1] == '5' { // not settled yet: asked again on the next walk only
-			return once.Verdict[string]{}, nil
+			return reconcile.Verdict[string]{}, nil
 		}
-		return once.Verdict[string]{Settled: true, Value: "charge-" + k.Key}, nil
+		return reconcile.Verdict[string]{Settled: true, Value: "charge-" + k.Key}, nil
 	}
 	clock := newFakeClock()
-	rc, err := once.NewReconciler(once.New(f), check, once.ReconcilerConfig{Batch: 16, Lease: centuryLease})
+	rc, err := reconcile.New(once.New(f), check, reconcile.Config{Batch: 16, Lease: centuryLease})
 	require.NoError(t, err)
-	once.ReconcilerWithClock(rc, clock.Now)
+	reconcile.WithClock(rc, clock.Now)
 
 	// walk passes until one reaches the end of the held keys, and returns
 	// the store errors and the keys skipped on the way.
@@ -216,7 +217,7 @@ func TestReconcilerMakesProgressPastFailingKeys(t *testing.T) {
 	for _, k := range keys {
 		require.Equal(t, 1, asked[k.key], "%s asked once in the walk", k.key)
 	}
-	require.Equal(t, len(failing), once.ReconcilerBackoffs(rc))
+	require.Equal(t, len(failing), reconcile.Backoffs(rc))
 
 	// Within the backoff: skipped, never asked, no error.
 	clear(asked)
@@ -238,15 +239,15 @@ func TestReconcilerMakesProgressPastFailingKeys(t *testing.T) {
 		require.Equal(t, len(failing), errs, "retried after %v", wait)
 		require.Zero(t, skipped)
 	}
-	require.Equal(t, once.ReconcileBackoffMax, time.Minute)
+	require.Equal(t, reconcile.BackoffMax, time.Minute)
 
 	// The store is back: once the backoff ends, the keys are resolved and
 	// forgotten.
 	f.failResolve(nil)
-	clock.Advance(once.ReconcileBackoffMax)
+	clock.Advance(reconcile.BackoffMax)
 	errs, _ = walk()
 	require.Zero(t, errs)
-	require.Zero(t, once.ReconcilerBackoffs(rc))
+	require.Zero(t, reconcile.Backoffs(rc))
 	var unsettled int64
 	for _, k := range keys {
 		rec, err := f.Get(t.Context(), k.scope, k.key)
@@ -266,28 +267,28 @@ func TestReconcilerMakesProgressPastFailingKeys(t *testing.T) {
 // TestReconcilerBoundsItsBackoffs: a Reconciler remembers at most
 // MaxReconcileBackoffs failed keys, however many fail.
 func TestReconcilerBoundsItsBackoffs(t *testing.T) {
-	n := once.MaxReconcileBackoffs + 20
+	n := reconcile.MaxBackoffs + 20
 	f := newReconcileFaults()
 	holdKeys(t, f, n)
 	f.failResolve(errResolveDown)
-	rc, err := once.NewReconciler(once.New(f), settledCheck, once.ReconcilerConfig{Batch: 1000})
+	rc, err := reconcile.New(once.New(f), settledCheck, reconcile.Config{Batch: 1000})
 	require.NoError(t, err)
-	once.ReconcilerWithClock(rc, newFakeClock().Now)
-	require.Equal(t, n, walkCountingErrors(t, rc, n, once.MaxReconcileBackoffs), "each key failed once in the walk")
-	require.Equal(t, once.MaxReconcileBackoffs, once.ReconcilerBackoffs(rc))
+	reconcile.WithClock(rc, newFakeClock().Now)
+	require.Equal(t, n, walkCountingErrors(t, rc, n, reconcile.MaxBackoffs), "each key failed once in the walk")
+	require.Equal(t, reconcile.MaxBackoffs, reconcile.Backoffs(rc))
 }
 
 // walkCountingErrors runs rc's passes over its n held keys until one
 // reports Done, and returns how many of them returned an error. It fails
 // t when the walk takes more than 2n passes or rc remembers more than
 // bound keys after any pass.
-func walkCountingErrors(t *testing.T, rc *once.Reconciler[string], n, bound int) int {
+func walkCountingErrors(t *testing.T, rc *reconcile.Job[string], n, bound int) int {
 	t.Helper()
 	errs := 0
 	for pass := 0; ; pass++ {
 		require.Less(t, pass, 2*n, "the walk does not end")
 		rep, err := rc.Pass(t.Context())
-		require.LessOrEqual(t, once.ReconcilerBackoffs(rc), bound)
+		require.LessOrEqual(t, reconcile.Backoffs(rc), bound)
 		if err != nil {
 			errs++
 		}
@@ -333,8 +334,8 @@ func TestReconcilerBackoffModel(t *testing.T) {
 		m := model[current]
 		if failedNow {
 			m.failures++
-			d := once.ReconcileBackoffMin << min(m.failures-1, 10)
-			m.until = clock.Now().Add(min(d, once.ReconcileBackoffMax))
+			d := reconcile.BackoffMin << min(m.failures-1, 10)
+			m.until = clock.Now().Add(min(d, reconcile.BackoffMax))
 		} else {
 			m.failures, m.until = 0, time.Time{}
 		}
@@ -370,17 +371,17 @@ func TestReconcilerBackoffModel(t *testing.T) {
 			return nil
 		}
 	})
-	check := func(_ context.Context, k once.HeldKey) (once.Verdict[string], error) {
+	check := func(_ context.Context, k reconcile.HeldKey) (reconcile.Verdict[string], error) {
 		if rng.IntN(3) == 0 {
-			return once.Verdict[string]{}, nil
+			return reconcile.Verdict[string]{}, nil
 		}
-		return once.Verdict[string]{Settled: true, Value: "charge-" + k.Key}, nil
+		return reconcile.Verdict[string]{Settled: true, Value: "charge-" + k.Key}, nil
 	}
-	rc, err := once.NewReconciler(once.New(f), check, once.ReconcilerConfig{Batch: 10, Lease: centuryLease})
+	rc, err := reconcile.New(once.New(f), check, reconcile.Config{Batch: 10, Lease: centuryLease})
 	require.NoError(t, err)
-	once.ReconcilerWithClock(rc, clock.Now)
+	reconcile.WithClock(rc, clock.Now)
 
-	pass := func() once.ReconcileReport {
+	pass := func() reconcile.Report {
 		inBackoff := 0
 		for _, m := range model {
 			if clock.Now().Before(m.until) {
@@ -421,7 +422,7 @@ func TestReconcilerBackoffModel(t *testing.T) {
 	require.Positive(t, strandedSeen, "the walk met leases it could not end")
 	faulty = false
 	for range 20 * n {
-		clock.Advance(once.ReconcileBackoffMax)
+		clock.Advance(reconcile.BackoffMax)
 		counts, err := f.Count(t.Context())
 		require.NoError(t, err)
 		if counts.Held == 0 {

@@ -1,4 +1,4 @@
-package once_test
+package reconcile_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/memory"
 	"github.com/stagedoor/once/internal/testservers"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // holdOne makes (scope, key) held with fingerprint fp through Do.
@@ -50,9 +51,9 @@ func TestReconcilerNeverStoresAHeldOrRetryableVerdict(t *testing.T) {
 			keeper := once.New(store, once.WithHoldFor(once.HoldUntilResolved))
 			sc := keeper.Scope("shop")
 			holdOne(t, sc, "order-1", once.Fingerprint("A"))
-			rc, err := once.NewReconciler(keeper, func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
-				return once.Verdict[string]{Settled: true, Err: mark.wrap(errors.New("lookup timed out"))}, nil
-			}, once.ReconcilerConfig{})
+			rc, err := reconcile.New(keeper, func(ctx context.Context, k reconcile.HeldKey) (reconcile.Verdict[string], error) {
+				return reconcile.Verdict[string]{Settled: true, Err: mark.wrap(errors.New("lookup timed out"))}, nil
+			}, reconcile.Config{})
 			require.NoError(t, err)
 			rep, err := rc.Pass(t.Context())
 			require.NoError(t, err)
@@ -86,7 +87,7 @@ func TestResolveRefusesAHeldOrRetryableError(t *testing.T) {
 			var inv *once.InvalidInputError
 			require.ErrorAs(t, err, &inv)
 			require.Equal(t, "err", inv.Field)
-			require.ErrorIs(t, err, once.ErrInvalidInput)
+			require.ErrorAs(t, err, new(*once.InvalidInputError))
 			rec, err := store.Get(t.Context(), "shop", "order-1")
 			require.NoError(t, err)
 			require.NotZero(t, rec.State)
@@ -132,15 +133,15 @@ func TestReconcilerVerdictNeverBindsAnotherIntent(t *testing.T) {
 				holdOne(t, sc, "order-1", once.Fingerprint("intent-A"))
 
 				asked, release := make(chan struct{}), make(chan struct{})
-				check := func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+				check := func(ctx context.Context, k reconcile.HeldKey) (reconcile.Verdict[string], error) {
 					close(asked)
 					<-release // a slow downstream lookup that does not watch ctx
-					return once.Verdict[string]{Settled: true, Value: "charge-of-intent-A"}, nil
+					return reconcile.Verdict[string]{Settled: true, Value: "charge-of-intent-A"}, nil
 				}
-				rc, err := once.NewReconciler(keeper, check, once.ReconcilerConfig{Lease: once.MinReconcileLease})
+				rc, err := reconcile.New(keeper, check, reconcile.Config{Lease: reconcile.MinLease})
 				require.NoError(t, err)
 				type result struct {
-					rep once.ReconcileReport
+					rep reconcile.Report
 					err error
 				}
 				done := make(chan result, 1)
@@ -153,7 +154,7 @@ func TestReconcilerVerdictNeverBindsAnotherIntent(t *testing.T) {
 				switch how {
 				case "expired-after-lease":
 					// The lease (1 s), the hold (1 ms) and the retention (1 s) end.
-					time.Sleep(once.MinReconcileLease + 400*time.Millisecond)
+					time.Sleep(reconcile.MinLease + 400*time.Millisecond)
 				case "deleted-during-lease":
 					_, err := store.(backends.Admin).Delete(t.Context(), "shop", "order-1")
 					require.NoError(t, err)
@@ -197,21 +198,21 @@ func TestReconcilerLateVerdictIsRefusedAfterItsLease(t *testing.T) {
 			holdOne(t, sc, "order-1", fp)
 
 			asked, release := make(chan struct{}), make(chan struct{})
-			check := func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+			check := func(ctx context.Context, k reconcile.HeldKey) (reconcile.Verdict[string], error) {
 				close(asked)
 				<-release // a lookup that does not watch ctx
-				return once.Verdict[string]{Settled: true, Value: "late-verdict"}, nil
+				return reconcile.Verdict[string]{Settled: true, Value: "late-verdict"}, nil
 			}
-			rc, err := once.NewReconciler(keeper, check, once.ReconcilerConfig{Lease: once.MinReconcileLease})
+			rc, err := reconcile.New(keeper, check, reconcile.Config{Lease: reconcile.MinLease})
 			require.NoError(t, err)
 			type result struct {
-				rep once.ReconcileReport
+				rep reconcile.Report
 				err error
 			}
 			done := make(chan result, 1)
 			go func() { rep, err := rc.Pass(context.Background()); done <- result{rep, err} }()
 			<-asked
-			time.Sleep(once.MinReconcileLease + 300*time.Millisecond) // the lease ends; the hold ended long ago
+			time.Sleep(reconcile.MinLease + 300*time.Millisecond) // the lease ends; the hold ended long ago
 
 			var r result
 			out, err := once.DoOutcome(t.Context(), sc, "order-1", fp, func(context.Context) (string, error) {
@@ -238,19 +239,19 @@ func TestReconcilerDropsALateVerdict(t *testing.T) {
 	sc := keeper.Scope("shop")
 	holdOne(t, sc, "order-1", once.Fingerprint("A"))
 	late := true
-	rc, err := once.NewReconciler(keeper, func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+	rc, err := reconcile.New(keeper, func(ctx context.Context, k reconcile.HeldKey) (reconcile.Verdict[string], error) {
 		if late {
 			<-ctx.Done() // answers only once its deadline has passed
 		}
-		return once.Verdict[string]{Settled: true, Value: "charged"}, nil
-	}, once.ReconcilerConfig{Lease: once.MinReconcileLease})
+		return reconcile.Verdict[string]{Settled: true, Value: "charged"}, nil
+	}, reconcile.Config{Lease: reconcile.MinLease})
 	require.NoError(t, err)
 	rep, err := rc.Pass(t.Context())
 	require.NoError(t, err)
 	require.Zero(t, rep.Resolved)
 	require.Equal(t, 1, rep.Failed)
 	require.Len(t, rep.Errors, 1)
-	require.ErrorIs(t, rep.Errors[0], once.ErrLateVerdict)
+	require.ErrorIs(t, rep.Errors[0], reconcile.ErrLateVerdict)
 	rec, err := store.Get(t.Context(), "shop", "order-1")
 	require.NoError(t, err)
 	require.NotZero(t, rec.State)
@@ -274,21 +275,21 @@ func TestReconcilerLeaseIsCapped(t *testing.T) {
 			keeper := once.New(store, once.WithHoldFor(once.HoldUntilResolved))
 			holdOne(t, keeper.Scope("shop"), "order-1", nil)
 			var leased time.Duration
-			rc, err := once.NewReconciler(keeper, func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+			rc, err := reconcile.New(keeper, func(ctx context.Context, k reconcile.HeldKey) (reconcile.Verdict[string], error) {
 				rec, err := store.(backends.Admin).Get(ctx, k.Scope, k.Key)
 				require.NoError(t, err)
 				require.NotZero(t, rec.State)
 				leased = rec.LeaseRemaining
 				deadline, ok := ctx.Deadline()
 				require.True(t, ok)
-				require.LessOrEqual(t, time.Until(deadline), once.MaxReconcileLease-once.MaxReconcileLease/4)
-				return once.Verdict[string]{}, nil
-			}, once.ReconcilerConfig{Lease: math.MaxInt64})
+				require.LessOrEqual(t, time.Until(deadline), reconcile.MaxLease-reconcile.MaxLease/4)
+				return reconcile.Verdict[string]{}, nil
+			}, reconcile.Config{Lease: math.MaxInt64})
 			require.NoError(t, err)
 			_, err = rc.Pass(t.Context())
 			require.NoError(t, err)
-			require.Greater(t, leased, once.MaxReconcileLease/2)
-			require.LessOrEqual(t, leased, once.MaxReconcileLease)
+			require.Greater(t, leased, reconcile.MaxLease/2)
+			require.LessOrEqual(t, leased, reconcile.MaxLease)
 		})
 	}
 }

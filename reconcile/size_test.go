@@ -1,4 +1,4 @@
-package once_test
+package reconcile_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // TestReconcilerMaxOutcomeSize: a verdict over the Keeper's outcome cap is
@@ -19,8 +20,8 @@ import (
 func TestReconcilerMaxOutcomeSize(t *testing.T) {
 	const limit = 1 << 10
 	big := strings.Repeat("x", 2*limit)
-	check := func(context.Context, once.HeldKey) (once.Verdict[string], error) {
-		return once.Verdict[string]{Settled: true, Value: big}, nil
+	check := func(context.Context, reconcile.HeldKey) (reconcile.Verdict[string], error) {
+		return reconcile.Verdict[string]{Settled: true, Value: big}, nil
 	}
 	for _, tc := range []struct {
 		name     string
@@ -34,13 +35,13 @@ func TestReconcilerMaxOutcomeSize(t *testing.T) {
 			keeper := once.New(memory.New(nil), once.WithHoldFor(once.HoldUntilResolved), once.WithMaxOutcomeSize(limit))
 			sc := keeper.Scope("shop")
 			holdOne(t, sc, "order-1", nil)
-			rc, err := once.NewReconciler(keeper, check, once.ReconcilerConfig{MaxOutcomeSize: tc.max})
+			rc, err := reconcile.New(keeper, check, reconcile.Config{MaxOutcomeSize: tc.max})
 			require.NoError(t, err)
 			rep, err := rc.Pass(t.Context())
 			require.NoError(t, err)
 			if !tc.resolved {
 				require.Equal(t, 1, rep.Failed)
-				require.ErrorIs(t, rep.Errors[0], once.ErrOutcomeTooLarge)
+				require.ErrorAs(t, rep.Errors[0], new(*once.OutcomeTooLargeError))
 				return
 			}
 			require.Equal(t, 1, rep.Resolved)
@@ -49,7 +50,7 @@ func TestReconcilerMaxOutcomeSize(t *testing.T) {
 			require.Equal(t, big, v, "the verdict, replayed")
 		})
 	}
-	_, err := once.NewReconciler(once.New(memory.New(nil)), check, once.ReconcilerConfig{MaxOutcomeSize: -1})
+	_, err := reconcile.New(once.New(memory.New(nil)), check, reconcile.Config{MaxOutcomeSize: -1})
 	var invalid *once.InvalidInputError
 	require.ErrorAs(t, err, &invalid)
 	require.Equal(t, "reconciler_max_outcome_size", invalid.Field)

@@ -1,4 +1,4 @@
-package once_test
+package reconcile_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/memory"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // TestReconcilerModel interleaves, on a memory store with a fake
@@ -46,10 +47,10 @@ func runReconcilerModel(t *testing.T, seed uint64) {
 	keys := []string{"a", "b", "c", "d", "e", "f"}
 	leases := []time.Duration{time.Second, time.Minute, math.MaxInt64}
 	depth := 0
-	var rcs [2]*once.Reconciler[int]
+	var rcs [2]*reconcile.Job[int]
 	var batches [2]int
 	var op func(i int)
-	check := func(ctx context.Context, k once.HeldKey) (once.Verdict[int], error) {
+	check := func(ctx context.Context, k reconcile.HeldKey) (reconcile.Verdict[int], error) {
 		if depth < 2 && rng.IntN(2) == 0 {
 			depth++
 			for range 1 + rng.IntN(3) {
@@ -59,19 +60,19 @@ func runReconcilerModel(t *testing.T, seed uint64) {
 		}
 		switch rng.IntN(5) {
 		case 0:
-			return once.Verdict[int]{}, nil
+			return reconcile.Verdict[int]{}, nil
 		case 1:
-			return once.Verdict[int]{}, errors.New("lookup failed")
+			return reconcile.Verdict[int]{}, errors.New("lookup failed")
 		case 2:
 			panic("lookup panics")
 		}
-		return once.Verdict[int]{Settled: true, Value: 7}, nil
+		return reconcile.Verdict[int]{Settled: true, Value: 7}, nil
 	}
 	for i := range rcs {
 		batches[i] = 1 + rng.IntN(4)
-		rc, err := once.NewReconciler(keeper, check, once.ReconcilerConfig{Batch: batches[i], Lease: leases[rng.IntN(len(leases))]})
+		rc, err := reconcile.New(keeper, check, reconcile.Config{Batch: batches[i], Lease: leases[rng.IntN(len(leases))]})
 		require.NoError(t, err)
-		once.ReconcilerWithClock(rc, clock.Now)
+		reconcile.WithClock(rc, clock.Now)
 		rcs[i] = rc
 	}
 	busy := [2]bool{}
@@ -126,11 +127,11 @@ func runReconcilerModel(t *testing.T, seed uint64) {
 		op(i)
 	}
 	// The end: lookups settle every key.
-	final := func(ctx context.Context, k once.HeldKey) (once.Verdict[int], error) {
-		return once.Verdict[int]{Settled: true, Value: 9}, nil
+	final := func(ctx context.Context, k reconcile.HeldKey) (reconcile.Verdict[int], error) {
+		return reconcile.Verdict[int]{Settled: true, Value: 9}, nil
 	}
 	for i := range rcs {
-		rc, err := once.NewReconciler(keeper, final, once.ReconcilerConfig{Batch: batches[i]})
+		rc, err := reconcile.New(keeper, final, reconcile.Config{Batch: batches[i]})
 		require.NoError(t, err)
 		rcs[i] = rc
 	}
