@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // reread is what a fresh DoOutcome answered for an acknowledged key after
@@ -108,7 +109,7 @@ func check(o observation) verdict {
 		}
 		if n == 0 {
 			bad("key %s: acknowledged %q with no effect in the ledger", key, first)
-		} else if !slices.ContainsFunc(effs, func(e effect) bool { return e.Value == first }) {
+		} else if made := strings.TrimPrefix(first, verdictPrefix); !slices.ContainsFunc(effs, func(e effect) bool { return e.Value == made }) {
 			bad("key %s: acknowledged %q, which no effect made", key, first)
 		}
 		if o.Rereads != nil {

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -39,6 +40,12 @@ type cluster struct {
 	lastFault time.Time
 	exits     []string
 	wg        sync.WaitGroup
+	// who names the workers in the faults injected ("" or "a
+	// reconciler").
+	who string
+	// elapse waits until the store's clock has advanced by d: a stopped
+	// worker is resumed past its lease by the store's clock.
+	elapse func(d time.Duration)
 }
 
 func newCluster(t *testing.T, prof profile, base workerConfig, fails []failpoint, extra int) *cluster {
@@ -75,7 +82,9 @@ func (c *cluster) spawn() {
 
 	b, _ := json.Marshal(cfg)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), workerEnv+"=1", configEnv+"="+string(b))
+	// A race-enabled worker would sleep a second at exit
+	// (atexit_sleep_ms), for every worker of every scenario.
+	cmd.Env = append(os.Environ(), workerEnv+"=1", configEnv+"="+string(b), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -146,20 +155,45 @@ func (c *cluster) handle(e event, pid int) {
 		delete(c.armed, pid)
 		switch e.Action {
 		case actionKill:
-			c.injected["kill -9 at "+e.Point]++
+			c.injected["kill -9"+c.of()+" at "+e.Point]++
 		case actionStop:
-			c.injected["SIGSTOP past lease at "+e.Point]++
+			c.injected["SIGSTOP"+c.of()+" past lease at "+e.Point]++
 			c.stopped[pid] = true
-			// The stale owner wakes after its lease was taken over.
-			time.AfterFunc(c.prof.Lease+c.prof.Slack, func() {
-				c.mu.Lock()
-				delete(c.stopped, pid)
-				c.lastFault = time.Now()
-				c.mu.Unlock()
-				_ = syscall.Kill(pid, syscall.SIGCONT)
-			})
+			go c.wake(pid)
 		}
 	}
+}
+
+// wake resumes a worker that stopped itself once it has been stopped past
+// its lease by the store's clock: the stale owner wakes after its lease
+// could be taken over. The lease is counted from the moment the process
+// is seen stopped, not from its "fault" line: a worker descheduled between
+// that line and its SIGSTOP would otherwise get the SIGCONT first, then
+// stop for good.
+func (c *cluster) wake(pid int) {
+	for deadline := time.Now().Add(30 * time.Second); !stoppedState(pid); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			c.t.Errorf("worker %d never stopped after its SIGSTOP", pid)
+			break
+		}
+	}
+	c.elapse(c.prof.Lease + c.prof.Slack)
+	c.mu.Lock()
+	delete(c.stopped, pid)
+	c.lastFault = time.Now()
+	c.mu.Unlock()
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+}
+
+// stoppedState reports whether pid is stopped by a signal (state T in
+// /proc/PID/stat), or gone.
+func stoppedState(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || len(b) <= i+2 || b[i+2] == 'T' || b[i+2] == 'Z'
 }
 
 // inject counts a fault the driver made.
@@ -184,10 +218,66 @@ func (c *cluster) killRandom() bool {
 		return false
 	}
 	if syscall.Kill(pids[rand.IntN(len(pids))], syscall.SIGKILL) == nil {
-		c.inject("kill -9 at a random time")
+		c.inject("kill -9" + c.of() + " at a random time")
 		return true
 	}
 	return false
+}
+
+// of names the workers in a fault's description: "" or " of a
+// reconciler".
+func (c *cluster) of() string {
+	if c.who == "" {
+		return ""
+	}
+	return " of " + c.who
+}
+
+// terminate waits until no worker is stopped, then stops further spawns
+// and sends SIGTERM to every running worker (a reconciler ends its last
+// Pass and exits).
+func (c *cluster) terminate() {
+	for {
+		c.mu.Lock()
+		n := len(c.stopped)
+		if n == 0 {
+			c.maxSpawn = 0
+		}
+		pids := make([]int, 0, len(c.running))
+		for pid := range c.running {
+			pids = append(pids, pid)
+		}
+		c.mu.Unlock()
+		if n == 0 {
+			for _, pid := range pids {
+				_ = syscall.Kill(pid, syscall.SIGTERM)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// merge adds what the workers of o did to c's log (o is done).
+func (c *cluster) merge(o *cluster) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.acks = append(c.acks, o.acks...)
+	c.faults = append(c.faults, o.faults...)
+	c.leaseLost = append(c.leaseLost, o.leaseLost...)
+	c.exits = append(c.exits, o.exits...)
+	c.spawned += o.spawned
+	for k, n := range o.errKinds {
+		c.errKinds[k] += n
+	}
+	for k, n := range o.injected {
+		c.injected[k] += n
+	}
+	if o.lastFault.After(c.lastFault) {
+		c.lastFault = o.lastFault
+	}
 }
 
 // wait waits for every worker, or kills them all at the deadline.

@@ -22,6 +22,9 @@ type event struct {
 	Action   string `json:"action,omitempty"`
 	Kind     string `json:"kind,omitempty"`
 	Replayed bool   `json:"replayed,omitempty"`
+	// Verdict marks an "ack" of a reconciler: its Resolve of the key
+	// applied, with Value.
+	Verdict bool `json:"verdict,omitempty"`
 	// Left is the number of keys a worker had not acknowledged when it
 	// stopped ("done").
 	Left int `json:"left,omitempty"`

@@ -19,6 +19,14 @@ const (
 	pointAfterEffect    = "after-effect"    // the effect is done, fn has not returned
 	pointCompleteBefore = "complete-before" // inside Complete (DoTx: Commit), before the store call
 	pointCompleteAfter  = "complete-after"  // inside Complete (DoTx: Commit), after it succeeded
+
+	// Held keys: an owner whose fn returned a held error, a reconciler
+	// asking about a held key.
+	pointHoldBefore    = "hold-before"               // inside Hold, before the store call
+	pointHoldAfter     = "hold-after"                // inside Hold, after it applied: Do has not returned
+	pointLookup        = "reconciler-lookup"         // in the ReconcileFunc: the reconciler's lease is taken
+	pointResolveBefore = "reconciler-resolve-before" // inside the verdict's Resolve, before the store call
+	pointResolveAfter  = "reconciler-resolve-after"  // inside the verdict's Resolve, after it applied
 )
 
 // allPoints lists every failpoint.
@@ -79,13 +87,15 @@ func (t *trigger) exec() {
 }
 
 // hit fires the failpoint if point is the configured one, the current call
-// executed fn for key and it is the At-th execution.
+// executed fn for key and it is at least the At-th execution (a point that
+// not every execution passes, such as the hold of a held owner, fires at
+// the first pass from the At-th execution on).
 func (t *trigger) hit(point, key string) {
 	if t == nil || t.fp.Point != point {
 		return
 	}
 	t.mu.Lock()
-	fire := !t.fired && t.executed && t.key == key && t.execs == t.fp.At
+	fire := !t.fired && t.executed && t.key == key && t.execs >= t.fp.At
 	if fire {
 		t.fired = true
 	}
@@ -103,10 +113,38 @@ func (t *trigger) hit(point, key string) {
 	}
 }
 
-// hookedStore fires the completion failpoints inside Complete.
+// hookedStore fires the completion, hold and resolve failpoints inside
+// the store calls. resolved, when set, is told of every Resolve that
+// applied.
 type hookedStore struct {
 	backends.Store
-	trig *trigger
+	trig     *trigger
+	resolved func(key string)
+}
+
+// Unwrap makes hookedStore a decorator, so that backends.As finds the
+// store's Lister (a Reconciler needs it).
+func (s hookedStore) Unwrap() backends.Store { return s.Store }
+
+func (s hookedStore) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {
+	s.trig.hit(pointHoldBefore, p.Key)
+	ok, err := s.Store.Hold(ctx, p)
+	if err == nil && ok {
+		s.trig.hit(pointHoldAfter, p.Key)
+	}
+	return ok, err
+}
+
+func (s hookedStore) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
+	s.trig.hit(pointResolveBefore, p.Key)
+	r, err := s.Store.Resolve(ctx, p)
+	if err == nil && r.Resolved {
+		if s.resolved != nil {
+			s.resolved(p.Key)
+		}
+		s.trig.hit(pointResolveAfter, p.Key)
+	}
+	return r, err
 }
 
 func (s hookedStore) Complete(ctx context.Context, p backends.CompleteParams) (bool, error) {

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -90,6 +91,26 @@ ON CONFLICT (key) DO UPDATE SET attempts = l.attempts + 1 RETURNING l.value`, id
 	var got string
 	err := q.QueryRow(ctx, sql, key, value, worker, pid).Scan(&got)
 	return got, err
+}
+
+// provide is the fenced effect of a held owner: the provider keeps the
+// first value per key and returns it with the number of calls it got for
+// the key, this one included.
+func (l *pgLedger) provide(ctx context.Context, key, value, worker string, pid int) (got string, calls int, err error) {
+	err = l.pool.QueryRow(ctx, fmt.Sprintf(`INSERT INTO %s AS l (key, value, worker, pid) VALUES ($1, $2, $3, $4)
+ON CONFLICT (key) DO UPDATE SET attempts = l.attempts + 1 RETURNING l.value, l.attempts`, pgx.Identifier{l.table}.Sanitize()),
+		key, value, worker, pid).Scan(&got, &calls)
+	return got, calls, err
+}
+
+// lookup is what a reconciler asks the provider: the value of the effect
+// made for key, if any.
+func (l *pgLedger) lookup(ctx context.Context, key string) (value string, ok bool, err error) {
+	err = l.pool.QueryRow(ctx, fmt.Sprintf(`SELECT value FROM %s WHERE key = $1`, pgx.Identifier{l.table}.Sanitize()), key).Scan(&value)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, nil
+	}
+	return value, err == nil, err
 }
 
 func (l *pgLedger) effects(ctx context.Context) (map[string][]effect, error) {

@@ -44,17 +44,24 @@ func findPgPrograms(t testing.TB) pgPrograms {
 // ends.
 func (pg pgPrograms) initdb(t testing.TB) string {
 	t.Helper()
-	data := filepath.Join(pg.tempDir(t), "template")
-	if err := pg.run("initdb", "-D", data, "-U", "postgres", "-E", "UTF8", "--no-sync", "--auth=trust"); err != nil {
+	data, err := pg.initdbIn(pg.tempDir(t))
+	if err != nil {
 		t.Fatal(err)
 	}
 	return data
 }
 
+// initdbIn is initdb into dir (see tempDir), for any goroutine: it returns
+// the data directory and initdb's error.
+func (pg pgPrograms) initdbIn(dir string) (string, error) {
+	data := filepath.Join(dir, "template")
+	return data, pg.run("initdb", "-D", data, "-U", "postgres", "-E", "UTF8", "--no-sync", "--auth=trust")
+}
+
 // tempDir makes a directory the programs can write, deleted when t ends.
 func (pg pgPrograms) tempDir(t testing.TB) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "once-failover-")
+	dir, err := os.MkdirTemp("", "once-pg-")
 	if err != nil {
 		t.Fatal(err)
 	}

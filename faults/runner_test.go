@@ -54,6 +54,9 @@ func (r *runner) run() int {
 			continue
 		}
 		r.emit(event{Ev: "err", Key: key, Kind: kind, Worker: r.id, Pid: r.pid})
+		if kind == "held" {
+			continue // the next key, as a client told "held" does
+		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	r.emit(event{Ev: "done", Worker: r.id, Pid: r.pid, Left: len(queue)})
@@ -66,6 +69,8 @@ func errKind(err error) string {
 	switch {
 	case errors.Is(err, once.ErrInProgress):
 		return "in_progress"
+	case errors.Is(err, errNoAnswer):
+		return "held" // fn's own held error (see heldFn)
 	case errors.Is(err, once.ErrLeaseLost):
 		return "lease_lost"
 	case errors.Is(err, once.ErrOutcomeUnrecorded):

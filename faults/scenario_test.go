@@ -33,6 +33,14 @@ type scenario struct {
 	ClaimOrder string
 	// Chaos runs during the run, until the workers are done.
 	Chaos func(ctx context.Context, e *env)
+	// Keys and Workers, when not zero, replace the profile's.
+	Keys, Workers int
+	// Held makes the workers held owners and runs reconcilers beside
+	// them (see held_test.go).
+	Held *heldSpec
+	// PG, for Backend "postgres", keeps the records on this server of the
+	// suite's own instead of the shared one.
+	PG *pgServer
 }
 
 // env is what a scenario's chaos can act on.
@@ -42,17 +50,25 @@ type env struct {
 	redis   *redisServer
 	pool    *pgxpool.Pool // the driver's own, direct
 	appName string
+	pg      *pgServer // the records' own PostgreSQL server, if any
+	rc      *cluster  // the reconcilers of a held scenario
 }
 
 // runScenario runs sc and checks the invariants. It returns the verdict.
 func runScenario(t *testing.T, sc scenario) verdict {
 	t.Helper()
 	prof := currentProfile()
+	if sc.Keys > 0 {
+		prof.Keys = sc.Keys
+	}
+	if sc.Workers > 0 {
+		prof.Workers = sc.Workers
+	}
 	start := time.Now()
 	ctx := context.Background()
 	pool := testservers.Pool(t) // the ledger, and the records on PostgreSQL
 	sfx := testservers.Suffix()
-	e := &env{pool: pool, appName: "once_fault_" + sfx}
+	e := &env{pool: pool, appName: "once_fault_" + sfx, pg: sc.PG}
 
 	l, err := createLedger(ctx, pool, "faults_ledger_"+sfx, sc.Mode)
 	if err != nil {
@@ -66,6 +82,18 @@ func runScenario(t *testing.T, sc scenario) verdict {
 		direct.Table = "faults_rec_" + sfx
 		direct.Addr = testservers.PostgresURL()
 		cfg := &postgres.Config{Table: direct.Table}
+		if sc.PG != nil {
+			direct.Addr = sc.PG.url()
+			own, err := newPool(ctx, direct.Addr, "", 2)
+			if err == nil {
+				err = postgres.Migrate(ctx, own, cfg)
+				own.Close()
+			}
+			if err != nil {
+				t.Fatalf("migrate: %v", err)
+			}
+			break
+		}
 		if err := postgres.Migrate(ctx, pool, cfg); err != nil {
 			t.Fatalf("migrate: %v", err)
 		}
@@ -115,8 +143,37 @@ func runScenario(t *testing.T, sc scenario) verdict {
 		Scope: "faults", Keys: keys, LeaseMS: prof.Lease.Milliseconds(), PerCallMS: 5000,
 		DeadlineMS: prof.Deadline.Milliseconds(),
 	}
+	// The driver's own store: the store's clock, and the checks after the
+	// run.
+	st, err := direct.open(ctx)
+	if err != nil {
+		t.Fatalf("direct store: %v", err)
+	}
+	defer st.close()
+	storeElapse := func(d time.Duration) {
+		wctx, cancel := context.WithTimeout(ctx, d+30*time.Second)
+		defer cancel()
+		if err := elapse(wctx, st.store, d); err != nil {
+			t.Errorf("waiting %v on the store's clock: %v", d, err)
+		}
+	}
+	if sc.Backend == "sqlite" {
+		// The store's clock is this machine's, and a worker stopped inside
+		// a write transaction holds the file's lock (every process waits
+		// for it) until it is resumed: a claim could not tell the time.
+		storeElapse = func(d time.Duration) { time.Sleep(d) }
+	}
+	var hold time.Duration
+	if sc.Held != nil {
+		hold = sc.Held.Hold
+		base.Role, base.HoldMS, base.ReconcileLeaseMS = roleHeldOwner, hold.Milliseconds(), prof.Lease.Milliseconds()
+	}
 	c := newCluster(t, prof, base, sc.Fails, sc.RandomKills+2)
+	c.elapse = storeElapse
 	e.c = c
+	if sc.Held != nil {
+		e.rc = sc.Held.reconcilers(t, prof, base, storeElapse)
+	}
 	c.start()
 
 	chaosCtx, stopChaos := context.WithCancel(ctx)
@@ -134,6 +191,11 @@ func runScenario(t *testing.T, sc scenario) verdict {
 	c.wait(prof.Deadline + 30*time.Second)
 	stopChaos()
 	<-chaosDone
+	if e.rc != nil {
+		e.rc.terminate()
+		e.rc.wait(30 * time.Second)
+		c.merge(e.rc)
+	}
 	if e.proxy != nil {
 		e.proxy.reset()
 	}
@@ -141,21 +203,21 @@ func runScenario(t *testing.T, sc scenario) verdict {
 		t.Errorf("worker exit: %s", x)
 	}
 
-	// Past lease + slack after the last fault, every key must be completed
-	// or claimable: the recovery client's first call may not be told
-	// "in progress".
+	// Past (hold +) lease + slack after the last fault, by the store's
+	// clock, every key must be completed or claimable: the recovery
+	// client's first call may not be told "in progress".
 	c.mu.Lock()
-	quiet := time.Until(c.lastFault.Add(prof.Lease + prof.Slack))
+	quiet := time.Until(c.lastFault.Add(hold + prof.Lease + prof.Slack))
 	c.mu.Unlock()
-	time.Sleep(max(quiet, 0))
-	st, err := direct.open(ctx)
-	if err != nil {
-		t.Fatalf("direct store: %v", err)
+	if quiet > 0 {
+		storeElapse(quiet)
 	}
-	defer st.close()
-	scope := once.New(st.store, once.WithLease(prof.Lease)).Scope(base.Scope)
+	scope := once.New(st.store, once.WithLease(prof.Lease), once.WithHoldFor(hold)).Scope(base.Scope)
 	call := plainCall(scope, l, nil, "recovery", 0)
-	if sc.Mode == modeTx {
+	switch {
+	case sc.Held != nil:
+		call = heldCall(scope, l, nil, "recovery", 0)
+	case sc.Mode == modeTx:
 		call = txCall(st.pg, scope, l, nil, "recovery", 0)
 	}
 	var stuck []string
@@ -196,8 +258,13 @@ func runScenario(t *testing.T, sc scenario) verdict {
 		t.Fatalf("ledger: %v", err)
 	}
 	v := check(observation{Mode: sc.Mode, Keys: keys, Acks: c.acks, Faults: c.faults, LeaseLost: c.leaseLost, Effects: effects, Rereads: rereads, Stuck: stuck})
-	if fired := len(c.faults); fired < len(sc.Fails) {
-		t.Errorf("only %d of %d failpoints fired", fired, len(sc.Fails))
+	fails := len(sc.Fails)
+	if sc.Held != nil {
+		fails += len(sc.Held.Fails)
+		v.Violations = append(v.Violations, checkHeld(keys, c.acks, effects, rereads)...)
+	}
+	if fired := len(c.faults); fired < fails {
+		t.Errorf("only %d of %d failpoints fired", fired, fails)
 	}
 	row := summaryRow{
 		Scenario: sc.Name, Backend: sc.Backend, Mode: sc.Mode, Keys: len(keys), Procs: c.spawned,

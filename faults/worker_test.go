@@ -23,6 +23,11 @@ type workerConfig struct {
 	PerCallMS   int64     `json:"per_call_ms"`
 	DeadlineMS  int64     `json:"deadline_ms"`
 	Fail        failpoint `json:"fail"`
+	// Role is "" (a client calling Do, fn's effect its answer),
+	// roleHeldOwner or roleReconciler (see held_worker_test.go).
+	Role             string `json:"role,omitempty"`
+	HoldMS           int64  `json:"hold_ms,omitempty"`
+	ReconcileLeaseMS int64  `json:"reconcile_lease_ms,omitempty"`
 }
 
 const configEnv = "ONCE_FAULT_CONFIG"
@@ -57,10 +62,17 @@ func workerMain() int {
 	if cfg.Fail.Point != "" {
 		trig = &trigger{fp: cfg.Fail, emit: out.emit, self: cfg.ID}
 	}
-	keeper := once.New(hookedStore{Store: st.store, trig: trig}, once.WithLease(time.Duration(cfg.LeaseMS)*time.Millisecond))
-	scope := keeper.Scope(cfg.Scope)
+	hooked := hookedStore{Store: st.store, trig: trig}
+	opts := []once.Option{once.WithLease(time.Duration(cfg.LeaseMS) * time.Millisecond), once.WithHoldFor(time.Duration(cfg.HoldMS) * time.Millisecond)}
+	if cfg.Role == roleReconciler {
+		return reconcilerMain(cfg, hooked, opts, l, out.emit, pid)
+	}
+	scope := once.New(hooked, opts...).Scope(cfg.Scope)
 	call := plainCall(scope, l, trig, cfg.ID, pid)
-	if cfg.Mode == modeTx {
+	switch {
+	case cfg.Role == roleHeldOwner:
+		call = heldCall(scope, l, trig, cfg.ID, pid)
+	case cfg.Mode == modeTx:
 		call = txCall(st.pg, scope, l, trig, cfg.ID, pid)
 	}
 	r := &runner{
