@@ -228,7 +228,9 @@ func lostClaimReply(t *testing.T, backend string, c lostClaimCase, lease time.Du
 		// fn once; anything else is wrong.
 		t.Fatalf("right after the lost claim: %v, %d runs; want ErrInProgress, or a takeover running fn once", err, runs.Load())
 	}
-	time.Sleep(lease + 750*time.Millisecond)
+	if err := elapse(context.Background(), st.store, lease+750*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
 	v, err = once.Do(context.Background(), scope, "k", nil, fn)
 	if err != nil || v != "v1" {
 		t.Fatalf("past lease + slack: %q, %v", v, err)
