@@ -33,6 +33,23 @@
 // outcome. The blackhole check runs on PostgreSQL, Redis
 // and MariaDB, the cancellation storm on every store.
 //
+// TestHeldKeys runs held owners (fn's provider call answers the first
+// call for a key with a lost reply, so fn returns a held error and every
+// key is held once) and reconciler processes settling the keys from the
+// provider's ledger, on PostgreSQL (a server of the suite's own, killed
+// and restarted during the reconcilers' passes), Redis (its own server,
+// restarted likewise), MariaDB (connections reset and blackholed) and
+// SQLite. Owners are killed and stopped past their lease between Hold and
+// Do's return; reconcilers are killed mid-pass (a key leased, before and
+// after the verdict's Resolve, at a random time) and stopped past their
+// lease before the Resolve. Besides the invariants above, checked on
+// verdicts as on Do's answers: a verdict is stored at most once per key,
+// and never once a later claim of the key ran fn (the verdict would be on
+// another intent, or over its completion); no key is held or in progress
+// past hold + lease + slack on the store's clock. Its memory subtest
+// is the form on the memory store: goroutines, a stalled Hold and Resolve,
+// passes cut off by their context.
+//
 // TestPostgresFailover starts a PostgreSQL primary and a streaming standby
 // of its own (initdb and pg_basebackup, on free loopback ports; as the
 // postgres OS user when run as root), kills the primary with SIGKILL under
@@ -48,4 +65,5 @@
 //	go test -count=1 ./faults/ -faults.long            # release profile
 //	go test -count=1 ./faults/ -faults.write-results   # rewrite RESULTS.md
 //	go test -race -count=1 -run TestPostgresFailover -v ./faults/
+//	go test -race -count=1 -run TestHeldKeys -v ./faults/
 package faults

@@ -78,14 +78,14 @@ func (s *stallStore) Resolve(ctx context.Context, p backends.ResolveParams) (bac
 	return s.Store.Resolve(ctx, p)
 }
 
-// TestHeldKeysInProcess is the held-key run on the memory store, whose
+// heldKeysInProcess is the held-key run on the memory store, whose
 // records live and die with its process, so that kill -9 and restarts do
 // not apply. Its owners and reconcilers are goroutines: one owner's Hold
 // and one reconciler's Resolve stall past their lease (stale owners),
 // another reconciler's passes are cut off by their context at random
 // (the in-process form of a reconciler killed mid-pass: its leases lapse),
 // and a third reconciler runs undisturbed.
-func TestHeldKeysInProcess(t *testing.T) {
+func heldKeysInProcess(t *testing.T) {
 	prof := currentProfile()
 	lease, hold := prof.Lease, time.Second
 	ctx := context.Background()

@@ -113,7 +113,8 @@ func afterVerdicts(ctx context.Context, e *env, n int) bool {
 // settle them, as separate processes on one store, with kill -9 and
 // SIGSTOP of both at the points heldFaults lists, a random kill of each
 // kind, and the store restarted (its connections cut, for MariaDB)
-// during the reconcilers' passes. PostgreSQL's records are on a server of
+// during the reconcilers' passes (and, on the memory store, the in-process
+// form: heldKeysInProcess). PostgreSQL's records are on a server of
 // the suite's own, which it kills and restarts; its initdb runs while the
 // other stores' runs do. The stores run in parallel: most of a run is
 // waiting for leases and processes.
@@ -130,6 +131,10 @@ func TestHeldKeys(t *testing.T) {
 		data, err := pg.initdbIn(dir)
 		pgTemplate <- template{data, err}
 	}()
+	t.Run("memory", func(t *testing.T) {
+		t.Parallel()
+		heldKeysInProcess(t)
+	})
 	t.Run("sqlite", func(t *testing.T) {
 		t.Parallel()
 		heldKeys(t, "sqlite", nil, nil)
