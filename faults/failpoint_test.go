@@ -24,7 +24,7 @@ const (
 	// asking about a held key.
 	pointHoldBefore    = "hold-before"               // inside Hold, before the store call
 	pointHoldAfter     = "hold-after"                // inside Hold, after it applied: Do has not returned
-	pointLookup        = "reconciler-lookup"         // in the ReconcileFunc: the reconciler's lease is taken
+	pointLookup        = "reconciler-lookup"         // in the reconcile.Check: the reconciler's lease is taken
 	pointResolveBefore = "reconciler-resolve-before" // inside the verdict's Resolve, before the store call
 	pointResolveAfter  = "reconciler-resolve-after"  // inside the verdict's Resolve, after it applied
 )
@@ -123,7 +123,7 @@ type hookedStore struct {
 }
 
 // Unwrap makes hookedStore a decorator, so that backends.As finds the
-// store's Lister (a Reconciler needs it).
+// store's Lister (a reconcile.Job needs it).
 func (s hookedStore) Unwrap() backends.Store { return s.Store }
 
 func (s hookedStore) Hold(ctx context.Context, p backends.HoldParams) (bool, error) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/reconcile"
 )
 
 // Worker roles of the held-key scenarios.
@@ -19,7 +20,7 @@ const (
 	// roleHeldOwner calls Do with heldFn: the provider's first answer for
 	// a key is lost, so fn returns a held error and the key is held.
 	roleHeldOwner = "held-owner"
-	// roleReconciler runs a Reconciler over the held keys until SIGTERM,
+	// roleReconciler runs a reconcile.Job over the held keys until SIGTERM,
 	// asking the provider (the ledger) what happened.
 	roleReconciler = "reconciler"
 )
@@ -103,24 +104,24 @@ func reconcilerMain(cfg workerConfig, hooked hookedStore, opts []once.Option, l 
 	return 0
 }
 
-// lookupVerdict is a reconciler's ReconcileFunc: it asks the provider and
+// lookupVerdict is a reconciler's Check: it asks the provider and
 // settles the key with verdictPrefix and the provider's value, noted in
 // verdicts, when the provider made the effect, or leaves it held.
-func lookupVerdict(l provider, trig *trigger, verdicts *sync.Map) once.ReconcileFunc[string] {
-	return func(ctx context.Context, k once.HeldKey) (once.Verdict[string], error) {
+func lookupVerdict(l provider, trig *trigger, verdicts *sync.Map) reconcile.Check[string] {
+	return func(ctx context.Context, k reconcile.HeldKey) (reconcile.Verdict[string], error) {
 		trig.begin(k.Key)
 		trig.exec()
 		trig.hit(pointLookup, k.Key)
 		v, ok, err := l.lookup(ctx, k.Key)
 		if err != nil || !ok {
-			return once.Verdict[string]{}, err
+			return reconcile.Verdict[string]{}, err
 		}
 		verdicts.Store(k.Key, verdictPrefix+v)
-		return once.Verdict[string]{Settled: true, Value: verdictPrefix + v}, nil
+		return reconcile.Verdict[string]{Settled: true, Value: verdictPrefix + v}, nil
 	}
 }
 
-// newReconciler is the one place that builds a Reconciler.
-func newReconciler(k *once.Keeper, check once.ReconcileFunc[string], scope string, lease time.Duration) (*once.Reconciler[string], error) {
-	return once.NewReconciler(k, check, once.ReconcilerConfig{Scope: scope, Lease: lease, Batch: 25})
+// newReconciler is the one place that builds a reconcile.Job.
+func newReconciler(k *once.Keeper, check reconcile.Check[string], scope string, lease time.Duration) (*reconcile.Job[string], error) {
+	return reconcile.New(k, check, reconcile.Config{Scope: scope, Lease: lease, Batch: 25})
 }
