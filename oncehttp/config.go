@@ -171,13 +171,16 @@ type Config struct {
 	// Logger receives one line, at Error level, for each store failure
 	// that settles a request: a failed claim (the client got 503
 	// store-unavailable), release, or recording of the response (the
-	// client got it; the key runs the handler again after its lease). The
+	// client got it; the key runs the handler again after its lease); under
+	// HandlerTx, a failed begin, and a response not committed with the
+	// handler's writes (the client got 503 store-unavailable). The
 	// line has the store's error (attribute "error"), the operation
 	// ("op") and what it did to the request ("effect"), never the key or
 	// the scope. Defaults to slog.Default(), as it is when the line is
 	// logged. An observer of yours (Options, or the Keeper's) sees these
-	// failures too, as once.EventStoreError, EventUnrecorded and EventHeld
-	// events; to log them only there, set Logger to
+	// failures too, but a transaction's begin and commit, as
+	// once.EventStoreError, EventUnrecorded and EventHeld events; to log
+	// them only there, set Logger to
 	// slog.New(slog.DiscardHandler).
 	Logger *slog.Logger
 

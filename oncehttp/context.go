@@ -22,6 +22,7 @@ const (
 type guarded struct {
 	key, scope string
 	problems   *problems
+	tx         bool // the call runs in a transaction (HandlerTx)
 	tookOver   atomic.Bool
 	choice     atomic.Int32 // storeChoice
 }

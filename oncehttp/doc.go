@@ -133,6 +133,17 @@
 // unfinished execution, so that it can derive the keys of its own
 // downstream calls (once.DerivedKey) and look for partial work.
 //
+// # In a transaction
+//
+// On a SQL store, HandlerTx runs the handler in the transaction that
+// claims the key and stores its response (once.DoTx), and Tx gives the
+// handler that transaction: its rows and its stored response commit
+// together or not at all.
+//
+//	mux.Handle("POST /orders", oncehttp.HandlerTx(m, store.BeginTx, placeOrder))
+//
+//	tx, _ := oncehttp.Tx[pgx.Tx](r.Context()) // in placeOrder
+//
 // # Panics
 //
 // A handler that panics may have acted first (charged, then failed to

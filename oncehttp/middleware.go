@@ -3,6 +3,7 @@ package oncehttp
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/textproto"
 	"slices"
@@ -31,6 +32,7 @@ type Middleware struct {
 	storeStatus   func(int) bool
 	validateKey   func(string) error
 	opts          []once.Option
+	logger        *slog.Logger
 	problems      problems
 }
 
@@ -62,6 +64,7 @@ func New(k *once.Keeper, cfg Config) (*Middleware, error) {
 		onServerError: cfg.OnServerError,
 		storeStatus:   cfg.StoreStatus,
 		validateKey:   cfg.ValidateKey,
+		logger:        cfg.Logger,
 	}
 	if cfg.Header == "" {
 		m.header = DefaultHeader
@@ -152,15 +155,25 @@ func checkPolicy(k *once.Keeper, opts []once.Option) error {
 // the key gets the stored response or a Problem Details answer (see the
 // package documentation).
 func (m *Middleware) Handler(next http.Handler) http.Handler {
+	return m.guard(next, nil)
+}
+
+// doCall runs the guarded handler's fn once per key: once.DoOutcome, or, in
+// a transaction (HandlerTx), once.DoTxOutcome.
+type doCall func(ctx context.Context, scope once.Scope, key string, fp once.Fingerprint, fn func(context.Context) (storedResponse, error)) (once.Outcome[storedResponse], error)
+
+// guard returns next guarded by m, its calls made by inTx (nil: by
+// once.DoOutcome, outside a transaction).
+func (m *Middleware) guard(next http.Handler, inTx doCall) http.Handler {
 	if next == nil {
 		panic("oncehttp: nil handler")
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m.serve(next, w, r)
+		m.serve(next, inTx, w, r)
 	})
 }
 
-func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Request) {
+func (m *Middleware) serve(next http.Handler, inTx doCall, w http.ResponseWriter, r *http.Request) {
 	if !slices.Contains(m.methods, r.Method) {
 		next.ServeHTTP(w, r)
 		return
@@ -199,9 +212,13 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 
 	var rec *recorder
 	var panicked *handlerPanic
-	g := &guarded{key: key, scope: name, problems: &m.problems}
+	g := &guarded{key: key, scope: name, problems: &m.problems, tx: inTx != nil}
 	ctx := withGuarded(r.Context(), g)
-	out, err := once.DoOutcome(ctx, m.keeper.Scope(name).With(m.opts...), key, fp,
+	do := inTx
+	if do == nil {
+		do = once.DoOutcome[storedResponse]
+	}
+	out, err := do(ctx, m.keeper.Scope(name).With(m.opts...), key, fp,
 		func(ctx context.Context) (storedResponse, error) {
 			rec = &recorder{rw: w, method: r.Method, allow: m.allow, limit: m.maxStored}
 			if panicked = runHandler(next, rec, r.WithContext(ctx)); panicked != nil {
@@ -221,8 +238,18 @@ func (m *Middleware) serve(next http.Handler, w http.ResponseWriter, r *http.Req
 			resp.fit(m.maxOutcome - envelopeOverhead)
 			return resp, nil
 		})
+	if inTx != nil {
+		m.logTxFailure(ctx, out.Status, err)
+	}
 	if panicked != nil {
 		m.answerPanic(w, r, rec, panicked)
+		return
+	}
+	if rec != nil && inTx != nil && !txSettled(out.Status) && !rec.streaming {
+		// The handler's writes and its response were committed together
+		// or not at all: its retry replays the response or runs it again.
+		dropUnsent(w.Header())
+		m.problems.write(w, probStoreUnavailable, 1)
 		return
 	}
 	if rec != nil {

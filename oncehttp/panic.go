@@ -48,19 +48,23 @@ func (m *Middleware) answerPanic(w http.ResponseWriter, r *http.Request, rec *re
 	if p.value == http.ErrAbortHandler || rec.streaming {
 		panic(http.ErrAbortHandler)
 	}
-	h := w.Header()
-	for name := range h {
-		if panicDropped[name] || strings.HasPrefix(name, http.TrailerPrefix) {
-			delete(h, name)
-		}
-	}
+	dropUnsent(w.Header())
 	m.problems.write(w, probRequestFailed, 0)
 }
 
-// panicDropped are the headers of a panicking handler's unsent response
-// that do not describe the 500 answered instead: its representation, its
-// result and its cookies. Others (set by outer middleware, say) stay.
-var panicDropped = map[string]bool{
+// dropUnsent removes from h the headers of the handler's unsent response
+// (a panic's, a transaction's that did not commit) that do not describe
+// the problem answered instead: its representation, its result and its
+// cookies. Others (set by outer middleware, say) stay.
+func dropUnsent(h http.Header) {
+	for name := range h {
+		if unsentDropped[name] || strings.HasPrefix(name, http.TrailerPrefix) {
+			delete(h, name)
+		}
+	}
+}
+
+var unsentDropped = map[string]bool{
 	"Content-Encoding": true, "Content-Range": true, "Content-Language": true,
 	"Content-Location": true, "Content-Disposition": true, "Content-Length": true,
 	"Etag": true, "Last-Modified": true, "Location": true, "Link": true,

@@ -21,13 +21,17 @@ import (
 //     again once its lease ends.
 //
 // A failed attempt that a later one recovers, and a failed renewal, which
-// the lease's watchdog settles, are not logged.
+// the lease's watchdog settles, are not logged. Of a transactional call
+// (HandlerTx), which rolls back what failed, only a failed claim is logged
+// here; the rest is logTxFailure's.
 func storeFailureLogger(logger *slog.Logger) once.Observer {
 	return func(ctx context.Context, e once.Event) {
 		var effect string
 		switch {
 		case e.Kind == once.EventStoreError && e.Op == "claim":
 			effect = "answered 503; the handler did not run"
+		case transactional(ctx):
+			return
 		case e.Kind == once.EventStoreError && e.Op == "release":
 			effect = "the key stays claimed until its lease ends"
 		case e.Kind == once.EventUnrecorded,
@@ -36,11 +40,12 @@ func storeFailureLogger(logger *slog.Logger) once.Observer {
 		default:
 			return
 		}
-		l := logger
-		if l == nil {
-			l = slog.Default()
-		}
-		l.LogAttrs(ctx, slog.LevelError, "oncehttp: idempotency store failed",
-			slog.String("op", e.Op), slog.Any("error", e.Err), slog.String("effect", effect))
+		logStoreFailure(ctx, logger, e.Op, e.Err, effect)
 	}
+}
+
+// transactional reports whether ctx is a transactional call's (HandlerTx).
+func transactional(ctx context.Context) bool {
+	g := guardedFrom(ctx)
+	return g != nil && g.tx
 }

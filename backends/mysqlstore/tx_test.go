@@ -219,29 +219,37 @@ func countRows(t *testing.T, db *sql.DB, query string, args ...any) int {
 // TestDoTx runs the transactional mode's cases (internal/txtest) on
 // BeginTx.
 func TestDoTx(t *testing.T) {
-	txtest.Run(t, func(t *testing.T) txtest.Store[Tx] {
-		db := newDB(t, nil)
-		s := newStore(t, db, Config{})
-		table := effects(t, db)
-		return txtest.Store[Tx]{
-			Store: s,
-			Begin: s.BeginTx,
-			Effect: func(ctx context.Context, tx Tx, key string) error {
-				_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES (?, 1)", key)
-				return err
-			},
-			Count: func(t *testing.T, key string) int {
-				return countRows(t, db, "SELECT COUNT(*) FROM "+table+" WHERE k = ?", key)
-			},
-			Kill: func(t *testing.T, tx Tx) {
-				var id int64
-				require.NoError(t, tx.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&id))
-				_, err := db.Exec("KILL ?", id)
-				require.NoError(t, err)
-			},
-			Duplicates: 16,
-		}
-	})
+	txtest.Run(t, txStoreUnderTest)
+}
+
+// TestHandlerTx runs oncehttp.HandlerTx's cases (internal/txtest) on
+// BeginTx: a handler's row and its stored response commit together.
+func TestHandlerTx(t *testing.T) {
+	txtest.RunHTTP(t, txStoreUnderTest)
+}
+
+func txStoreUnderTest(t *testing.T) txtest.Store[Tx] {
+	db := newDB(t, nil)
+	s := newStore(t, db, Config{})
+	table := effects(t, db)
+	return txtest.Store[Tx]{
+		Store: s,
+		Begin: s.BeginTx,
+		Effect: func(ctx context.Context, tx Tx, key string) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO "+table+" (k, n) VALUES (?, 1)", key)
+			return err
+		},
+		Count: func(t *testing.T, key string) int {
+			return countRows(t, db, "SELECT COUNT(*) FROM "+table+" WHERE k = ?", key)
+		},
+		Kill: func(t *testing.T, tx Tx) {
+			var id int64
+			require.NoError(t, tx.QueryRowContext(context.Background(), "SELECT CONNECTION_ID()").Scan(&id))
+			_, err := db.Exec("KILL ?", id)
+			require.NoError(t, err)
+		},
+		Duplicates: 16,
+	}
 }
 
 // TestRoundTripsPerDo counts the commands of whole once.Do calls on the

@@ -281,3 +281,9 @@ func testStatementsPerDo(t *testing.T, insertFirst bool, others int64) {
 	assert.EqualValues(t, others, c.count(func() { _, err = do("busy", "fp") }), "in progress")
 	require.ErrorIs(t, err, once.ErrInProgress)
 }
+
+// TestHandlerTx runs oncehttp.HandlerTx's cases (internal/txtest) on
+// BeginTx: a handler's row and its stored response commit together.
+func TestHandlerTx(t *testing.T) {
+	txtest.RunHTTP(t, func(t *testing.T) txtest.Store[pgx.Tx] { return txStoreUnderTest(t, nil) })
+}

@@ -16,21 +16,29 @@ var _ once.Tx = Tx{}
 // TestDoTx runs the transactional mode's cases (internal/txtest) on
 // BeginTx.
 func TestDoTx(t *testing.T) {
-	txtest.Run(t, func(t *testing.T) txtest.Store[Tx] {
-		s := openStore(t, tempDB(t), nil)
-		_, err := s.writer.Exec("CREATE TABLE effects (k TEXT NOT NULL)")
-		require.NoError(t, err)
-		return txtest.Store[Tx]{
-			Store: s,
-			Begin: s.BeginTx,
-			Effect: func(ctx context.Context, tx Tx, key string) error {
-				_, err := tx.ExecContext(ctx, "INSERT INTO effects (k) VALUES (?)", key)
-				return err
-			},
-			Count:      func(t *testing.T, key string) int { return countEffects(t, s, key) },
-			Duplicates: 16,
-		}
-	})
+	txtest.Run(t, txStoreUnderTest)
+}
+
+// TestHandlerTx runs oncehttp.HandlerTx's cases (internal/txtest) on
+// BeginTx: a handler's row and its stored response commit together.
+func TestHandlerTx(t *testing.T) {
+	txtest.RunHTTP(t, txStoreUnderTest)
+}
+
+func txStoreUnderTest(t *testing.T) txtest.Store[Tx] {
+	s := openStore(t, tempDB(t), nil)
+	_, err := s.writer.Exec("CREATE TABLE effects (k TEXT NOT NULL)")
+	require.NoError(t, err)
+	return txtest.Store[Tx]{
+		Store: s,
+		Begin: s.BeginTx,
+		Effect: func(ctx context.Context, tx Tx, key string) error {
+			_, err := tx.ExecContext(ctx, "INSERT INTO effects (k) VALUES (?)", key)
+			return err
+		},
+		Count:      func(t *testing.T, key string) int { return countEffects(t, s, key) },
+		Duplicates: 16,
+	}
 }
 
 func countEffects(t *testing.T, s *Store, key string) int {
