@@ -7,16 +7,14 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends/postgres"
 	"github.com/stagedoor/once/oncehttp"
@@ -28,83 +26,65 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	handler, err := newServer(ctx, pool, "shop")
+	handler, err := newServer(ctx, pool)
 	if err != nil {
 		log.Fatal(err)
 	}
 	log.Fatal(http.ListenAndServe("localhost:8080", handler))
 }
 
-// newServer creates the tables in schema (the idempotency records and the
-// orders) and returns the shop's routes.
-func newServer(ctx context.Context, pool *pgxpool.Pool, schema string) (http.Handler, error) {
-	cfg := &postgres.Config{Schema: schema}
+// newServer creates the tables (idempotency records, orders); it returns the routes.
+func newServer(ctx context.Context, pool *pgxpool.Pool) (http.Handler, error) {
 	// Safe to run from every instance at once: one migrates, the others wait.
-	if err := postgres.Migrate(ctx, pool, cfg); err != nil {
+	if err := postgres.Migrate(ctx, pool, nil); err != nil {
 		return nil, err
 	}
-	store, err := postgres.New(pool, cfg)
+	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS orders (id bigint GENERATED ALWAYS
+		AS IDENTITY PRIMARY KEY, customer text, item text, quantity int)`); err != nil {
+		return nil, err
+	}
+	store, err := postgres.New(pool, nil)
 	if err != nil {
 		return nil, err
 	}
 	go store.RunSweeper(ctx, time.Minute) // deletes expired records in batches
-
-	_, err = pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+schema+`.orders (
-		id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-		customer text NOT NULL,
-		item text NOT NULL,
-		quantity int NOT NULL)`)
-	if err != nil {
-		return nil, err
-	}
-
-	idempotent, err := oncehttp.New(once.New(store), oncehttp.Config{Scope: customer})
+	idempotent, err := oncehttp.New(once.New(store), oncehttp.Config{
+		// A key's scope: the authenticated customer, so that one customer's key is
+		// never another's. Check a password or token; this trusts the user name.
+		Scope: func(r *http.Request) (string, error) {
+			name, _, _ := r.BasicAuth() // none: 401
+			return name, nil
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
 	mux := http.NewServeMux()
-	mux.Handle("POST /orders", idempotent.Handler(placeOrder(pool, schema)))
+	mux.Handle("POST /orders", oncehttp.HandlerTx(idempotent, store.BeginTx, http.HandlerFunc(placeOrder)))
 	return mux, nil
 }
 
-// customer is the scope of a request's keys: the authenticated caller, so
-// that one customer's key is never another's. Put your authentication here;
-// this stand-in trusts the name after "Bearer ".
-func customer(r *http.Request) (string, error) {
-	name, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok || name == "" {
-		return "", errors.New("not signed in")
+// placeOrder inserts an order row in the transaction that stores its 201:
+// both commit, or neither. Every retry with the key gets the 201, replayed.
+func placeOrder(w http.ResponseWriter, r *http.Request) {
+	var o struct {
+		ID       int64  `json:"id"`
+		Item     string `json:"item"`
+		Quantity int    `json:"quantity"`
 	}
-	return name, nil
-}
-
-type order struct {
-	ID       int64  `json:"id"`
-	Item     string `json:"item"`
-	Quantity int    `json:"quantity"`
-}
-
-// placeOrder writes one order row. The middleware runs it once per key and
-// replays its 201 to every retry with the key.
-func placeOrder(pool *pgxpool.Pool, schema string) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		var o order
-		if err := json.NewDecoder(r.Body).Decode(&o); err != nil || o.Item == "" || o.Quantity < 1 {
-			// A 400 is not stored: the corrected request may use the same key.
-			http.Error(w, `want {"item": "…", "quantity": 1 or more}`, http.StatusBadRequest)
-			return
-		}
-		name, _ := oncehttp.ScopeName(r.Context())
-		err := pool.QueryRow(r.Context(),
-			`INSERT INTO `+schema+`.orders (customer, item, quantity) VALUES ($1, $2, $3) RETURNING id`,
-			name, o.Item, o.Quantity).Scan(&o.ID)
-		if err != nil {
-			http.Error(w, "the order could not be placed", http.StatusInternalServerError)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Location", fmt.Sprintf("/orders/%d", o.ID))
-		w.WriteHeader(http.StatusCreated)
-		_ = json.NewEncoder(w).Encode(o)
+	if json.NewDecoder(r.Body).Decode(&o) != nil || o.Item == "" || o.Quantity < 1 {
+		http.Error(w, "want an item and a quantity", http.StatusBadRequest) // not stored
+		return
 	}
+	tx, _ := oncehttp.Tx[pgx.Tx](r.Context())
+	name, _ := oncehttp.ScopeName(r.Context())
+	if err := tx.QueryRow(r.Context(), `INSERT INTO orders (customer, item, quantity)
+		VALUES ($1, $2, $3) RETURNING id`, name, o.Item, o.Quantity).Scan(&o.ID); err != nil {
+		http.Error(w, "try again", http.StatusServiceUnavailable) // not stored; rolled back
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprintf("/orders/%d", o.ID))
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(o)
 }
