@@ -5,7 +5,6 @@ import (
 	"log"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stagedoor/once"
@@ -40,31 +39,4 @@ func Example() {
 		log.Fatal(err)
 	}
 	log.Println(receipt)
-}
-
-// once.DoTx with BeginTx makes a database write happen exactly once: the
-// claim, the write and the stored outcome commit in one transaction.
-func ExampleStore_BeginTx() {
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, "postgres://app@db.internal:5432/app")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer pool.Close()
-	store, err := postgres.New(pool, nil)
-	if err != nil {
-		log.Fatal(err)
-	}
-	scope := once.New(store).Scope("user-42")
-
-	orderID, err := once.DoTx(ctx, scope, "checkout-7f3a", nil, store.BeginTx,
-		func(ctx context.Context, tx pgx.Tx) (int64, error) {
-			var id int64
-			err := tx.QueryRow(ctx, "INSERT INTO orders (user_id, total) VALUES (42, 4200) RETURNING id").Scan(&id)
-			return id, err
-		})
-	if err != nil {
-		log.Fatal(err)
-	}
-	log.Println("order", orderID)
 }
