@@ -50,14 +50,14 @@ func TestWaitersSurvivePostgresListenerTermination(t *testing.T) {
 	table := "once_t_" + testservers.Suffix()
 	cfg := &postgres.Config{Table: table}
 	ctx := context.Background()
-	require.NoError(t, postgres.Migrate(ctx, pool, cfg))
+	s, err := postgres.New(pool, cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx))
 	t.Cleanup(func() {
 		for _, tb := range []string{table, table + "_migrations"} {
 			_, _ = pool.Exec(context.Background(), "DROP TABLE IF EXISTS "+pgx.Identifier{"public", tb}.Sanitize())
 		}
 	})
-	s, err := postgres.New(pool, cfg)
-	require.NoError(t, err)
 	// The listener's last statement is its LISTEN or a slot lock of this
 	// table: nobody else's connection matches.
 	qualified := pgx.Identifier{"public", table}.Sanitize()

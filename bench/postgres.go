@@ -51,10 +51,11 @@ func openPostgres(ctx context.Context, id string, conns int32) (*pgRun, error) {
 // store migrates table in the run's schema and returns a Store over it.
 func (r *pgRun) store(ctx context.Context, table string) (*postgres.Store, error) {
 	cfg := &postgres.Config{Schema: r.schema, Table: table, InsertFirstClaims: r.insertFirst}
-	if err := postgres.Migrate(ctx, r.pool, cfg); err != nil {
+	s, err := postgres.New(r.pool, cfg)
+	if err != nil {
 		return nil, err
 	}
-	return postgres.New(r.pool, cfg)
+	return s, s.Migrate(ctx)
 }
 
 func (r *pgRun) table(name string) string { return pgx.Identifier{r.schema, name}.Sanitize() }

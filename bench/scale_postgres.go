@@ -168,7 +168,7 @@ func scalePostgresSweep(ctx context.Context, w, log io.Writer) error {
 	done := make(chan sweepResult, 1)
 	go func() {
 		start := time.Now()
-		n, err := s.Sweep(ctx, 0)
+		n, err := s.Sweep(ctx)
 		done <- sweepResult{n, err, time.Since(start)}
 	}()
 	var during sample

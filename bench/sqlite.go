@@ -36,7 +36,11 @@ func setupSQLite(ctx context.Context, id string) (_ *suite, err error) {
 			cleanup()
 		}
 	}()
-	if store, err = sqlitestore.Open(ctx, filepath.Join(dir, "library.db"), nil); err != nil {
+	if store, err = sqlitestore.New(filepath.Join(dir, "library.db"), nil); err != nil {
+		return nil, err
+	}
+	if err = store.Migrate(ctx); err != nil {
+		_ = store.Close()
 		return nil, err
 	}
 	lib, err := libraryTarget(ctx, store, "lib-"+id, nil)

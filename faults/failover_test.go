@@ -9,6 +9,7 @@ import (
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends/postgres"
+	"github.com/stagedoor/once/internal/testservers"
 )
 
 // replication is one way the primary replicates to its standby.
@@ -71,7 +72,7 @@ func runFailover(t *testing.T, pg pgPrograms, template string, r replication) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = postgres.Migrate(ctx, admin, nil)
+	err = testservers.MigratePostgres(ctx, admin, nil)
 	admin.Close()
 	if err != nil {
 		t.Fatalf("migrate: %v", err)

@@ -86,7 +86,7 @@ func runScenario(t *testing.T, sc scenario) verdict {
 			direct.Addr = sc.PG.url()
 			own, err := newPool(ctx, direct.Addr, "", 2)
 			if err == nil {
-				err = postgres.Migrate(ctx, own, cfg)
+				err = testservers.MigratePostgres(ctx, own, cfg)
 				own.Close()
 			}
 			if err != nil {
@@ -94,7 +94,7 @@ func runScenario(t *testing.T, sc scenario) verdict {
 			}
 			break
 		}
-		if err := postgres.Migrate(ctx, pool, cfg); err != nil {
+		if err := testservers.MigratePostgres(ctx, pool, cfg); err != nil {
 			t.Fatalf("migrate: %v", err)
 		}
 		t.Cleanup(func() {

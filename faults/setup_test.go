@@ -17,7 +17,7 @@ func migrateTable(t testing.TB, prefix string) string {
 	t.Helper()
 	pool := testservers.Pool(t)
 	table := prefix + testservers.Suffix()
-	if err := postgres.Migrate(context.Background(), pool, &postgres.Config{Table: table}); err != nil {
+	if err := testservers.MigratePostgres(context.Background(), pool, &postgres.Config{Table: table}); err != nil {
 		t.Fatalf("migrate: %v", err)
 	}
 	t.Cleanup(func() {

@@ -145,8 +145,12 @@ func (s storeSpec) open(ctx context.Context) (*openedStore, error) {
 		// Every process of a scenario opens the same file, as several
 		// processes sharing one SQLite file do (see the package doc of
 		// sqlitestore: correct, writes serialised by the file's lock).
-		st, err := sqlitestore.Open(ctx, s.Addr, &sqlitestore.Options{Table: s.Table})
+		st, err := sqlitestore.New(s.Addr, &sqlitestore.Config{Table: s.Table})
 		if err != nil {
+			return nil, err
+		}
+		if err := st.Migrate(ctx); err != nil {
+			_ = st.Close()
 			return nil, err
 		}
 		return &openedStore{store: st, closeStore: st.Close}, nil

@@ -6,14 +6,10 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// The sweep methods of the stores that keep expired records: the SQL
-// stores' Sweep(ctx, batchSize) and the memory store's Sweep().
-type (
-	batchSweeper interface {
-		Sweep(ctx context.Context, batchSize int) (int64, error)
-	}
-	memorySweeper interface{ Sweep() int }
-)
+// sweeper is the Sweep method of every store that keeps expired records.
+type sweeper interface {
+	Sweep(ctx context.Context) (int64, error)
+}
 
 // capabilities are the optional interfaces of the store under test that
 // the model drives, found with backends.As (on a decorator, on the store
@@ -32,10 +28,8 @@ func capabilitiesOf(s backends.Store) capabilities {
 	c.admin, _ = backends.As[backends.Admin](s)
 	c.lister, _ = backends.As[backends.Lister](s)
 	c.ages = c.lister != nil
-	if sw, ok := backends.As[batchSweeper](s); ok {
-		c.sweep = func(ctx context.Context) (int64, error) { return sw.Sweep(ctx, 0) }
-	} else if sw, ok := backends.As[memorySweeper](s); ok {
-		c.sweep = func(context.Context) (int64, error) { return int64(sw.Sweep()), nil }
+	if sw, ok := backends.As[sweeper](s); ok {
+		c.sweep = sw.Sweep
 	}
 	return c
 }

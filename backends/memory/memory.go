@@ -7,6 +7,13 @@
 // no background goroutine and nothing to close. A process restart loses
 // every record: use the PostgreSQL or Redis backend when duplicates can
 // arrive at more than one process or across restarts.
+//
+// # Setup
+//
+// The store has the shape of every once store, less what a map needs not:
+// New(*Config), where a nil *Config means defaults, takes no connection
+// and returns no error; there is nothing to migrate; Sweep removes expired
+// records now. Config.Now is the clock, as on the SQLite store.
 package memory
 
 import (
@@ -466,16 +473,20 @@ func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, 
 
 // Sweep removes every expired record now and returns how many it removed.
 // Calling it is optional: expired records are invisible as soon as they
-// expire and are swept as writes happen.
-func (s *Store) Sweep() int {
-	removed := 0
+// expire and are swept as writes happen. It stops early when ctx ends,
+// returning the count so far with ctx's error.
+func (s *Store) Sweep(ctx context.Context) (int64, error) {
+	var removed int64
 	for i := range s.shards {
+		if err := ctx.Err(); err != nil {
+			return removed, err
+		}
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		removed += sh.sweep(s.now())
+		removed += int64(sh.sweep(s.now()))
 		sh.mu.Unlock()
 	}
-	return removed
+	return removed, nil
 }
 
 // Len returns the number of records held, including expired ones not yet

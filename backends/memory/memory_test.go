@@ -41,7 +41,9 @@ func TestSweepRemovesExpiredRecordsAndWakesOrphanWatchers(t *testing.T) {
 	orphan, _, err := s.Watch(ctx, "s", "never-written")
 	require.NoError(t, err)
 	now = now.Add(5*time.Minute + time.Second)
-	assert.Equal(t, 5, s.Sweep())
+	n, err := s.Sweep(context.Background())
+	require.NoError(t, err)
+	assert.EqualValues(t, 5, n)
 	assert.Equal(t, 5, s.Len())
 	select {
 	case <-orphan:

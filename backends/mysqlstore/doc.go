@@ -79,6 +79,16 @@
 // exactly once. Store.InTx binds the store to a transaction begun
 // elsewhere.
 //
+// # Setup
+//
+// The store has the shape of every once store: New(db, *Config), where a
+// nil *Config means defaults, checks the Config without contacting the
+// server; Migrate creates the table, index and procedure (running it again
+// is a no-op); Sweep deletes expired records, Config.SweepBatchSize per
+// statement, and RunSweeper calls it on a ticker. Config's Table,
+// LockTimeout, SweepBatchSize and OnSweepError mean what they mean on the
+// other SQL stores.
+//
 // # Sweeping
 //
 // Expired records are invisible at once but stay in the table until Sweep

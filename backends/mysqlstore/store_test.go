@@ -432,13 +432,13 @@ func TestSweep(t *testing.T) {
 	_, err = s.Claim(ctx, pending)
 	require.NoError(t, err)
 	backendtest.Elapse(t, s, time.Millisecond) // past the retentions
-	n, err := s.Sweep(ctx, 0)
+	n, err := s.Sweep(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 5, n, "in batches of 2: 2, 2, 1")
 	var left int
 	require.NoError(t, db.QueryRow("SELECT COUNT(*) FROM "+quote(s.cfg.table)).Scan(&left))
 	require.Equal(t, 2, left, "the live record and the pending one whose lease outlives its retention")
-	n, err = s.Sweep(ctx, 10)
+	n, err = s.Sweep(ctx)
 	require.NoError(t, err)
 	require.Zero(t, n)
 }

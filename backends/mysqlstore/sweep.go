@@ -6,18 +6,15 @@ import (
 	"time"
 )
 
-// Sweep deletes expired records, batchSize rows per statement (the Config's
-// SweepBatchSize when batchSize <= 0), until a batch finds fewer than
-// batchSize, and returns how many it deleted. Each batch is its own short
+// Sweep deletes expired records, Config.SweepBatchSize rows per statement,
+// until a batch finds fewer, and returns how many it deleted. Each batch is its own short
 // READ COMMITTED transaction, so it locks only the expired rows it deletes
 // (no gap locks that would hold up the inserts of concurrent claims) and
 // never holds them for long. Expired records are already invisible to every
 // operation; sweeping only reclaims space. It stops early when ctx ends,
 // returning the count so far with the error.
-func (s *Store) Sweep(ctx context.Context, batchSize int) (int64, error) {
-	if batchSize <= 0 {
-		batchSize = s.cfg.sweepBatchSize
-	}
+func (s *Store) Sweep(ctx context.Context) (int64, error) {
+	batchSize := s.cfg.sweepBatchSize
 	var total int64
 	for {
 		n, err := s.sweepBatch(ctx, batchSize)
@@ -60,7 +57,7 @@ func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
-			if _, err := s.Sweep(ctx, 0); err != nil && ctx.Err() == nil {
+			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
 				s.cfg.onSweepError(err)
 			}
 		}

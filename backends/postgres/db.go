@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// DB is what a Store and Migrate send their statements through. A
+// DB is what a Store sends its statements through, Migrate's included. A
 // *pgxpool.Pool satisfies it, and so do a *pgx.Conn and any wrapper of
 // either (a tracing or metrics wrapper, another pool type) with these
 // methods.
@@ -33,7 +33,7 @@ var (
 	_ DB = (*pgx.Conn)(nil)
 )
 
-// ErrTxAsDB is returned by New and Migrate for a pgx.Tx passed as their DB:
+// ErrTxAsDB is returned by New for a pgx.Tx passed as its DB:
 // a Store must outlive any one transaction. Bind a Store to a transaction
 // with Store.InTx, or begin one with Store.BeginTx.
 var ErrTxAsDB = errors.New("once/postgres: a pgx.Tx cannot be a Store's DB; use Store.InTx or Store.BeginTx")

@@ -57,9 +57,9 @@ func (p *tracedPool) QueryRow(ctx context.Context, sql string, args ...any) pgx.
 func TestWrapperAsDB(t *testing.T) {
 	w := &tracedPool{Pool: newPool(t, nil)}
 	cfg := &Config{Schema: testSchema, Table: "w_" + randomSuffix()}
-	require.NoError(t, Migrate(context.Background(), w, cfg))
 	s, err := New(w, cfg)
 	require.NoError(t, err)
+	require.NoError(t, s.Migrate(context.Background()))
 	_, serial := s.db.(*serialDB)
 	require.False(t, serial, "a wrapper is taken as safe for concurrent use")
 	r, err := s.Claim(context.Background(), claimParams("s", "k"))
@@ -80,5 +80,4 @@ func TestTxRefusedAsDB(t *testing.T) {
 	defer func() { _ = tx.Rollback(context.Background()) }()
 	_, err = New(tx, &Config{Schema: testSchema})
 	require.ErrorIs(t, err, ErrTxAsDB)
-	require.ErrorIs(t, Migrate(context.Background(), tx, &Config{Schema: testSchema}), ErrTxAsDB)
 }

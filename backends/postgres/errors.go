@@ -114,7 +114,7 @@ func interpretError(op string, err error) (found bool, _ error) {
 		case CodeSerializationFailure:
 			e.cause = backends.ErrTxRolledBack
 		case CodeUndefinedTable:
-			e.kind = "records table missing: run postgres.Migrate"
+			e.kind = "records table missing: run Store.Migrate"
 		}
 	case errors.As(err, &netErr):
 		e.kind = "network error"

@@ -11,7 +11,7 @@ import (
 	"github.com/stagedoor/once/backends/postgres"
 )
 
-// Migrate at startup, build a Store over your pool, and run the sweeper in
+// Build a Store over your pool, migrate at startup, and run the sweeper in
 // a goroutine you own.
 func Example() {
 	ctx := context.Background()
@@ -21,11 +21,11 @@ func Example() {
 	}
 	defer pool.Close()
 
-	if err := postgres.Migrate(ctx, pool, nil); err != nil { // safe from many instances at once
-		log.Fatal(err)
-	}
 	store, err := postgres.New(pool, nil)
 	if err != nil {
+		log.Fatal(err)
+	}
+	if err := store.Migrate(ctx); err != nil { // safe from many instances at once
 		log.Fatal(err)
 	}
 	go func() { _ = store.RunSweeper(ctx, time.Minute) }()

@@ -44,7 +44,10 @@ func TestMain(m *testing.M) {
 		err = pool.Ping(ctx)
 	}
 	if err == nil {
-		err = Migrate(ctx, pool, &Config{Schema: testSchema})
+		var s *Store
+		if s, err = New(pool, &Config{Schema: testSchema}); err == nil {
+			err = s.Migrate(ctx)
+		}
 	}
 	cancel()
 	serverErr = err
@@ -112,11 +115,11 @@ func newTable(tb testing.TB, pool *pgxpool.Pool, cfg Config) *Store {
 	tb.Helper()
 	cfg.Schema = testSchema
 	cfg.Table = "t_" + randomSuffix()
-	if err := Migrate(context.Background(), pool, &cfg); err != nil {
-		tb.Fatal(err)
-	}
 	s, err := New(pool, &cfg)
 	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.Migrate(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
 	return s

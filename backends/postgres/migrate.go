@@ -81,34 +81,25 @@ func loadMigrations(r resolved) ([]migration, error) {
 	return ms, nil
 }
 
-// Migrate creates or upgrades the records table of cfg (nil means
-// defaults) in one transaction. It creates the schema if missing, records
-// each applied version in <Table>_migrations and applies only the missing
-// ones, so running it again is a no-op. It holds a transaction-level
-// advisory lock (pg_advisory_xact_lock) derived from the table's name, so
-// any number of instances may call it at once at startup: one applies the
-// migrations, the others wait and then find nothing to do.
-//
-// db is usually the *pgxpool.Pool the Store uses; any DB works (see DB),
-// except a pgx.Tx (ErrTxAsDB): Migrate commits its own transaction.
-func Migrate(ctx context.Context, db DB, cfg *Config) error {
-	r, err := resolveConfig(cfg)
+// Migrate creates or upgrades the Store's records table (its Config's
+// schema and table) in one transaction. It creates the schema if missing,
+// records each applied version in <Table>_migrations and applies only the
+// missing ones, so running it again is a no-op. It holds a
+// transaction-level advisory lock (pg_advisory_xact_lock) derived from the
+// table's name, so any number of instances may call it at once at startup:
+// one applies the migrations, the others wait and then find nothing to do.
+// It runs on the Store's DB and commits its own transaction.
+func (s *Store) Migrate(ctx context.Context) error {
+	ms, err := loadMigrations(s.cfg)
 	if err != nil {
 		return err
 	}
-	if _, err := checkDB(db, r); err != nil {
-		return err
-	}
-	ms, err := loadMigrations(r)
-	if err != nil {
-		return err
-	}
-	tx, err := db.Begin(ctx)
+	tx, err := s.conn.Begin(ctx)
 	if _, err := interpretError("migrate", err); err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	if err := migrateTx(ctx, tx, r, ms); err != nil {
+	if err := migrateTx(ctx, tx, s.cfg, ms); err != nil {
 		return err
 	}
 	_, err = interpretError("migrate", tx.Commit(ctx))

@@ -19,7 +19,7 @@ const (
 	DefaultSweepBatchSize = 1000
 )
 
-// Config configures a Store and Migrate. A nil *Config means defaults; so
+// Config configures a Store. A nil *Config means defaults; so
 // does the zero value of each field.
 type Config struct {
 	// Schema is the schema that holds the records table. It must be a plain
@@ -45,7 +45,7 @@ type Config struct {
 	// Defaults to 5 seconds.
 	LockTimeout time.Duration
 
-	// SweepBatchSize is the most expired rows RunSweeper deletes per
+	// SweepBatchSize is the most expired rows Sweep deletes per
 	// statement (each statement also reads at most 128 heap pages).
 	// Defaults to 1000.
 	SweepBatchSize int
@@ -135,6 +135,7 @@ func (r resolved) qualifiedTable() string { return pgx.Identifier{r.schema, r.ta
 // value is not usable; call New.
 type Store struct {
 	db     querier // the caller's DB, or a serialDB over it
+	conn   DB      // the caller's DB, for Migrate
 	txdb   DB      // the caller's DB, for BeginTx; nil for a single connection
 	cfg    resolved
 	sql    statements
@@ -164,6 +165,7 @@ func New(db DB, cfg *Config) (*Store, error) {
 	}
 	return &Store{
 		db:     q,
+		conn:   db,
 		txdb:   txdb,
 		cfg:    r,
 		sql:    newStatements(r.qualifiedTable(), r.lockTimeout),

@@ -50,8 +50,6 @@ func TestNewValidatesIdentifiers(t *testing.T) {
 		var ie *IdentifierError
 		require.ErrorAs(t, err, &ie, "%+v", c.cfg)
 		assert.Equal(t, c.field, ie.Field)
-		err = Migrate(context.Background(), nil, &c.cfg)
-		require.ErrorAs(t, err, &ie, "Migrate validates before touching the pool")
 	}
 	s, err := New(nil, nil)
 	require.NoError(t, err)
@@ -188,7 +186,7 @@ func TestSweep(t *testing.T) {
 	}
 	var n int64
 	statements := c.count(func() {
-		n, err = s.Sweep(ctx, 1000)
+		n, err = s.Sweep(ctx)
 		require.NoError(t, err)
 	})
 	assert.EqualValues(t, 2500, n)
@@ -196,7 +194,7 @@ func TestSweep(t *testing.T) {
 	var left int
 	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&left))
 	assert.Equal(t, 10, left, "live rows stay")
-	n, err = s.Sweep(ctx, 0)
+	n, err = s.Sweep(ctx)
 	require.NoError(t, err)
 	assert.Zero(t, n)
 }
@@ -229,14 +227,22 @@ func TestMigrateConcurrently(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for range 8 {
-		wg.Go(func() { errs <- Migrate(ctx, pool, cfg) })
+		wg.Go(func() {
+			s, err := New(pool, cfg)
+			if err == nil {
+				err = s.Migrate(ctx)
+			}
+			errs <- err
+		})
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	require.NoError(t, Migrate(ctx, pool, cfg), "running again is a no-op")
+	s, err := New(pool, cfg)
+	require.NoError(t, err)
+	require.NoError(t, s.Migrate(ctx), "running again is a no-op")
 	var versions []int32
 	rows, err := pool.Query(ctx, "SELECT version FROM "+pgx.Identifier{cfg.Schema, DefaultTable + "_migrations"}.Sanitize())
 	require.NoError(t, err)
@@ -363,7 +369,7 @@ func TestUnmigratedTableNamesMigrate(t *testing.T) {
 	var e *Error
 	require.ErrorAs(t, err, &e)
 	assert.Equal(t, CodeUndefinedTable, e.Code)
-	assert.Equal(t, "once/postgres: claim: records table missing: run postgres.Migrate (SQLSTATE 42P01)", err.Error())
+	assert.Equal(t, "once/postgres: claim: records table missing: run Store.Migrate (SQLSTATE 42P01)", err.Error())
 }
 
 // TestConcurrentTakeover races many claimers on one expired lease: exactly

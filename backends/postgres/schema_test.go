@@ -63,7 +63,7 @@ func TestCompletionIsHOT(t *testing.T) {
 // one expires, the next sweep deletes it.
 func TestSweepWalksEveryChunk(t *testing.T) {
 	pool := newPool(t, nil)
-	s := newTable(t, pool, Config{})
+	s := newTable(t, pool, Config{SweepBatchSize: 300}) // batches smaller than a chunk's expired rows
 	ctx := context.Background()
 	table := s.cfg.qualifiedTable()
 	// 6000 rows of about 400 bytes: some 300 pages, three chunks; every
@@ -87,7 +87,7 @@ func TestSweepWalksEveryChunk(t *testing.T) {
 	require.True(t, ok)
 	backendtest.Elapse(t, s, p.Lease) // past the claim's lease and retention
 
-	n, err := s.Sweep(ctx, 300) // batches smaller than a chunk's expired rows
+	n, err := s.Sweep(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 2000, n)
 	var left, expired int
@@ -100,7 +100,7 @@ func TestSweepWalksEveryChunk(t *testing.T) {
 
 	_, err = pool.Exec(ctx, `UPDATE `+table+` SET expires_at = clock_timestamp() - interval '1 second' WHERE key = 'late'`)
 	require.NoError(t, err)
-	n, err = s.Sweep(ctx, 0)
+	n, err = s.Sweep(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 }
@@ -111,7 +111,7 @@ func TestSweepWalksEveryChunk(t *testing.T) {
 // to a later sweep. Meanwhile claims of other keys proceed.
 func TestSweepSkipsLockedRows(t *testing.T) {
 	pool := newPool(t, nil)
-	s := newTable(t, pool, Config{})
+	s := newTable(t, pool, Config{SweepBatchSize: 10})
 	ctx := context.Background()
 	table := s.cfg.qualifiedTable()
 	_, err := pool.Exec(ctx, `INSERT INTO `+table+` (scope, key, state, outcome, expires_at)
@@ -125,7 +125,7 @@ func TestSweepSkipsLockedRows(t *testing.T) {
 
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	n, err := s.Sweep(sctx, 10)
+	n, err := s.Sweep(sctx)
 	require.NoError(t, err, "the sweep did not wait for the locked row")
 	require.EqualValues(t, 99, n)
 	r, err := s.Claim(sctx, claimParams("s", "fresh"))
@@ -133,7 +133,7 @@ func TestSweepSkipsLockedRows(t *testing.T) {
 	require.True(t, r.Claimed)
 
 	require.NoError(t, tx.Rollback(ctx))
-	n, err = s.Sweep(ctx, 10)
+	n, err = s.Sweep(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n, "the row unlocked is swept next time")
 }

@@ -14,9 +14,9 @@ const sweepPages = 128
 
 // Sweep deletes expired records and returns how many it deleted. It walks
 // the table's heap once, from its first page to its last, sweepPages pages
-// per statement, deleting at most batchSize rows per statement (the
-// Config's SweepBatchSize when batchSize <= 0; a statement that filled its
-// batch is followed by one that resumes after its last deleted row). Each
+// per statement, deleting at most Config.SweepBatchSize rows per statement
+// (a statement that filled its batch is followed by one that resumes after
+// its last deleted row). Each
 // statement is short and locks its rows with SKIP LOCKED, so a sweep of
 // millions of rows never holds locks for long, never waits for a claim and
 // never blocks one. Expired records are already invisible to every
@@ -30,10 +30,8 @@ const sweepPages = 128
 // added to the table's end during a pass are read too, up to the size the
 // table had at the pass's last statement. Sweep stops early when ctx ends,
 // returning the count so far with the error.
-func (s *Store) Sweep(ctx context.Context, batchSize int) (int64, error) {
-	if batchSize <= 0 {
-		batchSize = s.cfg.sweepBatchSize
-	}
+func (s *Store) Sweep(ctx context.Context) (int64, error) {
+	batchSize := s.cfg.sweepBatchSize
 	var total int64
 	// after is exclusive: (0,0) is no row (offsets start at 1).
 	after := pgtype.TID{BlockNumber: 0, OffsetNumber: 0, Valid: true}
@@ -76,7 +74,7 @@ func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
-			if _, err := s.Sweep(ctx, 0); err != nil && ctx.Err() == nil {
+			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
 				s.cfg.onSweepError(err)
 			}
 		}

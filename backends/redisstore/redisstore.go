@@ -21,6 +21,14 @@
 // New refuses a node in cluster mode reached through any other client
 // with a *ClusterModeError.
 //
+// # Setup
+//
+// The store has the shape of every once store, less what Redis needs not:
+// New(ctx, client, *Config), where a nil *Config means defaults, checks
+// the server and loads the scripts, hence its context; there is no table
+// to migrate and nothing to sweep (keys expire by their TTL). Config's
+// KeyPrefix plays the part of the SQL stores' Table.
+//
 // # Durations
 //
 // Redis counts in milliseconds: a lease or retention is rounded up to a

@@ -21,7 +21,7 @@ import (
 // steps back an hour here.
 func TestAgesNeverNegative(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	s := openStore(t, tempDB(t), &Options{Now: clock.Now})
+	s := openStore(t, tempDB(t), &Config{Now: clock.Now})
 	ctx := context.Background()
 	claim := func(key, owner string) backends.ClaimResult {
 		t.Helper()

@@ -14,7 +14,7 @@ import (
 	"github.com/stagedoor/once/backends/localcache"
 )
 
-// storeClock is a settable clock for the Store (Options.Now).
+// storeClock is a settable clock for the Store (Config.Now).
 type storeClock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -37,7 +37,7 @@ func (c *storeClock) Advance(d time.Duration) {
 func TestClaimReportsExpiresIn(t *testing.T) {
 	ctx := context.Background()
 	clock := &storeClock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
-	s := openStore(t, tempDB(t), &Options{Now: clock.Now})
+	s := openStore(t, tempDB(t), &Config{Now: clock.Now})
 	res, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "k", Owner: "o", Lease: time.Minute, Retention: time.Minute})
 	require.NoError(t, err)
 	require.True(t, res.Claimed)
@@ -59,7 +59,7 @@ func TestClaimReportsExpiresIn(t *testing.T) {
 func TestLocalCacheNeverOutlivesTheRecord(t *testing.T) {
 	ctx := context.Background()
 	clock := &storeClock{now: time.Now()}
-	s := openStore(t, tempDB(t), &Options{Now: clock.Now})
+	s := openStore(t, tempDB(t), &Config{Now: clock.Now})
 	writer := once.New(s, once.WithRetention(time.Hour)).Scope("s")
 	_, err := once.Do(ctx, writer, "k", nil, func(context.Context) (int, error) { return 1, nil })
 	require.NoError(t, err)

@@ -5,19 +5,32 @@
 // single-instance service, a CLI, a desktop or edge agent — where the
 // in-memory store would forget every key on a restart and let a retry that
 // spans the restart charge twice. A file path (a plain file name, not a
-// SQLite URI, and not ":memory:": see Open) is all it needs:
+// SQLite URI, and not ":memory:": see New) is all it needs:
 //
-//	store, err := sqlitestore.Open(ctx, "/var/lib/myapp/once.db", nil)
+//	store, err := sqlitestore.New("/var/lib/myapp/once.db", nil)
 //	...
 //	defer store.Close()
+//	err = store.Migrate(ctx)
+//	...
+//	go store.RunSweeper(ctx, time.Minute)
 //	k := once.New(store)
+//
+// # Setup
+//
+// The store has the shape of every once store: New(path, *Config), where
+// a nil *Config means defaults, builds it without touching the file;
+// Migrate creates the file and its table (running it again is a no-op);
+// Sweep deletes expired records, Config.SweepBatchSize per statement, and
+// RunSweeper calls it on a ticker. Config's Table, LockTimeout,
+// SweepBatchSize, OnSweepError and Now mean what they mean on the other
+// stores.
 //
 // # Guarantees and what can be lost
 //
 // Every claim and outcome is committed to the file before the call
 // returns. The database runs in WAL mode with synchronous=FULL by default,
 // so an acknowledged write survives a crash of the process (kill -9) and of
-// the machine (power loss); with Options.Synchronous "NORMAL" it survives
+// the machine (power loss); with Config.Synchronous "NORMAL" it survives
 // the process's crash but the last transactions may be lost with the
 // machine's. The file must be on a local disk: SQLite's locking is not
 // reliable on network file systems.
@@ -32,7 +45,7 @@
 // # Clock
 //
 // SQLite has no server, so the process's clock is the store's clock: leases
-// and retention are computed on Options.Now (time.Now by default) and stored
+// and retention are computed on Config.Now (time.Now by default) and stored
 // as Unix microseconds. That is the wall clock, not a monotonic one — it has
 // to survive restarts. A wall clock stepped back lengthens live leases and
 // retention by the step; stepped forward, it ends them early (a duplicate

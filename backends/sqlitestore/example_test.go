@@ -9,15 +9,18 @@ import (
 	sqlitestore "github.com/stagedoor/once/backends/sqlitestore"
 )
 
-// A file path is all it needs: Open creates and migrates the file, and the
-// records survive the process's restarts.
+// A file path is all it needs: Migrate creates the file and its table, and
+// the records survive the process's restarts.
 func Example() {
 	ctx := context.Background()
-	store, err := sqlitestore.Open(ctx, "/var/lib/myapp/once.db", nil)
+	store, err := sqlitestore.New("/var/lib/myapp/once.db", nil)
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		log.Fatal(err)
+	}
 	go func() { _ = store.RunSweeper(ctx, time.Minute) }()
 
 	keeper := once.New(store)

@@ -17,7 +17,7 @@ import (
 // backends.ErrClosed.
 func TestRefusesNamesNoRecordCanHave(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, tempDB(t), nil)
+	s, err := newMigrated(ctx, tempDB(t), nil)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	backendtest.EachBadNameCall(ctx, s, "s", "k", func(c backendtest.BadNameCall) {
@@ -37,7 +37,7 @@ func TestRefusesNamesNoRecordCanHave(t *testing.T) {
 // *Error before any statement, as a bad name is.
 func TestRefusesOwnersAndFingerprintsOutOfBounds(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, tempDB(t), nil)
+	s, err := newMigrated(ctx, tempDB(t), nil)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	backendtest.EachBadOwnerOrFingerprintCall(ctx, s, "s", "k", func(c backendtest.BadParamCall) {
@@ -54,7 +54,7 @@ func TestRefusesOwnersAndFingerprintsOutOfBounds(t *testing.T) {
 // *Error before any statement, as a bad name is.
 func TestRefusesHeldCodesAndMessagesOutOfBounds(t *testing.T) {
 	ctx := context.Background()
-	s, err := Open(ctx, tempDB(t), nil)
+	s, err := newMigrated(ctx, tempDB(t), nil)
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
 	backendtest.EachBadHeldCall(ctx, s, "s", "k", "o", func(c backendtest.BadParamCall) {

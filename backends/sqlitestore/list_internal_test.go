@@ -47,7 +47,7 @@ func TestParseCursor(t *testing.T) {
 // microsecond (the age became 1 µs); 0 means every record, as on MySQL.
 func TestListOlderThanZeroIncludesThisMicrosecond(t *testing.T) {
 	clock := &fakeClock{now: time.Now()}
-	s := openStore(t, tempDB(t), &Options{Now: clock.Now})
+	s := openStore(t, tempDB(t), &Config{Now: clock.Now})
 	ctx := context.Background()
 	if r, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "k", Owner: "a", Lease: time.Minute, Retention: time.Hour}); err != nil || !r.Claimed {
 		t.Fatal(r, err)

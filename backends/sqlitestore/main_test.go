@@ -38,7 +38,7 @@ func TestMain(m *testing.M) {
 //     the table effects and never returns: the transaction stays open.
 func child(path, scope, mode string) int {
 	ctx := context.Background()
-	s, err := Open(ctx, path, nil)
+	s, err := newMigrated(ctx, path, nil)
 	if err != nil {
 		fmt.Println("error", err)
 		return 1
@@ -97,10 +97,23 @@ func tempDB(tb testing.TB) string {
 	return filepath.Join(tb.TempDir(), "once.db")
 }
 
-// openStore opens a Store on path, closed at the end of tb.
-func openStore(tb testing.TB, path string, opts *Options) *Store {
+// newMigrated returns a migrated Store on path, as New and Migrate do.
+func newMigrated(ctx context.Context, path string, cfg *Config) (*Store, error) {
+	s, err := New(path, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Migrate(ctx); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openStore opens a migrated Store on path, closed at the end of tb.
+func openStore(tb testing.TB, path string, cfg *Config) *Store {
 	tb.Helper()
-	s, err := Open(context.Background(), path, opts)
+	s, err := newMigrated(context.Background(), path, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

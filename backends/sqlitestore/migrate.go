@@ -23,7 +23,7 @@ var migrationFiles embed.FS
 // own migration tool. Files are named NNN_name.up.sql and NNN_name.down.sql
 // (the golang-migrate layout). They create the default names,
 // "once_records", "once_records_expires_at_idx" and
-// "once_records_held_idx"; Open migrates the file
+// "once_records_held_idx"; Migrate applies them
 // itself, so most users never need them.
 func Migrations() fs.FS {
 	sub, err := fs.Sub(migrationFiles, "migrations")
@@ -65,19 +65,19 @@ func loadMigrations(table string) ([]migration, error) {
 
 // Migrate creates or upgrades the records table in one transaction,
 // recording each applied version in <Table>_migrations and applying only
-// the missing ones, so running it again is a no-op. Open calls it; a second
-// process (or Store) opening the same file waits for the first's
-// transaction. While another connection creates the file and switches it
-// to WAL mode, SQLite answers SQLITE_BUSY at once, without its busy
+// the missing ones, so running it again is a no-op. Call it before the
+// Store's first operation; a second process (or Store) migrating the same
+// file waits for the first's transaction. While another connection creates
+// the file and switches it to WAL mode, SQLite answers SQLITE_BUSY at once, without its busy
 // handler: Migrate then runs its transaction again, after a backoff from
-// 1 ms doubling up to 50 ms, until Options.BusyTimeout has passed or ctx
+// 1 ms doubling up to 50 ms, until Config.LockTimeout has passed or ctx
 // ends, and returns the last error.
 func (s *Store) Migrate(ctx context.Context) error {
 	ms, err := loadMigrations(s.table)
 	if err != nil {
 		return err
 	}
-	deadline := time.Now().Add(s.busyTimeout)
+	deadline := time.Now().Add(s.lockTimeout)
 	wait := migrateFirstBackoff
 	for {
 		err := s.migrateOnce(ctx, ms)

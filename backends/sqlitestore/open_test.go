@@ -16,7 +16,7 @@ import (
 
 // Several Stores opening one fresh file at once: the first switch to WAL
 // mode returns SQLITE_BUSY without waiting for the busy handler, and Open
-// failed at once. Migrate now retries it within BusyTimeout.
+// failed at once. Migrate now retries it within LockTimeout.
 func TestConcurrentOpenFreshFile(t *testing.T) {
 	const rounds, openers = 150, 2
 	var failed atomic.Int32
@@ -25,7 +25,7 @@ func TestConcurrentOpenFreshFile(t *testing.T) {
 		var wg sync.WaitGroup
 		for range openers {
 			wg.Go(func() {
-				s, err := Open(context.Background(), path, nil)
+				s, err := newMigrated(context.Background(), path, nil)
 				if err != nil {
 					failed.Add(1)
 					t.Log(err)
@@ -41,18 +41,18 @@ func TestConcurrentOpenFreshFile(t *testing.T) {
 	}
 }
 
-// A BusyTimeout above SQLite's 32-bit millisecond range became
+// A LockTimeout above SQLite's 32-bit millisecond range became
 // busy_timeout 0, so every write failed at once with SQLITE_BUSY. It is
-// clamped to MaxBusyTimeout.
-func TestLongBusyTimeoutClamped(t *testing.T) {
-	for _, bt := range []time.Duration{MaxBusyTimeout, MaxBusyTimeout + time.Millisecond, 30 * 24 * time.Hour, math.MaxInt64} {
-		s := openStore(t, tempDB(t), &Options{BusyTimeout: bt})
+// clamped to MaxLockTimeout.
+func TestLongLockTimeoutClamped(t *testing.T) {
+	for _, bt := range []time.Duration{MaxLockTimeout, MaxLockTimeout + time.Millisecond, 30 * 24 * time.Hour, math.MaxInt64} {
+		s := openStore(t, tempDB(t), &Config{LockTimeout: bt})
 		var ms int64
 		if err := s.writer.QueryRow("PRAGMA busy_timeout").Scan(&ms); err != nil {
 			t.Fatal(err)
 		}
 		if ms != math.MaxInt32 {
-			t.Errorf("BusyTimeout %v: busy_timeout %d ms, want %d", bt, ms, math.MaxInt32)
+			t.Errorf("LockTimeout %v: busy_timeout %d ms, want %d", bt, ms, math.MaxInt32)
 		}
 	}
 }
@@ -60,13 +60,13 @@ func TestLongBusyTimeoutClamped(t *testing.T) {
 // ":memory:" gave each pooled connection its own empty database, so every
 // operation failed with an unexplained SQLITE_ERROR.
 func TestMemoryPathRefused(t *testing.T) {
-	s, err := Open(context.Background(), ":memory:", nil)
-	var oe *OptionsError
+	s, err := New(":memory:", nil)
+	var oe *ConfigError
 	if !errors.As(err, &oe) || oe.Field != "path" {
 		if s != nil {
 			_ = s.Close()
 		}
-		t.Fatalf("Open(:memory:): %v, want an *OptionsError for path", err)
+		t.Fatalf("New(:memory:): %v, want a *ConfigError for path", err)
 	}
 }
 
@@ -77,7 +77,7 @@ func TestPathIsAFileName(t *testing.T) {
 	t.Chdir(t.TempDir())
 	for _, name := range []string{"file:x.db", "file::memory:", "x.db?mode=memory", "y.db#frag"} {
 		ctx := context.Background()
-		s, err := Open(ctx, name, nil)
+		s, err := newMigrated(ctx, name, nil)
 		if err != nil {
 			t.Fatalf("Open(%q): %v", name, err)
 		}

@@ -1,7 +1,6 @@
 package sqlitestore
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"math"
@@ -14,22 +13,22 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// Defaults of Options.
+// Defaults of Config.
 const (
 	DefaultTable          = "once_records"
-	DefaultBusyTimeout    = 5 * time.Second
+	DefaultLockTimeout    = 5 * time.Second
 	DefaultSweepBatchSize = 1000
 	DefaultReaders        = 4
 )
 
-// MaxBusyTimeout is the longest BusyTimeout, about 24.8 days: SQLite takes
+// MaxLockTimeout is the longest LockTimeout, about 24.8 days: SQLite takes
 // the busy timeout as a 32-bit count of milliseconds. A longer one is
 // clamped to it.
-const MaxBusyTimeout = math.MaxInt32 * time.Millisecond
+const MaxLockTimeout = math.MaxInt32 * time.Millisecond
 
-// Options configures Open. A nil *Options means defaults; so does the zero
-// value of each field.
-type Options struct {
+// Config configures a Store. A nil *Config means defaults; so does the
+// zero value of each field.
+type Config struct {
 	// Table is the name of the records table. ASCII letters, digits and
 	// underscores, not starting with a digit, at most 48 bytes. Defaults
 	// to "once_records". Like every SQLite identifier it ignores ASCII
@@ -47,13 +46,13 @@ type Options struct {
 	// survives a crash of the process, not always one of the machine).
 	Synchronous string
 
-	// BusyTimeout bounds how long a write waits for another connection's
+	// LockTimeout bounds how long a write waits for another connection's
 	// write lock — another process's, since this Store's writes are
-	// serialised — and how long Open (Migrate) retries while another
+	// serialised — and how long Migrate retries while another
 	// process is creating the file or switching it to WAL mode. Counted
 	// in whole milliseconds (a positive value below one is one), at most
-	// MaxBusyTimeout (a longer one is clamped). Defaults to 5 seconds.
-	BusyTimeout time.Duration
+	// MaxLockTimeout (a longer one is clamped). Defaults to 5 seconds.
+	LockTimeout time.Duration
 
 	// Readers is the number of read connections, which serve replays,
 	// duplicates and Get in parallel with the one writer. Defaults to 4.
@@ -69,7 +68,7 @@ type Options struct {
 }
 
 // Store is the SQLite backend. It is safe for concurrent use. The zero
-// value is not usable; call Open.
+// value is not usable; call New.
 type Store struct {
 	writer, reader *sql.DB
 	table          string
@@ -77,7 +76,7 @@ type Store struct {
 	now            func() time.Time
 	sweepBatchSize int
 	onSweepError   func(error)
-	busyTimeout    time.Duration
+	lockTimeout    time.Duration
 	watch          watchers
 
 	closeOnce sync.Once
@@ -90,21 +89,21 @@ var (
 	_ backends.Watcher = (*Store)(nil)
 )
 
-// Open opens (creating it if needed) the database file at path, puts it in
-// WAL mode and migrates it (see Migrate). The Store owns the file's
-// connections: Close it when done. Open returns an *OptionsError for
-// invalid options, and an *Error when the file cannot be opened or
-// migrated.
+// New returns a Store over the database file at path, which the first
+// statement creates if needed and puts in WAL mode. It only checks cfg
+// (a *ConfigError for an invalid field) and sends nothing: call Migrate
+// before the first operation. The Store owns the file's connections:
+// Close it when done.
 //
 // The path is a file name, never a SQLite URI: "file:x.db" creates a file
 // named exactly "file:x.db", and "?", "#" and "%" are part of the name, so
 // no URI parameter (mode=memory, cache=shared, ...) reaches SQLite. The
-// path ":memory:" is refused with an *OptionsError of Field "path": each of
+// path ":memory:" is refused with a *ConfigError of Field "path": each of
 // the Store's connections would have its own empty in-memory database, so
 // every operation would fail. For a store in memory use the memory backend;
 // for tests, a file in a temporary directory.
-func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
-	o, err := resolveOptions(path, opts)
+func New(path string, cfg *Config) (*Store, error) {
+	o, err := resolveConfig(path, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -114,10 +113,10 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 		now:            o.now,
 		sweepBatchSize: o.sweepBatchSize,
 		onSweepError:   o.onSweepError,
-		busyTimeout:    o.busyTimeout,
+		lockTimeout:    o.lockTimeout,
 	}
 	base := "file:" + escapePath(path) + "?_txlock=immediate" +
-		"&_pragma=busy_timeout(" + fmt.Sprint(o.busyTimeout.Milliseconds()) + ")" +
+		"&_pragma=busy_timeout(" + fmt.Sprint(o.lockTimeout.Milliseconds()) + ")" +
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(" + o.synchronous + ")"
 	if s.writer, err = sql.Open("sqlite", base); err != nil {
 		return nil, interpretError("open", err)
@@ -126,10 +125,6 @@ func Open(ctx context.Context, path string, opts *Options) (*Store, error) {
 	s.writer.SetMaxIdleConns(1)
 	s.writer.SetConnMaxIdleTime(0)
 	s.writer.SetConnMaxLifetime(0)
-	if err := s.Migrate(ctx); err != nil {
-		_ = s.writer.Close()
-		return nil, err
-	}
 	if s.reader, err = sql.Open("sqlite", base+"&_pragma=query_only(1)"); err != nil {
 		_ = s.writer.Close()
 		return nil, interpretError("open", err)
@@ -158,18 +153,18 @@ func (s *Store) Close() error {
 	return s.closeErr
 }
 
-// options is a validated Options with its defaults applied.
+// options is a validated Config with its defaults applied.
 type options struct {
 	table, synchronous string
 	now                func() time.Time
-	busyTimeout        time.Duration
+	lockTimeout        time.Duration
 	readers            int
 	sweepBatchSize     int
 	onSweepError       func(error)
 }
 
-// OptionsError reports an argument of Open that it refuses.
-type OptionsError struct {
+// ConfigError reports an argument of New that it refuses.
+type ConfigError struct {
 	// Field is "path", "Table" or "Synchronous".
 	Field string
 	// Reason says what is wrong with it.
@@ -177,60 +172,60 @@ type OptionsError struct {
 }
 
 // Error implements error.
-func (e *OptionsError) Error() string {
+func (e *ConfigError) Error() string {
 	return "once/sqlite: invalid " + e.Field + ": " + e.Reason
 }
 
 // maxTableLen leaves room for the derived names' suffixes.
 const maxTableLen = 48
 
-func resolveOptions(path string, opts *Options) (options, error) {
+func resolveConfig(path string, cfg *Config) (options, error) {
 	o := options{
 		table:          DefaultTable,
 		synchronous:    "FULL",
 		now:            time.Now,
-		busyTimeout:    DefaultBusyTimeout,
+		lockTimeout:    DefaultLockTimeout,
 		readers:        DefaultReaders,
 		sweepBatchSize: DefaultSweepBatchSize,
 		onSweepError:   func(error) {},
 	}
 	if path == "" {
-		return options{}, &OptionsError{Field: "path", Reason: "empty"}
+		return options{}, &ConfigError{Field: "path", Reason: "empty"}
 	}
 	if strings.ContainsRune(path, 0) {
-		return options{}, &OptionsError{Field: "path", Reason: "contains a NUL byte"}
+		return options{}, &ConfigError{Field: "path", Reason: "contains a NUL byte"}
 	}
 	if path == ":memory:" {
-		return options{}, &OptionsError{Field: "path", Reason: `":memory:" is refused: each of the Store's connections would have its own empty database; use a file (in a temporary directory for tests)`}
+		return options{}, &ConfigError{Field: "path", Reason: `":memory:" is refused: each of the Store's connections would have its own empty database; use a file (in a temporary directory for tests)`}
 	}
-	if opts != nil {
-		if opts.Table != "" {
-			o.table = opts.Table
+	if cfg != nil {
+		if cfg.Table != "" {
+			o.table = cfg.Table
 		}
-		if opts.Now != nil {
-			o.now = opts.Now
+		if cfg.Now != nil {
+			o.now = cfg.Now
 		}
-		if opts.Synchronous != "" {
-			o.synchronous = strings.ToUpper(opts.Synchronous)
+		if cfg.Synchronous != "" {
+			o.synchronous = strings.ToUpper(cfg.Synchronous)
 		}
-		if opts.BusyTimeout > 0 {
-			o.busyTimeout = min(max(opts.BusyTimeout, time.Millisecond), MaxBusyTimeout)
+		if cfg.LockTimeout > 0 {
+			o.lockTimeout = min(max(cfg.LockTimeout, time.Millisecond), MaxLockTimeout)
 		}
-		if opts.Readers > 0 {
-			o.readers = opts.Readers
+		if cfg.Readers > 0 {
+			o.readers = cfg.Readers
 		}
-		if opts.SweepBatchSize > 0 {
-			o.sweepBatchSize = opts.SweepBatchSize
+		if cfg.SweepBatchSize > 0 {
+			o.sweepBatchSize = cfg.SweepBatchSize
 		}
-		if opts.OnSweepError != nil {
-			o.onSweepError = opts.OnSweepError
+		if cfg.OnSweepError != nil {
+			o.onSweepError = cfg.OnSweepError
 		}
 	}
 	if o.synchronous != "FULL" && o.synchronous != "NORMAL" {
-		return options{}, &OptionsError{Field: "Synchronous", Reason: fmt.Sprintf("%q is neither FULL nor NORMAL", o.synchronous)}
+		return options{}, &ConfigError{Field: "Synchronous", Reason: fmt.Sprintf("%q is neither FULL nor NORMAL", o.synchronous)}
 	}
 	if reason := identifierProblem(o.table); reason != "" {
-		return options{}, &OptionsError{Field: "Table", Reason: fmt.Sprintf("%q: %s", o.table, reason)}
+		return options{}, &ConfigError{Field: "Table", Reason: fmt.Sprintf("%q: %s", o.table, reason)}
 	}
 	return o, nil
 }

@@ -32,7 +32,7 @@ func TestConformanceSynchronousNormal(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a variant of TestConformance; -short runs the default only")
 	}
-	s := openStore(t, tempDB(t), &Options{Synchronous: "normal", Readers: 1})
+	s := openStore(t, tempDB(t), &Config{Synchronous: "normal", Readers: 1})
 	backendtest.Run(t, func(testing.TB) backends.Store { return s })
 }
 
@@ -142,7 +142,7 @@ func TestKill9MidStream(t *testing.T) {
 	}
 }
 
-// fakeClock is a settable clock for Options.Now.
+// fakeClock is a settable clock for Config.Now.
 type fakeClock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -155,10 +155,10 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// TestClockOption: leases and retention follow Options.Now, and only it.
+// TestClockOption: leases and retention follow Config.Now, and only it.
 func TestClockOption(t *testing.T) {
 	clock := &fakeClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
-	s := openStore(t, tempDB(t), &Options{Now: clock.Now})
+	s := openStore(t, tempDB(t), &Config{Now: clock.Now})
 	ctx := context.Background()
 	claim := func(owner string) backends.ClaimResult {
 		r, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "k", Owner: owner, Lease: time.Minute, Retention: time.Hour})
@@ -188,7 +188,7 @@ func TestClockOption(t *testing.T) {
 	found = got.State != 0
 	require.NoError(t, err)
 	require.False(t, found, "expired exactly at its retention")
-	n, err := s.Sweep(ctx, 0)
+	n, err := s.Sweep(ctx)
 	require.NoError(t, err)
 	require.EqualValues(t, 1, n)
 }
@@ -207,7 +207,7 @@ func TestExtremeDurations(t *testing.T) {
 
 	for _, at := range []time.Time{time.Now(), time.Date(294000, 1, 1, 0, 0, 0, 0, time.UTC)} {
 		clock := &fakeClock{now: at}
-		s := openStore(t, tempDB(t), &Options{Now: clock.Now})
+		s := openStore(t, tempDB(t), &Config{Now: clock.Now})
 		ctx := context.Background()
 		r, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "k", Owner: "a", Lease: math.MaxInt64, Retention: time.Nanosecond})
 		require.NoError(t, err)
@@ -233,23 +233,23 @@ func TestExtremeDurations(t *testing.T) {
 	}
 }
 
-func TestOpenRefusesBadOptions(t *testing.T) {
+func TestNewRefusesBadConfig(t *testing.T) {
 	for _, c := range []struct {
 		path  string
-		opts  Options
+		cfg   Config
 		field string
 	}{
-		{"", Options{}, "path"},
-		{"a\x00b", Options{}, "path"},
-		{"x.db", Options{Table: "bad-name"}, "Table"},
-		{"x.db", Options{Table: `x"; DROP TABLE y; --`}, "Table"},
-		{"x.db", Options{Table: "1abc"}, "Table"},
-		{"x.db", Options{Table: strings.Repeat("t", maxTableLen+1)}, "Table"},
-		{"x.db", Options{Synchronous: "OFF"}, "Synchronous"},
+		{"", Config{}, "path"},
+		{"a\x00b", Config{}, "path"},
+		{"x.db", Config{Table: "bad-name"}, "Table"},
+		{"x.db", Config{Table: `x"; DROP TABLE y; --`}, "Table"},
+		{"x.db", Config{Table: "1abc"}, "Table"},
+		{"x.db", Config{Table: strings.Repeat("t", maxTableLen+1)}, "Table"},
+		{"x.db", Config{Synchronous: "OFF"}, "Synchronous"},
 	} {
-		_, err := Open(context.Background(), c.path, &c.opts)
-		var oe *OptionsError
-		require.ErrorAs(t, err, &oe, "%q %+v", c.path, c.opts)
+		_, err := New(c.path, &c.cfg)
+		var oe *ConfigError
+		require.ErrorAs(t, err, &oe, "%q %+v", c.path, c.cfg)
 		require.Equal(t, c.field, oe.Field)
 	}
 }
@@ -268,21 +268,21 @@ func TestOddPaths(t *testing.T) {
 	}
 }
 
-func TestOpenErrors(t *testing.T) {
-	_, err := Open(context.Background(), filepath.Join(t.TempDir(), "missing-dir", "x.db"), nil)
+func TestMigrateErrors(t *testing.T) {
+	_, err := newMigrated(context.Background(), filepath.Join(t.TempDir(), "missing-dir", "x.db"), nil)
 	var e *Error
 	require.ErrorAs(t, err, &e)
 	require.Equal(t, "migrate", e.Op)
 
 	notDB := filepath.Join(t.TempDir(), "garbage.db")
 	require.NoError(t, os.WriteFile(notDB, []byte(strings.Repeat("not a database ", 100)), 0o600))
-	_, err = Open(context.Background(), notDB, nil)
+	_, err = newMigrated(context.Background(), notDB, nil)
 	require.ErrorAs(t, err, &e)
 	require.Contains(t, e.Error(), "not a database")
 }
 
 func TestClosedStore(t *testing.T) {
-	s, err := Open(context.Background(), tempDB(t), nil)
+	s, err := newMigrated(context.Background(), tempDB(t), nil)
 	require.NoError(t, err)
 	changed, stop, err := s.Watch(context.Background(), "s", "k")
 	require.NoError(t, err)
@@ -314,10 +314,10 @@ func TestCancelledContextIsTyped(t *testing.T) {
 // ones, and a custom table is used throughout.
 func TestMigrate(t *testing.T) {
 	path := tempDB(t)
-	s := openStore(t, path, &Options{Table: "custom_records"})
+	s := openStore(t, path, &Config{Table: "custom_records"})
 	require.NoError(t, s.Migrate(context.Background()))
 	require.NoError(t, s.Close())
-	s = openStore(t, path, &Options{Table: "custom_records"})
+	s = openStore(t, path, &Config{Table: "custom_records"})
 	var n int
 	require.NoError(t, s.reader.QueryRow(`SELECT COUNT(*) FROM "custom_records_migrations"`).Scan(&n))
 	require.Equal(t, 1, n)
@@ -369,8 +369,8 @@ func TestTwoStoresOneFile(t *testing.T) {
 // Open's Migrate finds every version applied.
 func TestTableNamesIgnoreCase(t *testing.T) {
 	path := tempDB(t)
-	upper := openStore(t, path, &Options{Table: "Once_Case"})
-	lower := openStore(t, path, &Options{Table: "once_case"})
+	upper := openStore(t, path, &Config{Table: "Once_Case"})
+	lower := openStore(t, path, &Config{Table: "once_case"})
 	ctx := context.Background()
 	p := backends.ClaimParams{Scope: "s", Key: "k", Owner: backendtest.Token(), Lease: time.Minute, Retention: time.Hour}
 	r, err := upper.Claim(ctx, p)
@@ -448,7 +448,7 @@ func TestWaitWakesOnCompletion(t *testing.T) {
 // file's write lock; a claim of a new key waits for the lock instead.
 func TestReplayWhileWriteLocked(t *testing.T) {
 	path := tempDB(t)
-	s := openStore(t, path, &Options{BusyTimeout: 200 * time.Millisecond})
+	s := openStore(t, path, &Config{LockTimeout: 200 * time.Millisecond})
 	ctx := context.Background()
 	_, err := s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "done", Owner: "o", Lease: time.Minute, Retention: time.Hour})
 	require.NoError(t, err)
@@ -470,6 +470,6 @@ func TestReplayWhileWriteLocked(t *testing.T) {
 
 	_, err = s.Claim(ctx, backends.ClaimParams{Scope: "s", Key: "new", Owner: "p", Lease: time.Minute, Retention: time.Hour})
 	var e *Error
-	require.ErrorAs(t, err, &e, "a new claim waits BusyTimeout for the lock, then fails typed")
+	require.ErrorAs(t, err, &e, "a new claim waits LockTimeout for the lock, then fails typed")
 	require.Contains(t, e.Error(), "busy")
 }

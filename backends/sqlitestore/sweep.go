@@ -5,17 +5,14 @@ import (
 	"time"
 )
 
-// Sweep deletes expired records, batchSize rows per statement (the
-// Options' SweepBatchSize when batchSize <= 0), until a batch finds fewer
-// than batchSize, and returns how many it deleted. Each batch is one short
+// Sweep deletes expired records, Config.SweepBatchSize rows per statement,
+// until a batch finds fewer, and returns how many it deleted. Each batch is one short
 // write transaction, so claims queue behind one batch at most. Expired
 // records are already invisible to every operation; sweeping only reclaims
 // space. It stops early when ctx ends, returning the count so far with the
 // error.
-func (s *Store) Sweep(ctx context.Context, batchSize int) (int64, error) {
-	if batchSize <= 0 {
-		batchSize = s.sweepBatchSize
-	}
+func (s *Store) Sweep(ctx context.Context) (int64, error) {
+	batchSize := s.sweepBatchSize
 	var total int64
 	for {
 		res, err := s.writer.ExecContext(ctx, s.sql.sweep, s.nowMicros(), batchSize)
@@ -30,7 +27,7 @@ func (s *Store) Sweep(ctx context.Context, batchSize int) (int64, error) {
 // RunSweeper sweeps every interval (see Sweep) until ctx ends, then
 // returns ctx's error. It starts no goroutine: call it in one you own, e.g.
 // go store.RunSweeper(ctx, time.Minute). Errors of a sweep go to the
-// Options' OnSweepError and the next tick tries again. An interval <= 0
+// Config's OnSweepError and the next tick tries again. An interval <= 0
 // means one minute.
 func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) error {
 	if interval <= 0 {
@@ -43,7 +40,7 @@ func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-t.C:
-			if _, err := s.Sweep(ctx, 0); err != nil && ctx.Err() == nil {
+			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
 				s.onSweepError(err)
 			}
 		}

@@ -41,10 +41,10 @@ func (t Tx) Rollback(context.Context) error {
 // write of the Store waits for it — a concurrent duplicate's claim
 // included, which then replays the committed outcome — and so does every
 // other process's write to the file, for at most its busy timeout. A
-// BeginTx waits at most Options.BusyTimeout for the writer, then returns
+// BeginTx waits at most Config.LockTimeout for the writer, then returns
 // an *Error of Op "begin" ("writer busy"), never having begun.
 func (s *Store) BeginTx(ctx context.Context) (Tx, backends.Store, error) {
-	wctx, cancel := context.WithTimeout(ctx, s.busyTimeout)
+	wctx, cancel := context.WithTimeout(ctx, s.lockTimeout)
 	conn, err := s.writer.Conn(wctx)
 	cancel()
 	if err != nil {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"fmt"
-
-	"github.com/stagedoor/once/backends/postgres"
 )
 
 type migrateCmd struct{}
@@ -25,7 +23,7 @@ func (m *migrateCmd) Run(e *env) error {
 	if err != nil {
 		return err
 	}
-	if err := postgres.Migrate(ctx, c.pool, e.cli.pgConfig()); err != nil {
+	if err := c.pg.Migrate(ctx); err != nil {
 		return err
 	}
 	after, err := migrationVersion(ctx, c.pool, e.cli)

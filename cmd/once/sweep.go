@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"time"
+
+	"github.com/stagedoor/once/backends/postgres"
 )
 
 type sweepCmd struct {
@@ -37,10 +39,16 @@ func (s *sweepCmd) Run(e *env) error {
 	}
 	defer c.Close()
 	table := pgTable(e.cli)
+	cfg := e.cli.pgConfig()
+	cfg.SweepBatchSize = s.Batch
+	pg, err := postgres.New(c.pool, cfg)
+	if err != nil {
+		return err
+	}
 	sweep := func() (int64, error) {
 		ctx, cancel := e.bounded()
 		defer cancel()
-		return c.pg.Sweep(ctx, s.Batch)
+		return pg.Sweep(ctx)
 	}
 	if s.Loop == 0 {
 		n, err := sweep()

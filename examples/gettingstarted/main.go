@@ -35,16 +35,16 @@ func main() {
 
 // newServer creates the tables (idempotency records, orders); it returns the routes.
 func newServer(ctx context.Context, pool *pgxpool.Pool) (http.Handler, error) {
-	// Safe to run from every instance at once: one migrates, the others wait.
-	if err := postgres.Migrate(ctx, pool, nil); err != nil {
-		return nil, err
-	}
 	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS orders (id bigint GENERATED ALWAYS
 		AS IDENTITY PRIMARY KEY, customer text, item text, quantity int)`); err != nil {
 		return nil, err
 	}
 	store, err := postgres.New(pool, nil)
 	if err != nil {
+		return nil, err
+	}
+	// Safe to run from every instance at once: one migrates, the others wait.
+	if err := store.Migrate(ctx); err != nil {
 		return nil, err
 	}
 	go store.RunSweeper(ctx, time.Minute) // deletes expired records in batches

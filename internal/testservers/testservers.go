@@ -89,7 +89,11 @@ func PostgresStore(tb testing.TB) (*postgres.Store, *pgxpool.Pool) {
 	pool := Pool(tb)
 	cfg := &postgres.Config{Table: "once_t_" + Suffix()}
 	ctx := context.Background()
-	if err := postgres.Migrate(ctx, pool, cfg); err != nil {
+	s, err := postgres.New(pool, cfg)
+	if err != nil {
+		tb.Fatalf("postgres.New: %v", err)
+	}
+	if err := s.Migrate(ctx); err != nil {
 		tb.Fatalf("migrate: %v", err)
 	}
 	tb.Cleanup(func() {
@@ -97,11 +101,17 @@ func PostgresStore(tb testing.TB) (*postgres.Store, *pgxpool.Pool) {
 			_, _ = pool.Exec(context.Background(), "DROP TABLE IF EXISTS "+pgx.Identifier{"public", t}.Sanitize())
 		}
 	})
-	s, err := postgres.New(pool, cfg)
-	if err != nil {
-		tb.Fatalf("postgres.New: %v", err)
-	}
 	return s, pool
+}
+
+// MigratePostgres migrates the records table of cfg on db, for tests that
+// need the table before, or without, a Store of their own.
+func MigratePostgres(ctx context.Context, db postgres.DB, cfg *postgres.Config) error {
+	s, err := postgres.New(db, cfg)
+	if err != nil {
+		return err
+	}
+	return s.Migrate(ctx)
 }
 
 // RedisClient returns a client of the test server, closed when tb ends.

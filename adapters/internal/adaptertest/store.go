@@ -31,7 +31,7 @@ func NewStoreSpec(tb testing.TB, kind string) StoreSpec {
 	case "postgres":
 		pool := testservers.Pool(tb)
 		spec := StoreSpec{Kind: kind, Name: "once_w_" + testservers.Suffix()}
-		if err := postgres.Migrate(ctx, pool, &postgres.Config{Table: spec.Name}); err != nil {
+		if err := testservers.MigratePostgres(ctx, pool, &postgres.Config{Table: spec.Name}); err != nil {
 			tb.Fatalf("migrate: %v", err)
 		}
 		tb.Cleanup(func() {

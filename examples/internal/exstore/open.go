@@ -52,12 +52,12 @@ func openPostgres(ctx context.Context, c Config) (backends.Store, func(), error)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := postgres.Migrate(ctx, pool, c.pgConfig()); err != nil {
+	store, err := postgres.New(pool, c.pgConfig())
+	if err != nil {
 		pool.Close()
 		return nil, nil, err
 	}
-	store, err := postgres.New(pool, c.pgConfig())
-	if err != nil {
+	if err := store.Migrate(ctx); err != nil {
 		pool.Close()
 		return nil, nil, err
 	}

@@ -28,8 +28,12 @@ func (c Config) sqlitePath() string {
 
 func openSQLite(ctx context.Context, c Config) (backends.Store, func(), error) {
 	path := c.sqlitePath()
-	store, err := sqlitestore.Open(ctx, path, &sqlitestore.Options{Table: c.Name})
+	store, err := sqlitestore.New(path, &sqlitestore.Config{Table: c.Name})
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := store.Migrate(ctx); err != nil {
+		_ = store.Close()
 		return nil, nil, err
 	}
 	return store, func() {
