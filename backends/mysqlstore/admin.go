@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 var _ backends.Admin = (*Store)(nil)
@@ -27,7 +28,7 @@ func (r runner) get(ctx context.Context, op, scope, key string) (backends.Record
 		return backends.Record{}, err
 	}
 	rec := row.existing(nil)
-	rec.ExpiresIn = fromMicros(row.expireUS)
+	rec.ExpiresIn = sqlstore.FromMicros(row.expireUS)
 	return rec, nil
 }
 

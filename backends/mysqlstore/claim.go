@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 // lockTimeoutHint is the LeaseRemaining reported when a Claim or Resolve
@@ -59,18 +60,18 @@ func (r procRow) existing(given []byte) backends.Record {
 	}
 	switch rec.State {
 	case backends.StatePending:
-		rec.LeaseRemaining = fromMicros(r.leaseUS.Int64)
+		rec.LeaseRemaining = sqlstore.FromMicros(r.leaseUS.Int64)
 		rec.Age = ageFromMicros(r.ageUS)
 	case backends.StateHeld:
-		rec.LeaseRemaining = fromMicros(r.leaseUS.Int64)
+		rec.LeaseRemaining = sqlstore.FromMicros(r.leaseUS.Int64)
 		rec.Age = ageFromMicros(r.ageUS)
-		rec.Held = backends.HeldInfo{Remaining: fromMicros(r.holdUS), Code: string(r.code), Message: string(r.message)}
+		rec.Held = backends.HeldInfo{Remaining: sqlstore.FromMicros(r.holdUS), Code: string(r.code), Message: string(r.message)}
 	default:
 		rec.Outcome = r.outcome
 		if rec.Outcome == nil {
 			rec.Outcome = []byte{}
 		}
-		rec.ExpiresIn = fromMicros(r.expireUS)
+		rec.ExpiresIn = sqlstore.FromMicros(r.expireUS)
 	}
 	return rec
 }
@@ -85,7 +86,7 @@ func (r runner) claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	var row procRow
 	err := r.call(ctx, "claim", r.s.sql.claim,
 		row.withDetails(&row.done, &row.tookOver, &row.state, &row.fp, &row.outcome, &row.leaseUS),
-		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, micros(p.Lease), micros(p.Retention), r.s.cfg.lockWaitS)
+		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, sqlstore.Micros(p.Lease), sqlstore.Micros(p.Retention), r.s.cfg.lockWaitS)
 	if err != nil {
 		return backends.ClaimResult{}, err
 	}
@@ -102,7 +103,7 @@ func (r runner) resolve(ctx context.Context, p backends.ResolveParams) (backends
 	var row procRow
 	err := r.call(ctx, "resolve", r.s.sql.resolve,
 		row.withDetails(&row.done, &row.state, &row.fp, &row.outcome, &row.leaseUS),
-		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, nonNil(p.Outcome), micros(p.Retention), r.s.cfg.lockWaitS,
+		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, nonNil(p.Outcome), sqlstore.Micros(p.Retention), r.s.cfg.lockWaitS,
 		p.OnlyLeased)
 	if err != nil {
 		return backends.ResolveResult{}, err

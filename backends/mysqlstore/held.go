@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 // The statements of the held state. A held row has state
@@ -76,9 +77,9 @@ func (r runner) hold(ctx context.Context, p backends.HoldParams) (bool, error) {
 	if field, r := backends.HeldProblem(p.Code, p.Message); r != "" {
 		return false, &InputError{Op: op, Field: field, Reason: r}
 	}
-	hold := micros(p.For)
+	hold := sqlstore.Micros(p.For)
 	n, err := r.exec(ctx, op, r.s.sql.hold,
-		hold, p.Code, p.Message, micros(p.Retention), hold, p.Scope, p.Key, p.Owner)
+		hold, p.Code, p.Message, sqlstore.Micros(p.Retention), hold, p.Scope, p.Key, p.Owner)
 	if err != nil || n == 1 {
 		return n == 1, err
 	}
@@ -91,7 +92,7 @@ func (r runner) leaseHeld(ctx context.Context, p backends.LeaseHeldParams) (back
 	if err := checkInput(op, p.Scope, p.Key, nil, p.Owner, true); err != nil {
 		return backends.LeaseHeldResult{}, err
 	}
-	lease := micros(p.Lease)
+	lease := sqlstore.Micros(p.Lease)
 	for attempt := 1; ; attempt++ {
 		n, err := r.exec(ctx, op, r.s.sql.leaseHeld, p.Owner, lease, lease, p.Scope, p.Key, p.Owner)
 		if err != nil || n == 1 {

@@ -4,9 +4,9 @@ import (
 	"cmp"
 	"context"
 	"strconv"
-	"time"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 const (
@@ -86,7 +86,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 		return backends.ListPage{}, err
 	}
 	rows, err := st.QueryContext(ctx, int64(c.state), c.expiresUS, c.expiresUS, c.scope, c.scope, c.key,
-		ageMicros(p.OlderThan), p.Scope, p.Scope, p.KeyPrefix, p.KeyPrefix, limit)
+		sqlstore.AgeMicros(p.OlderThan), p.Scope, p.Scope, p.KeyPrefix, p.KeyPrefix, limit)
 	if _, err := interpretError(op, err); err != nil {
 		return backends.ListPage{}, err
 	}
@@ -106,7 +106,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 		}
 		l.Record = row.existing(nil)
 		l.Record.Outcome = nil // listed without it
-		l.Record.ExpiresIn = fromMicros(row.expireUS)
+		l.Record.ExpiresIn = sqlstore.FromMicros(row.expireUS)
 		last.scope, last.key = l.Scope, l.Key
 		page.Records = append(page.Records, l)
 	}
@@ -189,13 +189,4 @@ func parseListCursor(s string, codec backends.CursorCodec) (listCursor, error) {
 		return listCursor{}, err
 	}
 	return listCursor{state: st, expiresUS: int64(us) + minCursorUS, scope: f[2], key: f[3]}, nil
-}
-
-// ageMicros converts ListParams.OlderThan to whole microseconds, rounding
-// up (a record listed is at least that old); not positive means any age.
-func ageMicros(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return micros(d)
 }

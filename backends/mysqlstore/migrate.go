@@ -4,13 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"fmt"
 	"io/fs"
-	"path"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -31,44 +30,25 @@ const migrateLockTimeout = 60 * time.Second
 // `once_records` and `once_records_call_v1`; to use another table, run
 // Migrate, or replace the prefix `once_records in your copy with the lower-case name the Config gives (see
 // IdentifierError).
-func Migrations() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the embedded directory always exists
-	}
-	return sub
-}
+func Migrations() fs.FS { return sqlstore.Files(migrationFiles) }
 
 // migration is one embedded up migration, split into statements.
 type migration struct {
-	version    int
-	name       string
+	sqlstore.Migration
 	statements []string
 }
 
 // loadMigrations returns the up migrations in version order, rendered for
-// table.
+// table and split into statements.
 func loadMigrations(table string) ([]migration, error) {
-	entries, err := fs.Glob(migrationFiles, "migrations/*.up.sql")
+	loaded, err := sqlstore.Load(migrationFiles, strings.NewReplacer(placeholderTable, "`"+table))
 	if err != nil {
 		return nil, err
 	}
-	rep := strings.NewReplacer(placeholderTable, "`"+table)
-	var ms []migration
-	for _, p := range entries {
-		base := strings.TrimSuffix(path.Base(p), ".up.sql")
-		num, name, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("once/mysql: bad migration file name %q", p)
-		}
-		b, err := migrationFiles.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, statements: splitStatements(rep.Replace(string(b)))})
+	ms := make([]migration, len(loaded))
+	for i, m := range loaded {
+		ms[i] = migration{Migration: m, statements: splitStatements(m.SQL)}
 	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
 	return ms, nil
 }
 
@@ -168,7 +148,7 @@ func migrateConn(ctx context.Context, conn *sql.Conn, table string, ms []migrati
 	}
 	_ = rows.Close()
 	for _, m := range ms {
-		if slices.Contains(applied, m.version) {
+		if slices.Contains(applied, m.Version) {
 			continue
 		}
 		for _, stmt := range m.statements {
@@ -179,7 +159,7 @@ func migrateConn(ctx context.Context, conn *sql.Conn, table string, ms []migrati
 				return err
 			}
 		}
-		if _, err := conn.ExecContext(ctx, "INSERT INTO "+versions+" (version, name, applied_at) VALUES (?, ?, UTC_TIMESTAMP(6))", m.version, m.name); err != nil {
+		if _, err := conn.ExecContext(ctx, "INSERT INTO "+versions+" (version, name, applied_at) VALUES (?, ?, UTC_TIMESTAMP(6))", m.Version, m.Name); err != nil {
 			_, err = interpretError("migrate", err)
 			return err
 		}

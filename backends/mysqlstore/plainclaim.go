@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 // The statements of the default (plain) claim: prepared statements, no
@@ -110,7 +111,7 @@ func (r runner) claimPlain(ctx context.Context, p backends.ClaimParams) (backend
 // back, and is returned at once, and a locking read that waited
 // LockTimeout in vain reports the key in progress.
 func (r runner) claimStatements(ctx context.Context, p backends.ClaimParams, insertFirst bool, peek string) (backends.ClaimResult, error) {
-	lease, retention := micros(p.Lease), micros(p.Retention)
+	lease, retention := sqlstore.Micros(p.Lease), sqlstore.Micros(p.Retention)
 	insert := func() (int64, error) {
 		return r.exec(ctx, "claim", r.s.sql.insertClaim,
 			p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, lease, lease, retention)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/backendtest"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 func claimParams(scope, key string) backends.ClaimParams {
@@ -49,18 +50,6 @@ func TestLockTimeoutSeconds(t *testing.T) {
 	} {
 		require.Equal(t, want, seconds(d), "%v", d)
 	}
-}
-
-func TestMicros(t *testing.T) {
-	for d, want := range map[time.Duration]int64{
-		-time.Second: 1, 0: 1, time.Nanosecond: 1, time.Microsecond: 1, 1001 * time.Nanosecond: 2,
-		time.Second: 1e6, math.MaxInt64: math.MaxInt64/1000 + 1,
-	} {
-		require.Equal(t, want, micros(d), "%v", d)
-	}
-	require.Equal(t, time.Duration(math.MaxInt64), fromMicros(math.MaxInt64/1000+1))
-	require.Equal(t, time.Duration(math.MinInt64), fromMicros(math.MinInt64))
-	require.Equal(t, 3*time.Microsecond, fromMicros(3))
 }
 
 // TestInputErrors: oversized values, and scopes and keys no record can
@@ -270,9 +259,9 @@ func TestDeadlineGuardSaturates(t *testing.T) {
 	db := newDB(t, nil)
 	var saturated, fits string
 	guard := "COALESCE(CAST(? AS DATETIME(6)) + INTERVAL ? MICROSECOND, " + maxDatetime + ")"
-	require.NoError(t, db.QueryRow("SELECT "+guard, "9990-01-01", micros(math.MaxInt64)).Scan(&saturated))
+	require.NoError(t, db.QueryRow("SELECT "+guard, "9990-01-01", sqlstore.Micros(math.MaxInt64)).Scan(&saturated))
 	require.Equal(t, "9999-12-31 23:59:59.999999", saturated)
-	require.NoError(t, db.QueryRow("SELECT "+guard, "2026-01-01", micros(math.MaxInt64)).Scan(&fits))
+	require.NoError(t, db.QueryRow("SELECT "+guard, "2026-01-01", sqlstore.Micros(math.MaxInt64)).Scan(&fits))
 	require.True(t, strings.HasPrefix(fits, "2318-"), "the longest duration from today fits: %s", fits)
 }
 

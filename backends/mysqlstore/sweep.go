@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"time"
+
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 // Sweep deletes expired records, Config.SweepBatchSize rows per statement,
@@ -47,19 +49,5 @@ func (s *Store) sweepBatch(ctx context.Context, batchSize int) (int64, error) {
 // Config's OnSweepError and the next tick tries again. An interval <= 0
 // means one minute.
 func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) error {
-	if interval <= 0 {
-		interval = time.Minute
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-				s.cfg.onSweepError(err)
-			}
-		}
-	}
+	return sqlstore.RunSweeper(ctx, interval, s.Sweep, s.cfg.onSweepError)
 }

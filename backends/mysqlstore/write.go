@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 // The fenced writes: each is one statement conditional on the owner token
@@ -14,7 +15,7 @@ func (r runner) complete(ctx context.Context, p backends.CompleteParams) (bool, 
 		return false, err
 	}
 	n, err := r.exec(ctx, "complete", r.s.sql.complete,
-		micros(p.Retention), nonNil(p.Outcome), p.Scope, p.Key, p.Owner)
+		sqlstore.Micros(p.Retention), nonNil(p.Outcome), p.Scope, p.Key, p.Owner)
 	if err != nil || n == 1 {
 		return n == 1, err
 	}
@@ -29,7 +30,7 @@ func (r runner) renew(ctx context.Context, p backends.RenewParams) (bool, error)
 	if err := checkInput("renew", p.Scope, p.Key, nil, p.Owner, true); err != nil {
 		return false, err
 	}
-	lease := micros(p.Lease)
+	lease := sqlstore.Micros(p.Lease)
 	n, err := r.exec(ctx, "renew", r.s.sql.renew, lease, lease, p.Scope, p.Key, p.Owner)
 	return n == 1, err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 var _ backends.Admin = (*Store)(nil)
@@ -31,9 +32,9 @@ func (s *Store) get(ctx context.Context, q querier, scope, key string) (backends
 	if !found || err != nil {
 		return backends.Record{}, err
 	}
-	rec := existing(state, fp, outcome, fromMicros(leaseUS))
+	rec := existing(state, fp, outcome, sqlstore.FromMicros(leaseUS))
 	withDetails(&rec, ageUS, holdUS, code, message)
-	rec.ExpiresIn = fromMicros(expireUS)
+	rec.ExpiresIn = sqlstore.FromMicros(expireUS)
 	return rec, nil
 }
 
@@ -48,9 +49,9 @@ func withDetails(rec *backends.Record, ageUS, holdUS int64, code, message string
 	if rec.State == backends.StateCompleted {
 		return
 	}
-	rec.Age = max(fromMicros(ageUS), 0)
+	rec.Age = max(sqlstore.FromMicros(ageUS), 0)
 	if rec.State == backends.StateHeld {
-		rec.Held = backends.HeldInfo{Remaining: fromMicros(holdUS), Code: code, Message: message}
+		rec.Held = backends.HeldInfo{Remaining: sqlstore.FromMicros(holdUS), Code: code, Message: message}
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 // maxAttempts bounds the runs (the first included) of Claim's and
@@ -161,7 +162,7 @@ func age(claimed, now int64) time.Duration {
 	if claimed == 0 || claimed == math.MinInt64 || claimed == math.MaxInt64 {
 		return 0
 	}
-	return max(fromMicros(now-claimed), 0)
+	return max(sqlstore.FromMicros(now-claimed), 0)
 }
 
 // lapsed reports a pending row whose lease ended, or a held row whose hold
@@ -199,7 +200,7 @@ func remaining(until, now int64) time.Duration {
 	case until == math.MinInt64:
 		return math.MinInt64
 	}
-	return fromMicros(until - now)
+	return sqlstore.FromMicros(until - now)
 }
 
 // claimRow is the single row takeover.sql returns.
@@ -234,7 +235,7 @@ func (r claimRow) decide(given []byte) (res backends.ClaimResult, retry bool) {
 		// the key was written after our snapshot.
 		return backends.ClaimResult{}, true
 	}
-	rec := existing(r.state, r.fp, r.outcome, fromMicros(r.leaseUS))
+	rec := existing(r.state, r.fp, r.outcome, sqlstore.FromMicros(r.leaseUS))
 	if rec.State == backends.StatePending && rec.LeaseRemaining <= 0 && backends.FingerprintMatches(r.fp, given) {
 		// Eligible for takeover, yet upd did not apply: the row changed
 		// after our snapshot.
@@ -242,9 +243,9 @@ func (r claimRow) decide(given []byte) (res backends.ClaimResult, retry bool) {
 	}
 	switch rec.State {
 	case backends.StatePending:
-		rec.Age = max(fromMicros(r.ageUS), 0)
+		rec.Age = max(sqlstore.FromMicros(r.ageUS), 0)
 	case backends.StateCompleted:
-		rec.ExpiresIn = fromMicros(r.expireUS)
+		rec.ExpiresIn = sqlstore.FromMicros(r.expireUS)
 	}
 	return backends.ClaimResult{Existing: rec}, false
 }
@@ -271,7 +272,7 @@ func existing(state int16, fp, outcome []byte, lease time.Duration) backends.Rec
 // but pgx dereferences pointer parameters through reflect, allocating a
 // copy of each: more allocations, not fewer.)
 func (q statements) claimArgs(p backends.ClaimParams) []any {
-	return []any{p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, micros(p.Lease), micros(p.Retention), q.lockTimeout}
+	return []any{p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, sqlstore.Micros(p.Lease), sqlstore.Micros(p.Retention), q.lockTimeout}
 }
 
 func (r *claimRow) scan(row pgx.Row) error {

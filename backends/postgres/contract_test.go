@@ -112,13 +112,3 @@ func TestExtremeDurations(t *testing.T) {
 	require.True(t, found)
 	require.Greater(t, expiresIn, longAgo)
 }
-
-func TestMicrosRoundsUp(t *testing.T) {
-	require.EqualValues(t, 1, micros(time.Nanosecond))
-	require.EqualValues(t, 1, micros(time.Microsecond))
-	require.EqualValues(t, 2, micros(time.Microsecond+time.Nanosecond))
-	require.EqualValues(t, math.MaxInt64/1000+1, micros(math.MaxInt64))
-	require.Equal(t, time.Duration(math.MaxInt64), fromMicros(math.MaxInt64/1000+1), "saturates")
-	require.Equal(t, time.Duration(math.MinInt64), fromMicros(math.MinInt64/1000-1), "saturates")
-	require.Equal(t, 3*time.Microsecond, fromMicros(3))
-}

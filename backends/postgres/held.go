@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 	"github.com/stagedoor/once/internal/pgsql"
 )
 
@@ -30,7 +31,7 @@ func (s *Store) hold(ctx context.Context, q querier, p backends.HoldParams) (boo
 	}
 	var ok bool
 	_, err := interpretError("hold", q.QueryRow(ctx, s.sql.Hold,
-		p.Scope, p.Key, p.Owner, micros(p.For), p.Code, p.Message, micros(p.Retention), pgsql.Slot(p.Scope, p.Key)).Scan(&ok))
+		p.Scope, p.Key, p.Owner, sqlstore.Micros(p.For), p.Code, p.Message, sqlstore.Micros(p.Retention), pgsql.Slot(p.Scope, p.Key)).Scan(&ok))
 	return ok, err
 }
 
@@ -59,7 +60,7 @@ func (s *Store) leaseHeld(ctx context.Context, q querier, p backends.LeaseHeldPa
 	for attempt := 1; ; attempt++ {
 		var ok bool
 		found, err := interpretError("leaseheld", q.QueryRow(ctx, s.sql.LeaseHeld,
-			p.Scope, p.Key, p.Owner, micros(p.Lease)).Scan(&ok))
+			p.Scope, p.Key, p.Owner, sqlstore.Micros(p.Lease)).Scan(&ok))
 		if err != nil {
 			return backends.LeaseHeldResult{}, err
 		}

@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 var _ backends.Lister = (*Store)(nil)
@@ -40,7 +41,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	if c.state == backends.StateHeld {
 		sql = s.sql.ListHeld
 	}
-	rows, done, err := s.query(ctx, sql, int16(c.state), micros(p.OlderThan), p.Scope, p.KeyPrefix, c.scope, c.key, limit)
+	rows, done, err := s.query(ctx, sql, int16(c.state), sqlstore.AgeMicros(p.OlderThan), p.Scope, p.KeyPrefix, c.scope, c.key, limit)
 	if err != nil {
 		_, err = interpretError(op, err)
 		return backends.ListPage{}, err
@@ -59,10 +60,10 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 			_, err = interpretError(op, err)
 			return backends.ListPage{}, err
 		}
-		l.Record = existing(state, fp, nil, fromMicros(leaseUS))
+		l.Record = existing(state, fp, nil, sqlstore.FromMicros(leaseUS))
 		l.Record.Outcome = nil // listed without it
 		withDetails(&l.Record, ageUS, holdUS, code, message)
-		l.Record.ExpiresIn = fromMicros(expireUS)
+		l.Record.ExpiresIn = sqlstore.FromMicros(expireUS)
 		page.Records = append(page.Records, l)
 	}
 	if err := rows.Err(); err != nil {
@@ -91,7 +92,7 @@ func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
 		return backends.Counts{}, err
 	}
 	// Never negative, as Record.Age (see withDetails).
-	c.OldestPending, c.OldestHeld = max(fromMicros(oldestP), 0), max(fromMicros(oldestH), 0)
+	c.OldestPending, c.OldestHeld = max(sqlstore.FromMicros(oldestP), 0), max(sqlstore.FromMicros(oldestH), 0)
 	return c, nil
 }
 

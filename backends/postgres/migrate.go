@@ -3,15 +3,13 @@ package postgres
 import (
 	"context"
 	"embed"
-	"fmt"
 	"io/fs"
-	"path"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 	"github.com/stagedoor/once/internal/pgsql"
 )
 
@@ -31,20 +29,7 @@ const (
 // up and down parts into one annotated file). They create the default names,
 // "public"."once_records"; to use another schema or table, run Migrate, or
 // edit the names in your copy.
-func Migrations() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the embedded directory always exists
-	}
-	return sub
-}
-
-// migration is one embedded up migration.
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
+func Migrations() fs.FS { return sqlstore.Files(migrationFiles) }
 
 // renderer replaces the default names of the embedded migration files with
 // those of r.
@@ -53,32 +38,6 @@ func renderer(r resolved) *strings.Replacer {
 		placeholderTable, r.qualifiedTable(),
 		placeholderHeldIndex, pgx.Identifier{r.table + "_held_idx"}.Sanitize(),
 	)
-}
-
-// loadMigrations returns the up migrations in version order, rendered for
-// cfg's schema and table.
-func loadMigrations(r resolved) ([]migration, error) {
-	entries, err := fs.Glob(migrationFiles, "migrations/*.up.sql")
-	if err != nil {
-		return nil, err
-	}
-	rep := renderer(r)
-	var ms []migration
-	for _, p := range entries {
-		base := strings.TrimSuffix(path.Base(p), ".up.sql")
-		num, name, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("once/postgres: bad migration file name %q", p)
-		}
-		b, err := migrationFiles.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: rep.Replace(string(b))})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	return ms, nil
 }
 
 // Migrate creates or upgrades the Store's records table (its Config's
@@ -90,7 +49,7 @@ func loadMigrations(r resolved) ([]migration, error) {
 // one applies the migrations, the others wait and then find nothing to do.
 // It runs on the Store's DB and commits its own transaction.
 func (s *Store) Migrate(ctx context.Context) error {
-	ms, err := loadMigrations(s.cfg)
+	ms, err := sqlstore.Load(migrationFiles, renderer(s.cfg))
 	if err != nil {
 		return err
 	}
@@ -106,7 +65,7 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return err
 }
 
-func migrateTx(ctx context.Context, tx pgx.Tx, r resolved, ms []migration) error {
+func migrateTx(ctx context.Context, tx pgx.Tx, r resolved, ms []sqlstore.Migration) error {
 	lockKey := "once/postgres migrate " + r.qualifiedTable()
 	if _, err := tx.Exec(ctx, pgsql.MigrateLock, lockKey); err != nil {
 		_, err = interpretError("migrate", err)
@@ -137,15 +96,15 @@ func migrateTx(ctx context.Context, tx pgx.Tx, r resolved, ms []migration) error
 		return err
 	}
 	for _, m := range ms {
-		if slices.Contains(applied, int32(m.version)) {
+		if slices.Contains(applied, int32(m.Version)) {
 			continue
 		}
 		// No arguments: pgx sends the multi-statement file as a simple query.
-		if _, err := tx.Exec(ctx, m.sql); err != nil {
+		if _, err := tx.Exec(ctx, m.SQL); err != nil {
 			_, err = interpretError("migrate", err)
 			return err
 		}
-		if _, err := tx.Exec(ctx, versions.Replace(pgsql.MigrateRecord), m.version, m.name); err != nil {
+		if _, err := tx.Exec(ctx, versions.Replace(pgsql.MigrateRecord), m.Version, m.Name); err != nil {
 			_, err = interpretError("migrate", err)
 			return err
 		}

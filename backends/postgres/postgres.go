@@ -2,7 +2,6 @@ package postgres
 
 import (
 	"context"
-	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -329,20 +328,6 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 	}
 }
 
-// micros converts a duration to the whole microseconds passed to the
-// server, which multiplies them by interval '1 microsecond'. It rounds up,
-// so that a positive sub-microsecond duration never becomes 0. Every
-// time.Duration fits: math.MaxInt64 ns is about 292 years, and
-// timestamptz reaches the year 294276, so no lease or retention needs to
-// saturate on PostgreSQL.
-func micros(d time.Duration) int64 {
-	us := d / time.Microsecond
-	if d%time.Microsecond > 0 {
-		us++
-	}
-	return int64(us)
-}
-
 // nonNil returns b, or an empty slice for nil, so that pgx sends an empty
 // bytea instead of NULL.
 func nonNil(b []byte) []byte {
@@ -350,17 +335,4 @@ func nonNil(b []byte) []byte {
 		return []byte{}
 	}
 	return b
-}
-
-// fromMicros converts microseconds read from the server to a duration,
-// saturating at the range of time.Duration (a lease of math.MaxInt64,
-// rounded up to whole microseconds, reads back as math.MaxInt64).
-func fromMicros(us int64) time.Duration {
-	switch {
-	case us > math.MaxInt64/int64(time.Microsecond):
-		return math.MaxInt64
-	case us < math.MinInt64/int64(time.Microsecond):
-		return math.MinInt64
-	}
-	return time.Duration(us) * time.Microsecond
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 // resolveRow is the single row resolveSQL returns.
@@ -34,13 +35,13 @@ func (r resolveRow) decide(given []byte, onlyLeased bool) (res backends.ResolveR
 	case !r.found || !r.live:
 		return backends.ResolveResult{}, true
 	}
-	rec := existing(r.state, r.fp, r.outcome, fromMicros(r.leaseUS))
+	rec := existing(r.state, r.fp, r.outcome, sqlstore.FromMicros(r.leaseUS))
 	if onlyLeased {
 		if r.leased && backends.FingerprintMatches(r.fp, given) {
 			return backends.ResolveResult{}, true // the row changed after the read
 		}
 		if rec.State == backends.StatePending {
-			rec.Age = max(fromMicros(r.ageUS), 0)
+			rec.Age = max(sqlstore.FromMicros(r.ageUS), 0)
 		}
 		return backends.ResolveResult{Existing: rec}, false
 	}
@@ -49,13 +50,13 @@ func (r resolveRow) decide(given []byte, onlyLeased bool) (res backends.ResolveR
 		return backends.ResolveResult{}, true
 	}
 	if rec.State == backends.StatePending {
-		rec.Age = max(fromMicros(r.ageUS), 0)
+		rec.Age = max(sqlstore.FromMicros(r.ageUS), 0)
 	}
 	return backends.ResolveResult{Existing: rec}, false
 }
 
 func (q statements) resolveArgs(p backends.ResolveParams) []any {
-	return []any{p.Scope, p.Key, nonNil(p.Fingerprint), nonNil(p.Outcome), micros(p.Retention), p.Owner, q.lockTimeout, p.OnlyLeased}
+	return []any{p.Scope, p.Key, nonNil(p.Fingerprint), nonNil(p.Outcome), sqlstore.Micros(p.Retention), p.Owner, q.lockTimeout, p.OnlyLeased}
 }
 
 func (r *resolveRow) scan(row pgx.Row) error {

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 // sweepPages is how many heap pages one sweep statement reads (1 MiB of
@@ -64,19 +66,5 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 // Config's OnSweepError and the next tick tries again. An interval <= 0
 // means one minute.
 func (s *Store) RunSweeper(ctx context.Context, interval time.Duration) error {
-	if interval <= 0 {
-		interval = time.Minute
-	}
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-			if _, err := s.Sweep(ctx); err != nil && ctx.Err() == nil {
-				s.cfg.onSweepError(err)
-			}
-		}
-	}
+	return sqlstore.RunSweeper(ctx, interval, s.Sweep, s.cfg.onSweepError)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 	"github.com/stagedoor/once/internal/pgsql"
 )
 
@@ -30,7 +31,7 @@ func (q statements) complete(ctx context.Context, db querier, p backends.Complet
 	}
 	var ok bool
 	return interpretError("complete", db.QueryRow(ctx, q.Complete,
-		p.Scope, p.Key, p.Owner, nonNil(p.Outcome), micros(p.Retention), pgsql.Slot(p.Scope, p.Key)).Scan(&ok))
+		p.Scope, p.Key, p.Owner, nonNil(p.Outcome), sqlstore.Micros(p.Retention), pgsql.Slot(p.Scope, p.Key)).Scan(&ok))
 }
 
 func (q statements) renew(ctx context.Context, db querier, p backends.RenewParams) (bool, error) {
@@ -39,7 +40,7 @@ func (q statements) renew(ctx context.Context, db querier, p backends.RenewParam
 	}
 	var ok bool
 	return interpretError("renew", db.QueryRow(ctx, q.Renew,
-		p.Scope, p.Key, p.Owner, micros(p.Lease)).Scan(&ok))
+		p.Scope, p.Key, p.Owner, sqlstore.Micros(p.Lease)).Scan(&ok))
 }
 
 func (q statements) release(ctx context.Context, db querier, p backends.ReleaseParams) (bool, error) {

@@ -3,36 +3,13 @@ package sqlitestore
 import (
 	"math"
 	"time"
+
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
-
-// micros converts a duration to whole microseconds, rounding a positive
-// remainder up so that no positive duration becomes 0; a non-positive one
-// (the core never passes one) becomes the smallest positive one, so the
-// lease or the record ends at once, never "forever".
-func micros(d time.Duration) int64 {
-	if d <= 0 {
-		return 1
-	}
-	us := int64(d / time.Microsecond)
-	if d%time.Microsecond != 0 {
-		us++
-	}
-	return us
-}
-
-// ageMicros converts a List age (OlderThan) to whole microseconds as
-// micros does, except that a non-positive age is 0: every record, one
-// created in this very microsecond included.
-func ageMicros(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return micros(d)
-}
 
 // deadline is now plus d in microseconds, saturating at the largest int64.
 func deadline(now int64, d time.Duration) int64 {
-	us := micros(d)
+	us := sqlstore.Micros(d)
 	if now > math.MaxInt64-us {
 		return math.MaxInt64
 	}
@@ -50,13 +27,7 @@ func remaining(now, t int64) time.Duration {
 		}
 		return math.MinInt64
 	}
-	switch {
-	case diff > math.MaxInt64/int64(time.Microsecond):
-		return math.MaxInt64
-	case diff < math.MinInt64/int64(time.Microsecond):
-		return math.MinInt64
-	}
-	return time.Duration(diff) * time.Microsecond
+	return sqlstore.FromMicros(diff)
 }
 
 // age is how long before now, in microseconds, t was: a record's age,

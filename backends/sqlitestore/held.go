@@ -7,6 +7,7 @@ import (
 	"errors"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 var _ backends.Lister = (*Store)(nil)
@@ -93,7 +94,7 @@ func (s *Store) List(ctx context.Context, p backends.ListParams) (backends.ListP
 	case backends.StateCompleted:
 		q = s.sql.listCompleted
 	}
-	rows, err := s.reader.QueryContext(ctx, q, now-ageMicros(p.OlderThan), p.Scope, p.KeyPrefix, scope, key, now, limit)
+	rows, err := s.reader.QueryContext(ctx, q, now-sqlstore.AgeMicros(p.OlderThan), p.Scope, p.KeyPrefix, scope, key, now, limit)
 	if err != nil {
 		return backends.ListPage{}, interpretError(op, err)
 	}

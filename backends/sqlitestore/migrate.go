@@ -5,15 +5,13 @@ import (
 	"database/sql"
 	"embed"
 	"errors"
-	"fmt"
 	"io/fs"
-	"path"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/stagedoor/once/backends/internal/sqlstore"
 )
 
 //go:embed migrations/*.sql
@@ -25,43 +23,7 @@ var migrationFiles embed.FS
 // "once_records", "once_records_expires_at_idx" and
 // "once_records_held_idx"; Migrate applies them
 // itself, so most users never need them.
-func Migrations() fs.FS {
-	sub, err := fs.Sub(migrationFiles, "migrations")
-	if err != nil {
-		panic(err) // the embedded directory always exists
-	}
-	return sub
-}
-
-type migration struct {
-	version int
-	name    string
-	sql     string
-}
-
-func loadMigrations(table string) ([]migration, error) {
-	entries, err := fs.Glob(migrationFiles, "migrations/*.up.sql")
-	if err != nil {
-		return nil, err
-	}
-	rep := strings.NewReplacer(placeholderTable, `"`+table)
-	var ms []migration
-	for _, p := range entries {
-		base := strings.TrimSuffix(path.Base(p), ".up.sql")
-		num, name, ok := strings.Cut(base, "_")
-		v, err := strconv.Atoi(num)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("once/sqlite: bad migration file name %q", p)
-		}
-		b, err := migrationFiles.ReadFile(p)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, migration{version: v, name: name, sql: rep.Replace(string(b))})
-	}
-	slices.SortFunc(ms, func(a, b migration) int { return a.version - b.version })
-	return ms, nil
-}
+func Migrations() fs.FS { return sqlstore.Files(migrationFiles) }
 
 // Migrate creates or upgrades the records table in one transaction,
 // recording each applied version in <Table>_migrations and applying only
@@ -73,7 +35,7 @@ func loadMigrations(table string) ([]migration, error) {
 // 1 ms doubling up to 50 ms, until Config.LockTimeout has passed or ctx
 // ends, and returns the last error.
 func (s *Store) Migrate(ctx context.Context) error {
-	ms, err := loadMigrations(s.table)
+	ms, err := sqlstore.Load(migrationFiles, strings.NewReplacer(placeholderTable, `"`+s.table))
 	if err != nil {
 		return err
 	}
@@ -108,7 +70,7 @@ func isBusy(err error) bool {
 	return errors.As(err, &e) && e.Code&0xff == sqlite3.SQLITE_BUSY
 }
 
-func (s *Store) migrateOnce(ctx context.Context, ms []migration) error {
+func (s *Store) migrateOnce(ctx context.Context, ms []sqlstore.Migration) error {
 	versions := `"` + s.table + `_migrations"`
 	return s.writeTx(ctx, "migrate", func(tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS `+versions+` (
@@ -120,16 +82,16 @@ func (s *Store) migrateOnce(ctx context.Context, ms []migration) error {
 		}
 		for _, m := range ms {
 			var n int
-			if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+versions+" WHERE version = ?", m.version).Scan(&n); err != nil {
+			if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+versions+" WHERE version = ?", m.Version).Scan(&n); err != nil {
 				return err
 			}
 			if n > 0 {
 				continue
 			}
-			if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, "INSERT INTO "+versions+" (version, name, applied_at) VALUES (?, ?, ?)", m.version, m.name, s.nowMicros()); err != nil {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO "+versions+" (version, name, applied_at) VALUES (?, ?, ?)", m.Version, m.Name, s.nowMicros()); err != nil {
 				return err
 			}
 		}
