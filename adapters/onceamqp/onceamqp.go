@@ -10,7 +10,6 @@ import (
 	amqp "github.com/rabbitmq/amqp091-go"
 
 	"github.com/stagedoor/once"
-	"github.com/stagedoor/once/adapters/internal/redelivery"
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/consume"
 )
@@ -235,7 +234,8 @@ func settle(ctx context.Context, d *amqp.Delivery, dec consume.Decision, maxDela
 // settleAndReport settles d and reports dec with, for a requeue, the wait
 // actually applied as its RetryAfter.
 func settleAndReport(ctx context.Context, d *amqp.Delivery, dec consume.Decision, cfg *Config) (consume.Decision, error) {
-	wait, err := settle(ctx, d, dec, maxRequeueDelay(cfg), shutdownWait(cfg), true)
+	p := policy(cfg)
+	wait, err := settle(ctx, d, dec, p.Limit, p.ShutdownWait(), true)
 	if dec.Action == consume.RetryLater && d != nil {
 		dec.RetryAfter = wait
 	}
@@ -251,23 +251,6 @@ func report(cfg *Config, d *amqp.Delivery, dec consume.Decision, ackErr error) {
 	}
 	defer func() { _ = recover() }()
 	cfg.OnDecision(d, dec, ackErr)
-}
-
-// shutdownWait is the wait of a requeue once Process's context is cancelled:
-// the first delivery's backoff, at most MaxShutdownWait.
-func shutdownWait(cfg *Config) time.Duration {
-	base := DefaultRequeueBackoff
-	if cfg != nil && cfg.RequeueBackoff != 0 {
-		base = cfg.RequeueBackoff
-	}
-	return min(redelivery.Backoff(base, maxRequeueDelay(cfg), 1), MaxShutdownWait)
-}
-
-func maxRequeueDelay(cfg *Config) time.Duration {
-	if cfg != nil && cfg.MaxRequeueDelay != 0 {
-		return cfg.MaxRequeueDelay
-	}
-	return DefaultMaxRequeueDelay
 }
 
 func decide(ctx context.Context, scope once.Scope, d *amqp.Delivery, h Handler, cfg *Config) consume.Decision {

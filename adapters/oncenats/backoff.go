@@ -2,8 +2,6 @@ package oncenats
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -21,57 +19,22 @@ const (
 	DefaultMaxRetryBackoff = time.Minute
 )
 
-// pace applies the delivery limit and the backoff of cfg to d, the
-// decision for msg's delivery: a handler that failed (error or panic) on
-// the MaxDeliveries-th delivery dead-letters the message; an in-progress
-// key waits the owner's lease left (a held key the hold's, at most
-// consume.HeldRedelivery), at most MaxRetryBackoff; a shutdown waits RetryBackoff
-// (nothing failed); a store outage waits consume.StoreRetryAfter doubled per
-// earlier delivery, and a RetryLater without a hint RetryBackoff doubled
-// per earlier delivery, both at most MaxRetryBackoff. A ReasonCanceled
-// whose ctx is past its deadline (a per-message timeout) is no shutdown:
-// it is a handler failure, backed off and limited as one. The decision's
-// RetryAfter is the delay of the Nak.
+// pace applies the redelivery policy of cfg to d, the decision for msg's
+// delivery: RetryBackoff doubled per delivery (JetStream's NumDelivered),
+// every wait at most MaxRetryBackoff, and MaxDeliveries (see
+// redelivery.Policy.Pace). The decision's RetryAfter is the delay of the
+// Nak.
 func pace(ctx context.Context, msg jetstream.Msg, d consume.Decision, cfg *Config) consume.Decision {
-	if d.Action != consume.RetryLater || msg == nil {
+	if msg == nil {
 		return d
 	}
-	var c Config
+	p := redelivery.Policy{Adapter: "oncenats", Backoff: DefaultRetryBackoff, Limit: DefaultMaxRetryBackoff}
 	if cfg != nil {
-		c = *cfg
+		p.Backoff = orDefault(cfg.RetryBackoff, DefaultRetryBackoff)
+		p.Limit = orDefault(cfg.MaxRetryBackoff, DefaultMaxRetryBackoff)
+		p.MaxDeliveries = cfg.MaxDeliveries
 	}
-	n := deliveries(msg)
-	timedOut := d.Reason == consume.ReasonCanceled && ctx != nil && errors.Is(ctx.Err(), context.DeadlineExceeded)
-	if c.MaxDeliveries > 0 && n >= uint64(c.MaxDeliveries) && (d.Reason == consume.ReasonHandlerError || timedOut) {
-		return consume.Decision{Action: consume.DeadLetter, Reason: consume.ReasonExhausted,
-			Err: fmt.Errorf("oncenats: delivery %d of at most %d, %s: %w", n, c.MaxDeliveries, d.Reason, d.Err)}
-	}
-	limit := orDefault(c.MaxRetryBackoff, DefaultMaxRetryBackoff)
-	switch {
-	case d.Reason == consume.ReasonCanceled && !timedOut:
-		// A shutdown: nothing failed, so no backoff by the delivery count
-		// (it would park the message up to MaxRetryBackoff during a
-		// rolling restart); the first delivery's wait, so that a consumer
-		// whose context ended but which still receives does not spin.
-		d.RetryAfter = redelivery.Backoff(orDefault(c.RetryBackoff, DefaultRetryBackoff), limit, 1)
-	case d.Reason == consume.ReasonInProgress:
-		// Every Nak spends a delivery: wait out the owner's lease (or the
-		// hold), not the core's one-second hint, but at most
-		// MaxRetryBackoff: a Nak-ed message stays pending (it counts
-		// toward the consumer's MaxAckPending) until it is redelivered,
-		// and a long lease would park a duplicate for all of it.
-		d.RetryAfter = redelivery.InProgressWait(d)
-		if limit > 0 {
-			d.RetryAfter = min(d.RetryAfter, limit)
-		}
-	case d.Reason == consume.ReasonStoreDown:
-		// A store outage may last: back off from StoreRetryAfter per
-		// delivery, at most MaxRetryBackoff.
-		d.RetryAfter = redelivery.Backoff(max(d.RetryAfter, consume.StoreRetryAfter), limit, n)
-	case d.RetryAfter == 0:
-		d.RetryAfter = redelivery.Backoff(orDefault(c.RetryBackoff, DefaultRetryBackoff), limit, n)
-	}
-	return d
+	return p.Pace(ctx, d, deliveries(msg))
 }
 
 // deliveries is JetStream's delivery count of msg (1 on the first

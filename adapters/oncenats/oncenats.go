@@ -56,9 +56,9 @@ type Config struct {
 	// MaxRetryBackoff), whatever the delivery count, so that another
 	// consumer takes the message soon; a context past its deadline is
 	// backed off as a handler error.
-	// MaxRetryBackoff also bounds the Nak delay of a store outage,
-	// consume.StoreRetryAfter doubled per delivery, and of a key in progress
-	// elsewhere, the owner's lease left. Defaults to DefaultRetryBackoff
+	// MaxRetryBackoff bounds every Nak delay: a store outage's,
+	// consume.StoreRetryAfter doubled per delivery, a key in progress
+	// elsewhere's, the owner's lease left, and a decision's hint. Defaults to DefaultRetryBackoff
 	// and DefaultMaxRetryBackoff; a negative value Naks at once (a
 	// negative MaxRetryBackoff leaves an in-progress key's delay uncapped).
 	RetryBackoff    time.Duration

@@ -312,6 +312,7 @@ func Middleware(scope once.Scope, cfg *Config) message.HandlerMiddleware {
 		c.OnDecision = cfg.OnDecision
 	}
 	fails := &failures{}
+	limit := redelivery.Policy{Adapter: "oncewatermill", MaxDeliveries: c.MaxDeliveries, Counted: "handler failure"}
 	return func(h message.HandlerFunc) message.HandlerFunc {
 		return func(msg *message.Message) ([]*message.Message, error) {
 			produced, d, key := run(scope, msg, h, c)
@@ -325,11 +326,8 @@ func Middleware(scope once.Scope, cfg *Config) message.HandlerMiddleware {
 				notify(c.OnDecision, msg, d)
 				return produced, nil
 			}
-			if handlerFailure(msg, d) {
-				if n := fails.handlerFailed(id); c.MaxDeliveries > 0 && n >= uint64(c.MaxDeliveries) {
-					d = consume.Decision{Action: consume.DeadLetter, Reason: consume.ReasonExhausted,
-						Err: fmt.Errorf("oncewatermill: handler failure %d of at most %d, %s: %w", n, c.MaxDeliveries, d.Reason, d.Err)}
-				}
+			if redelivery.HandlerFailed(msg.Context(), d) {
+				d, _ = limit.Exhausted(msg.Context(), d, fails.handlerFailed(id))
 			}
 			wait := c.wait(d, fails.add(id, d.Action == consume.DeadLetter))
 			if errors.Is(msg.Context().Err(), context.Canceled) {
@@ -345,22 +343,6 @@ func Middleware(scope once.Scope, cfg *Config) message.HandlerMiddleware {
 			}
 			return nil, &RetryError{Decision: d}
 		}
-	}
-}
-
-// handlerFailure reports a decision that counts toward MaxDeliveries: the
-// handler returned a retryable error or panicked, or failed at the
-// deadline of a middleware.Timeout placed outside the middleware (the
-// core answers consume.ReasonCanceled for any ended context; a router's
-// shutdown cancels, it sets no deadline).
-func handlerFailure(msg *message.Message, d consume.Decision) bool {
-	switch d.Reason {
-	case consume.ReasonHandlerError:
-		return true
-	case consume.ReasonCanceled:
-		return errors.Is(msg.Context().Err(), context.DeadlineExceeded)
-	default:
-		return false
 	}
 }
 
