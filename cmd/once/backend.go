@@ -2,18 +2,22 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"strings"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/mysqlstore"
 	"github.com/stagedoor/once/backends/postgres"
 	"github.com/stagedoor/once/backends/redisstore"
+	"github.com/stagedoor/once/backends/sqlitestore"
 )
 
 // go-redis logs dial failures with the driver's raw messages on the
@@ -30,26 +34,47 @@ type kind uint8
 const (
 	kindPostgres kind = iota + 1
 	kindRedis
+	kindMySQL
+	kindSQLite
 )
 
+// sql reports a store with a records table: PostgreSQL, MariaDB/MySQL or
+// SQLite.
+func (k kind) sql() bool { return k != kindRedis }
+
+// storeFlags are the flags that select a store, one of which a command
+// line gives (or else $ONCE_POSTGRES_URL).
+var storeFlags = []string{"postgres", "mysql", "sqlite", "redis", "redis-cluster"}
+
 // selectBackend decides the store from the flags, without contacting it:
-// exactly one of --postgres, --redis, --redis-cluster, or else
-// $ONCE_POSTGRES_URL. A store flag counts as given when it is on the
+// exactly one of --postgres, --mysql, --sqlite, --redis, --redis-cluster,
+// or else $ONCE_POSTGRES_URL. A store flag counts as given when it is on the
 // command line, whatever its value: an empty one (--redis "$UNSET") is a
 // usage error, never a fall back to $ONCE_POSTGRES_URL. Schema and table
 // names are checked here too.
 func (c *cli) selectBackend() (kind, error) {
 	n := 0
-	for _, name := range []string{"postgres", "redis", "redis-cluster"} {
+	for _, name := range storeFlags {
 		if c.given[name] {
 			n++
 		}
 	}
 	switch {
 	case n > 1:
-		return 0, usagef("choose one store: --postgres, --redis or --redis-cluster")
+		return 0, usagef("choose one store: --postgres, --mysql, --sqlite, --redis or --redis-cluster")
 	case c.given["postgres"] && c.Postgres == "":
 		return 0, usagef("--postgres is empty: give a URL (an unset shell variable?)")
+	case c.given["mysql"] && c.MySQL == "":
+		return 0, usagef("--mysql is empty: give a DSN (an unset shell variable?)")
+	case c.given["sqlite"] && c.SQLite == "":
+		return 0, usagef("--sqlite is empty: give the database file (an unset shell variable?)")
+	case c.given["mysql"]:
+		if _, err := mysqlstore.New(nil, c.mysqlConfig()); err != nil {
+			return 0, usage(err) // a *mysqlstore.IdentifierError
+		}
+		return kindMySQL, nil
+	case c.given["sqlite"]:
+		return kindSQLite, nil
 	case c.given["redis"] && c.Redis == "":
 		return 0, usagef("--redis is empty: give host:port or a redis:// URL (an unset shell variable?)")
 	case c.given["redis-cluster"]:
@@ -70,7 +95,7 @@ func (c *cli) selectBackend() (kind, error) {
 	case !c.given["postgres"]:
 		c.Postgres = os.Getenv("ONCE_POSTGRES_URL")
 		if c.Postgres == "" {
-			return 0, usagef("no store: give --postgres URL (or set ONCE_POSTGRES_URL), --redis ADDR or --redis-cluster ADDRS")
+			return 0, usagef("no store: give --postgres URL (or set ONCE_POSTGRES_URL), --mysql DSN, --sqlite FILE, --redis ADDR or --redis-cluster ADDRS")
 		}
 	}
 	if _, err := postgres.New(nil, c.pgConfig()); err != nil {
@@ -98,7 +123,33 @@ func (c *cli) redisOptions() (*redis.Options, error) {
 }
 
 func (c *cli) pgConfig() *postgres.Config {
-	return &postgres.Config{Schema: c.Schema, Table: c.Table}
+	return &postgres.Config{Schema: c.Schema, Table: c.Table, SweepBatchSize: c.sweepBatch}
+}
+
+func (c *cli) mysqlConfig() *mysqlstore.Config {
+	return &mysqlstore.Config{Table: c.Table, SweepBatchSize: c.sweepBatch}
+}
+
+func (c *cli) sqliteConfig() *sqlitestore.Config {
+	return &sqlitestore.Config{Table: c.Table, SweepBatchSize: c.sweepBatch}
+}
+
+// tableName is the records table of a SQL store k, quoted as its
+// dialect quotes it, for output.
+func (c *cli) tableName(k kind) string {
+	switch k {
+	case kindMySQL:
+		return "`" + c.Table + "`"
+	case kindSQLite:
+		return `"` + c.Table + `"`
+	}
+	return pgTable(c)
+}
+
+// sqlStore is what migrate and sweep need of a SQL store.
+type sqlStore interface {
+	Migrate(ctx context.Context) error
+	Sweep(ctx context.Context) (int64, error)
 }
 
 // conn is an open store; Close releases its pool or client.
@@ -106,17 +157,29 @@ type conn struct {
 	kind  kind
 	store backends.Store
 	admin backends.Admin
+	sql   sqlStore // a SQL store's
 
 	pool *pgxpool.Pool         // kindPostgres
 	pg   *postgres.Store       // kindPostgres
 	rdb  redis.UniversalClient // kindRedis
 	rs   *redisstore.Store     // kindRedis
+	db   *sql.DB               // kindMySQL
+	my   *mysqlstore.Store     // kindMySQL
+	lite *sqlitestore.Store    // kindSQLite
 }
 
 // open connects to the store the flags select. A Redis store is contacted
-// (redisstore.New loads its scripts); a PostgreSQL pool connects lazily.
+// (redisstore.New loads its scripts); a PostgreSQL pool and a MariaDB/MySQL
+// pool connect lazily; a SQLite file must exist (migrate excepted, which
+// creates it).
 func (e *env) open(ctx context.Context, k kind) (*conn, error) {
 	c := e.cli
+	switch k {
+	case kindMySQL:
+		return c.openMySQL()
+	case kindSQLite:
+		return c.openSQLite()
+	}
 	if k == kindPostgres {
 		cfg, err := pgxpool.ParseConfig(c.Postgres)
 		if err != nil {
@@ -133,7 +196,7 @@ func (e *env) open(ctx context.Context, k kind) (*conn, error) {
 			pool.Close()
 			return nil, usage(err)
 		}
-		return &conn{kind: k, store: pg, admin: pg, pool: pool, pg: pg}, nil
+		return &conn{kind: k, store: pg, admin: pg, sql: pg, pool: pool, pg: pg}, nil
 	}
 	var rdb redis.UniversalClient
 	var addr string
@@ -202,6 +265,51 @@ func (c *conn) Close() {
 	if c.rdb != nil {
 		_ = c.rdb.Close()
 	}
+	if c.my != nil {
+		_ = c.my.Close()
+	}
+	if c.db != nil {
+		_ = c.db.Close()
+	}
+	if c.lite != nil {
+		_ = c.lite.Close()
+	}
+}
+
+// openMySQL opens a pool on --mysql's DSN (go-sql-driver/mysql form).
+func (c *cli) openMySQL() (*conn, error) {
+	cfg, err := mysql.ParseDSN(c.MySQL)
+	if err != nil {
+		// The parser's message can quote the DSN, password included.
+		return nil, usagef("invalid --mysql DSN (expected user:password@tcp(host:port)/db?options)")
+	}
+	connector, err := mysql.NewConnector(cfg)
+	if err != nil {
+		return nil, usagef("invalid --mysql DSN (expected user:password@tcp(host:port)/db?options)")
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(2)
+	my, err := mysqlstore.New(db, c.mysqlConfig())
+	if err != nil {
+		_ = db.Close()
+		return nil, usage(err)
+	}
+	return &conn{kind: kindMySQL, store: my, admin: my, sql: my, db: db, my: my}, nil
+}
+
+// openSQLite opens --sqlite's file, which must exist unless create (the
+// file of a migrate).
+func (c *cli) openSQLite() (*conn, error) {
+	if !c.createFile {
+		if _, err := os.Stat(c.SQLite); err != nil {
+			return nil, fmt.Errorf("no SQLite database at %s: %w (once migrate creates one)", quoteText(c.SQLite), errors.Unwrap(err))
+		}
+	}
+	lite, err := sqlitestore.New(c.SQLite, c.sqliteConfig())
+	if err != nil {
+		return nil, usage(err)
+	}
+	return &conn{kind: kindSQLite, store: lite, admin: lite, sql: lite, lite: lite}, nil
 }
 
 // connect opens the store of kind k under the command's timeout. done

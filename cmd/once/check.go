@@ -12,9 +12,9 @@ type checkCmd struct{}
 
 // checkResult is what check prints, on success and on a finding.
 type checkResult struct {
-	Store string `json:"store"` // "postgres" or "redis"
+	Store string `json:"store"` // "postgres", "mysql", "sqlite" or "redis"
 	OK    bool   `json:"ok"`
-	// Postgres.
+	// The SQL stores (Version and LatestVersion: PostgreSQL's).
 	Table         string `json:"table,omitempty"`
 	Version       *int   `json:"migration_version,omitempty"`
 	LatestVersion int    `json:"latest_version,omitempty"`
@@ -37,10 +37,13 @@ func (ch *checkCmd) Run(e *env) error {
 	}
 	defer done()
 	var res checkResult
-	if k == kindRedis {
+	switch k {
+	case kindRedis:
 		res, err = checkRedis(e, c)
-	} else {
+	case kindPostgres:
 		res, err = checkPostgres(e, c)
+	default:
+		res, err = checkSQL(e, c, k)
 	}
 	if err != nil {
 		return err
@@ -59,8 +62,11 @@ func (ch *checkCmd) Run(e *env) error {
 }
 
 func (r checkResult) summary() string {
-	if r.Store == "redis" {
+	switch r.Store {
+	case "redis":
 		return "redis: reachable; maxmemory-policy is noeviction on every primary"
+	case "mysql", "sqlite":
+		return fmt.Sprintf("%s: reachable; %s readable", r.Store, quoteText(r.Table))
 	}
 	return fmt.Sprintf("postgres: reachable; %s at migration version %d (latest %d)", quoteText(r.Table), *r.Version, r.LatestVersion)
 }
@@ -88,12 +94,28 @@ func evictionProblem(pe *redisstore.EvictionPolicyError) string {
 	return fmt.Sprintf("redis %s has maxmemory-policy %q: records can be evicted under memory pressure, and an evicted key runs again; set it to noeviction", quoteText(pe.Addr), pe.Policy)
 }
 
+// checkSQL reads a probe key of a MariaDB/MySQL or SQLite store: the
+// server (or file) answers and the table exists.
+func checkSQL(e *env, c *conn, k kind) (checkResult, error) {
+	ctx, cancel := e.bounded()
+	defer cancel()
+	res := checkResult{Store: "mysql", OK: true, Table: e.cli.tableName(k)}
+	if k == kindSQLite {
+		res.Store = "sqlite"
+	}
+	if _, err := c.admin.Get(ctx, "once-cli", "check"); err != nil {
+		res.OK = false
+		res.Problem = fmt.Sprintf("%s: %s cannot be read (%v); run once migrate if it does not exist", res.Store, quoteText(res.Table), err)
+	}
+	return res, nil
+}
+
 // checkPostgres reads a probe key (connectivity, and the table exists) and
 // the migration version.
 func checkPostgres(e *env, c *conn) (checkResult, error) {
 	ctx, cancel := e.bounded()
 	defer cancel()
-	res := checkResult{Store: "postgres", OK: true, Table: pgTable(e.cli), LatestVersion: latestMigration()}
+	res := checkResult{Store: "postgres", OK: true, Table: pgTable(e.cli), LatestVersion: latestMigration(postgres.Migrations())}
 	_, err := c.pg.Get(ctx, "once-cli", "check")
 	var pe *postgres.Error
 	if errors.As(err, &pe) && pe.Code == postgres.CodeUndefinedTable {

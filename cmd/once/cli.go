@@ -10,17 +10,19 @@ import (
 
 // cli is the command line: global flags, then one subcommand.
 type cli struct {
-	Postgres     string        `placeholder:"URL" help:"PostgreSQL connection URL (default: $ONCE_POSTGRES_URL when no Redis flag is given)."`
+	Postgres     string        `placeholder:"URL" help:"PostgreSQL connection URL (default: $ONCE_POSTGRES_URL when no other store flag is given)."`
+	MySQL        string        `name:"mysql" placeholder:"DSN" help:"MariaDB/MySQL DSN: user:password@tcp(host:port)/db."`
+	SQLite       string        `name:"sqlite" placeholder:"FILE" help:"SQLite database file."`
 	Schema       string        `default:"public" help:"PostgreSQL schema of the records table."`
-	Table        string        `default:"once_records" help:"PostgreSQL records table."`
+	Table        string        `default:"once_records" help:"Records table (PostgreSQL, MariaDB/MySQL, SQLite)."`
 	Redis        string        `placeholder:"ADDR" help:"Redis node: host:port, or a redis:// (rediss:// for TLS) URL with user, password and db."`
 	RedisCluster []string      `name:"redis-cluster" sep:"," placeholder:"ADDRS" help:"Comma-separated seed addresses of a Redis Cluster."`
 	Prefix       string        `default:"once:" help:"Redis key prefix of the records."`
 	JSON         bool          `name:"json" help:"Print machine-readable JSON instead of text."`
 	Timeout      time.Duration `default:"30s" help:"Time limit of the command (not of sweep --loop as a whole); 0: none."`
 
-	Migrate migrateCmd `cmd:"" help:"Create or upgrade the PostgreSQL records table."`
-	Sweep   sweepCmd   `cmd:"" help:"Delete expired PostgreSQL rows in batches, once or in a loop."`
+	Migrate migrateCmd `cmd:"" help:"Create or upgrade the records table (PostgreSQL, MariaDB/MySQL, SQLite)."`
+	Sweep   sweepCmd   `cmd:"" help:"Delete expired rows of a SQL store in batches, once or in a loop."`
 	Get     getCmd     `cmd:"" help:"Show the record of a key: state, fingerprint, lease, expiry, outcome."`
 	Delete  deleteCmd  `cmd:"" help:"Delete the record of a key so the next call is a new intent."`
 	Resolve resolveCmd `cmd:"" help:"Store the outcome of a held or unrecorded key (once.Resolve)."`
@@ -31,6 +33,11 @@ type cli struct {
 	// given holds the names of the flags on the command line (an empty
 	// value included), as kong reports them.
 	given map[string]bool
+	// sweepBatch is sweep's --batch, for the store's Config (0: the
+	// store's default).
+	sweepBatch int
+	// createFile lets a SQLite file be created (migrate).
+	createFile bool
 }
 
 // env is what every command's Run receives.

@@ -1,7 +1,7 @@
 // Command once is the operator's tool for the records of
-// github.com/stagedoor/once in PostgreSQL or Redis: migrate the table,
-// sweep expired rows, inspect, delete or resolve one key, and check the
-// store's configuration.
+// github.com/stagedoor/once in PostgreSQL, MariaDB/MySQL, SQLite or Redis:
+// migrate the table, sweep expired rows, inspect, delete or resolve one
+// key, and check the store's configuration.
 //
 // Exit status: 0 on success, 1 when the command failed (the store was
 // unreachable, the key was already completed, a check found a problem), 2

@@ -11,16 +11,15 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/stagedoor/once/backends/postgres"
 )
 
 // pgTable is the quoted, schema-qualified records table of the flags.
 func pgTable(c *cli) string { return pgx.Identifier{c.Schema, c.Table}.Sanitize() }
 
-// latestMigration is the highest version among the embedded migrations.
-func latestMigration() int {
-	names, _ := fs.Glob(postgres.Migrations(), "*.up.sql")
+// latestMigration is the highest version among the embedded migrations
+// of files (a store's Migrations()).
+func latestMigration(files fs.FS) int {
+	names, _ := fs.Glob(files, "*.up.sql")
 	latest := 0
 	for _, n := range names {
 		num, _, _ := strings.Cut(n, "_")

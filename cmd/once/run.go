@@ -42,7 +42,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (code int
 	}()
 	parser, err := kong.New(&c,
 		kong.Name("once"),
-		kong.Description("Operate the records of github.com/stagedoor/once in PostgreSQL or Redis."),
+		kong.Description("Operate the records of github.com/stagedoor/once in PostgreSQL, MariaDB/MySQL, SQLite or Redis."),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(code int) { panic(exitRequest{code}) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),

@@ -33,6 +33,10 @@ func TestEmptyStoreFlag(t *testing.T) {
 		{[]string{"--postgres", ""}, "--postgres is empty"},
 		{[]string{"--postgres", "", "--redis", ""}, "choose one store"},
 		{[]string{"--postgres", p.url, "--redis", ""}, "choose one store"},
+		{[]string{"--mysql", ""}, "--mysql is empty"},
+		{[]string{"--sqlite", ""}, "--sqlite is empty"},
+		{[]string{"--mysql", "root@tcp(127.0.0.1:1)/x", "--sqlite", "x.db"}, "choose one store"},
+		{[]string{"--mysql", "root@tcp(127.0.0.1:1)/x", "--table", "Bad-Name"}, "invalid"},
 	} {
 		args := append(append(append([]string{}, c.args...), "--schema", p.schema), "delete", "--yes", "s", "k")
 		res := runCLI(t, args...)
@@ -67,4 +71,14 @@ func TestRedisCredentials(t *testing.T) {
 	res := runCLI(t, "--redis", "redis://admin:hunter2@127.0.0.1:1", "get", "s", "k")
 	assert.Equal(t, exitFailure, res.code, "%s", res)
 	assert.Contains(t, res.stderr, "once/redisstore: ")
+}
+
+// TestMySQLCredentials: no error echoes the password of a --mysql DSN,
+// well-formed or not.
+func TestMySQLCredentials(t *testing.T) {
+	for _, dsn := range []string{"root:hunter2@tcp(127.0.0.1:1)/test", "root:hunter2@bad(", "root:hunter2@tcp(127.0.0.1:1)/test?nosuchparam=%zz"} {
+		res := runCLI(t, "--mysql", dsn, "get", "s", "k")
+		assert.NotEqual(t, exitOK, res.code, "%s", res)
+		assert.NotContains(t, res.stderr+res.stdout, "hunter2", "%q", dsn)
+	}
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"time"
-
-	"github.com/stagedoor/once/backends/postgres"
 )
 
 type sweepCmd struct {
@@ -26,29 +24,24 @@ func (s *sweepCmd) Run(e *env) error {
 		return err
 	}
 	switch {
-	case k != kindPostgres:
-		return usagef("sweep is for PostgreSQL; Redis expires records by itself")
+	case !k.sql():
+		return usagef("sweep is for the SQL stores; Redis expires records by itself")
 	case s.Batch <= 0:
 		return usagef("--batch must be positive")
 	case s.Loop < 0:
 		return usagef("--loop must be positive")
 	}
+	e.cli.sweepBatch = s.Batch
 	c, err := e.open(e.ctx, k)
 	if err != nil {
 		return err
 	}
 	defer c.Close()
-	table := pgTable(e.cli)
-	cfg := e.cli.pgConfig()
-	cfg.SweepBatchSize = s.Batch
-	pg, err := postgres.New(c.pool, cfg)
-	if err != nil {
-		return err
-	}
+	table := e.cli.tableName(k)
 	sweep := func() (int64, error) {
 		ctx, cancel := e.bounded()
 		defer cancel()
-		return pg.Sweep(ctx)
+		return c.sql.Sweep(ctx)
 	}
 	if s.Loop == 0 {
 		n, err := sweep()
