@@ -198,7 +198,7 @@ func exerciseClaim(t *testing.T, newStore NewStore) {
 			key := "huge" + string(rune('a'+i))
 			owner := Token()
 			e.mustClaim(key, owner, nil, d, longRetention)
-			e.mustClaim(key+"-renewed", owner, nil, shortLease, time.Millisecond)
+			e.mustClaim(key+"-renewed", owner, nil, longLease, time.Millisecond) // the renewal, not this lease, must make it huge; a short one could lapse first on a loaded machine
 			require.True(e.t, e.renew(key+"-renewed", owner, d))
 		}
 		tiny := []time.Duration{time.Nanosecond, time.Microsecond, time.Millisecond, time.Millisecond + time.Nanosecond}
