@@ -179,3 +179,21 @@ free_port() {
 
 # redact hides the password of a URL for logs.
 redact() { sed -E 's#(://[^:/@]*:)[^@/]*@#\1***@#' <<<"$1"; }
+
+# --- tools -------------------------------------------------------------------
+
+# ensure_staticcheck VERSION sets STATICCHECK to a staticcheck of VERSION:
+# the one on PATH when it is that version; else one built into
+# ~/.cache/once-tools/staticcheck-VERSION, once, and reused by later runs.
+ensure_staticcheck() {
+  local v=$1 dir
+  if command -v staticcheck >/dev/null 2>&1 && staticcheck -version 2>/dev/null | grep -qF "(${v#v})"; then
+    STATICCHECK=$(command -v staticcheck)
+    return 0
+  fi
+  dir="${XDG_CACHE_HOME:-$HOME/.cache}/once-tools/staticcheck-$v"
+  STATICCHECK=$dir/staticcheck
+  if [ -x "$STATICCHECK" ] && "$STATICCHECK" -version 2>/dev/null | grep -qF "(${v#v})"; then return 0; fi
+  log "installing staticcheck $v into $dir (go install honnef.co/go/tools/cmd/staticcheck@$v), for the staticcheck phase"
+  GOBIN=$dir GOWORK=off go install "honnef.co/go/tools/cmd/staticcheck@$v"
+}
