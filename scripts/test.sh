@@ -39,6 +39,9 @@ trap finish EXIT
 trap 'exit 130' INT TERM # so that finish stops what was started
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/once-test.XXXXXX")
+# The run leaves the checkout as it found it (checked at the end): no file
+# of the repository is changed or added by a build, a test or a tool.
+GIT_STATUS_BEFORE=$(git status --porcelain --untracked-files=all 2>/dev/null || true)
 on_exit "rm -rf $(printf %q "$WORK")"
 
 # Every module of the repository, as ./dir (./ for the core), and the
@@ -157,6 +160,12 @@ for schema in $(comm -13 <(printf '%s\n' "$PG_SCHEMAS_BEFORE") <(pg_once_schemas
   log "dropped the empty schema $schema the tests made"
 done
 [ "$(pg_once_schemas)" = "$PG_SCHEMAS_BEFORE" ] || die "the once* schemas differ from those found at the start"
+
+phase_begin "check: the checkout is as the run found it (git status)"
+GIT_STATUS_AFTER=$(git status --porcelain --untracked-files=all 2>/dev/null || true)
+[ "$GIT_STATUS_AFTER" = "$GIT_STATUS_BEFORE" ] || die "the run changed the checkout (git status before and after):
+$(diff <(echo "$GIT_STATUS_BEFORE") <(echo "$GIT_STATUS_AFTER") || true)
+$(git diff 2>/dev/null | head -n 40 || true)"
 
 phase_begin "stop the servers this script started"
 run_cleanups
