@@ -55,7 +55,7 @@ in_module() { # in_module DIR CMD...: CMD in DIR, with the module's own go.mod o
 phase_begin "install: Go, gcc"
 ensure_go
 # -race needs cgo, hence a C compiler.
-command -v gcc >/dev/null 2>&1 || apt_install gcc libc6-dev
+command -v gcc >/dev/null 2>&1 || apt_install "a C compiler: go test -race needs cgo" gcc libc6-dev
 go version >&2
 mapfile -t ALL_PKGS < <(go list -m -f '{{.Path}}/...')
 
@@ -85,7 +85,7 @@ phase_begin "check: gofmt, shellcheck; every module in go.work, tidy, at the wor
 mapfile -t gofiles < <(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 unformatted=$(gofmt -l "${gofiles[@]}")
 [ -z "$unformatted" ] || die "gofmt needed: $unformatted"
-command -v shellcheck >/dev/null 2>&1 || apt_install shellcheck
+command -v shellcheck >/dev/null 2>&1 || apt_install "shellcheck, to check scripts/*.sh and .ci/run" shellcheck
 shellcheck -x -S warning scripts/*.sh .ci/run
 want=$(for m in "${MODULES[@]}"; do (cd "$m" && pwd); done | sort)
 have=$(go list -m -f '{{.Dir}}' | sort)
