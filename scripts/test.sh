@@ -126,6 +126,12 @@ scripts/check-lean-core.sh
 phase_begin "check: the set-up leaves a password-protected PostgreSQL unchanged"
 scripts/check-setup-pg.sh
 
+# Guards: a release works as a user's go command will see it: every module
+# tagged by scripts/release.sh in a scratch clone, served by a file GOPROXY,
+# fetched with go get and built by a new module without replace or network,
+# and cmd/once installed with go install …@tag.
+phase_begin "check: the release rehearsal (scripts/check-release.sh)"
+scripts/check-release.sh
 
 # Guards: every test of every module, with its own go.mod only, under the
 # race detector and in shuffled order, against the real servers. The bench
