@@ -18,10 +18,17 @@ as_root() {
   if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
 }
 
+# apt_install WHY PACKAGE...: installs Debian packages, saying first which
+# and why. It tries the package lists the machine has, and runs apt-get
+# update (saying so) only when that fails.
 APT_UPDATED=0
 apt_install() {
-  log "installing with apt: $*"
+  local why=$1
+  shift
+  log "installing with apt-get: $* ($why)"
+  if as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null 2>&1; then return 0; fi
   if [ "$APT_UPDATED" = 0 ]; then
+    log "apt-get update: the package lists are missing or out of date"
     as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq
     APT_UPDATED=1
   fi
@@ -40,7 +47,7 @@ ensure_go() {
   [ -x /usr/local/go/bin/go ] && export PATH="/usr/local/go/bin:$PATH"
   [ -x "$HOME/.local/go/bin/go" ] && export PATH="$HOME/.local/go/bin:$PATH"
   go_ok && return 0
-  command -v curl >/dev/null 2>&1 && command -v unzip >/dev/null 2>&1 || apt_install curl unzip ca-certificates
+  command -v curl >/dev/null 2>&1 && command -v unzip >/dev/null 2>&1 || apt_install "to download Go ${GO_VERSION}, which is missing" curl unzip ca-certificates
   local arch
   case "$(uname -m)" in
     x86_64) arch=amd64 ;; aarch64|arm64) arch=arm64 ;; *) arch=$(uname -m) ;;
@@ -49,7 +56,7 @@ ensure_go() {
   local url="https://proxy.golang.org/golang.org/toolchain/@v/v0.0.1-go${GO_VERSION}.linux-${arch}.zip"
   local tmp
   tmp=$(mktemp -d)
-  log "installing Go ${GO_VERSION} from ${url}"
+  log "installing Go ${GO_VERSION} into $HOME/.local/go (go is missing or older than 1.21), from ${url}"
   curl -fsSL -o "$tmp/go.zip" "$url"
   unzip -q "$tmp/go.zip" -d "$tmp"
   mkdir -p "$HOME/.local"
@@ -179,3 +186,21 @@ free_port() {
 
 # redact hides the password of a URL for logs.
 redact() { sed -E 's#(://[^:/@]*:)[^@/]*@#\1***@#' <<<"$1"; }
+
+# --- tools -------------------------------------------------------------------
+
+# ensure_staticcheck VERSION sets STATICCHECK to a staticcheck of VERSION:
+# the one on PATH when it is that version; else one built into
+# ~/.cache/once-tools/staticcheck-VERSION, once, and reused by later runs.
+ensure_staticcheck() {
+  local v=$1 dir
+  if command -v staticcheck >/dev/null 2>&1 && staticcheck -version 2>/dev/null | grep -qF "(${v#v})"; then
+    STATICCHECK=$(command -v staticcheck)
+    return 0
+  fi
+  dir="${XDG_CACHE_HOME:-$HOME/.cache}/once-tools/staticcheck-$v"
+  STATICCHECK=$dir/staticcheck
+  if [ -x "$STATICCHECK" ] && "$STATICCHECK" -version 2>/dev/null | grep -qF "(${v#v})"; then return 0; fi
+  log "installing staticcheck $v into $dir (go install honnef.co/go/tools/cmd/staticcheck@$v), for the staticcheck phase"
+  GOBIN=$dir GOWORK=off go install "honnef.co/go/tools/cmd/staticcheck@$v"
+}

@@ -40,7 +40,7 @@ start_own_postgres() {
   local auth=$1 password=${2:-} bin dir port
   bin=$(pg_bindir)
   if [ -z "$bin" ] || [ ! -x "$bin/initdb" ]; then
-    apt_install postgresql postgresql-client
+    apt_install "no PostgreSQL answers and none is installed: the tests start one of their own" postgresql postgresql-client
     bin=$(pg_bindir)
   fi
   [ -x "$bin/initdb" ] || die "no initdb found after installing postgresql"
@@ -81,7 +81,7 @@ stop_own_postgres() {
 # local server as is when database test answers with the default URL; else
 # a PostgreSQL of our own.
 ensure_postgres() {
-  command -v psql >/dev/null 2>&1 || apt_install postgresql-client
+  command -v psql >/dev/null 2>&1 || apt_install "psql, to reach PostgreSQL for the tests' set-up and clean-up" postgresql-client
   if [ -n "${ONCE_POSTGRES_URL:-}" ]; then
     pg_answers "$ONCE_POSTGRES_URL" || die "PostgreSQL at ONCE_POSTGRES_URL ($(redact "$ONCE_POSTGRES_URL")) does not answer"
     log "PostgreSQL: ONCE_POSTGRES_URL as given ($(redact "$ONCE_POSTGRES_URL"))"
@@ -100,7 +100,7 @@ ensure_postgres() {
 
 # --- Redis ---------------------------------------------------------------------
 
-need_redis() { command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 || apt_install redis-server; }
+need_redis() { command -v redis-server >/dev/null 2>&1 && command -v redis-cli >/dev/null 2>&1 || apt_install "redis-server and redis-cli, for the Redis, Redis Cluster and Sentinel tests" redis-server; }
 
 redis_answers() { # host:port
   redis-cli -h "${1%:*}" -p "${1##*:}" ping 2>/dev/null | grep -q PONG
@@ -200,7 +200,7 @@ start_system_service() {
 ensure_mariadb() {
   if [ -n "${ONCE_MYSQL_DSN:-}" ]; then log "MariaDB: ONCE_MYSQL_DSN as given"; return 0; fi
   local fresh=0
-  [ -x /usr/sbin/mariadbd ] || { apt_install mariadb-server mariadb-client; fresh=1; }
+  [ -x /usr/sbin/mariadbd ] || { apt_install "MariaDB, for the MySQL store's tests" mariadb-server mariadb-client; fresh=1; }
   [ -d /run/mysqld ] || as_root install -d -o mysql -g mysql /run/mysqld
   start_system_service MariaDB 3306 60 "start-stop-daemon --stop --exec /usr/sbin/mariadbd" \
     as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
@@ -215,14 +215,14 @@ ensure_mariadb() {
 
 ensure_rabbitmq() {
   if [ -n "${ONCE_AMQP_URL:-}" ]; then log "RabbitMQ: ONCE_AMQP_URL as given"; return 0; fi
-  command -v rabbitmq-server >/dev/null 2>&1 || apt_install rabbitmq-server
+  command -v rabbitmq-server >/dev/null 2>&1 || apt_install "RabbitMQ, for the AMQP adapter's tests" rabbitmq-server
   start_system_service RabbitMQ 5672 120 "rabbitmqctl stop" as_root rabbitmq-server -detached
   export ONCE_AMQP_URL='amqp://guest:guest@127.0.0.1:5672/'
 }
 
 ensure_nats() {
   if [ -n "${ONCE_NATS_URL:-}" ]; then log "NATS: ONCE_NATS_URL as given"; return 0; fi
-  [ -x /usr/sbin/nats-server ] || apt_install nats-server
+  [ -x /usr/sbin/nats-server ] || apt_install "nats-server, for the NATS adapter's tests" nats-server
   [ -d /var/lib/nats-server ] || as_root mkdir -p /var/lib/nats-server
   start_system_service NATS 4222 30 "start-stop-daemon --stop --exec /usr/sbin/nats-server" \
     as_root start-stop-daemon --start --oknodo --background --exec /usr/sbin/nats-server -- \
