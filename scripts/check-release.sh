@@ -20,7 +20,10 @@ cd "$(dirname "$0")/.."
 ensure_go
 
 CORE=github.com/stagedoor/once
-TAG=v0.0.0-rehearsal
+# A tag of its own per run: Go indexes a module cache directory once, by its
+# path, so a directory of an earlier rehearsal with the same tag would be read
+# from a stale index.
+TAG=v0.0.0-rehearsal.$(date +%s)
 REPO=$(pwd)
 MODCACHE=$(go env GOMODCACHE)
 LOCAL_PROXY="file://$MODCACHE/cache/download"
