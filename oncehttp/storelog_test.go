@@ -68,7 +68,7 @@ func TestStoreFailureIsLogged(t *testing.T) {
 			require.Len(t, lines, 1)
 			require.Equal(t, "ERROR", lines[0]["level"])
 			require.Equal(t, "claim", lines[0]["op"])
-			require.Contains(t, lines[0]["error"], "run postgres.Migrate")
+			require.Contains(t, lines[0]["error"], "run Store.Migrate")
 			require.Contains(t, lines[0]["error"], "42P01")
 			if tc.lines != &defaultLog {
 				require.Empty(t, defaultLog.String(), "a configured Logger replaces slog.Default()")

@@ -31,7 +31,7 @@ func latestMigration(files fs.FS) int {
 }
 
 // migrationVersion returns the highest version applied to the flags'
-// table (from <table>_migrations, which postgres.Migrate keeps), or 0 when
+// table (from <table>_migrations, which Store.Migrate keeps), or 0 when
 // Migrate never ran.
 func migrationVersion(ctx context.Context, pool *pgxpool.Pool, c *cli) (int, error) {
 	versions := pgx.Identifier{c.Schema, c.Table + "_migrations"}.Sanitize()
