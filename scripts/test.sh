@@ -133,20 +133,23 @@ scripts/check-setup-pg.sh
 phase_begin "check: the release rehearsal (scripts/check-release.sh)"
 scripts/check-release.sh
 
-# Guards: every test of every module, with its own go.mod only, under the
-# race detector and in shuffled order, against the real servers. The bench
-# module is a measuring tool whose tests check its harness (histograms,
-# plots, a quick run); -race there would only slow what it times and
-# compile its plotting dependencies a second time, so it runs without.
-for m in "${MODULES[@]}"; do
-  if [ "$m" = ./bench ]; then
-    phase_begin "tests: $m (-shuffle=on; a tool, without -race)"
-    in_module "$m" go test -shuffle=on -count=1 -timeout 15m ./...
-    continue
-  fi
-  phase_begin "tests: $m (-race -shuffle=on)"
-  in_module "$m" go test -race -shuffle=on -count=1 -timeout 15m ./...
-done
+# Guards: every test of every module under the race detector and in
+# shuffled order, against the real servers. One invocation for all modules
+# but two, so that packages of every module share the two cores instead of
+# each module waiting for its slowest package: the checks above make the
+# workspace's build each module's own (tidy go.mod files at the workspace's
+# versions). The fault suite runs alone, as it stops and restarts servers
+# (Redis Cluster nodes among them) that other tests use. The bench module is
+# a measuring tool whose tests check its harness (histograms, plots, a quick
+# run); -race there would only slow what it times and compile its plotting
+# dependencies a second time, so it runs without.
+mapfile -t RACE_PKGS < <(for m in "${MODULES[@]}"; do case "$m" in ./faults | ./bench) ;; *) echo "$m/..." ;; esac; done)
+phase_begin "tests: every module but faults and bench (-race -shuffle=on)"
+go test -race -shuffle=on -count=1 -timeout 15m "${RACE_PKGS[@]}"
+phase_begin "tests: ./bench (-shuffle=on; a tool, without -race)"
+in_module ./bench go test -shuffle=on -count=1 -timeout 15m ./...
+phase_begin "tests: ./faults (-race -shuffle=on), alone"
+in_module ./faults go test -race -shuffle=on -count=1 -timeout 15m ./...
 
 # Guards: every benchmark runs (once, -benchtime=1x) without failing, and
 # the hot paths stay within their allocation budgets (without -race, which
