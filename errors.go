@@ -138,8 +138,7 @@ func (e *UnrecordedError) Is(target error) bool { return target == ErrOutcomeUnr
 // (WithMaxOutcomeSize). fn's value is returned once with it, and every
 // retry of the key is answered with it (fn does not run again).
 type OutcomeTooLargeError struct {
-	// Size is the encoded size; zero only on a replay of a record written
-	// by a version of once that did not store it.
+	// Size is the encoded size in bytes.
 	Size int
 	// Limit is the cap in force.
 	Limit int
