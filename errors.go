@@ -214,5 +214,5 @@ func (e *PanicError) Unwrap() error {
 
 // As matches no target. It keeps the class marks inside the panic's value
 // from speaking for an error that reaches the panic through an As method,
-// as they speak for no other (see Classifier).
+// as they speak for no other (see WithClassifier).
 func (e *PanicError) As(target any) bool { return meetMark(target, e) }

@@ -11,7 +11,7 @@ import (
 // or "contains a control character" (NUL included); "" when it can. It
 // does not refuse the empty string, whose meaning is the caller's. The
 // core refuses such scopes and keys before any store call (once.ValidateKey
-// and ValidateScope), so no store holds them; ListParams.Validate refuses
+// and its scope check), so no store holds them; ListParams.Validate refuses
 // them as filters.
 //
 // A control character is one of Unicode's category Cc (unicode.IsControl):

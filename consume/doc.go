@@ -38,7 +38,7 @@
 // The decision is read from how the core says the call ended
 // (once.Outcome.Status), never from the handler's error: a handler error
 // that wraps once.ErrOutcomeUnrecorded or once.ErrLeaseLost (a nested
-// Do's failure) is a handler error like any other, and a Classifier that
+// Do's failure) is a handler error like any other, and a classifier (once.WithClassifier) that
 // is not a pure function (one that samples, counts or trips a breaker)
 // cannot make the decision say ReasonHeld for a claim the core released,
 // or the reverse. An unrecorded outcome is acknowledged because the

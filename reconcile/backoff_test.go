@@ -84,7 +84,7 @@ func TestReconcilerEndsItsLeaseOnAStoreError(t *testing.T) {
 }
 
 // TestReconcilerEndsItsLeaseWhenItsContextEnds: a pass whose context ends
-// while the ReconcileFunc asks (Run stopping) still ends the key's lease,
+// while the Check asks (Run stopping) still ends the key's lease,
 // which would otherwise last the whole extreme Lease: whether the verdict
 // is not settled (the unlease), or settled (its Resolve fails on the
 // context).

@@ -50,7 +50,7 @@ func requireTakenBack(t *testing.T, f *reconcileFaults, rc *reconcile.Job[string
 }
 
 // TestReconcilerKeepsItsLeaseOwnerWhenItsContextEnds: a pass whose
-// context ends while the ReconcileFunc asks (Run stopping) and whose
+// context ends while the Check asks (Run stopping) and whose
 // detached unlease then fails (a store blip) still remembers the lease's
 // owner, with no backoff: with an extreme Lease, no other Reconciler can
 // take the key, and the next Pass of this one takes its lease back. The

@@ -20,7 +20,7 @@ import (
 // TestReconcilerModel interleaves, on a memory store with a fake
 // clock, two Reconcilers (random Batch and Lease, up to math.MaxInt64),
 // calls that hold, complete, or take keys over, operator deletes and clock
-// jumps; ReconcileFuncs settle, leave held, fail or panic, and run other
+// jumps; Check functions settle, leave held, fail or panic, and run other
 // operations (the other Reconciler's Pass included) while they "ask".
 // Invariants: a Pass examines at most Batch keys and never fails on memory;
 // a completed record is never changed by a Reconciler; in the end,

@@ -67,7 +67,7 @@ func victimCheck(victim func() (reconcile.Verdict[string], error)) reconcile.Che
 }
 
 // TestReconcilerRecoversPanicsPerKey: a panic in the user code a
-// Reconciler runs for one key (the ReconcileFunc, ReconcilerConfig.Codec,
+// Reconciler runs for one key (the Check, Config.Codec,
 // the Keeper's codec, a final error's methods, an observer) does not
 // escape Pass, never loses the held record and never resolves it wrongly:
 // the key stays held with its hold, unleased (a well-behaved Reconciler
@@ -89,7 +89,7 @@ func TestReconcilerRecoversPanicsPerKey(t *testing.T) {
 			hook:  "check", failed: 1, errs: 1,
 		},
 		{
-			name:  "ReconcilerConfig.Codec",
+			name:  "Config.Codec",
 			cfg:   reconcile.Config{Codec: panicCodec{}},
 			check: settledCheck,
 			hook:  "encode", failed: 1, errs: 1,
@@ -244,7 +244,7 @@ func TestReconcilerObserverPanicOnAStoreError(t *testing.T) {
 }
 
 // TestReconcilerRunSurvivesAPanickingCheck: Run, which calls Pass, does
-// not crash on a ReconcileFunc that panics on every call; it returns the
+// not crash on a Check that panics on every call; it returns the
 // context's error and the key is still held.
 func TestReconcilerRunSurvivesAPanickingCheck(t *testing.T) {
 	store := memory.New(nil)
@@ -265,7 +265,7 @@ func TestReconcilerRunSurvivesAPanickingCheck(t *testing.T) {
 	require.Equal(t, backends.StateHeld, rec.State)
 }
 
-// unwrapPanicError is an error, returned by a ReconcileFunc, whose Unwrap
+// unwrapPanicError is an error, returned by a Check, whose Unwrap
 // method panics.
 type unwrapPanicError struct{}
 
@@ -273,7 +273,7 @@ func (unwrapPanicError) Error() string { return "provider down" }
 func (unwrapPanicError) Unwrap() error { panic(errHookBoom) }
 
 // TestReconcilerDoesNotInspectTheCheckError: the Reconciler reports the
-// error a ReconcileFunc returns without calling its methods beyond Error
+// error a Check returns without calling its methods beyond Error
 // (user code it would run outside its recovery): an error whose Unwrap
 // panics does not escape Pass, and the key is unleased at once; and an
 // error that merely wraps a *ReconcilePanicError (of another Reconciler,
@@ -322,7 +322,7 @@ func (v panicJSON) MarshalJSON() ([]byte, error) {
 }
 
 // TestReconcilerRecoversAPanickingMarshalJSON: a settled verdict whose
-// value's MarshalJSON panics (while the Keeper's JSONCodec encodes it) is
+// value's MarshalJSON panics (while the Keeper's JSON codec encodes it) is
 // recovered as a *ReconcilePanicError of Hook "encode": the key is left
 // held with its hold and unleased, counted in Failed and Panicked, and
 // the other keys, those listed after it included, are still settled.

@@ -193,12 +193,12 @@ func TestReconcilerSurvivesAPanickingCheck(t *testing.T) {
 }
 
 // TestReconcilerEncodesWithItsCodec: a settled verdict's value is stored
-// with ReconcilerConfig.Codec, not the Keeper's codec, so callers that
+// with Config.Codec, not the Keeper's codec, so callers that
 // decode with that codec replay it.
 func TestReconcilerEncodesWithItsCodec(t *testing.T) {
 	store := memory.New(nil)
 	keys := holdKeys(t, store, 1)
-	keeper := once.New(store) // JSONCodec
+	keeper := once.New(store) // the default JSON codec
 	rc, err := reconcile.New(keeper, func(context.Context, reconcile.HeldKey) (reconcile.Verdict[string], error) {
 		return reconcile.Verdict[string]{Settled: true, Value: "charged"}, nil
 	}, reconcile.Config{Codec: gobCodec{}})
@@ -214,7 +214,7 @@ func TestReconcilerEncodesWithItsCodec(t *testing.T) {
 	require.Equal(t, once.Replayed, out.Status)
 	require.Equal(t, "charged", out.Value)
 	_, err = once.Do(t.Context(), keeper.Scope(k.scope), k.key, once.Fingerprint("fp"), ran)
-	require.Error(t, err, "the value is in gob, which the Keeper's JSONCodec does not read")
+	require.Error(t, err, "the value is in gob, which the Keeper's default JSON codec does not read")
 }
 
 // TestReconcilerWithAnExtremeLease: the check's deadline, three quarters
@@ -236,7 +236,7 @@ func TestReconcilerWithAnExtremeLease(t *testing.T) {
 	require.Equal(t, 1, rep.Resolved)
 }
 
-// TestNewReconcilerRejectsALeaseBelowTheMinimum: a ReconcilerConfig.Lease
+// TestNewReconcilerRejectsALeaseBelowTheMinimum: a Config.Lease
 // that is negative or shorter than MinReconcileLease (with which every
 // check would time out at once, or every Resolve land after the lease) is
 // refused with an *InvalidInputError; 0 means the default.

@@ -13,7 +13,7 @@ import (
 )
 
 // TestReconcilerMaxOutcomeSize: a verdict over the Keeper's outcome cap is
-// stored when ReconcilerConfig.MaxOutcomeSize allows it (a key whose
+// stored when Config.MaxOutcomeSize allows it (a key whose
 // callers store with a larger cap than the Keeper's is resolvable), and
 // refused, the key left held, under the Keeper's cap; a negative one is
 // refused by NewReconciler.

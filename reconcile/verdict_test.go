@@ -186,7 +186,7 @@ func TestReconcilerVerdictNeverBindsAnotherIntent(t *testing.T) {
 // TestReconcilerLateVerdictIsRefusedAfterItsLease: a slow Reconciler's
 // verdict, returned after its lookup's deadline and its lease, is not
 // stored over the live claim of a Do that took the key over once the hold
-// and the lease ended (ReconcilerConfig.Lease says it is refused); on main
+// and the lease ended (Config.Lease says it is refused); on main
 // it landed, and the takeover's own outcome was dropped (ErrLeaseLost).
 func TestReconcilerLateVerdictIsRefusedAfterItsLease(t *testing.T) {
 	for name, newStore := range testservers.Stores() {
@@ -229,7 +229,7 @@ func TestReconcilerLateVerdictIsRefusedAfterItsLease(t *testing.T) {
 }
 
 // TestReconcilerDropsALateVerdict: a settled verdict that its
-// ReconcileFunc returns after its context's deadline (three quarters of
+// Check returns after its context's deadline (three quarters of
 // the lease) is not stored: the key stays held, unleased, and the key is
 // counted Failed with ErrLateVerdict; the next pass asks again. On main
 // it was stored.
@@ -264,7 +264,7 @@ func TestReconcilerDropsALateVerdict(t *testing.T) {
 	require.Equal(t, 1, rep.Resolved, "%+v", rep)
 }
 
-// TestReconcilerLeaseIsCapped: a ReconcilerConfig.Lease above
+// TestReconcilerLeaseIsCapped: a Config.Lease above
 // MaxReconcileLease (math.MaxInt64 included) leases a key for
 // MaxReconcileLease, so that a Reconciler that crashes mid-lookup leaves
 // the key leased for that long at most; on main, for about 292 years.
