@@ -47,29 +47,31 @@
 // given to a record stored without one binds it.
 //
 // Bytes. Every byte slice in a Record a store returns (Fingerprint,
-// Outcome, from any method: Claim, Resolve, LeaseHeld, Admin.Get,
-// Lister.List) belongs to the caller: the store never reads or writes it
-// after returning, the caller may modify it or append to it, and doing so
-// changes neither the stored record nor any other slice returned (not the
-// other slice of the same Record either). Likewise a store keeps no slice
-// of its parameters (ClaimParams.Fingerprint, CompleteParams.Outcome, …)
-// after returning: it copies what it stores, and the caller may reuse its
-// buffers at once. A zero-copy codec's value aliases the outcome bytes it
-// decoded, so the core relies on this rule to hand each caller a value of
-// its own.
+// Outcome, Steps, from any method: Claim, Resolve, LeaseHeld, Admin.Get,
+// Lister.List), and ClaimResult.Steps, belongs to the caller: the store
+// never reads or writes it after returning, the caller may modify it or
+// append to it, and doing so changes neither the stored record nor any
+// other slice returned (not the other slice of the same Record either).
+// Likewise a store keeps no slice of its parameters
+// (ClaimParams.Fingerprint, CompleteParams.Outcome,
+// CheckpointParams.Steps, …) after returning: it copies what it stores,
+// and the caller may reuse its buffers at once. A zero-copy codec's value
+// aliases the outcome bytes it decoded, so the core relies on this rule to
+// hand each caller a value of its own.
 //
 // Re-sent writes. A driver may re-send a command whose reply was lost
 // (go-redis retries on network errors). Every write reports on a re-send
 // what it reported on the first send, or a result that leads the caller
 // to the same decision: a re-sent Claim by the same Owner reports Claimed
-// (never TookOver, never the caller's own claim as a duplicate); a
-// re-sent Complete or Resolve with the same Owner and outcome reports
-// success; a re-sent Renew reports true while the claim is still held;
-// a re-sent Hold by the same Owner reports true, and a re-sent LeaseHeld
-// by the same token reports the lease. Two writes are exceptions, which
-// report false on a re-send of a first send that applied: Release (the
-// record is gone either way, which is all the caller needs: the core
-// ignores Release's result) and Admin.Delete (likewise gone; Delete
+// with the record's checkpoints (never TookOver, never the caller's own
+// claim as a duplicate); a re-sent Complete or Resolve with the same Owner
+// and outcome reports success; a re-sent Renew or Checkpoint reports true
+// while the claim is still held; a re-sent Hold by the same Owner reports
+// true, and a re-sent LeaseHeld by the same token reports the lease. Two
+// writes are exceptions, which may report false on a re-send of a first
+// send that applied: Release (a record without checkpoints is gone either
+// way, one with checkpoints is left claimable: all the caller needs, and
+// the core ignores Release's result) and Admin.Delete (likewise gone; Delete
 // carries no token by which the re-send could recognise its own earlier
 // delete, so its false then means "no live record now", not "there was
 // none").
@@ -106,11 +108,12 @@
 //
 //   - a Scope or Key that is empty, longer than MaxScopeLen or MaxKeyLen
 //     bytes, or refused by NameProblem (Claim, Complete, Renew, Release,
-//     Resolve, Hold, LeaseHeld, Admin's Get and Delete, Watch);
+//     Checkpoint, Resolve, Hold, LeaseHeld, Admin's Get and Delete,
+//     Watch);
 //   - an Owner that OwnerProblem refuses: longer than MaxOwnerLen bytes,
 //     not valid UTF-8, containing NUL, or empty where one is required.
-//     Claim, Complete, Renew, Release, Hold and LeaseHeld require one (it
-//     fences every later write); Resolve's may be empty (see
+//     Claim, Complete, Renew, Release, Checkpoint, Hold and LeaseHeld
+//     require one (it fences every later write); Resolve's may be empty (see
 //     ResolveParams.Owner);
 //   - a Fingerprint longer than MaxFingerprintLen bytes, which
 //     FingerprintProblem refuses (Claim, Resolve); an empty one means "no
@@ -216,6 +219,10 @@ type Record struct {
 	// record reports it on every completed record. A cache of completed
 	// records (package localcache) never keeps an entry longer than it.
 	ExpiresIn time.Duration
+	// Steps is the record's checkpoints (see Store.Checkpoint), nil when
+	// it has none. Only Admin.Get reports them; every other method leaves
+	// Steps nil, so that a replay reads no more than the outcome.
+	Steps []byte
 }
 
 // ClaimParams are the arguments of Store.Claim.
@@ -250,6 +257,11 @@ type ClaimResult struct {
 	// false, or a pending stand-in for a record the store could not see
 	// (see "A record the store cannot see" in the package documentation).
 	Existing Record
+	// Steps, when Claimed, is the claimed record's checkpoints (see
+	// Store.Checkpoint): those of the record taken over (TookOver) or, on
+	// a re-send of the caller's own claim, of that claim; nil for a new
+	// record. The core resumes an intent from them without another read.
+	Steps []byte
 }
 
 // CompleteParams are the arguments of Store.Complete.
@@ -274,6 +286,19 @@ type RenewParams struct {
 	// Lease is the new lease, counted from now by the store's clock. The
 	// record lives at least until the new lease ends.
 	Lease time.Duration
+}
+
+// CheckpointParams are the arguments of Store.Checkpoint.
+type CheckpointParams struct {
+	Scope string
+	Key   string
+	// Owner is the claim's token. Required: 1 to MaxOwnerLen bytes of
+	// valid UTF-8, no NUL.
+	Owner string
+	// Steps replaces the record's checkpoints: the core sends all of
+	// them, the new one included, in a form the store never interprets.
+	// Empty removes them.
+	Steps []byte
 }
 
 // ReleaseParams are the arguments of Store.Release.
@@ -366,10 +391,30 @@ type Store interface {
 	// or owned by someone else.
 	Renew(ctx context.Context, p RenewParams) (applied bool, err error)
 
-	// Release deletes a pending record owned by p.Owner so that the next
-	// Claim succeeds at once. It reports false, writing nothing, otherwise
-	// (including on a re-send of a Release that applied).
+	// Release ends the pending record owned by p.Owner (its lease may
+	// have lapsed as long as nobody took it over) so that the next Claim
+	// succeeds at once. A record without checkpoints is deleted. A record
+	// with checkpoints is kept, its lease ended, so that the next Claim
+	// with a matching fingerprint takes it over (TookOver) and gets its
+	// checkpoints, and one with another fingerprint is refused as for any
+	// pending record; it expires as a pending record does, when its
+	// retention ends. It reports false, writing nothing, for any other
+	// record (including on a re-send of a Release that deleted).
 	Release(ctx context.Context, p ReleaseParams) (applied bool, err error)
+
+	// Checkpoint replaces the checkpoints of the pending record owned by
+	// p.Owner with p.Steps (its lease may have lapsed as long as nobody
+	// took it over), in one write, and reports whether it did; false means
+	// the owner lost the claim and nothing was written. It changes nothing
+	// else: not the lease, not the expiry. A re-send reports true while
+	// the claim is held. A record keeps its checkpoints through Renew, a
+	// takeover (Claim returns them), Release (which then keeps the record),
+	// Hold, LeaseHeld, Complete and Resolve; they die with the record, and
+	// a Claim of an absent or expired key starts with none. A store bound
+	// to a transaction (a SQL store's BeginTx) writes them in that
+	// transaction, so that they commit with its other writes or not at
+	// all.
+	Checkpoint(ctx context.Context, p CheckpointParams) (applied bool, err error)
 
 	// Resolve stores an outcome decided out of band (a reconciliation job
 	// or an operator) for a key that is absent, pending with a lapsed

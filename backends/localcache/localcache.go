@@ -148,6 +148,16 @@ func (c *cache) Renew(ctx context.Context, p backends.RenewParams) (bool, error)
 	return applied, err
 }
 
+// Checkpoint sends Checkpoint; a claim the store reports lost is
+// forgotten.
+func (c *cache) Checkpoint(ctx context.Context, p backends.CheckpointParams) (bool, error) {
+	applied, err := c.store.Checkpoint(ctx, p)
+	if err == nil && !applied {
+		c.settle(cacheKey{p.Scope, p.Key}, p.Owner)
+	}
+	return applied, err
+}
+
 // Release sends Release and forgets the claim.
 func (c *cache) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
 	defer c.settle(cacheKey{p.Scope, p.Key}, p.Owner)

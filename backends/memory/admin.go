@@ -26,7 +26,9 @@ func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, er
 	if !ok || !now.Before(e.expiresAt) {
 		return backends.Record{}, nil
 	}
-	return view(e, now), nil
+	r := view(e, now)
+	r.Steps = clone(e.steps)
+	return r, nil
 }
 
 // Delete implements backends.Admin. It removes the record of (scope, key)

@@ -62,6 +62,8 @@ type entry struct {
 	leaseUntil time.Time
 	expiresAt  time.Time
 	outcome    []byte
+	// steps is the record's checkpoints, nil when it has none.
+	steps []byte
 	// since is when the record was claimed (pending) or held (held).
 	since time.Time
 	// holdUntil, code and message describe a held record.
@@ -269,9 +271,10 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	now := s.now()
 	tookOver := false
 	fingerprint := p.Fingerprint
+	var steps []byte // a takeover keeps the record's checkpoints
 	if e, ok := sh.lookup(k, now); ok {
 		if e.state == backends.StatePending && e.owner == p.Owner {
-			return backends.ClaimResult{Claimed: true}, nil
+			return backends.ClaimResult{Claimed: true, Steps: clone(e.steps)}, nil
 		}
 		lapsed := !now.Before(e.leaseUntil) && (e.state == backends.StatePending ||
 			e.state == backends.StateHeld && !now.Before(e.holdUntil))
@@ -281,6 +284,7 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 		}
 		tookOver = true
 		fingerprint = backends.BoundFingerprint(e.fingerprint, p.Fingerprint)
+		steps = e.steps
 	}
 	leaseUntil := after(now, p.Lease)
 	sh.put(k, entry{
@@ -290,8 +294,9 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 		leaseUntil:  leaseUntil,
 		expiresAt:   latest(after(now, p.Retention), leaseUntil),
 		since:       now,
+		steps:       steps,
 	}, now)
-	return backends.ClaimResult{Claimed: true, TookOver: tookOver}, nil
+	return backends.ClaimResult{Claimed: true, TookOver: tookOver, Steps: clone(steps)}, nil
 }
 
 // after returns now+d for a positive d, saturating at the largest time a
@@ -391,10 +396,41 @@ func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, er
 	sh := s.shardFor(p.Scope, p.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if _, ok := sh.owned(k, p.Owner, s.now()); !ok {
+	now := s.now()
+	e, ok := sh.owned(k, p.Owner, now)
+	if !ok {
 		return false, nil
 	}
-	sh.remove(k)
+	if e.steps == nil {
+		sh.remove(k)
+		return true, nil
+	}
+	e.leaseUntil = now // kept for its checkpoints, claimable at once
+	sh.put(k, e, now)
+	return true, nil
+}
+
+// Checkpoint implements backends.Store.
+func (s *Store) Checkpoint(ctx context.Context, p backends.CheckpointParams) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if err := checkWrite("checkpoint", p.Scope, p.Key, p.Owner, nil); err != nil {
+		return false, err
+	}
+	k := recordKey{p.Scope, p.Key}
+	sh := s.shardFor(p.Scope, p.Key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	e, ok := sh.owned(k, p.Owner, s.now())
+	if !ok {
+		return false, nil
+	}
+	e.steps = nil
+	if len(p.Steps) > 0 {
+		e.steps = clone(p.Steps)
+	}
+	sh.records[k] = e
 	return true, nil
 }
 
@@ -412,6 +448,7 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 	defer sh.mu.Unlock()
 	now := s.now()
 	fingerprint := p.Fingerprint
+	var steps []byte // the checkpoints of a record resolved
 	if e, ok := sh.lookup(k, now); ok {
 		if e.state == backends.StateCompleted {
 			// A re-send of this very Resolve reports what the first did.
@@ -438,6 +475,7 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 			return backends.ResolveResult{Existing: view(e, now)}, nil
 		}
 		fingerprint = backends.BoundFingerprint(e.fingerprint, p.Fingerprint)
+		steps = e.steps
 	} else if p.OnlyLeased {
 		return backends.ResolveResult{}, nil // absent: the next intent's key
 	}
@@ -447,6 +485,7 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 		owner:       p.Owner,
 		outcome:     clone(p.Outcome),
 		expiresAt:   after(now, p.Retention),
+		steps:       steps,
 	}, now)
 	return backends.ResolveResult{Resolved: true}, nil
 }
