@@ -61,6 +61,7 @@ var areas = []struct {
 	{"Complete", exerciseComplete},
 	{"Renew", exerciseRenew},
 	{"Release", exerciseRelease},
+	{"Steps", exerciseSteps},
 	{"Resolve", exerciseResolve},
 	{"Watch", exerciseWatch},
 	{"Admin", exerciseAdmin},

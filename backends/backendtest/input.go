@@ -23,8 +23,9 @@ var badNames = []string{"k\x00", "k\xff", "k\t", "k\x7f", "", strings.Repeat("k"
 // BadNameCall is one call EachBadNameCall made.
 type BadNameCall struct {
 	// Op is the operation, as the stores name it in their errors:
-	// "claim", "hold", "leaseheld", "renew", "complete", "release",
-	// "resolve", and "get", "delete" (Admin) and "watch" (Watcher).
+	// "claim", "checkpoint", "hold", "leaseheld", "renew", "complete",
+	// "release", "resolve", and "get", "delete" (Admin) and "watch"
+	// (Watcher).
 	Op string
 	// Field is "scope" or "key", the one that was bad; Name is its value.
 	Field, Name string
@@ -50,7 +51,9 @@ func EachBadNameCall(ctx context.Context, store backends.Store, scope, key strin
 			}
 			r, err := store.Claim(ctx, backends.ClaimParams{Scope: c.scope, Key: c.key, Owner: owner, Lease: longLease, Retention: longRetention})
 			call("claim", r.Claimed, err)
-			ok, err := store.Hold(ctx, backends.HoldParams{Scope: c.scope, Key: c.key, Owner: owner, For: longLease, Code: "c", Retention: longRetention})
+			ok, err := store.Checkpoint(ctx, backends.CheckpointParams{Scope: c.scope, Key: c.key, Owner: owner, Steps: []byte("s")})
+			call("checkpoint", ok, err)
+			ok, err = store.Hold(ctx, backends.HoldParams{Scope: c.scope, Key: c.key, Owner: owner, For: longLease, Code: "c", Retention: longRetention})
 			call("hold", ok, err)
 			lr, err := store.LeaseHeld(ctx, backends.LeaseHeldParams{Scope: c.scope, Key: c.key, Owner: owner, Lease: longLease})
 			call("leaseheld", lr.Leased, err)
@@ -82,8 +85,8 @@ func EachBadNameCall(ctx context.Context, store backends.Store, scope, key strin
 // BadParamCall is one call EachBadOwnerOrFingerprintCall made.
 type BadParamCall struct {
 	// Op is the operation, as the stores name it in their errors:
-	// "claim", "renew", "hold", "leaseheld", "complete", "release" or
-	// "resolve".
+	// "claim", "checkpoint", "renew", "hold", "leaseheld", "complete",
+	// "release" or "resolve".
 	Op string
 	// Field is "owner" or "fingerprint", the one that was bad; Value
 	// describes it: "empty", its length ("256 bytes"), "invalid UTF-8" or
@@ -114,8 +117,8 @@ var badOwners = []struct{ value, owner string }{
 // and Claim and Resolve once with a
 // fingerprint of backends.MaxFingerprintLen+1 bytes (and a valid owner),
 // and passes each call's result to check. Every call is valid but for the
-// one field, and each sequence of calls on a bad owner (Claim, Renew,
-// Hold, LeaseHeld, Complete, Release, Resolve) would apply on a store that
+// one field, and each sequence of calls on a bad owner (Claim,
+// Checkpoint, Renew, Hold, LeaseHeld, Complete, Release, Resolve) would apply on a store that
 // accepted it, from an absent key. A store's own tests use it to check
 // the type of the error it returns; the conformance suite checks that
 // each call fails and that nothing is stored.
@@ -127,7 +130,9 @@ func EachBadOwnerOrFingerprintCall(ctx context.Context, store backends.Store, sc
 		}
 		r, err := store.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Owner: owner, Lease: longLease, Retention: longRetention})
 		call("claim", r.Claimed, err)
-		ok, err := store.Renew(ctx, backends.RenewParams{Scope: scope, Key: key, Owner: owner, Lease: longLease})
+		ok, err := store.Checkpoint(ctx, backends.CheckpointParams{Scope: scope, Key: key, Owner: owner, Steps: []byte("s")})
+		call("checkpoint", ok, err)
+		ok, err = store.Renew(ctx, backends.RenewParams{Scope: scope, Key: key, Owner: owner, Lease: longLease})
 		call("renew", ok, err)
 		ok, err = store.Hold(ctx, backends.HoldParams{Scope: scope, Key: key, Owner: owner, For: longLease, Code: "c", Retention: longRetention})
 		call("hold", ok, err)
