@@ -29,6 +29,9 @@ type claim struct {
 	callCtx  context.Context // events
 	detached context.Context // writes
 	renewer  *renewer
+	cancel   context.CancelCauseFunc // ends fn's context
+	fnCtx    fnContext
+	steps    stepLog
 	settled  bool
 	// panicked and panicValue hold the first panic of a hook that ran
 	// after fn returned (an observer, the codec, a held error's methods),
@@ -98,11 +101,13 @@ func (c *claim) release() {
 // methods is recovered, the claim is settled as for no panic (a codec
 // panic as a codec error), and execute then panics with the first such
 // value.
-func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSent time.Time, claimed Event, fn func(context.Context) (T, error)) (Outcome[T], error) {
+func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSent time.Time, claimed Event, steps []byte, fn func(context.Context) (T, error)) (Outcome[T], error) {
 	cfg, store := scope.cfg, scope.store
 	fnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	c := &claim{scope: scope, key: key, owner: owner, callCtx: ctx, detached: context.WithoutCancel(ctx)}
+	c := &claim{scope: scope, key: key, owner: owner, callCtx: ctx, detached: context.WithoutCancel(ctx), cancel: cancel}
+	c.fnCtx = fnContext{Context: fnCtx, claim: c}
+	c.steps.stored = steps
 	if !scope.inTx {
 		c.renewer = startRenewer(c.detached, store, cfg,
 			backends.RenewParams{Scope: scope.name, Key: key, Owner: owner, Lease: cfg.lease}, claimSent, cancel)
@@ -111,7 +116,7 @@ func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSe
 	cfg.emit(ctx, claimed) // after the defer: a panicking observer cannot leave the claim unreleased
 
 	start := cfg.clock()
-	v, err := fn(fnCtx)
+	v, err := fn(&c.fnCtx)
 	out, answer := settleOutcome(c, fnCtx, start, v, err)
 	if c.panicked {
 		panic(c.panicValue) // the claim is settled: the deferred settle only stops renewal
@@ -123,6 +128,7 @@ func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSe
 // with it: completed, held or released.
 func settleOutcome[T any](c *claim, fnCtx context.Context, start time.Time, v T, err error) (Outcome[T], error) {
 	cfg := c.scope.cfg
+	c.endSteps()
 	class, fnErr := ClassRetry, error(nil)
 	if err != nil {
 		class, fnErr = classify(err, cfg.classifier)
@@ -156,27 +162,7 @@ func settleOutcome[T any](c *claim, fnCtx context.Context, start time.Time, v T,
 // for execute to re-raise.
 func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 	cfg, scope, key := c.scope.cfg, c.scope, c.key
-	data, encErr := encodeOutcome(c, v, fnErr)
-	_, lossless := cfg.codec.(interface{ Lossless() })
-	lossless = lossless && encErr == nil && fnErr == nil
-	var first T
-	var answer error
-	if !lossless && len(data) <= cfg.maxOutcome {
-		var decErr error
-		first, answer, decErr = decodeFirst[T](c, data)
-		if decErr != nil { // the value does not come back: store why, as for one that does not encode
-			data = encodeFailure(cfg, "decoded", decErr)
-			first, answer, _ = decodeFirst[T](c, data)
-		}
-	}
-	switch {
-	case len(data) > cfg.maxOutcome:
-		data = envelope.TooLarge(len(data), cfg.maxOutcome)
-		_, answer, _ = decodeOutcome[T](cfg, data)
-		first = v // documented: the first caller of a too-large value still gets it
-	case lossless:
-		first = v
-	}
+	data, first, answer := storedForm(c, v, fnErr)
 	start := cfg.clock()
 	applied, err := c.writeBack("complete", func(ctx context.Context) (bool, error) {
 		return scope.store.Complete(ctx, backends.CompleteParams{Scope: scope.name, Key: key, Owner: c.owner, Outcome: data, Retention: cfg.retention})
@@ -193,6 +179,35 @@ func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 		c.emit(Event{Kind: EventRecorded, Scope: scope.name, Key: key, Op: "complete", StoreTime: cfg.since(start)})
 		return Outcome[T]{Value: first, Status: Recorded}, answer
 	}
+}
+
+// storedForm returns the stored form of fn's value v (fnErr nil) or
+// final error fnErr, and what a replay of it answers: the value and final
+// error the first caller gets. A panic of user code while encoding the
+// outcome or decoding it back is stored as a codec error would be, as a
+// final error saying so, and kept for execute to re-raise.
+func storedForm[T any](c *claim, v T, fnErr error) (data []byte, first T, answer error) {
+	cfg := c.scope.cfg
+	data, encErr := encodeOutcome(c, v, fnErr)
+	_, lossless := cfg.codec.(interface{ Lossless() })
+	lossless = lossless && encErr == nil && fnErr == nil
+	if !lossless && len(data) <= cfg.maxOutcome {
+		var decErr error
+		first, answer, decErr = decodeFirst[T](c, data)
+		if decErr != nil { // the value does not come back: store why, as for one that does not encode
+			data = encodeFailure(cfg, "decoded", decErr)
+			first, answer, _ = decodeFirst[T](c, data)
+		}
+	}
+	switch {
+	case len(data) > cfg.maxOutcome:
+		data = envelope.TooLarge(len(data), cfg.maxOutcome)
+		_, answer, _ = decodeOutcome[T](cfg, data)
+		first = v // documented: the first caller of a too-large value still gets it
+	case lossless:
+		first = v
+	}
+	return data, first, answer
 }
 
 // encodeOutcome is the stored form of fn's value or final error. A value

@@ -57,6 +57,20 @@ const (
 	// held (the service did not know yet; Err is its Check's
 	// error, if it failed).
 	EventReconciled
+	// EventStep: a step's function ran (Step, StepTx). Step is its name,
+	// FnTime its run time, FnErr its error and Class that error's class;
+	// Op "checkpoint" and StoreTime when its outcome was checkpointed. An
+	// at-most-once step found interrupted reports Class ClassHold and a
+	// *StepInterruptedError in FnErr, with no FnTime.
+	EventStep
+	// EventStepReplayed: a step's checkpointed outcome was returned
+	// without running its function; FnErr is the final error, if any, and
+	// Err a decode failure (ErrUndecodable), if any.
+	EventStepReplayed
+	// EventStepUnmatched: the intent's fn returned and no step of this
+	// execution used the checkpoint called Step (a step renamed or
+	// removed since it was written). The checkpoint is kept.
+	EventStepUnmatched
 )
 
 var eventNames = [...]string{
@@ -65,6 +79,7 @@ var eventNames = [...]string{
 	EventReleased: "released", EventHeld: "held", EventRenewed: "renewed",
 	EventLeaseLost: "lease_lost", EventUnrecorded: "unrecorded", EventStoreError: "store_error",
 	EventResolved: "resolved", EventReconciled: "reconciled",
+	EventStep: "step", EventStepReplayed: "step_replayed", EventStepUnmatched: "step_unmatched",
 }
 
 // String returns the event's snake_case name, e.g. "in_progress".
@@ -84,9 +99,12 @@ type Event struct {
 	// personal data: observers should hash or drop them before export.
 	Key string
 	// Op is the store operation the event reports: "claim", "complete",
-	// "renew", "release", "hold" or "resolve" (see each kind); empty on
-	// EventExecuted, which involves no store call.
+	// "renew", "release", "hold", "resolve" or "checkpoint" (see each
+	// kind); empty on EventExecuted, which involves no store call.
 	Op string
+	// Step is the step's name on the step events, and on the
+	// EventStoreError and EventLeaseLost of a checkpoint.
+	Step string
 	// StoreTime is the time Op took, measured around the store call(s);
 	// zero without Op.
 	StoreTime time.Duration

@@ -71,7 +71,7 @@ func doOutcome[T any](ctx context.Context, scope Scope, key string, fp Fingerpri
 		}
 		if res.Claimed {
 			claimed := Event{Kind: EventClaimed, Scope: scope.name, Key: key, Op: "claim", StoreTime: cfg.since(start), TookOver: res.TookOver}
-			return execute(ctx, scope, key, owner, sent, claimed, fn)
+			return execute(ctx, scope, key, owner, sent, claimed, res.Steps, fn)
 		}
 		rec := res.Existing
 		if !backends.FingerprintMatches(rec.Fingerprint, fp) {
