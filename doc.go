@@ -101,6 +101,13 @@
 // Do, on its own goroutine, until the store returns it; its result is
 // discarded, and it reports no event.
 //
+// # Steps
+//
+// An intent of several effects checkpoints each one with Step (StepTx for
+// database writes, AtMostOnce for an effect that cannot be repeated): a
+// later execution of the intent resumes from the checkpoints, which the
+// claim returns, instead of repeating the effects already made.
+//
 // # Outbound calls
 //
 // DerivedKey makes the key to send downstream from a business identifier

@@ -32,6 +32,8 @@ var fixtures = []fixture{
 	{"mux", "var mux = http.NewServeMux()", []string{"net/http"}},
 	{"placeOrder", "var placeOrder http.Handler", []string{"net/http"}},
 	{"charge", "func charge(ctx context.Context, orderID string) (string, error) { return \"\", nil }", []string{"context"}},
+	{"holdStock", "func holdStock(ctx context.Context, orderID string) (string, error) { return \"\", nil }", []string{"context"}},
+	{"insertOrder", "func insertOrder(ctx context.Context, tx pgx.Tx, orderID, chargeID string) error { return nil }", []string{"context", "github.com/jackc/pgx/v5"}},
 	{"newTestStore", "func newTestStore(testing.TB) backends.Store { return nil }", []string{"testing", "github.com/stagedoor/once/backends"}},
 	{"lookupCharge", "func lookupCharge(ctx context.Context, key string) (chargeID string, charged bool, err error) { return }", []string{"context"}},
 	{"authenticatedUser", "func authenticatedUser(r *http.Request) (string, error) { return \"\", nil }", []string{"net/http"}},
