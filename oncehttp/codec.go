@@ -2,6 +2,7 @@ package oncehttp
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -28,7 +29,8 @@ var errNotResponse = errors.New("oncehttp: stored outcome is not an HTTP respons
 
 // Marshal implements once.Codec for storedResponse values, and for
 // StoredResponse values (a reconcile.Job's verdicts), which it stores as
-// ResolveResponse does.
+// ResolveResponse does. Any other value (a step's, see once.Step, in a
+// guarded handler) is stored as JSON.
 func (responseCodec) Marshal(v any) ([]byte, error) {
 	var s storedResponse
 	switch v := v.(type) {
@@ -37,7 +39,7 @@ func (responseCodec) Marshal(v any) ([]byte, error) {
 	case StoredResponse:
 		s = toStored(v)
 	default:
-		return nil, fmt.Errorf("oncehttp: cannot encode %T", v)
+		return json.Marshal(v)
 	}
 	if s.Format != storedFormat {
 		return nil, fmt.Errorf("oncehttp: cannot encode format %d", s.Format)
@@ -56,12 +58,13 @@ func (responseCodec) Marshal(v any) ([]byte, error) {
 	return e.Bytes(), nil
 }
 
-// Unmarshal implements once.Codec for *storedResponse. The decoded body
-// shares data's memory; it is only ever read.
+// Unmarshal implements once.Codec for *storedResponse, and decodes JSON
+// into any other value. The decoded body shares data's memory; it is only
+// ever read.
 func (responseCodec) Unmarshal(data []byte, v any) error {
 	s, ok := v.(*storedResponse)
 	if !ok {
-		return fmt.Errorf("oncehttp: cannot decode into %T", v)
+		return json.Unmarshal(data, v)
 	}
 	d := wire.NewDecoder(data)
 	format := d.Byte()
