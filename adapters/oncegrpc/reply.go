@@ -1,6 +1,7 @@
 package oncegrpc
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -94,11 +95,12 @@ const (
 
 var errNotReply = errors.New("oncegrpc: stored outcome is not a gRPC reply")
 
-// Marshal implements once.Codec for storedReply values.
+// Marshal implements once.Codec for storedReply values. Any other value
+// (a step's, see once.Step, in a guarded handler) is stored as JSON.
 func (replyCodec) Marshal(v any) ([]byte, error) {
 	r, ok := v.(storedReply)
 	if !ok {
-		return nil, fmt.Errorf("oncegrpc: cannot encode %T", v)
+		return json.Marshal(v)
 	}
 	kind, payload := byte(kindMessage), r.Message
 	if r.Status != nil {
@@ -114,12 +116,13 @@ func (replyCodec) Marshal(v any) ([]byte, error) {
 	return e.Bytes(), nil
 }
 
-// Unmarshal implements once.Codec for *storedReply. The decoded payload
-// shares data's memory; it is only ever read.
+// Unmarshal implements once.Codec for *storedReply, and decodes JSON into
+// any other value. The decoded payload shares data's memory; it is only
+// ever read.
 func (replyCodec) Unmarshal(data []byte, v any) error {
 	r, ok := v.(*storedReply)
 	if !ok {
-		return fmt.Errorf("oncegrpc: cannot decode into %T", v)
+		return json.Unmarshal(data, v)
 	}
 	if len(data) < 2 || data[0] != replyFormat || (data[1] != kindMessage && data[1] != kindStatus) {
 		return errNotReply

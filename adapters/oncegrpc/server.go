@@ -136,10 +136,14 @@ func ServerInterceptor(k *once.Keeper, cfg Config) (grpc.UnaryServerInterceptor,
 	return s.intercept, nil
 }
 
-// configProbe is a value the interceptor's codec refuses to encode, so
-// that checkPolicy's Resolve stops after validating the policy, before
-// any store call.
+// configProbe is a value the interceptor's codec refuses to encode (its
+// JSON fails), so that checkPolicy's Resolve stops after validating the
+// policy, before any store call.
 type configProbe struct{}
+
+var errConfigProbe = errors.New("oncegrpc: the policy check's value is never stored")
+
+func (configProbe) MarshalJSON() ([]byte, error) { return nil, errConfigProbe }
 
 // checkPolicy reports a Keeper policy, or Options on top of it, that the
 // core refuses (a negative wait, a non-positive lease...), with which
