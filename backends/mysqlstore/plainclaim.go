@@ -119,11 +119,11 @@ func (r runner) claimPlain(ctx context.Context, p backends.ClaimParams) (backend
 //
 // Either way an expired record or a lapsed lease costs a conditional
 // UPDATE after the read. A takeover and a re-send return the checkpoints
-// that the read returned (see peekSQL). When a write finds the key changed by a concurrent
-// session, or InnoDB picked it as a deadlock victim (only that autocommit
-// statement was rolled back), it reads again (a fresh snapshot: each
-// statement of the pool store commits on its own; in a transaction peek
-// is a locking read), at most four attempts in all. When all four lost, it
+// that the read returned (see peekSQL). When a write finds the key
+// changed by a concurrent session, or InnoDB picked it as a deadlock
+// victim (only that autocommit statement was rolled back), it reads again
+// (a fresh snapshot: each statement of the pool store commits on its own;
+// in a transaction peek is a locking read), at most four attempts in all. When all four lost, it
 // returns an *Error ("key changed concurrently on every attempt; retry"),
 // having claimed nothing: the core's Do fails closed with it (fn does not
 // run). In a caller's transaction a deadlock rolled the whole transaction
