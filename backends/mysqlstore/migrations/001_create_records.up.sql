@@ -21,8 +21,9 @@
 -- steps is the record's checkpoints (an opaque blob that Checkpoint
 -- writes), NULL when it has none. Every other write keeps it, except one
 -- that replaces an expired record, which clears it. A claim returns it on
--- a takeover and on a re-send, reading it through a scalar subquery that
--- runs only then, so that a replay never reads its pages.
+-- a takeover and on a re-send; it reads it through a scalar subquery that
+-- runs only on a pending or held row, so that a replay never reads its
+-- pages.
 --
 -- State 1 is pending, 2 completed, 3 held. held_at, hold_until, held_code
 -- and held_message describe a held record: since when and until when it
