@@ -12,7 +12,7 @@ var _ backends.Admin = (*Store)(nil)
 // Get implements backends.Admin in one consistent read that takes no row
 // lock and writes nothing; it is not blocked by a transaction holding the
 // row. Lease, hold, age and expiry are measured on the server's
-// UTC_TIMESTAMP(6).
+// UTC_TIMESTAMP(6). It reports the record's checkpoints (Record.Steps).
 func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, error) {
 	if err := checkInput("get", scope, key, nil, "", false); err != nil {
 		return backends.Record{}, err
@@ -23,12 +23,13 @@ func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, er
 func (r runner) get(ctx context.Context, op, scope, key string) (backends.Record, error) {
 	var row procRow
 	found, err := r.queryRow(ctx, op, r.s.sql.get,
-		row.withDetails(&row.state, &row.fp, &row.outcome, &row.leaseUS), scope, key)
+		row.withDetails(&row.state, &row.fp, &row.outcome, &row.leaseUS, &row.steps), scope, key)
 	if !found || err != nil {
 		return backends.Record{}, err
 	}
 	rec := row.existing(nil)
 	rec.ExpiresIn = sqlstore.FromMicros(row.expireUS)
+	rec.Steps = noneEmpty(row.steps)
 	return rec, nil
 }
 

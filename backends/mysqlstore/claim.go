@@ -25,6 +25,9 @@ type procRow struct {
 	fp       []byte
 	outcome  []byte
 	leaseUS  sql.NullInt64
+	// steps is a claim's checkpoints (claimed on a takeover or a
+	// re-send), or the record's (Admin.Get); nil for none.
+	steps []byte
 	// The detail columns (see detailColumns), all on the server's clock.
 	expireUS, ageUS, holdUS int64
 	code, message           []byte
@@ -35,7 +38,7 @@ type procRow struct {
 // the longest row, peek's), so that inlined the compiler keeps it on
 // the stack instead of growing it on the heap on every claim.
 func (r *procRow) withDetails(dest ...any) []any {
-	return append(append(make([]any, 0, 12), dest...), &r.expireUS, &r.ageUS, &r.holdUS, &r.code, &r.message)
+	return append(append(make([]any, 0, 13), dest...), &r.expireUS, &r.ageUS, &r.holdUS, &r.code, &r.message)
 }
 
 // lapsed reports whether a live row read by peek may be taken over by a
@@ -85,15 +88,24 @@ func (r runner) claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	}
 	var row procRow
 	err := r.call(ctx, "claim", r.s.sql.claim,
-		row.withDetails(&row.done, &row.tookOver, &row.state, &row.fp, &row.outcome, &row.leaseUS),
+		row.withDetails(&row.done, &row.tookOver, &row.steps, &row.state, &row.fp, &row.outcome, &row.leaseUS),
 		p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, sqlstore.Micros(p.Lease), sqlstore.Micros(p.Retention), r.s.cfg.lockWaitS)
 	if err != nil {
 		return backends.ClaimResult{}, err
 	}
 	if row.done {
-		return backends.ClaimResult{Claimed: true, TookOver: row.tookOver}, nil
+		return backends.ClaimResult{Claimed: true, TookOver: row.tookOver, Steps: noneEmpty(row.steps)}, nil
 	}
 	return backends.ClaimResult{Existing: row.existing(p.Fingerprint)}, nil
+}
+
+// noneEmpty returns b, or nil when b is empty: a stored blob of no bytes
+// (which Checkpoint never writes) means no checkpoints, as NULL does.
+func noneEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 func (r runner) resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {

@@ -32,9 +32,15 @@
 //     module's README for the measured figures).
 //
 // In the plain orders an expired record or a lapsed lease costs an UPDATE
-// conditioned on the row version read.
+// conditioned on the row version read. In every order a takeover and a
+// re-sent claim return the record's checkpoints (ClaimResult.Steps) in
+// that same read, at no round trip more; a replay and a duplicate in
+// progress neither read nor return them.
 //
-// Complete, Renew and Release are single statements; Resolve is one CALL;
+// Complete, Renew, Checkpoint and Release are single statements, except a
+// Release that deletes nothing (the record has checkpoints, which it
+// keeps with its lease ended, or is not the caller's): a second statement,
+// an UPDATE, follows. Resolve is one CALL;
 // Hold and LeaseHeld are one fenced UPDATE each. A claim, Resolve or
 // LeaseHeld that races with a concurrent session on the same key runs
 // again a bounded number of times (four attempts, five for a deadlocked

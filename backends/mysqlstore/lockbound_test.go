@@ -123,6 +123,10 @@ func TestPoolWaitBoundedByLockTimeout(t *testing.T) {
 						_, err := s.Renew(ctx, backends.RenewParams{Scope: name, Key: key, Owner: oldOwner, Lease: time.Minute})
 						return lockTimedOut(err)
 					}
+					ops["Checkpoint"] = func(ctx context.Context) error {
+						_, err := s.Checkpoint(ctx, backends.CheckpointParams{Scope: name, Key: key, Owner: oldOwner, Steps: []byte("s")})
+						return lockTimedOut(err)
+					}
 					ops["Release"] = func(ctx context.Context) error {
 						_, err := s.Release(ctx, backends.ReleaseParams{Scope: name, Key: key, Owner: oldOwner})
 						return lockTimedOut(err)
@@ -170,7 +174,8 @@ func TestBoundStatementText(t *testing.T) {
 	const mysqlHint = " /*+ SET_VAR(innodb_lock_wait_timeout=7) */ "
 	for name, q := range map[string]string{
 		"insertClaim": st.insertClaim, "takeover": st.takeover, "complete": st.complete,
-		"renew": st.renew, "release": st.release, "delete": st.delete, "sweep": st.sweep,
+		"renew": st.renew, "checkpoint": st.checkpoint, "release": st.release, "endLease": st.endLease,
+		"delete": st.delete, "sweep": st.sweep,
 	} {
 		rest, ok := strings.CutPrefix(q, mariadb)
 		require.True(t, ok, "%s: %s", name, q)

@@ -311,9 +311,20 @@ func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error)
 	return s.pool().renew(ctx, p)
 }
 
-// Release implements backends.Store in one DELETE.
+// Release implements backends.Store in one DELETE when the record has no
+// checkpoints. Otherwise (the record has checkpoints, or is not the
+// owner's) an UPDATE follows, which ends the lease of the owner's record
+// with checkpoints: two round trips. MariaDB and MySQL have no single
+// statement that deletes a row or else updates it, and a procedure would
+// cost every release a CALL.
 func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
 	return s.pool().release(ctx, p)
+}
+
+// Checkpoint implements backends.Store in one UPDATE, fenced as Complete's
+// and Renew's.
+func (s *Store) Checkpoint(ctx context.Context, p backends.CheckpointParams) (bool, error) {
+	return s.pool().checkpoint(ctx, p)
 }
 
 // Resolve implements backends.Store in one CALL, bounded as Claim's: the

@@ -12,21 +12,33 @@ import (
 // procedure. Deadlines are computed on the server's clock and saturate
 // like the procedure's.
 const (
-	// peekSQL: scope, key. A consistent read, no lock; live tells an
-	// expired row from a live one. The detail columns (age, hold, a
-	// completed record's time left) cost the server a few TIMESTAMPDIFFs
-	// and the reply a few bytes, no round trip.
-	peekSQL = "SELECT state, fingerprint, owner, outcome,\n" +
+	// peekSQL: owner, scope, key, scope, key. A consistent read, no lock;
+	// live tells an expired row from a live one. The detail columns (age,
+	// hold, a completed record's time left) cost the server a few
+	// TIMESTAMPDIFFs and the reply a few bytes, no round trip. The
+	// checkpoints come only with a row that the claim re-sends (pending,
+	// owner's) or may take over (a lapsed lease, an ended hold), through
+	// a scalar subquery that runs only then, in the same read view: a
+	// replay or a duplicate in progress neither reads nor returns them.
+	peekSQL = peekHead + "), NULL),\n" + peekTail
+
+	// peekLockedSQL: as peekSQL. peekSQL as a locking read, the subquery
+	// included: the latest committed version of the row, whatever the
+	// transaction's snapshot, under a shared lock kept until the
+	// transaction ends. Only a claim in a caller's transaction sends it
+	// (see txStore.Claim).
+	peekLockedSQL = peekHead + " LOCK IN SHARE MODE), NULL),\n" + peekTail + "\nLOCK IN SHARE MODE"
+
+	// peekHead and peekTail are peekSQL's text before and after the end
+	// of its subquery.
+	peekHead = "SELECT state, fingerprint, owner, outcome,\n" +
 		"\tCOALESCE(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until), 0),\n" +
 		"\trevision, expires_at > UTC_TIMESTAMP(6),\n" +
-		"\t" + detailColumns + "\n" +
+		"\tIF(state = 1 AND owner = ? OR state IN (1, 3) AND lease_until <= UTC_TIMESTAMP(6)\n" +
+		"\t\tAND (state = 1 OR hold_until <= UTC_TIMESTAMP(6)),\n" +
+		"\t\t(SELECT s.steps FROM `once_records` AS s WHERE s.scope = ? AND s.`key` = ?"
+	peekTail = "\t" + detailColumns + "\n" +
 		"FROM `once_records` WHERE scope = ? AND `key` = ?"
-
-	// peekLockedSQL: scope, key. peekSQL as a locking read: the latest
-	// committed version of the row, whatever the transaction's snapshot,
-	// under a shared lock kept until the transaction ends. Only a claim in
-	// a caller's transaction sends it (see txStore.Claim).
-	peekLockedSQL = peekSQL + "\nLOCK IN SHARE MODE"
 
 	// insertClaimSQL: scope, key, fingerprint, owner, lease µs, lease µs,
 	// retention µs.
@@ -44,10 +56,13 @@ const (
 	// (revision and owner), and only while that row is still expired, or
 	// pending with a lapsed lease, or held with both its hold and any
 	// reconciler's lease ended, with a matching fingerprint, so it never
-	// takes a record that changed in between. Assignments read only
+	// takes a record that changed in between (a checkpoint bumps revision
+	// too: a takeover keeps the checkpoints that peek read). It clears the
+	// checkpoints of an expired row. Assignments read only
 	// columns not assigned before them.
 	takeoverSQL = "UPDATE `once_records` SET\n" +
 		"\tfingerprint = IF(expires_at > UTC_TIMESTAMP(6) AND LENGTH(?) = 0, fingerprint, ?),\n" +
+		"\tsteps = IF(expires_at > UTC_TIMESTAMP(6), steps, NULL),\n" +
 		"\tstate = 1, owner = ?, outcome = NULL, resolved = FALSE, revision = revision + 1,\n" +
 		"\tlease_until = COALESCE(UTC_TIMESTAMP(6) + INTERVAL ? MICROSECOND, " + maxDatetime + "),\n" +
 		"\tcreated_at = UTC_TIMESTAMP(6), completed_at = NULL,\n" +
@@ -67,14 +82,17 @@ type peeked struct {
 	owner    sql.NullString
 	revision int64
 	live     bool
+	// steps is the row's checkpoints when the claim may re-send or take
+	// it over, nil otherwise.
+	steps []byte
 }
 
 // peek reads the key's row with query: peekSQL, or peekLockedSQL.
 func (r runner) peek(ctx context.Context, query string, p backends.ClaimParams) (peeked, error) {
 	var pk peeked
 	found, err := r.queryRow(ctx, "claim", query,
-		pk.row.withDetails(&pk.row.state, &pk.row.fp, &pk.owner, &pk.row.outcome, &pk.row.leaseUS, &pk.revision, &pk.live),
-		p.Scope, p.Key)
+		pk.row.withDetails(&pk.row.state, &pk.row.fp, &pk.owner, &pk.row.outcome, &pk.row.leaseUS, &pk.revision, &pk.live, &pk.steps),
+		p.Owner, p.Scope, p.Key, p.Scope, p.Key)
 	pk.found = found
 	return pk, err
 }
@@ -100,11 +118,12 @@ func (r runner) claimPlain(ctx context.Context, p backends.ClaimParams) (backend
 // lock; a new key costs an INSERT IGNORE more.
 //
 // Either way an expired record or a lapsed lease costs a conditional
-// UPDATE after the read. When a write finds the key changed by a concurrent
-// session, or InnoDB picked it as a deadlock victim (only that autocommit
-// statement was rolled back), it reads again (a fresh snapshot: each
-// statement of the pool store commits on its own; in a transaction peek
-// is a locking read), at most four attempts in all. When all four lost, it
+// UPDATE after the read. A takeover and a re-send return the checkpoints
+// that the read returned (see peekSQL). When a write finds the key
+// changed by a concurrent session, or InnoDB picked it as a deadlock
+// victim (only that autocommit statement was rolled back), it reads again
+// (a fresh snapshot: each statement of the pool store commits on its own;
+// in a transaction peek is a locking read), at most four attempts in all. When all four lost, it
 // returns an *Error ("key changed concurrently on every attempt; retry"),
 // having claimed nothing: the core's Do fails closed with it (fn does not
 // run). In a caller's transaction a deadlock rolled the whole transaction
@@ -123,6 +142,7 @@ func (r runner) claimStatements(ctx context.Context, p backends.ClaimParams, ins
 			n        int64
 			err      error
 			tookOver bool
+			steps    []byte // the checkpoints taken over
 		)
 		if attempt == 0 && insertFirst {
 			n, err = insert()
@@ -139,7 +159,7 @@ func (r runner) claimStatements(ctx context.Context, p backends.ClaimParams, ins
 				backends.FingerprintMatches(pk.row.fp, p.Fingerprint))
 			switch {
 			case pk.found && pk.live && pk.row.state == 1 && pk.owner.Valid && pk.owner.String == p.Owner:
-				return backends.ClaimResult{Claimed: true}, nil // a re-send
+				return backends.ClaimResult{Claimed: true, Steps: noneEmpty(pk.steps)}, nil // a re-send
 			case !write:
 				return backends.ClaimResult{Existing: pk.row.existing(p.Fingerprint)}, nil
 			case lockTimedOut:
@@ -151,6 +171,9 @@ func (r runner) claimStatements(ctx context.Context, p backends.ClaimParams, ins
 				n, err = r.exec(ctx, "claim", r.s.sql.takeover,
 					fp, fp, p.Owner, lease, lease, retention, p.Scope, p.Key, pk.revision, pk.owner, fp, fp)
 				tookOver = pk.live
+				if tookOver {
+					steps = noneEmpty(pk.steps)
+				}
 			}
 		}
 		switch {
@@ -165,7 +188,7 @@ func (r runner) claimStatements(ctx context.Context, p backends.ClaimParams, ins
 		case err != nil:
 			return backends.ClaimResult{}, err
 		case n == 1:
-			return backends.ClaimResult{Claimed: true, TookOver: tookOver}, nil
+			return backends.ClaimResult{Claimed: true, TookOver: tookOver, Steps: steps}, nil
 		}
 	}
 	return backends.ClaimResult{}, &Error{Op: "claim", kind: "key changed concurrently on every attempt; retry"}

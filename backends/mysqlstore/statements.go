@@ -44,13 +44,28 @@ const (
 		"\trevision = revision + 1\n" +
 		"WHERE scope = ? AND `key` = ? AND state = 1 AND owner = ? AND expires_at > UTC_TIMESTAMP(6)"
 
-	// releaseSQL: scope, key, owner.
-	releaseSQL = "DELETE FROM `once_records`\n" +
+	// checkpointSQL: steps (NULL for none), scope, key, owner. The fence
+	// of completeSQL and renewSQL; it changes nothing but the checkpoints
+	// (and revision, so that a re-send still changes its row).
+	checkpointSQL = "UPDATE `once_records` SET steps = ?, revision = revision + 1\n" +
 		"WHERE scope = ? AND `key` = ? AND state = 1 AND owner = ? AND expires_at > UTC_TIMESTAMP(6)"
 
-	// getSQL: scope, key. A consistent read: no row lock, no write.
+	// releaseSQL: scope, key, owner. It deletes a record without
+	// checkpoints.
+	releaseSQL = "DELETE FROM `once_records`\n" +
+		"WHERE scope = ? AND `key` = ? AND state = 1 AND owner = ? AND expires_at > UTC_TIMESTAMP(6)\n" +
+		"\tAND steps IS NULL"
+
+	// endLeaseSQL: scope, key, owner. releaseSQL's fence, for a record
+	// with checkpoints: it is kept, its lease ended, claimable at once.
+	endLeaseSQL = "UPDATE `once_records` SET lease_until = UTC_TIMESTAMP(6), revision = revision + 1\n" +
+		"WHERE scope = ? AND `key` = ? AND state = 1 AND owner = ? AND expires_at > UTC_TIMESTAMP(6)\n" +
+		"\tAND steps IS NOT NULL"
+
+	// getSQL: scope, key. A consistent read: no row lock, no write. The
+	// one read of a record that returns its checkpoints whatever its state.
 	getSQL = "SELECT state, fingerprint, outcome,\n" +
-		"\tCOALESCE(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until), 0),\n" +
+		"\tCOALESCE(TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), lease_until), 0), steps,\n" +
 		"\t" + detailColumns + "\n" +
 		"FROM `once_records` WHERE scope = ? AND `key` = ? AND expires_at > UTC_TIMESTAMP(6)"
 
@@ -80,9 +95,9 @@ const placeholderTable = "`once_records"
 
 // statements holds the SQL of every operation, rendered for one table.
 type statements struct {
-	claim, resolve, complete, completedBy, renew, release       string
-	get, delete, sweep, peek, peekLocked, insertClaim, takeover string
-	hold, heldBy, leaseHeld, list, count                        string
+	claim, resolve, complete, completedBy, renew, checkpoint    string
+	release, endLease, get, delete, sweep, peek, peekLocked     string
+	insertClaim, takeover, hold, heldBy, leaseHeld, list, count string
 }
 
 // newStatements renders the SQL for table, every statement that may wait
@@ -98,7 +113,9 @@ func newStatements(table string, lockWaitS int64) statements {
 		complete:    bound(completeSQL),
 		completedBy: r.Replace(completedBySQL),
 		renew:       bound(renewSQL),
+		checkpoint:  bound(checkpointSQL),
 		release:     bound(releaseSQL),
+		endLease:    bound(endLeaseSQL),
 		get:         r.Replace(getSQL),
 		peek:        r.Replace(peekSQL),
 		peekLocked:  bound(peekLockedSQL),

@@ -144,6 +144,13 @@ func (t *txStore) Release(ctx context.Context, p backends.ReleaseParams) (bool, 
 	return t.r.release(ctx, p)
 }
 
+// Checkpoint implements backends.Store in one UPDATE inside the
+// transaction: the checkpoints commit with the transaction's other writes,
+// or not at all.
+func (t *txStore) Checkpoint(ctx context.Context, p backends.CheckpointParams) (bool, error) {
+	return t.r.checkpoint(ctx, p)
+}
+
 // Resolve implements backends.Store.
 func (t *txStore) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	return t.r.resolve(ctx, p)

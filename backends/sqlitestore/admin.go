@@ -7,18 +7,20 @@ import (
 )
 
 // Get implements backends.Admin with one read on a read connection: no
-// lock, no write. Lease and expiry are measured on the store's clock.
+// lock, no write. Lease and expiry are measured on the store's clock. It
+// reports the record's checkpoints (Record.Steps).
 func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, error) {
 	if err := checkNames("get", scope, key); err != nil {
 		return backends.Record{}, err
 	}
-	r, err := s.read(ctx, s.reader, "get", scope, key)
+	r, err := s.readWith(ctx, s.reader, "get", s.sql.get, scope, key)
 	now := s.nowMicros()
 	if err != nil || !r.live(now) {
 		return backends.Record{}, err
 	}
 	rec := r.record(now)
 	rec.ExpiresIn = remaining(now, r.expiresAt)
+	rec.Steps = r.steps
 	return rec, nil
 }
 

@@ -18,13 +18,15 @@ const (
 func decideClaim(r row, p backends.ClaimParams, now int64) (claimDecision, backends.ClaimResult) {
 	switch {
 	case !r.live(now):
+		// Absent or expired: a new record, without checkpoints.
 		return claimInsert, backends.ClaimResult{Claimed: true}
 	case r.pendingBy(p.Owner, now):
 		// A re-send of a Claim that applied: claimed, nothing changes.
-		return claimReport, backends.ClaimResult{Claimed: true}
+		return claimReport, backends.ClaimResult{Claimed: true, Steps: r.steps}
 	case r.state == 1 && r.leaseUntil.Int64 <= now && (!r.held() || r.holdUntil.Int64 <= now) &&
 		backends.FingerprintMatches(r.fp, p.Fingerprint):
-		return claimTakeover, backends.ClaimResult{Claimed: true, TookOver: true}
+		// The takeover keeps the record's checkpoints.
+		return claimTakeover, backends.ClaimResult{Claimed: true, TookOver: true, Steps: r.steps}
 	}
 	return claimReport, backends.ClaimResult{Existing: r.record(now)}
 }
@@ -41,21 +43,22 @@ func (s *Store) claim(ctx context.Context, h on, p backends.ClaimParams) (backen
 	if err := checkWrite("claim", p.Scope, p.Key, p.Owner, p.Fingerprint); err != nil {
 		return backends.ClaimResult{}, err
 	}
-	r, err := s.read(ctx, h.reader, "claim", p.Scope, p.Key)
+	now := s.nowMicros()
+	r, err := s.readWith(ctx, h.reader, "claim", s.sql.readClaim, p.Scope, p.Key, p.Owner, now)
 	if err != nil {
 		return backends.ClaimResult{}, err
 	}
-	if d, res := decideClaim(r, p, s.nowMicros()); d == claimReport {
+	if d, res := decideClaim(r, p, now); d == claimReport {
 		return res, nil
 	}
 	var res backends.ClaimResult
 	var d claimDecision
 	err = s.writeIn(ctx, h, "claim", func(tx querier) error {
-		r, err := s.read(ctx, tx, "claim", p.Scope, p.Key)
+		now := s.nowMicros()
+		r, err := s.readWith(ctx, tx, "claim", s.sql.readClaim, p.Scope, p.Key, p.Owner, now)
 		if err != nil {
 			return err
 		}
-		now := s.nowMicros()
 		d, res = decideClaim(r, p, now)
 		lease := deadline(now, p.Lease)
 		expires := max(lease, deadline(now, p.Retention))

@@ -62,6 +62,9 @@
 // There are none: every operation is a few statements on a local file. A
 // replay, a duplicate in progress and a fingerprint mismatch are one
 // SELECT on a read connection, which takes no write lock and writes
-// nothing; a claim that writes re-reads the row inside its BEGIN IMMEDIATE
-// transaction before it decides.
+// nothing, and never reads the record's checkpoints; a claim that writes
+// re-reads the row inside its BEGIN IMMEDIATE transaction before it
+// decides. Checkpoint is one UPDATE; Release one DELETE, followed by an
+// UPDATE when it deleted nothing (the record has checkpoints, which it
+// keeps with its lease ended, or is not the caller's).
 package sqlitestore

@@ -24,6 +24,9 @@ type row struct {
 	// hold, and leaseUntil and owner a reconciler's lease.
 	heldAt, holdUntil sql.NullInt64
 	code, message     string
+	// steps is the row's checkpoints when the statement read them (see
+	// readClaimSQL and getSQL), nil otherwise.
+	steps []byte
 }
 
 // held reports whether the row is held.
@@ -86,10 +89,18 @@ type on struct {
 // pool is the Store's own pools.
 func (s *Store) pool() on { return on{reader: s.reader, writer: s.writer} }
 
+// read reads the row of (scope, key) with readSQL, without its
+// checkpoints.
 func (s *Store) read(ctx context.Context, q querier, op, scope, key string) (row, error) {
+	return s.readWith(ctx, q, op, s.sql.read, scope, key)
+}
+
+// readWith reads the row with query: readSQL, readClaimSQL or getSQL,
+// whose arguments start with scope and key.
+func (s *Store) readWith(ctx context.Context, q querier, op, query string, args ...any) (row, error) {
 	var r row
-	err := q.QueryRowContext(ctx, s.sql.read, scope, key).
-		Scan(r.dest()...)
+	err := q.QueryRowContext(ctx, query, args...).
+		Scan(append(r.dest(), &r.steps)...)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return row{}, nil
@@ -97,6 +108,9 @@ func (s *Store) read(ctx context.Context, q querier, op, scope, key string) (row
 		return row{}, interpretError(op, err)
 	}
 	r.found = true
+	if len(r.steps) == 0 {
+		r.steps = nil // none: Checkpoint stores no empty blob
+	}
 	return r, nil
 }
 

@@ -6,10 +6,25 @@ import "strings"
 // "once_records" replaced by the configured one. Times are parameters:
 // the process's clock is the store's (see the package doc).
 const (
-	// readSQL: scope, key.
-	readSQL = `SELECT state, fingerprint, owner, resolved, lease_until, outcome, expires_at,
-	created_at, held_at, hold_until, coalesce(held_code, ''), coalesce(held_message, '')
-FROM "once_records" WHERE scope = ? AND key = ?`
+	// readSQL: scope, key. Its last column is NULL: the checkpoints are
+	// not read.
+	readSQL = "SELECT " + readColumns + ", NULL\n" + readFrom
+
+	// readClaimSQL: scope, key, owner, now. readSQL, with the checkpoints
+	// of a row that the claim re-sends (pending, owner's) or may take over
+	// (a lapsed lease, an ended hold): a replay or a duplicate in progress
+	// does not read them.
+	readClaimSQL = "SELECT " + readColumns + `,
+	CASE WHEN state = 1 AND (held_at IS NULL AND owner = ?3
+		OR lease_until <= ?4 AND (held_at IS NULL OR hold_until <= ?4)) THEN steps END
+` + readFrom
+
+	// getSQL: scope, key. readSQL with the checkpoints, whatever the state.
+	getSQL = "SELECT " + readColumns + ", steps\n" + readFrom
+
+	readColumns = `state, fingerprint, owner, resolved, lease_until, outcome, expires_at,
+	created_at, held_at, hold_until, coalesce(held_code, ''), coalesce(held_message, '')`
+	readFrom = `FROM "once_records" WHERE scope = ?1 AND key = ?2`
 
 	// insertSQL: scope, key, fingerprint, state, owner, resolved,
 	// lease_until, outcome, now (created and, for state 2, completed),
@@ -47,9 +62,24 @@ WHERE scope = ? AND key = ? AND owner = ? AND state = 2 AND outcome = ? AND expi
 	renewSQL = `UPDATE "once_records" SET lease_until = ?1, expires_at = max(expires_at, ?1)
 WHERE scope = ?2 AND key = ?3 AND state = 1 AND held_at IS NULL AND owner = ?4 AND expires_at > ?5`
 
-	// releaseSQL: scope, key, owner, now.
+	// checkpointSQL: steps (NULL for none), scope, key, owner, now. The
+	// fence of completeSQL and renewSQL; it changes nothing but the
+	// checkpoints.
+	checkpointSQL = `UPDATE "once_records" SET steps = ?1
+WHERE scope = ?2 AND key = ?3 AND owner = ?4 AND state = 1 AND held_at IS NULL AND expires_at > ?5`
+
+	// releaseSQL: scope, key, owner, now. It deletes a record without
+	// checkpoints.
 	releaseSQL = `DELETE FROM "once_records"
-WHERE scope = ? AND key = ? AND state = 1 AND held_at IS NULL AND owner = ? AND expires_at > ?`
+WHERE scope = ? AND key = ? AND state = 1 AND held_at IS NULL AND owner = ? AND expires_at > ?
+	AND steps IS NULL`
+
+	// endLeaseSQL: scope, key, owner, now. releaseSQL's fence, for a
+	// record with checkpoints: it is kept, its lease ended at now,
+	// claimable at once.
+	endLeaseSQL = `UPDATE "once_records" SET lease_until = ?4
+WHERE scope = ?1 AND key = ?2 AND state = 1 AND held_at IS NULL AND owner = ?3 AND expires_at > ?4
+	AND steps IS NOT NULL`
 
 	// deleteSQL: scope, key, now. The live record, whatever its owner.
 	deleteSQL = `DELETE FROM "once_records" WHERE scope = ? AND key = ? AND expires_at > ?`
@@ -100,7 +130,7 @@ ORDER BY scope, key LIMIT ?7`
 	coalesce(min(CASE WHEN held_at IS NOT NULL AND expires_at > ?1 THEN held_at END), ?1),
 	coalesce(sum(expires_at <= ?1), 0),
 	count(*),
-	coalesce(sum(length(scope) + length(key) + length(fingerprint) + coalesce(length(outcome), 0)), 0)
+	coalesce(sum(length(scope) + length(key) + length(fingerprint) + coalesce(length(outcome), 0) + coalesce(length(steps), 0)), 0)
 FROM "once_records"`
 
 	sweepSQL = `DELETE FROM "once_records" WHERE (scope, key) IN (
@@ -112,14 +142,19 @@ FROM "once_records"`
 const placeholderTable = `"once_records`
 
 type statements struct {
-	read, insert, takeover, resolvePending, complete, completedBy, renew, release, delete, sweep string
-	hold, leaseHeld, listPending, listHeld, listCompleted, count                                 string
+	read, readClaim, get, insert, takeover, resolvePending, complete, completedBy, renew string
+	checkpoint, release, endLease, delete, sweep, hold, leaseHeld                        string
+	listPending, listHeld, listCompleted, count                                          string
 }
 
 func newStatements(table string) statements {
 	r := strings.NewReplacer(placeholderTable, `"`+table)
 	return statements{
 		read:           r.Replace(readSQL),
+		readClaim:      r.Replace(readClaimSQL),
+		get:            r.Replace(getSQL),
+		checkpoint:     r.Replace(checkpointSQL),
+		endLease:       r.Replace(endLeaseSQL),
 		insert:         r.Replace(insertSQL),
 		takeover:       r.Replace(takeoverSQL),
 		resolvePending: r.Replace(resolvePendingSQL),

@@ -85,6 +85,13 @@ func (t txStore) Renew(ctx context.Context, p backends.RenewParams) (bool, error
 	return t.s.renew(ctx, t.h, p)
 }
 
+// Checkpoint implements backends.Store in one UPDATE inside the
+// transaction: the checkpoints commit with the transaction's other writes,
+// or not at all.
+func (t txStore) Checkpoint(ctx context.Context, p backends.CheckpointParams) (bool, error) {
+	return t.s.checkpoint(ctx, t.h, p)
+}
+
 func (t txStore) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
 	return t.s.release(ctx, t.h, p)
 }

@@ -18,6 +18,13 @@
 -- CLIENT_FOUND_ROWS flag) and so that a takeover can be conditioned on the
 -- exact row it read.
 --
+-- steps is the record's checkpoints (an opaque blob that Checkpoint
+-- writes), NULL when it has none. Every other write keeps it, except one
+-- that replaces an expired record, which clears it. A claim returns it on
+-- a takeover and on a re-send; it reads it through a scalar subquery that
+-- runs only on a pending or held row, so that a replay never reads its
+-- pages.
+--
 -- State 1 is pending, 2 completed, 3 held. held_at, hold_until, held_code
 -- and held_message describe a held record: since when and until when it
 -- is held, and the held error's code and message for operators. A held
@@ -43,6 +50,7 @@ CREATE TABLE IF NOT EXISTS `once_records` (
     owner        VARBINARY(255)  NULL,
     lease_until  DATETIME(6)     NULL,
     outcome      LONGBLOB        NULL,
+    steps        LONGBLOB        NULL,
     resolved     BOOLEAN         NOT NULL DEFAULT FALSE,
     revision     BIGINT UNSIGNED NOT NULL DEFAULT 1,
     created_at   DATETIME(6)     NOT NULL,
@@ -62,9 +70,11 @@ DROP PROCEDURE IF EXISTS `once_records_call_v1`;
 -- `once_records_call_v1` is the one implementation of Claim and Resolve.
 -- p_state is what the call writes: 1 claims the key (a pending record), 2
 -- resolves it (a completed record with p_outcome). It returns one row: for
--- a claim (claimed, took_over, state, fingerprint, outcome, lease_us,
--- expire_us, age_us, hold_us, held_code, held_message), for a Resolve the
--- same with resolved first and no took_over. State 0 means the wait for a
+-- a claim (claimed, took_over, steps, state, fingerprint, outcome,
+-- lease_us, expire_us, age_us, hold_us, held_code, held_message), for a
+-- Resolve the same with resolved first and no took_over nor steps. steps
+-- is the claimed record's checkpoints on a takeover or a re-send, NULL
+-- otherwise. State 0 means the wait for a
 -- concurrent uncommitted claim of the key exceeded p_lock_wait_s seconds
 -- (0: keep the session's innodb_lock_wait_timeout); expire_us is a
 -- completed record's time left, age_us a pending record's time since its
@@ -76,7 +86,8 @@ DROP PROCEDURE IF EXISTS `once_records_call_v1`;
 -- and the fingerprints match (an empty one on either side matches; the
 -- record keeps the stored one when p_fp is empty); a pending record
 -- already owned by p_owner is a re-send of a Claim whose reply was lost:
--- claimed, and nothing changes. A Resolve stores its outcome, with p_owner
+-- claimed, and nothing changes. Either keeps the record's checkpoints
+-- (steps); a claim of an absent or expired key starts with none. A Resolve stores its outcome, with p_owner
 -- as the completed record's owner, when the key is absent or expired, or
 -- pending with a lapsed lease, or held, with a matching fingerprint,
 -- except while a reconciler's lease of another token than p_owner is live
@@ -100,7 +111,7 @@ BEGIN
     DECLARE v_state TINYINT;
     DECLARE v_fp VARBINARY(64);
     DECLARE v_owner VARBINARY(255);
-    DECLARE v_outcome LONGBLOB;
+    DECLARE v_outcome, v_steps LONGBLOB;
     DECLARE v_code VARBINARY(64);
     DECLARE v_message VARBINARY(512);
     DECLARE v_rev BIGINT UNSIGNED;
@@ -113,7 +124,7 @@ BEGIN
     DECLARE r_done, r_took_over BOOLEAN DEFAULT FALSE;
     DECLARE r_state TINYINT DEFAULT 0;
     DECLARE r_fp VARBINARY(64);
-    DECLARE r_outcome LONGBLOB;
+    DECLARE r_outcome, r_steps LONGBLOB;
     DECLARE r_lease, r_expire, r_age, r_hold BIGINT DEFAULT 0;
     DECLARE r_code VARBINARY(64);
     DECLARE r_message VARBINARY(512);
@@ -135,20 +146,27 @@ BEGIN
         -- one write follows, conditioned on the very row version read; when
         -- it changes nothing, a concurrent session changed the key, and the
         -- key is read again LOCK IN SHARE MODE (the latest committed version,
-        -- even in a REPEATABLE READ transaction), at most four times.
+        -- even in a REPEATABLE READ transaction), at most four times. A
+        -- claim reads the checkpoints of a pending or held row, in the same
+        -- read (a subquery that runs only then), so that they are those of
+        -- the very row version that a takeover's write is conditioned on.
         attempts: LOOP
-            SET v_found = TRUE;
+            SET v_found = TRUE, v_steps = NULL;
             IF v_attempt = 0 THEN
                 SELECT state, fingerprint, owner, lease_until, outcome, expires_at, revision, resolved,
-                    created_at, held_at, hold_until, held_code, held_message
+                    created_at, held_at, hold_until, held_code, held_message,
+                    IF(v_claim AND state <> 2, (SELECT s.steps FROM `once_records` AS s
+                        WHERE s.scope = p_scope AND s.`key` = p_key), NULL)
                   INTO v_state, v_fp, v_owner, v_lease_until, v_outcome, v_expires, v_rev, v_resolved,
-                    v_created, v_held_at, v_hold_until, v_code, v_message
+                    v_created, v_held_at, v_hold_until, v_code, v_message, v_steps
                   FROM `once_records` WHERE scope = p_scope AND `key` = p_key;
             ELSE
                 SELECT state, fingerprint, owner, lease_until, outcome, expires_at, revision, resolved,
-                    created_at, held_at, hold_until, held_code, held_message
+                    created_at, held_at, hold_until, held_code, held_message,
+                    IF(v_claim AND state <> 2, (SELECT s.steps FROM `once_records` AS s
+                        WHERE s.scope = p_scope AND s.`key` = p_key LOCK IN SHARE MODE), NULL)
                   INTO v_state, v_fp, v_owner, v_lease_until, v_outcome, v_expires, v_rev, v_resolved,
-                    v_created, v_held_at, v_hold_until, v_code, v_message
+                    v_created, v_held_at, v_hold_until, v_code, v_message, v_steps
                   FROM `once_records` WHERE scope = p_scope AND `key` = p_key
                   LOCK IN SHARE MODE;
             END IF;
@@ -158,7 +176,7 @@ BEGIN
                 v_state = 2 AND v_resolved AND LENGTH(p_owner) > 0 AND v_owner = p_owner AND v_outcome = p_outcome) THEN
                 -- A re-send of a Claim or a Resolve that applied (its reply
                 -- was lost): done, nothing changes.
-                SET r_done = TRUE, r_state = p_state;
+                SET r_done = TRUE, r_state = p_state, r_steps = IF(v_claim, v_steps, NULL);
                 LEAVE attempts;
             ELSEIF v_live AND (v_state = 2 OR NOT (LENGTH(p_fp) = 0 OR LENGTH(v_fp) = 0 OR v_fp = p_fp)
                 OR IF(v_claim, v_lease_until > v_now OR (v_state = 3 AND v_hold_until > v_now),
@@ -190,7 +208,8 @@ BEGIN
             END IF;
             -- Absent, expired, a lapsed lease or ended hold to take over, or
             -- (Resolve) a pending or held record to complete: one write,
-            -- which clears the held columns.
+            -- which clears the held columns, and the checkpoints of an
+            -- expired record.
             SET v_new_lease = IF(v_claim, COALESCE(v_now + INTERVAL p_lease_us MICROSECOND, '9999-12-31 23:59:59.999999'), NULL);
             SET v_new_expires = GREATEST(COALESCE(v_new_lease, v_now),
                 COALESCE(v_now + INTERVAL p_retention_us MICROSECOND, '9999-12-31 23:59:59.999999'));
@@ -208,6 +227,7 @@ BEGIN
                     owner = p_owner,
                     lease_until = v_new_lease,
                     outcome = IF(v_claim, NULL, p_outcome),
+                    steps = IF(v_live, steps, NULL),
                     resolved = NOT v_claim,
                     revision = v_rev + 1,
                     created_at = IF(v_claim OR v_expires <= v_now, v_now, created_at),
@@ -220,7 +240,8 @@ BEGIN
                 SET v_rows = ROW_COUNT();
             END IF;
             IF v_rows = 1 THEN
-                SET r_done = TRUE, r_took_over = v_claim AND v_live, r_state = p_state;
+                SET r_done = TRUE, r_took_over = v_claim AND v_live, r_state = p_state,
+                    r_steps = IF(v_claim AND v_live, v_steps, NULL);
                 LEAVE attempts;
             END IF;
             SET v_attempt = v_attempt + 1;
@@ -231,7 +252,7 @@ BEGIN
     END work;
     SET SESSION innodb_lock_wait_timeout = v_saved_wait;
     IF v_claim THEN
-        SELECT r_done AS claimed, r_took_over AS took_over, r_state AS state, r_fp AS fingerprint,
+        SELECT r_done AS claimed, r_took_over AS took_over, r_steps AS steps, r_state AS state, r_fp AS fingerprint,
             r_outcome AS outcome, r_lease AS lease_us, r_expire AS expire_us, r_age AS age_us,
             r_hold AS hold_us, r_code AS held_code, r_message AS held_message;
     ELSE

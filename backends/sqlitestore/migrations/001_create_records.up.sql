@@ -8,10 +8,16 @@
 -- Resolve (whose owner is the Resolve's token) from one completed by its
 -- claim's owner.
 --
+-- steps is the record's checkpoints (an opaque blob that Checkpoint
+-- writes), NULL when it has none. Every other write keeps it; a claim or
+-- Resolve that replaces an expired row (INSERT OR REPLACE) starts without.
+-- A claim reads it only from a row it re-sends or may take over, so that
+-- a replay never reads its pages.
+--
 -- A held record is a pending row (state 1) whose held_at is set: since
 -- when it is held, until when (hold_until), and the held error's code and
 -- message. Its lease_until and owner are then a reconciler's lease. Every
--- fenced write of an owner (complete, renew, release) requires held_at IS
+-- fenced write of an owner (complete, renew, checkpoint, release) requires held_at IS
 -- NULL. The partial index holds held rows only, so listing held keys never
 -- reads the table and claims and completions never write it.
 CREATE TABLE IF NOT EXISTS "once_records" (
@@ -23,6 +29,7 @@ CREATE TABLE IF NOT EXISTS "once_records" (
     resolved     INTEGER NOT NULL DEFAULT 0,
     lease_until  INTEGER,
     outcome      BLOB,
+    steps        BLOB,
     created_at   INTEGER NOT NULL,
     completed_at INTEGER,
     expires_at   INTEGER NOT NULL,
