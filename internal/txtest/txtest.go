@@ -38,8 +38,10 @@ type Store[X once.Tx] struct {
 }
 
 // Run runs the cases on the stores newStore returns, each case with a
-// store of its own (a fresh effects table and scope).
+// store of its own (a fresh effects table and scope), and those of
+// RunSteps.
 func Run[X once.Tx](t *testing.T, newStore func(t *testing.T) Store[X]) {
+	t.Run("Steps", func(t *testing.T) { RunSteps(t, newStore) })
 	ctx := context.Background()
 	errTimeout := errors.New("provider timed out after the request left")
 
