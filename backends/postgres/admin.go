@@ -11,7 +11,8 @@ var _ backends.Admin = (*Store)(nil)
 
 // Get implements backends.Admin in one SELECT that takes no row lock and
 // writes nothing; it is not blocked by a transaction holding the row.
-// Lease and expiry are measured on the server's clock_timestamp().
+// Lease and expiry are measured on the server's clock_timestamp(). It is
+// the one method that reports the record's checkpoints (Record.Steps).
 func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, error) {
 	if err := checkNames("get", scope, key); err != nil {
 		return backends.Record{}, err
@@ -25,9 +26,10 @@ func (s *Store) get(ctx context.Context, q querier, scope, key string) (backends
 		fp, outcome                      []byte
 		leaseUS, expireUS, ageUS, holdUS int64
 		code, message                    string
+		steps                            []byte
 	)
 	err := q.QueryRow(ctx, s.sql.Get, scope, key).
-		Scan(&state, &fp, &outcome, &leaseUS, &expireUS, &ageUS, &holdUS, &code, &message)
+		Scan(&state, &fp, &outcome, &leaseUS, &expireUS, &ageUS, &holdUS, &code, &message, &steps)
 	found, err := interpretError("get", err)
 	if !found || err != nil {
 		return backends.Record{}, err
@@ -35,6 +37,7 @@ func (s *Store) get(ctx context.Context, q querier, scope, key string) (backends
 	rec := existing(state, fp, outcome, sqlstore.FromMicros(leaseUS))
 	withDetails(&rec, ageUS, holdUS, code, message)
 	rec.ExpiresIn = sqlstore.FromMicros(expireUS)
+	rec.Steps = stepsOrNil(steps)
 	return rec, nil
 }
 

@@ -297,9 +297,17 @@ func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error)
 	return s.sql.renew(ctx, s.db, p)
 }
 
-// Release implements backends.Store in one statement.
+// Release implements backends.Store in one statement, which deletes a
+// record without checkpoints and ends the lease of one with checkpoints,
+// waking the key's waiters either way.
 func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
 	return s.sql.release(ctx, s.db, p)
+}
+
+// Checkpoint implements backends.Store in one statement, fenced as Renew
+// is. It wakes no waiter: a checkpoint changes no answer a duplicate gets.
+func (s *Store) Checkpoint(ctx context.Context, p backends.CheckpointParams) (bool, error) {
+	return s.sql.checkpoint(ctx, s.db, p)
 }
 
 // Resolve implements backends.Store in one statement. Like Claim, it runs
