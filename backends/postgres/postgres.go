@@ -218,6 +218,10 @@ type querier interface {
 // changed concurrently on every attempt; retry"), having claimed nothing,
 // and the core's Do fails closed with it (fn does not run).
 //
+// A Claim that takes a record over, or re-sends its owner's claim, gets the
+// record's checkpoints (ClaimResult.Steps) from the same statement; a
+// replay, an in-progress and a mismatch never read them out.
+//
 // A Claim that waited LockTimeout for a concurrent uncommitted transaction
 // holding the key reports it pending (see Config.LockTimeout).
 //
