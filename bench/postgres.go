@@ -165,6 +165,7 @@ type pgClaimRow struct {
 	fp      []byte
 	outcome []byte
 	own     bool
+	steps   []byte // the checkpoints of a re-sent claim; nil here
 }
 
 func (r pgClaimRow) inserted() bool { return r.state == 0 }
@@ -196,7 +197,7 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 			var r pgClaimRow
 			var leaseUntil, expiresAt, holdUntil, now, claimedAt pgtype.Timestamptz
 			err = pool.QueryRow(ctx, q.ReadClaim, scope, key, owner).
-				Scan(&r.state, &r.fp, &r.outcome, &r.own, &leaseUntil, &expiresAt, &holdUntil, &now, &claimedAt)
+				Scan(&r.state, &r.fp, &r.outcome, &r.own, &leaseUntil, &expiresAt, &holdUntil, &now, &claimedAt, &r.steps)
 			if err == nil && !expiresAt.Time.After(now.Time) {
 				err = fmt.Errorf("same read claim of %s: the row expired", key)
 			}
@@ -206,7 +207,7 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 		var r pgClaimRow
 		var leaseUntil, expiresAt, holdUntil, now, claimedAt pgtype.Timestamptz
 		err := pool.QueryRow(ctx, q.Claim, scope, key, fp, owner, leaseUS, retentionUS, "5000ms").
-			Scan(&r.state, &r.fp, &r.outcome, &r.own, &leaseUntil, &expiresAt, &holdUntil, &now, &claimedAt)
+			Scan(&r.state, &r.fp, &r.outcome, &r.own, &leaseUntil, &expiresAt, &holdUntil, &now, &claimedAt, &r.steps)
 		if err == nil && !r.inserted() && !expiresAt.Time.After(now.Time) {
 			err = fmt.Errorf("same claim of %s: the row expired", key)
 		}

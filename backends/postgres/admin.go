@@ -11,23 +11,28 @@ var _ backends.Admin = (*Store)(nil)
 
 // Get implements backends.Admin in one SELECT that takes no row lock and
 // writes nothing; it is not blocked by a transaction holding the row.
-// Lease and expiry are measured on the server's clock_timestamp().
+// Lease and expiry are measured on the server's clock_timestamp(). It is
+// the one method that reports the record's checkpoints (Record.Steps).
 func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, error) {
 	if err := checkNames("get", scope, key); err != nil {
 		return backends.Record{}, err
 	}
-	return s.get(ctx, s.db, scope, key)
+	return s.get(ctx, s.db, scope, key, true)
 }
 
-func (s *Store) get(ctx context.Context, q querier, scope, key string) (backends.Record, error) {
+// get reads the live record of (scope, key) on q, with its checkpoints
+// only when withSteps (Admin.Get): every other caller reports a Record
+// without them, and reads no blob.
+func (s *Store) get(ctx context.Context, q querier, scope, key string, withSteps bool) (backends.Record, error) {
 	var (
 		state                            int16
 		fp, outcome                      []byte
 		leaseUS, expireUS, ageUS, holdUS int64
 		code, message                    string
+		steps                            []byte
 	)
-	err := q.QueryRow(ctx, s.sql.Get, scope, key).
-		Scan(&state, &fp, &outcome, &leaseUS, &expireUS, &ageUS, &holdUS, &code, &message)
+	err := q.QueryRow(ctx, s.sql.Get, scope, key, withSteps).
+		Scan(&state, &fp, &outcome, &leaseUS, &expireUS, &ageUS, &holdUS, &code, &message, &steps)
 	found, err := interpretError("get", err)
 	if !found || err != nil {
 		return backends.Record{}, err
@@ -35,6 +40,7 @@ func (s *Store) get(ctx context.Context, q querier, scope, key string) (backends
 	rec := existing(state, fp, outcome, sqlstore.FromMicros(leaseUS))
 	withDetails(&rec, ageUS, holdUS, code, message)
 	rec.ExpiresIn = sqlstore.FromMicros(expireUS)
+	rec.Steps = stepsOrNil(steps)
 	return rec, nil
 }
 
@@ -61,7 +67,7 @@ func withDetails(rec *backends.Record, ageUS, holdUS int64, code, message string
 // changed (it expired, or was resolved or taken over) after the statement
 // that reported it, and the caller decides again.
 func (s *Store) heldDetails(ctx context.Context, q querier, scope, key string, rec *backends.Record) (bool, error) {
-	full, err := s.get(ctx, q, scope, key)
+	full, err := s.get(ctx, q, scope, key, false)
 	if err != nil || full.State != backends.StateHeld {
 		return false, err
 	}

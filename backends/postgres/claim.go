@@ -37,6 +37,9 @@ type fastRow struct {
 	fp      []byte
 	outcome []byte
 	own     bool // the row's owner is this claim's token
+	// steps is the row's checkpoints, sent only when the row is this
+	// claim's own pending row (a re-send); nil otherwise.
+	steps []byte
 	// lease, expires, hold, now and claimed in microseconds since the
 	// Unix epoch (±infinity saturated; a NULL lease, hold or claimed reads
 	// as 0, unused). claimed is a pending row's claimed_at.
@@ -58,8 +61,8 @@ func (r *fastRow) scan(row pgx.Row) error {
 // lets pgx scan the text columns of the simple protocol.
 func (r *fastRow) ScanRow(rows pgx.Rows) error {
 	fields, values := rows.FieldDescriptions(), rows.RawValues()
-	if len(values) != 9 || len(fields) != 9 {
-		return fmt.Errorf("claim row has %d columns, want 9", len(values))
+	if len(values) != 10 || len(fields) != 10 {
+		return fmt.Errorf("claim row has %d columns, want 10", len(values))
 	}
 	for _, f := range fields {
 		if f.Format != pgx.BinaryFormatCode {
@@ -79,16 +82,18 @@ func (r *fastRow) ScanRow(rows pgx.Rows) error {
 		}
 		*dst = us
 	}
+	r.steps = stepsOrNil(cloneBytes(values[9]))
 	return nil
 }
 
 func (r *fastRow) scanText(rows pgx.Rows) error {
 	var lease, expires, hold, now, claimed pgtype.Timestamptz
-	if err := rows.Scan(&r.state, &r.fp, &r.outcome, &r.own, &lease, &expires, &hold, &now, &claimed); err != nil {
+	if err := rows.Scan(&r.state, &r.fp, &r.outcome, &r.own, &lease, &expires, &hold, &now, &claimed, &r.steps); err != nil {
 		return err
 	}
 	r.lease, r.expires, r.hold, r.now = unixMicros(lease), unixMicros(expires), unixMicros(hold), unixMicros(now)
 	r.claimed = unixMicros(claimed)
+	r.steps = stepsOrNil(r.steps)
 	return nil
 }
 
@@ -99,6 +104,16 @@ func cloneBytes(b []byte) []byte {
 		return nil
 	}
 	return append(make([]byte, 0, len(b)), b...)
+}
+
+// stepsOrNil returns a steps column as ClaimResult.Steps and Record.Steps
+// report it: nil for NULL, and for an empty blob, which no statement
+// stores (Checkpoint stores NULL for none).
+func stepsOrNil(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
 }
 
 // pgEpochMicros is 2000-01-01 00:00:00 UTC, PostgreSQL's epoch, in
@@ -138,8 +153,9 @@ func (r fastRow) decide(given []byte) (res backends.ClaimResult, slow bool) {
 		return backends.ClaimResult{}, true
 	case r.state == int16(backends.StatePending) && r.own:
 		// The same claim again (its owner token is unique to one call): a
-		// re-send after a lost reply. It holds the claim.
-		return backends.ClaimResult{Claimed: true}, false
+		// re-send after a lost reply. It holds the claim, and the
+		// checkpoints written since.
+		return backends.ClaimResult{Claimed: true, Steps: r.steps}, false
 	case r.lapsed() && backends.FingerprintMatches(r.fp, given): // pending or held
 		return backends.ClaimResult{}, true
 	}
@@ -216,6 +232,9 @@ type claimRow struct {
 	ownClaim bool  // e saw a live pending row of this very owner
 	ageUS    int64 // since claimed_at; 0 when NULL (not pending)
 	expireUS int64 // until expires_at
+	// steps is the checkpoints of the row taken over (tookOver set) or
+	// of this owner's own row (ownClaim); nil for any other answer.
+	steps []byte
 }
 
 // decide turns a claimRow into a result, or reports that the statement
@@ -225,11 +244,11 @@ func (r claimRow) decide(given []byte) (res backends.ClaimResult, retry bool) {
 	case r.inserted:
 		return backends.ClaimResult{Claimed: true}, false
 	case r.tookOver != nil:
-		return backends.ClaimResult{Claimed: true, TookOver: *r.tookOver}, false
+		return backends.ClaimResult{Claimed: true, TookOver: *r.tookOver, Steps: r.steps}, false
 	case r.ownClaim:
 		// The same claim again (its owner token is unique to one call): a
 		// re-send after a lost reply. It holds the claim.
-		return backends.ClaimResult{Claimed: true}, false
+		return backends.ClaimResult{Claimed: true, Steps: r.steps}, false
 	case !r.found || !r.live:
 		// Nothing visible (or only an expired row), yet no write applied:
 		// the key was written after our snapshot.
@@ -276,7 +295,11 @@ func (q statements) claimArgs(p backends.ClaimParams) []any {
 }
 
 func (r *claimRow) scan(row pgx.Row) error {
-	return row.Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.ownClaim, &r.ageUS, &r.expireUS)
+	if err := row.Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.ownClaim, &r.ageUS, &r.expireUS, &r.steps); err != nil {
+		return err
+	}
+	r.steps = stepsOrNil(r.steps)
+	return nil
 }
 
 // claimOnce runs takeover.sql once on db.

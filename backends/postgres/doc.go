@@ -22,10 +22,10 @@
 //
 // # HOT completions
 //
-// Completions and renewals change no indexed column (a claim writes the
-// primary key only: the sweeper walks the heap, and the held index holds
-// held rows only), so each is a HOT update: a new row version on the same
-// page and no index entry.
+// Completions, renewals and checkpoints change no indexed column (a claim
+// writes the primary key only: the sweeper walks the heap, and the held
+// index holds held rows only), so each is a HOT update: a new row version
+// on the same page and no index entry.
 //
 // # Guarantees
 //

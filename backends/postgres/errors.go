@@ -36,7 +36,7 @@ const (
 // context.DeadlineExceeded) holds.
 type Error struct {
 	// Op is the operation that failed: "claim", "complete", "renew",
-	// "release", "resolve", "hold", "leaseheld", "sweep", "migrate",
+	// "release", "checkpoint", "resolve", "hold", "leaseheld", "sweep", "migrate",
 	// Admin's "get" and "delete", a transaction's (BeginTx) "begin",
 	// "savepoint", "rollback to savepoint", "commit" and "rollback", or
 	// Watch's "watch".

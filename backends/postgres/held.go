@@ -67,7 +67,7 @@ func (s *Store) leaseHeld(ctx context.Context, q querier, p backends.LeaseHeldPa
 		if found && ok {
 			return backends.LeaseHeldResult{Leased: true}, nil
 		}
-		rec, err := s.get(ctx, q, p.Scope, p.Key)
+		rec, err := s.get(ctx, q, p.Scope, p.Key, false)
 		if err != nil || rec.State != backends.StateHeld || rec.LeaseRemaining > 0 || attempt == maxAttempts {
 			return backends.LeaseHeldResult{Existing: rec}, err
 		}

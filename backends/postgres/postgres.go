@@ -218,6 +218,10 @@ type querier interface {
 // changed concurrently on every attempt; retry"), having claimed nothing,
 // and the core's Do fails closed with it (fn does not run).
 //
+// A Claim that takes a record over, or re-sends its owner's claim, gets the
+// record's checkpoints (ClaimResult.Steps) from the same statement; a
+// replay, an in-progress and a mismatch never read them out.
+//
 // A Claim that waited LockTimeout for a concurrent uncommitted transaction
 // holding the key reports it pending (see Config.LockTimeout).
 //
@@ -297,9 +301,17 @@ func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error)
 	return s.sql.renew(ctx, s.db, p)
 }
 
-// Release implements backends.Store in one statement.
+// Release implements backends.Store in one statement, which deletes a
+// record without checkpoints and ends the lease of one with checkpoints,
+// waking the key's waiters either way.
 func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
 	return s.sql.release(ctx, s.db, p)
+}
+
+// Checkpoint implements backends.Store in one statement, fenced as Renew
+// is. It wakes no waiter: a checkpoint changes no answer a duplicate gets.
+func (s *Store) Checkpoint(ctx context.Context, p backends.CheckpointParams) (bool, error) {
+	return s.sql.checkpoint(ctx, s.db, p)
 }
 
 // Resolve implements backends.Store in one statement. Like Claim, it runs

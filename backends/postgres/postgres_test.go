@@ -59,7 +59,7 @@ func TestNewValidatesIdentifiers(t *testing.T) {
 }
 
 // TestStatementsPerOperation checks the round-trip floor: every Claim
-// outcome and Complete is one statement.
+// outcome, Complete, Checkpoint and Release is one statement.
 func TestStatementsPerOperation(t *testing.T) {
 	c := &counter{}
 	pool := newPool(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = c })
@@ -85,6 +85,25 @@ func TestStatementsPerOperation(t *testing.T) {
 	require.Equal(t, []byte("v"), r.Existing.Outcome)
 	assert.EqualValues(t, 1, c.count(func() { r = claim("k", "o4", "other") }), "mismatch")
 	require.Equal(t, []byte("fp"), r.Existing.Fingerprint)
+
+	require.True(t, claim("steps", "o5", "fp").Claimed)
+	assert.EqualValues(t, 1, c.count(func() {
+		ok, err := s.Checkpoint(ctx, backends.CheckpointParams{Scope: scope, Key: "steps", Owner: "o5", Steps: []byte("s")})
+		require.NoError(t, err)
+		require.True(t, ok)
+	}), "checkpoint")
+	assert.EqualValues(t, 1, c.count(func() { r = claim("steps", "o5", "fp") }), "a re-sent claim, with its steps")
+	require.Equal(t, []byte("s"), r.Steps)
+	for _, key := range []string{"steps", "k2"} {
+		if key == "k2" {
+			require.True(t, claim(key, "o5", "fp").Claimed)
+		}
+		assert.EqualValues(t, 1, c.count(func() {
+			ok, err := s.Release(ctx, backends.ReleaseParams{Scope: scope, Key: key, Owner: "o5"})
+			require.NoError(t, err)
+			require.True(t, ok)
+		}), "release of %s", key)
+	}
 }
 
 // TestReplayWritesNothing checks that replaying a completed record takes no
@@ -338,6 +357,10 @@ func TestErrorsLeakNothing(t *testing.T) {
 		}(),
 		func() error {
 			_, err := s.Release(ctx, backends.ReleaseParams{Scope: "", Key: "k", Owner: "o"})
+			return err
+		}(),
+		func() error {
+			_, err := s.Checkpoint(ctx, backends.CheckpointParams{Scope: "s", Key: "k", Owner: "", Steps: []byte("s")})
 			return err
 		}(),
 	} {

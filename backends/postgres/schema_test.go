@@ -24,10 +24,10 @@ func tableStats(t *testing.T, tx pgx.Tx, table string) (ins, upd, hot int64) {
 	return ins, upd, hot
 }
 
-// TestCompletionIsHOT checks the schema's promise: renewals and completions
-// change no indexed column, so each is a HOT update (a new tuple on the
-// same page, no index entry). With an index on expires_at (for a
-// sweeper), none would be.
+// TestCompletionIsHOT checks the schema's promise: renewals, checkpoints
+// and completions change no indexed column, so each is a HOT update (a new
+// tuple on the same page, no index entry). With an index on expires_at
+// (for a sweeper), none would be.
 func TestCompletionIsHOT(t *testing.T) {
 	pool := newPool(t, nil)
 	s := newTable(t, pool, Config{})
@@ -46,6 +46,9 @@ func TestCompletionIsHOT(t *testing.T) {
 		ok, err := st.Renew(ctx, backends.RenewParams{Scope: p.Scope, Key: p.Key, Owner: p.Owner, Lease: time.Minute})
 		require.NoError(t, err)
 		require.True(t, ok)
+		ok, err = st.Checkpoint(ctx, backends.CheckpointParams{Scope: p.Scope, Key: p.Key, Owner: p.Owner, Steps: []byte(`["hold"]`)})
+		require.NoError(t, err)
+		require.True(t, ok)
 		ok, err = st.Complete(ctx, backends.CompleteParams{Scope: p.Scope, Key: p.Key, Owner: p.Owner, Outcome: []byte(`{"status":"paid"}`), Retention: time.Hour})
 		require.NoError(t, err)
 		require.True(t, ok)
@@ -53,8 +56,8 @@ func TestCompletionIsHOT(t *testing.T) {
 	ins, upd, hot := tableStats(t, tx, s.cfg.qualifiedTable())
 	ins, upd, hot = ins-ins0, upd-upd0, hot-hot0
 	require.EqualValues(t, n, ins)
-	require.EqualValues(t, 2*n, upd)
-	require.Equal(t, upd, hot, "every renewal and completion is a HOT update")
+	require.EqualValues(t, 3*n, upd)
+	require.Equal(t, upd, hot, "every renewal, checkpoint and completion is a HOT update")
 }
 
 // TestSweepWalksEveryChunk: on a table of many chunks of pages, a sweep

@@ -211,6 +211,12 @@ func (t *txStore) Release(ctx context.Context, p backends.ReleaseParams) (bool, 
 	return t.s.sql.release(ctx, t.tx, p)
 }
 
+// Checkpoint implements backends.Store in tx: the checkpoints commit with
+// tx's other writes, or not at all.
+func (t *txStore) Checkpoint(ctx context.Context, p backends.CheckpointParams) (bool, error) {
+	return t.s.sql.checkpoint(ctx, t.tx, p)
+}
+
 // Resolve implements backends.Store; a key found held takes one more
 // statement, and Resolve runs again, as Store.Resolve does (at most four
 // times in all, with the same report when they are exhausted).

@@ -165,6 +165,10 @@ func (a *autoTx) Release(ctx context.Context, p backends.ReleaseParams) (bool, e
 	return inTx(ctx, a, func(s backends.Store) (bool, error) { return s.Release(ctx, p) })
 }
 
+func (a *autoTx) Checkpoint(ctx context.Context, p backends.CheckpointParams) (bool, error) {
+	return inTx(ctx, a, func(s backends.Store) (bool, error) { return s.Checkpoint(ctx, p) })
+}
+
 func (a *autoTx) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	return inTx(ctx, a, func(s backends.Store) (backends.ResolveResult, error) { return s.Resolve(ctx, p) })
 }

@@ -108,6 +108,18 @@ func TestNotificationPayloadIsTheKeyHash(t *testing.T) {
 		require.True(t, ok)
 		require.Equal(t, want, *next(), "release")
 
+		owner = mustClaim(t, s, scope, key)
+		ok, err = s.Checkpoint(ctx, backends.CheckpointParams{Scope: scope, Key: key, Owner: owner, Steps: []byte("s")})
+		require.NoError(t, err)
+		require.True(t, ok)
+		ok, err = s.Release(ctx, backends.ReleaseParams{Scope: scope, Key: key, Owner: owner})
+		require.NoError(t, err)
+		require.True(t, ok)
+		require.Equal(t, want, *next(), "release of a record with steps, kept")
+		_, err = s.Delete(ctx, scope, key)
+		require.NoError(t, err)
+		require.Equal(t, want, *next(), "delete")
+
 		res, err := s.Resolve(ctx, backends.ResolveParams{Scope: scope, Key: key, Outcome: []byte("r"), Retention: time.Hour})
 		require.NoError(t, err)
 		require.True(t, res.Resolved)
@@ -129,7 +141,7 @@ func TestNotificationPayloadIsTheKeyHash(t *testing.T) {
 
 	// Statements that change nothing send nothing: a claim, a replay, a
 	// fenced write by a stranger, a re-sent hold, a resolve of a completed
-	// key.
+	// key; nor does a checkpoint, which changes no answer a waiter gets.
 	scope := backendtest.Scope(t)
 	holder := mustClaim(t, s, scope, "held")
 	hold := func(owner string) bool {
@@ -152,6 +164,9 @@ func TestNotificationPayloadIsTheKeyHash(t *testing.T) {
 	require.False(t, ok)
 	_, err = s.Renew(ctx, backends.RenewParams{Scope: scope, Key: "quiet", Owner: owner, Lease: time.Minute})
 	require.NoError(t, err)
+	ok, err = s.Checkpoint(ctx, backends.CheckpointParams{Scope: scope, Key: "quiet", Owner: owner, Steps: []byte("s")})
+	require.NoError(t, err)
+	require.True(t, ok)
 	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	_, err = conn.WaitForNotification(wctx)

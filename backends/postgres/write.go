@@ -43,6 +43,19 @@ func (q statements) renew(ctx context.Context, db querier, p backends.RenewParam
 		p.Scope, p.Key, p.Owner, sqlstore.Micros(p.Lease)).Scan(&ok))
 }
 
+func (q statements) checkpoint(ctx context.Context, db querier, p backends.CheckpointParams) (bool, error) {
+	if err := checkInput("checkpoint", p.Scope, p.Key, nil, p.Owner); err != nil {
+		return false, err
+	}
+	var steps []byte // NULL: an empty p.Steps stores none
+	if len(p.Steps) > 0 {
+		steps = p.Steps
+	}
+	var ok bool
+	return interpretError("checkpoint", db.QueryRow(ctx, q.Checkpoint,
+		p.Scope, p.Key, p.Owner, steps).Scan(&ok))
+}
+
 func (q statements) release(ctx context.Context, db querier, p backends.ReleaseParams) (bool, error) {
 	if err := checkInput("release", p.Scope, p.Key, nil, p.Owner); err != nil {
 		return false, err

@@ -59,12 +59,15 @@ var (
 	List      = file("list")
 	ListHeld  = file("list_held")
 	Count     = file("count")
+	// Checkpoint writes a pending record's checkpoints
+	// (backends.Store.Checkpoint).
+	Checkpoint = file("checkpoint")
 )
 
 // Statements are the record statements rendered for one table.
 type Statements struct {
 	Claim, Takeover, Complete, Renew, Release, Resolve, Sweep, Get, Delete string
-	Hold, LeaseHeld, List, ListHeld, Count                                 string
+	Hold, LeaseHeld, List, ListHeld, Count, Checkpoint                     string
 	InsertClaim, ReadClaim, ClaimTx                                        string
 }
 
@@ -98,6 +101,7 @@ func Render(table string) Statements {
 		List:        render(List),
 		ListHeld:    render(ListHeld),
 		Count:       render(Count),
+		Checkpoint:  render(Checkpoint),
 	}
 }
 

@@ -14,7 +14,7 @@ func TestRender(t *testing.T) {
 	for name, text := range map[string]string{
 		"claim": s.Claim, "takeover": s.Takeover, "complete": s.Complete, "renew": s.Renew, "release": s.Release,
 		"resolve": s.Resolve, "sweep": s.Sweep, "get": s.Get, "delete": s.Delete, "insert claim": s.InsertClaim, "read claim": s.ReadClaim,
-		"claim tx": s.ClaimTx,
+		"claim tx": s.ClaimTx, "checkpoint": s.Checkpoint,
 	} {
 		require.NotEmpty(t, text, name)
 		require.NotContains(t, text, "{table}", name)

@@ -29,6 +29,10 @@
 --     message. once_records_held_idx indexes held_at on held rows only:
 --     its size is the number of held keys, and the hot path never writes
 --     it. Listing held keys reads it instead of the table.
+--   * steps is the record's checkpoints (backends.Store.Checkpoint), an
+--     opaque blob the store never interprets; NULL when it has none. It is
+--     unindexed, so a checkpoint is a HOT update too, and the last column,
+--     so that the hot path's reads deform the columns they need before it.
 CREATE TABLE IF NOT EXISTS "public"."once_records" (
     scope        text COLLATE "C" NOT NULL,
     key          text COLLATE "C" NOT NULL,
@@ -43,6 +47,7 @@ CREATE TABLE IF NOT EXISTS "public"."once_records" (
     hold_until   timestamptz,
     held_code    text,
     held_message text,
+    steps        bytea,
     PRIMARY KEY (scope, key)
 ) WITH (fillfactor = 90);
 

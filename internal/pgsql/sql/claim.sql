@@ -17,6 +17,11 @@
 -- long ago a pending row was claimed (claimed_at) (in Go: no numeric arithmetic on the server, whose
 -- extract(epoch …) costs more than the statement's read).
 --
+-- The last column is the row's checkpoints (steps) only when the row is
+-- this very owner's pending claim (a re-send after a lost reply, whose
+-- answer carries them); NULL otherwise, so that a replay, an in-progress
+-- and a mismatch never send, or detoast, the blob.
+--
 -- It never takes a record over: when the row it returns had expired, or was
 -- pending with a lapsed lease (or held, its hold and reconciler lease
 -- ended) and a matching fingerprint, or when it returns no row at all (the
@@ -33,7 +38,7 @@
 -- (expires_at). No later write changes an indexed column, so completions
 -- and renewals are HOT updates.
 WITH e AS (
-	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at, r.hold_until, r.claimed_at
+	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at, r.hold_until, r.claimed_at, r.steps
 	FROM {table} r
 	WHERE r.scope = $1::text AND r.key = $2::text
 ), ins AS (
@@ -48,9 +53,10 @@ WITH e AS (
 	RETURNING true
 )
 SELECT 0::smallint, NULL::bytea, NULL::bytea, false,
-	NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz
+	NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::bytea
 FROM ins
 UNION ALL
 SELECT e.state, e.fingerprint, e.outcome, coalesce(e.owner = $4::text, false),
-	e.lease_until, e.expires_at, e.hold_until, clock_timestamp(), e.claimed_at
+	e.lease_until, e.expires_at, e.hold_until, clock_timestamp(), e.claimed_at,
+	CASE WHEN e.state = 1 AND e.owner = $4::text THEN e.steps END
 FROM e

@@ -1,5 +1,5 @@
 -- ClaimTx: claim.sql for a caller's transaction (postgres.Store.InTx,
--- DoTx). Parameters as claim.sql.
+-- DoTx). Parameters and answer as claim.sql.
 --
 -- At READ COMMITTED it is claim.sql: ins runs only when e saw no row,
 -- and the statement reads what claim.sql reads, writes what it writes.
@@ -24,7 +24,7 @@
 -- The isolation is read once per statement (current_setting, a stable
 -- function: a one-time filter).
 WITH e AS (
-	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at, r.hold_until, r.claimed_at
+	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at, r.hold_until, r.claimed_at, r.steps
 	FROM {table} r
 	WHERE r.scope = $1::text AND r.key = $2::text
 ), ins AS (
@@ -39,10 +39,11 @@ WITH e AS (
 	RETURNING true
 )
 SELECT 0::smallint, NULL::bytea, NULL::bytea, false,
-	NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz
+	NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::bytea
 FROM ins
 UNION ALL
 SELECT e.state, e.fingerprint, e.outcome, coalesce(e.owner = $4::text, false),
-	e.lease_until, e.expires_at, e.hold_until, clock_timestamp(), e.claimed_at
+	e.lease_until, e.expires_at, e.hold_until, clock_timestamp(), e.claimed_at,
+	CASE WHEN e.state = 1 AND e.owner = $4::text THEN e.steps END
 FROM e
 WHERE NOT EXISTS (SELECT 1 FROM ins)

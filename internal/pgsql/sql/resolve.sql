@@ -12,7 +12,9 @@
 -- resolved row leaves the held index. A live completed row is never touched; one
 -- completed by this very owner token with this outcome (a repeated
 -- Resolve after a lost reply) reports resolved, again without a write. A
--- pending row resolved without a fingerprint keeps its own. Each write's
+-- pending row resolved without a fingerprint keeps its own. A resolved
+-- pending or held row keeps its checkpoints (steps); a replaced expired
+-- row drops them, as expiry does. Each write's
 -- RETURNING calls {notify}, as in complete.sql, so the key's waiters wake
 -- only when the statement wrote (a data-modifying CTE runs to completion
 -- even where EXISTS reads only its first row). The last column is a
@@ -56,7 +58,8 @@ WITH c AS (
 		held_at = NULL,
 		hold_until = NULL,
 		held_code = NULL,
-		held_message = NULL
+		held_message = NULL,
+		steps = CASE WHEN t.expired THEN NULL ELSE r.steps END
 	FROM t
 	WHERE EXISTS (SELECT 1 FROM t)
 		AND r.scope = $1::text AND r.key = $2::text

@@ -15,14 +15,20 @@
 --     on a pending row: still a HOT update). It is conditioned on the exact
 --     row e observed (state, owner, lease, expiry), so of two concurrent
 --     takeovers one applies and the other sees the row changed and is
---     re-run.
+--     re-run. A takeover keeps the row's checkpoints (steps) and returns
+--     them, as they are when it writes (a checkpoint the previous owner
+--     committed after e's snapshot included); a replaced expired row
+--     starts with none.
 --
 -- A live completed row, or a live lease, satisfies neither write: the
 -- statement then only reads, takes no row lock and writes nothing.
 --
 -- The answer's last columns are a pending row's age (since claimed_at) and the row's time left
 -- before it expires (a completed row's ExpiresIn): this is the
--- slow path, so the server computes them, as it computes the lease left.
+-- slow path, so the server computes them, as it computes the lease left;
+-- then the checkpoints of the claim it answers: those upd kept, or, when
+-- e saw this very owner's live pending row (a re-send), that row's; NULL
+-- for any other answer, so that a replay never carries them.
 --
 -- c sets lock_timeout local to the statement's transaction before either
 -- write reads c (see claim.sql). Only unindexed columns change: a HOT
@@ -31,7 +37,7 @@
 WITH c AS (
 	SELECT clock_timestamp() AS now, set_config('lock_timeout', $7::text, true) AS lock_timeout
 ), e AS (
-	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at, r.hold_until, r.claimed_at
+	SELECT r.state, r.fingerprint, r.owner, r.lease_until, r.outcome, r.expires_at, r.hold_until, r.claimed_at, r.steps
 	FROM {table} r
 	WHERE r.scope = $1::text AND r.key = $2::text
 ), ins AS (
@@ -64,7 +70,8 @@ WITH c AS (
 		held_at = NULL,
 		hold_until = NULL,
 		held_code = NULL,
-		held_message = NULL
+		held_message = NULL,
+		steps = CASE WHEN t.took_over THEN r.steps END
 	FROM t
 	WHERE EXISTS (SELECT 1 FROM t)
 		AND r.scope = $1::text AND r.key = $2::text
@@ -72,7 +79,7 @@ WITH c AS (
 		AND r.expires_at = t.expires_at
 		AND r.owner IS NOT DISTINCT FROM t.owner
 		AND r.lease_until IS NOT DISTINCT FROM t.lease_until
-	RETURNING t.took_over
+	RETURNING t.took_over, r.steps
 )
 SELECT
 	EXISTS (SELECT 1 FROM ins),
@@ -85,5 +92,7 @@ SELECT
 	coalesce((extract(epoch FROM e.lease_until - c.now) * 1000000)::bigint, 0),
 	coalesce(e.owner = $4::text AND e.state = 1 AND e.expires_at > c.now, false),
 	coalesce((extract(epoch FROM c.now - e.claimed_at) * 1000000)::bigint, 0),
-	coalesce((extract(epoch FROM e.expires_at - c.now) * 1000000)::bigint, 0)
+	coalesce((extract(epoch FROM e.expires_at - c.now) * 1000000)::bigint, 0),
+	CASE WHEN EXISTS (SELECT 1 FROM upd) THEN (SELECT steps FROM upd)
+		WHEN e.owner = $4::text AND e.state = 1 AND e.expires_at > c.now THEN e.steps END
 FROM c LEFT JOIN e ON true
