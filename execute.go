@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/stagedoor/once/backends"
@@ -36,7 +37,9 @@ type claim struct {
 	// panicked and panicValue hold the first panic of a hook that ran
 	// after fn returned (an observer, the codec, a held error's methods),
 	// recovered so that the claim is settled as it would have been without
-	// it; execute re-raises it once the claim is settled.
+	// it; execute re-raises it once the claim is settled. panicMu guards
+	// them: steps may run on goroutines of fn.
+	panicMu    sync.Mutex
 	panicked   bool
 	panicValue any
 }
@@ -44,9 +47,18 @@ type claim struct {
 // keepPanic keeps p, the value of a recovered hook panic, unless an earlier
 // one is kept already: the first panic is the one Do re-raises.
 func (c *claim) keepPanic(p any) {
+	c.panicMu.Lock()
+	defer c.panicMu.Unlock()
 	if !c.panicked {
 		c.panicked, c.panicValue = true, p
 	}
+}
+
+// keptPanic returns the panic keepPanic kept, if any.
+func (c *claim) keptPanic() (bool, any) {
+	c.panicMu.Lock()
+	defer c.panicMu.Unlock()
+	return c.panicked, c.panicValue
 }
 
 // emit reports e to the observer. A panic in the observer is kept (see
@@ -70,6 +82,7 @@ func (c *claim) emit(e Event) {
 // returns, and releases a claim whose fate was not decided, so that the
 // key is claimable again at once.
 func (c *claim) settle() {
+	c.steps.close()
 	c.renewer.stop()
 	if !c.settled {
 		c.release()
@@ -118,8 +131,8 @@ func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSe
 	start := cfg.clock()
 	v, err := fn(&c.fnCtx)
 	out, answer := settleOutcome(c, fnCtx, start, v, err)
-	if c.panicked {
-		panic(c.panicValue) // the claim is settled: the deferred settle only stops renewal
+	if panicked, p := c.keptPanic(); panicked {
+		panic(p) // the claim is settled: the deferred settle only stops renewal
 	}
 	return out, answer
 }

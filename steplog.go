@@ -173,6 +173,14 @@ func (l *stepLog) lost(c *claim) {
 	c.cancel(ErrLeaseLost)
 }
 
+// close ends the log, if endSteps has not: no step runs once fn has
+// returned or panicked.
+func (l *stepLog) close() {
+	l.mu.Lock()
+	l.broken = errIntentEnded
+	l.mu.Unlock()
+}
+
 // endSteps closes the log when fn has returned, and reports each
 // checkpoint no step of this execution used (EventStepUnmatched): it is
 // kept, never applied to another step.
