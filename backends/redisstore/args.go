@@ -58,11 +58,14 @@ func newClaimArgs(ctx context.Context, key, owner string, fp []byte, life, lease
 }
 
 // completeArgs is complete.lua's EVALSHA and its arguments, in one
-// allocation besides the key's and the owner's boxing:
+// allocation besides the key's and the owner's boxing (the checkpoints
+// key is boxed as a pointer to its field, which go-redis writes as the
+// string):
 //
-//	EVALSHA <sha> 1 key owner outcome retention-ms notify
+//	EVALSHA <sha> 2 key steps-key owner outcome retention-ms notify
 type completeArgs struct {
-	args               [8]any
+	args               [9]any
+	steps              string
 	outcome, retention rawArg
 	cmd                redis.Cmd
 	digits             [20]byte
@@ -72,11 +75,11 @@ type completeArgs struct {
 // every completion would cost an allocation.
 var completeSHA any = completeScript.Hash()
 
-func newCompleteArgs(ctx context.Context, key, owner string, outcome []byte, retention int64, notify any) *completeArgs {
-	a := &completeArgs{}
+func newCompleteArgs(ctx context.Context, key, steps, owner string, outcome []byte, retention int64, notify any) *completeArgs {
+	a := &completeArgs{steps: steps}
 	a.outcome.b = outcome
 	a.retention.b = strconv.AppendInt(a.digits[:0], retention, 10)
-	a.args = [8]any{"evalsha", completeSHA, 1, key, owner, &a.outcome, &a.retention, notify}
+	a.args = [9]any{"evalsha", completeSHA, 2, key, &a.steps, owner, &a.outcome, &a.retention, notify}
 	a.cmd = *redis.NewCmd(ctx, a.args[:]...)
 	a.cmd.SetFirstKeyPos(3)
 	return a

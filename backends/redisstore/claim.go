@@ -41,14 +41,23 @@ import (
 // first because go-redis inspects the first command's error, which would
 // be the SET's nil on every new claim, at a cost of 23 allocations.)
 //
+// Checkpoints (see Checkpoint) live in a key of their own, which the
+// pipeline does not read: a replay, an in-progress duplicate and a
+// mismatch never transfer them, and a new claim has none (a record's
+// checkpoints expire with it). The claims that return them are the ones
+// claim.lua decides: a takeover, and the caller's own claim found again.
+//
 // A driver re-send of a claim that was applied finds the record it wrote,
-// with its own owner token: Claim reports Claimed, as claim.lua does.
+// with its own owner token: Claim reports Claimed, with the record's
+// checkpoints, which claim.lua reads in a second round trip (a Claim
+// whose reply was lost is rare; the record's checkpoints, if any, are
+// those of a takeover by the same owner).
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	const op = "claim"
 	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, p.Fingerprint); err != nil {
 		return backends.ClaimResult{}, err
 	}
-	key := s.key(p.Scope, p.Key)
+	key, steps := recordKeys(s.prefix, p.Scope, p.Key)
 	lease := millis(p.Lease)
 	life := max(lease, millis(p.Retention))
 	a := newClaimArgs(ctx, key, p.Owner, p.Fingerprint, life, life-lease)
@@ -76,7 +85,9 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 		return backends.ClaimResult{}, err
 	}
 	if r.state == backends.StatePending && r.owner == p.Owner {
-		return backends.ClaimResult{Claimed: true}, nil // our own claim: a re-send
+		// Our own claim (a re-send): claim.lua reports it with its
+		// checkpoints.
+		return s.claimScripted(ctx, key, steps, p, lease, life)
 	}
 	if t == -1 {
 		return backends.ClaimResult{}, corrupt(op, "record without expiry")
@@ -84,7 +95,7 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	if t < 0 && r.state != backends.StateCompleted {
 		// -2: the key was absent at the PTTL and the record came right
 		// after; claim.lua decides from its own reading.
-		return s.claimScripted(ctx, key, p, lease, life)
+		return s.claimScripted(ctx, key, steps, p, lease, life)
 	}
 	switch r.state {
 	case backends.StateCompleted:
@@ -98,23 +109,47 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 			return backends.ClaimResult{Existing: r.record(t)}, nil
 		}
 	}
-	return s.claimScripted(ctx, key, p, lease, life)
+	return s.claimScripted(ctx, key, steps, p, lease, life)
 }
 
 // claimScripted is the claim's slow path: claim.lua decides the takeover
-// of a lapsed lease or an ended hold atomically.
-func (s *Store) claimScripted(ctx context.Context, key string, p backends.ClaimParams, lease, retention int64) (backends.ClaimResult, error) {
+// of a lapsed lease or an ended hold atomically, and returns the claimed
+// record's checkpoints (key steps).
+func (s *Store) claimScripted(ctx context.Context, key, steps string, p backends.ClaimParams, lease, retention int64) (backends.ClaimResult, error) {
 	const op = "claim"
-	v, err := claimScript.Run(ctx, s.client, []string{key}, p.Owner, p.Fingerprint, lease, retention).Result()
+	v, err := claimScript.Run(ctx, s.client, []string{key, steps}, p.Owner, p.Fingerprint, lease, retention).Result()
 	if err != nil {
 		return backends.ClaimResult{}, translate(ctx, op, err)
 	}
-	switch v {
-	case int64(replyClaimed):
-		return backends.ClaimResult{Claimed: true}, nil
-	case int64(replyTookOver):
-		return backends.ClaimResult{Claimed: true, TookOver: true}, nil
+	if res, ok, err := claimedReply(op, v); ok || err != nil {
+		return res, err
 	}
 	rec, err := existing(op, v)
 	return backends.ClaimResult{Existing: rec}, err
+}
+
+// claimedReply reads claim.lua's reply when it claimed: 1 or 2, or
+// {1 or 2, checkpoints}. ok is false for any other reply (a record).
+func claimedReply(op string, v any) (res backends.ClaimResult, ok bool, err error) {
+	var steps []byte
+	if a, isArray := v.([]any); isArray && len(a) == 2 {
+		raw, isString := a[1].(string)
+		if _, isInt := a[0].(int64); !isInt {
+			return res, false, nil // {record, ttl}
+		}
+		if !isString || raw == "" {
+			return res, false, corrupt(op, "claimed reply")
+		}
+		v, steps = a[0], []byte(raw)
+	}
+	switch v {
+	case int64(replyClaimed):
+		return backends.ClaimResult{Claimed: true, Steps: steps}, true, nil
+	case int64(replyTookOver):
+		return backends.ClaimResult{Claimed: true, TookOver: true, Steps: steps}, true, nil
+	}
+	if steps != nil {
+		return res, false, corrupt(op, "claimed reply")
+	}
+	return res, false, nil
 }

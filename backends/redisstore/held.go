@@ -37,7 +37,7 @@ func (s *Store) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams) (back
 	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, nil); err != nil {
 		return backends.LeaseHeldResult{}, err
 	}
-	v, err := leaseHeldScript.Run(ctx, s.client, []string{s.key(p.Scope, p.Key)}, p.Owner, millis(p.Lease)).Result()
+	v, err := leaseHeldScript.Run(ctx, s.client, s.keys(p.Scope, p.Key), p.Owner, millis(p.Lease)).Result()
 	if err != nil {
 		return backends.LeaseHeldResult{}, translate(ctx, op, err)
 	}

@@ -45,9 +45,30 @@ func checkKeyPrefix(prefix string) error {
 // slot. Scope "a:b" with key "c" becomes "{3:a:b:c}", scope "a" with key
 // "b:c" becomes "{1:a:b:c}".
 func recordKey(prefix, scope, key string) string {
+	return keyWith(prefix, scope, key, "")
+}
+
+// stepsSuffix follows a record's key in the key of its checkpoints (see
+// recordKeys).
+const stepsSuffix = ":steps"
+
+// recordKeys returns the Redis key of the record of (scope, key), as
+// recordKey, and that of its checkpoints: the record's key followed by
+// ":steps", built as one string of which the record's key is a prefix.
+// The checkpoints key has the record's hash tag (its first "{...}"), so
+// it lives in the record's Cluster slot; it never equals a record key of
+// any prefix (those end in "}"), and List's SCAN pattern, which ends in
+// "}", skips it.
+func recordKeys(prefix, scope, key string) (record, steps string) {
+	steps = keyWith(prefix, scope, key, stepsSuffix)
+	return steps[:len(steps)-len(stepsSuffix)], steps
+}
+
+// keyWith returns recordKey(prefix, scope, key) followed by suffix.
+func keyWith(prefix, scope, key, suffix string) string {
 	s, k := escape(scope), escape(key)
 	var b strings.Builder
-	b.Grow(len(prefix) + len(s) + len(k) + 8)
+	b.Grow(len(prefix) + len(s) + len(k) + len(suffix) + 8)
 	b.WriteString(prefix)
 	b.WriteByte('{')
 	b.WriteString(strconv.Itoa(len(s)))
@@ -56,6 +77,7 @@ func recordKey(prefix, scope, key string) string {
 	b.WriteByte(':')
 	b.WriteString(k)
 	b.WriteByte('}')
+	b.WriteString(suffix)
 	return b.String()
 }
 

@@ -240,14 +240,19 @@ type found struct {
 
 // listPattern is the SCAN pattern of p: the store's prefix, and the
 // scope and key prefix when the scope is given (the key encoding puts the
-// scope first).
+// scope first), and the "}" that ends every record key, so that SCAN
+// leaves out the keys of checkpoints (see recordKeys).
 func (s *Store) listPattern(p backends.ListParams) string {
 	if p.Scope == "" {
-		return globEscape(s.prefix+"{") + "*"
+		return recordPattern(s.prefix)
 	}
 	sc := escape(p.Scope)
-	return globEscape(s.prefix+"{"+strconv.Itoa(len(sc))+":"+sc+":"+escape(p.KeyPrefix)) + "*"
+	return globEscape(s.prefix+"{"+strconv.Itoa(len(sc))+":"+sc+":"+escape(p.KeyPrefix)) + "*}"
 }
+
+// recordPattern is the SCAN pattern of every record key of the store of
+// prefix (and of no checkpoints key).
+func recordPattern(prefix string) string { return globEscape(prefix+"{") + "*}" }
 
 // globEscape escapes the characters SCAN's MATCH gives a meaning to.
 func globEscape(s string) string {
@@ -364,7 +369,7 @@ func (s *Store) Count(ctx context.Context) (backends.Counts, error) {
 	if err != nil {
 		return c, translate(ctx, op, err)
 	}
-	pattern := globEscape(s.prefix+"{") + "*"
+	pattern := recordPattern(s.prefix)
 	for _, n := range nodes {
 		var cursor uint64
 		for {

@@ -173,8 +173,8 @@ func (h *scanCounts) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func TestListPatternEscapesGlobs(t *testing.T) {
 	s := &Store{prefix: "once[1]*:"}
-	require.Equal(t, `once\[1\]\*:{*`, s.listPattern(listParams("")))
-	require.Equal(t, `once\[1\]\*:{3:a\?b:k*`, s.listPattern(listParamsKey("a?b", "k")))
+	require.Equal(t, `once\[1\]\*:{*}`, s.listPattern(listParams("")))
+	require.Equal(t, `once\[1\]\*:{3:a\?b:k*}`, s.listPattern(listParamsKey("a?b", "k")))
 }
 
 func listParams(scope string) backends.ListParams { return backends.ListParams{Scope: scope} }

@@ -5,8 +5,12 @@
 // Each record is one Redis string key, created by Claim with SET NX GET
 // (no script: a claim, a replay, an in-progress duplicate and a mismatch
 // cost one SET and one PTTL, pipelined) and otherwise written by Lua
-// scripts that touch that key alone, so every operation is one round trip
-// (a takeover two) and single-slot on a Cluster. Time is the key's PX TTL
+// scripts, so every operation is one round trip (a takeover two) and
+// single-slot on a Cluster. A record's checkpoints (Checkpoint), when it
+// has any, are a second string key beside it, the record's key followed
+// by ":steps", in the same slot: the scripts that move the record's expiry
+// give them the same one, so they die with it, and the claim's pipeline
+// never reads them (a replay costs what it cost without them). Time is the key's PX TTL
 // alone: a record stores its lease end, hold end and claim time as
 // offsets back from its expiry, which PTTL turns into time left by the
 // server's clock; the application's clock is never used. Expired records
@@ -44,9 +48,11 @@
 // a Resolve whose owner token and outcome are already stored reports
 // success, a Renew renews again, a Hold finding the record held by its
 // own owner token reports true, a LeaseHeld by the same token extends its
-// lease. A re-sent Release and a re-sent Admin.Delete report false, as
-// the contract allows: the first send deleted the record, which the
-// re-send finds absent.
+// lease, a Checkpoint writes the same checkpoints again. A re-sent
+// Release of a record without checkpoints and a re-sent Admin.Delete
+// report false, as the contract allows: the first send deleted the
+// record, which the re-send finds absent (a re-sent Release of a record
+// with checkpoints ends its lease again and reports true).
 //
 // # Guarantees and their limits
 //
@@ -253,6 +259,13 @@ func (s *Store) Close() error {
 
 func (s *Store) key(scope, key string) string { return recordKey(s.prefix, scope, key) }
 
+// keys returns the keys of the record of (scope, key) and of its
+// checkpoints, the KEYS of a script that keeps, returns or drops them.
+func (s *Store) keys(scope, key string) []string {
+	record, steps := recordKeys(s.prefix, scope, key)
+	return []string{record, steps}
+}
+
 // precheck fails fast on an ended context and rejects, with an *Error of
 // kind ErrInvalid, a scope or key no record can have (see checkNames), an
 // owner token backends.OwnerProblem refuses (empty on any operation but
@@ -276,7 +289,8 @@ func precheck(ctx context.Context, op, scope, key, owner string, fp []byte) erro
 	return nil
 }
 
-// Complete implements backends.Store with one EVALSHA. It also reports
+// Complete implements backends.Store with one EVALSHA. The record keeps
+// its checkpoints, which get its new expiry. It also reports
 // true when the record already holds this owner's completion with this
 // very outcome, so that a driver retry of an applied Complete is not
 // mistaken for a lost claim.
@@ -285,15 +299,15 @@ func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, 
 	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
-	key := s.key(p.Scope, p.Key)
+	key, steps := recordKeys(s.prefix, p.Scope, p.Key)
 	ms := millis(p.Retention)
-	a := newCompleteArgs(ctx, key, p.Owner, p.Outcome, ms, s.notifyArg)
+	a := newCompleteArgs(ctx, key, steps, p.Owner, p.Outcome, ms, s.notifyArg)
 	_ = s.client.Process(ctx, &a.cmd)
 	cmd := &a.cmd
 	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// The server lost its script cache (a restart, a failover, SCRIPT
 		// FLUSH): EVAL sends the script and reloads it, as Script.Run does.
-		cmd = completeScript.Eval(ctx, s.client, []string{key}, p.Owner, p.Outcome, ms, s.notify)
+		cmd = completeScript.Eval(ctx, s.client, []string{key, steps}, p.Owner, p.Outcome, ms, s.notify)
 	}
 	return boolReply(ctx, op, cmd)
 }
@@ -308,7 +322,10 @@ func (s *Store) Renew(ctx context.Context, p backends.RenewParams) (bool, error)
 	return s.runBool(ctx, op, renewScript, p.Scope, p.Key, p.Owner, millis(p.Lease))
 }
 
-// Release implements backends.Store with one EVALSHA.
+// Release implements backends.Store with one EVALSHA: it deletes a record
+// without checkpoints, and ends the lease of one with checkpoints, which
+// keeps them and its expiry. Either way it wakes the key's watchers, who
+// may claim it at once.
 func (s *Store) Release(ctx context.Context, p backends.ReleaseParams) (bool, error) {
 	const op = "release"
 	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, nil); err != nil {
@@ -332,7 +349,7 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, p.Fingerprint); err != nil {
 		return backends.ResolveResult{}, err
 	}
-	v, err := resolveScript.Run(ctx, s.client, []string{s.key(p.Scope, p.Key)},
+	v, err := resolveScript.Run(ctx, s.client, s.keys(p.Scope, p.Key),
 		p.Fingerprint, p.Owner, p.Outcome, millis(p.Retention), s.notify, onlyLeasedArg(p.OnlyLeased)).Result()
 	if err != nil {
 		return backends.ResolveResult{}, translate(ctx, op, err)
@@ -349,8 +366,10 @@ func (s *Store) Resolve(ctx context.Context, p backends.ResolveParams) (backends
 	return backends.ResolveResult{Existing: rec}, err
 }
 
+// runBool runs sc on the record of (scope, key) and its checkpoints
+// (KEYS[1] and KEYS[2]) and reads its 0 or 1.
 func (s *Store) runBool(ctx context.Context, op string, sc *redis.Script, scope, key string, args ...any) (bool, error) {
-	return boolReply(ctx, op, sc.Run(ctx, s.client, []string{s.key(scope, key)}, args...))
+	return boolReply(ctx, op, sc.Run(ctx, s.client, s.keys(scope, key), args...))
 }
 
 // boolReply reads the 0 or 1 of a fenced script's reply.

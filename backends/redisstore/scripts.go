@@ -12,11 +12,12 @@ var (
 	// redis.Script.Run sends EVALSHA and falls back to EVAL when the
 	// server's script cache lacks the script (NOSCRIPT: a restart, a
 	// failover to a replica, SCRIPT FLUSH), which also reloads it.
-	claimScript    = redis.NewScript(redislua.Claim)
-	completeScript = redis.NewScript(redislua.Complete)
-	renewScript    = redis.NewScript(redislua.Renew)
-	releaseScript  = redis.NewScript(redislua.Release)
-	resolveScript  = redis.NewScript(redislua.Resolve)
+	claimScript      = redis.NewScript(redislua.Claim)
+	completeScript   = redis.NewScript(redislua.Complete)
+	renewScript      = redis.NewScript(redislua.Renew)
+	releaseScript    = redis.NewScript(redislua.Release)
+	resolveScript    = redis.NewScript(redislua.Resolve)
+	checkpointScript = redis.NewScript(redislua.Checkpoint)
 
-	allScripts = []*redis.Script{claimScript, completeScript, renewScript, releaseScript, resolveScript, holdScript}
+	allScripts = []*redis.Script{claimScript, completeScript, renewScript, releaseScript, resolveScript, holdScript, checkpointScript}
 )

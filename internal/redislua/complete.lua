@@ -1,9 +1,10 @@
 -- complete.lua: store the outcome of a pending record owned by ARGV[1].
 -- It runs on every first execution, so it reads the record by fixed
 -- offsets (layout in record.lua: state, len(owner), owner, len(fp), fp)
--- and decodes nothing else; it is not prefixed by record.lua.
+-- and decodes nothing else; it is not prefixed by record.lua. The record's
+-- checkpoints, if any, are kept and get the completed record's expiry.
 --
--- KEYS[1] record key
+-- KEYS[1] record key  KEYS[2] checkpoints key
 -- ARGV[1] owner  ARGV[2] outcome  ARGV[3] retention ms (canonical decimal)
 -- ARGV[4] notification command ('PUBLISH', 'SPUBLISH' or '')
 --
@@ -29,6 +30,7 @@ if string.byte(cur, 2) == m and string.sub(cur, 3, 2 + m) == o and (st == 80 or 
 		return 0
 	end
 	redis.call('SET', KEYS[1], 'C' .. string.sub(cur, 2, 3 + m + n) .. ARGV[3] .. ' ' .. ARGV[2], 'PX', ARGV[3])
+	redis.call('PEXPIRE', KEYS[2], ARGV[3]) -- as record.lua's set
 	if ARGV[4] ~= '' then
 		redis.call(ARGV[4], KEYS[1], 'c')
 	end

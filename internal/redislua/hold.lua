@@ -1,6 +1,6 @@
 -- hold.lua: turn the pending record owned by ARGV[1] into a held record.
 --
--- KEYS[1] record key
+-- KEYS[1] record key  KEYS[2] checkpoints key (kept; they follow the expiry)
 -- ARGV[1] owner  ARGV[2] hold ms  ARGV[3] code  ARGV[4] message
 -- ARGV[5] retention ms
 -- ARGV[6] notification command ('PUBLISH', 'SPUBLISH' or '')
@@ -23,6 +23,6 @@ local hold = tonumber(ARGV[2])
 local life = math.max(hold, tonumber(ARGV[5]))
 r.life, r.lease_tail, r.hold_tail = life, life, life - hold
 r.code, r.message = ARGV[3], ARGV[4]
-redis.call('SET', KEYS[1], encode_held(r), 'PX', life)
+set(encode_held(r), life, false)
 notify(ARGV[6], KEYS[1], 'h')
 return 1

@@ -1,7 +1,7 @@
 -- leaseheld.lua: give a reconciler (ARGV[1]) an exclusive lease on a held
 -- record, unless another reconciler's lease is live.
 --
--- KEYS[1] record key
+-- KEYS[1] record key  KEYS[2] checkpoints key (kept; they follow the expiry)
 -- ARGV[1] reconciler token  ARGV[2] lease ms
 --
 -- The record lives at least until the lease ends. Returns 1 when leased,
@@ -20,5 +20,5 @@ local exp = math.max(t, lease)
 local moved = exp - t
 r.owner, r.lease_tail = ARGV[1], exp - lease
 r.life, r.hold_tail = r.life + moved, r.hold_tail + moved
-set(KEYS[1], encode_held(r), exp, moved == 0)
+set(encode_held(r), exp, moved == 0)
 return 1

@@ -24,6 +24,13 @@
 -- record keeps the retention it was written with (its PX), an upper bound
 -- on its time left that Claim needs (see redisstore's Claim).
 --
+-- A record's checkpoints (backends.Store.Checkpoint), when it has any, are
+-- a second string key, the record's key followed by ":steps" (same Cluster
+-- hash tag, so same slot), which only checkpoint.lua writes; every script
+-- that moves the record's expiry gives them the same one (see set), so
+-- they expire with it, and the record's key alone decides every claim,
+-- replay and fence. The scripts that may touch them take it as KEYS[2].
+--
 -- Replies that report a record a script did not change: {record, ttl}.
 
 -- ttl is the key's PTTL, which every record has.
@@ -97,13 +104,16 @@ local function encode_completed(owner, fp, retention, outcome)
 	return head('C', owner, fp) .. retention .. ' ' .. outcome
 end
 
--- set writes v as the record of key, living exp ms from now; keep says the
--- expiry is unchanged (KEEPTTL).
-local function set(key, v, exp, keep)
+-- set writes v as the record (KEYS[1]), living exp ms from now, and gives
+-- its checkpoints (KEYS[2], if any) the same expiry, so that they die with
+-- it: Redis freezes the time for the whole script, so both PX count from
+-- the same instant. keep says the expiry is unchanged (KEEPTTL).
+local function set(v, exp, keep)
 	if keep then
-		redis.call('SET', key, v, 'KEEPTTL')
+		redis.call('SET', KEYS[1], v, 'KEEPTTL')
 	else
-		redis.call('SET', key, v, 'PX', exp)
+		redis.call('SET', KEYS[1], v, 'PX', exp)
+		redis.call('PEXPIRE', KEYS[2], exp)
 	end
 end
 

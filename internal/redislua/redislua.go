@@ -1,16 +1,21 @@
 // Package redislua holds the Lua scripts of the Redis backend.
 //
-// Each script touches exactly one key (KEYS[1]) and, when it notifies,
-// publishes on a channel named like that key, so each is single-slot on a
-// Redis Cluster. None reads the clock: times are offsets from the key's
-// expiry, read with PTTL (see record.lua), and Redis freezes the time a
-// script sees for its whole run, so a PTTL and a later SET PX agree.
+// Each script touches one record: its key (KEYS[1]) and, for the scripts
+// that keep, return or drop its checkpoints, the key of its checkpoints
+// (KEYS[2], the record's key followed by ":steps"), which shares its
+// Cluster hash tag. When a script notifies, it publishes on a channel
+// named like the record's key. So each is single-slot on a Redis Cluster.
+// None reads the clock: times are offsets from the key's expiry, read
+// with PTTL (see record.lua), and Redis freezes the time a script sees for
+// its whole run, so a PTTL and a later SET PX agree, and so do the PX of a
+// record and of its checkpoints set by one script.
 //
-// Every script but Complete starts with the prelude record.lua, the one
-// definition of the record layout and of the fingerprint rules on the
-// server side. Complete, which runs on every first execution, reads the
-// record by the fixed offsets record.lua documents and carries no
-// prelude (defining the prelude's functions costs every run).
+// Every script but Complete and Checkpoint starts with the prelude
+// record.lua, the one definition of the record layout and of the
+// fingerprint rules on the server side. Complete, which runs on every
+// first execution, and Checkpoint, which runs on every step, read the
+// record by the fixed offsets record.lua documents and carry no prelude
+// (defining the prelude's functions costs every run).
 package redislua
 
 import _ "embed"
@@ -37,10 +42,12 @@ var (
 	hold string
 	//go:embed leaseheld.lua
 	leaseHeld string
+	//go:embed checkpoint.lua
+	checkpoint string
 )
 
-// The scripts, one per store operation, each the prelude followed by its
-// body.
+// The scripts, one per store operation, each (but Complete and
+// Checkpoint) the prelude followed by its body.
 var (
 	Claim    = prelude + claim
 	Complete = complete
@@ -52,6 +59,8 @@ var (
 	// Hold and LeaseHeld implement backends.Store.Hold and LeaseHeld.
 	Hold      = prelude + hold
 	LeaseHeld = prelude + leaseHeld
+	// Checkpoint implements backends.Store.Checkpoint.
+	Checkpoint = checkpoint
 )
 
 // Prelude is record.lua alone, for tests of the layout.

@@ -1,7 +1,7 @@
 -- renew.lua: move the lease end of a pending record owned by ARGV[1] to
 -- now + ARGV[2] ms (server clock), and its expiry to at least that.
 --
--- KEYS[1] record key
+-- KEYS[1] record key  KEYS[2] checkpoints key (kept; they follow the expiry)
 -- ARGV[1] owner  ARGV[2] lease ms
 --
 -- Returns 1 when renewed, 0 otherwise.
@@ -16,5 +16,5 @@ end
 local t = ttl(KEYS[1])
 local lease = tonumber(ARGV[2])
 local exp = math.max(t, lease)
-set(KEYS[1], encode_pending(r.owner, r.fp, r.life + exp - t, exp - lease), exp, exp == t)
+set(encode_pending(r.owner, r.fp, r.life + exp - t, exp - lease), exp, exp == t)
 return 1

@@ -3,7 +3,8 @@
 -- fingerprints match (on a held record, unless another token's reconciler
 -- lease is live); never overwrite a completed record.
 --
--- KEYS[1] record key
+-- KEYS[1] record key  KEYS[2] checkpoints key (a resolved record keeps its
+-- checkpoints, which follow its expiry; an absent key gets none)
 -- ARGV[1] fingerprint ('' = none: keep the stored one)  ARGV[2] owner token
 -- ARGV[3] outcome  ARGV[4] retention ms (canonical decimal)
 -- ARGV[5] notification command ('PUBLISH', 'SPUBLISH' or '')
@@ -43,7 +44,9 @@ if cur then
 		return {cur, t}
 	end
 	fp = bound_fp(r.fp, fp)
+else
+	redis.call('DEL', KEYS[2]) -- none but an eviction's leftovers
 end
-redis.call('SET', KEYS[1], encode_completed(ARGV[2], fp, ARGV[4], ARGV[3]), 'PX', ARGV[4])
+set(encode_completed(ARGV[2], fp, ARGV[4], ARGV[3]), ARGV[4], false)
 notify(ARGV[5], KEYS[1], 'c')
 return 1
