@@ -127,3 +127,38 @@ func TestPrefixWithBraceAliasesAnotherPrefix(t *testing.T) {
 		}
 	}
 }
+
+// hashTag is the part of k that Redis Cluster hashes: between the first
+// "{" and the first "}" after it, when non-empty; else all of k.
+func hashTag(k string) string {
+	if i := strings.IndexByte(k, '{'); i >= 0 {
+		if j := strings.IndexByte(k[i+1:], '}'); j > 0 {
+			return k[i+1 : i+1+j]
+		}
+	}
+	return k
+}
+
+// TestRecordKeys: the key of a record's checkpoints is the record's key
+// followed by ":steps", in the record's slot (same hash tag), never the
+// key of any record (those end in "}", which List's SCAN pattern requires).
+func TestRecordKeys(t *testing.T) {
+	prefixes := []string{"once:", "p}", "a}b", ""}
+	parts := []string{"a", ":", "{", "}", "{a}", "%7D", "x:steps", "1:a"}
+	for _, p := range prefixes {
+		for _, s := range parts {
+			for _, k := range parts {
+				rec, steps := recordKeys(p, s, k)
+				if rec != recordKey(p, s, k) || steps != rec+stepsSuffix {
+					t.Fatalf("recordKeys(%q, %q, %q) = %q, %q", p, s, k, rec, steps)
+				}
+				if hashTag(steps) != hashTag(rec) || hashTag(rec) == rec {
+					t.Fatalf("%q and %q hash apart", rec, steps)
+				}
+				if strings.HasSuffix(steps, "}") {
+					t.Fatalf("%q ends like a record key", steps)
+				}
+			}
+		}
+	}
+}
