@@ -55,9 +55,8 @@ func (s *Store) Get(ctx context.Context, scope, key string) (backends.Record, er
 
 // Delete implements backends.Admin with one script that deletes the record
 // and its checkpoints whatever its state or owner and notifies watchers as
-// Release does. A
-// pending owner's later Complete, Renew and Release find no record and
-// report false. When go-redis re-sends a Delete whose reply was lost
+// Release does. A pending owner's later Complete, Renew, Release and
+// Checkpoint find no record and report false. When go-redis re-sends a Delete whose reply was lost
 // after the server applied it, the re-send finds the key absent and
 // Delete reports false: the record is gone, but false does not tell that
 // it was there (see "Driver retries").

@@ -43,8 +43,8 @@ var (
 // unwraps to its Kind only.
 type Error struct {
 	// Op is the operation: "claim", "complete", "renew", "release",
-	// "resolve", "watch", "new", "version check", "eviction check", or
-	// Admin's "get" and "delete".
+	// "checkpoint", "resolve", "hold", "leaseheld", "watch", "new",
+	// "version check", "eviction check", or Admin's "get" and "delete".
 	Op string
 	// Kind is ErrUnavailable, ErrServer, ErrCorrupt, ErrInvalid,
 	// backends.ErrClosed, context.Canceled or context.DeadlineExceeded.
