@@ -56,15 +56,16 @@
 //
 // # Guarantees and their limits
 //
-// Within one Redis primary, Claim, Complete, Renew, Release and Resolve are
-// atomic and linearizable, and exactly one of any number of concurrent
-// Claims of an absent key succeeds. Redis replication is asynchronous,
-// however: a write acknowledged by a primary that fails before its
-// replicas receive it is lost after a failover, so a completed record can
-// become absent (its key runs again) and a claim can vanish (a concurrent
-// duplicate can run). An eviction policy other than noeviction can delete
-// records under memory pressure with the same effect, which is why New
-// checks maxmemory-policy. A restart without persistence (appendonly yes,
+// Within one Redis primary, Claim, Complete, Renew, Release, Checkpoint
+// and Resolve are atomic and linearizable, and exactly one of any number
+// of concurrent Claims of an absent key succeeds. Redis replication is
+// asynchronous, however: a write acknowledged by a primary that fails
+// before its replicas receive it is lost after a failover, so a completed
+// record can become absent (its key runs again) and a claim can vanish (a
+// concurrent duplicate can run). An eviction policy other than noeviction
+// can delete records under memory pressure with the same effect (and a
+// record's checkpoints apart from it), which is why New checks
+// maxmemory-policy. A restart without persistence (appendonly yes,
 // and appendfsync always for no loss at all) loses every record. See
 // README.md for the settings that narrow these windows.
 package redisstore
