@@ -58,25 +58,28 @@ func newClaimArgs(ctx context.Context, key, owner string, fp []byte, life, lease
 }
 
 // completeArgs is complete.lua's EVALSHA and its arguments, in one
-// allocation besides the key's and the owner's boxing (the checkpoints
-// key is boxed as a pointer to its field, which go-redis writes as the
-// string):
+// allocation besides the key's and the owner's boxing:
 //
 //	EVALSHA <sha> 2 key steps-key owner outcome retention-ms notify
+//
+// The checkpoints key (the record's key followed by stepsSuffix) is
+// written into stepsBuf (room for a 122-byte record key; a longer one
+// allocates).
 type completeArgs struct {
-	args               [9]any
-	steps              string
-	outcome, retention rawArg
-	cmd                redis.Cmd
-	digits             [20]byte
+	args                      [9]any
+	steps, outcome, retention rawArg
+	cmd                       redis.Cmd
+	digits                    [20]byte
+	stepsBuf                  [128]byte
 }
 
 // completeSHA is complete.lua's SHA-1, boxed once: boxing the string on
 // every completion would cost an allocation.
 var completeSHA any = completeScript.Hash()
 
-func newCompleteArgs(ctx context.Context, key, steps, owner string, outcome []byte, retention int64, notify any) *completeArgs {
-	a := &completeArgs{steps: steps}
+func newCompleteArgs(ctx context.Context, key, owner string, outcome []byte, retention int64, notify any) *completeArgs {
+	a := &completeArgs{}
+	a.steps.b = append(append(a.stepsBuf[:0], key...), stepsSuffix...)
 	a.outcome.b = outcome
 	a.retention.b = strconv.AppendInt(a.digits[:0], retention, 10)
 	a.args = [9]any{"evalsha", completeSHA, 2, key, &a.steps, owner, &a.outcome, &a.retention, notify}
