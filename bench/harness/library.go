@@ -78,21 +78,23 @@ func LibraryTarget(ctx context.Context, store backends.Store, scope string, cach
 	if err != nil || !r.Claimed {
 		return nil, fmt.Errorf("seed in-progress key: %v %+v", err, r)
 	}
-	var keys KeySeq
-	t.Ops[PathFirst] = func(ctx context.Context) error {
-		out, err := once.DoOutcome(ctx, sc, keys.Next(""), FpA, Charge)
+	t.First = func(ctx context.Context, key string) error {
+		out, err := once.DoOutcome(ctx, sc, key, FpA, Charge)
 		if err != nil || out.Status != once.Recorded {
 			return fmt.Errorf("first execution: %v %+v", err, out)
 		}
 		return nil
 	}
-	t.Ops[PathReplay] = func(ctx context.Context) error {
-		out, err := once.DoOutcome(ctx, sc, HotKey, FpA, Charge)
+	t.Replay = func(ctx context.Context, key string) error {
+		out, err := once.DoOutcome(ctx, sc, key, FpA, Charge)
 		if err != nil || out.Status != once.Replayed || out.Value != ThePayment {
 			return fmt.Errorf("replay: %v %+v", err, out)
 		}
 		return nil
 	}
+	var keys KeySeq
+	t.Ops[PathFirst] = func(ctx context.Context) error { return t.First(ctx, keys.Next("")) }
+	t.Ops[PathReplay] = func(ctx context.Context) error { return t.Replay(ctx, HotKey) }
 	t.Ops[PathInProgress] = func(ctx context.Context) error {
 		_, err := once.Do(ctx, sc, PendingKey, FpA, Charge)
 		if _, ok := err.(*once.InProgressError); !ok {

@@ -68,6 +68,8 @@ func RawRedisTarget(ctx context.Context, c *redis.Client, prefix string) (*Targe
 		return nil
 	}
 	var keys KeySeq
+	t.First = func(ctx context.Context, key string) error { return first(ctx, prefix+key) }
+	t.Replay = func(ctx context.Context, key string) error { return find(ctx, prefix+key, FpA, 'c') }
 	t.Ops[PathFirst] = func(ctx context.Context) error { return first(ctx, prefix+keys.Next("")) }
 	t.Ops[PathReplay] = func(ctx context.Context) error { return find(ctx, hot, FpA, 'c') }
 	t.Ops[PathInProgress] = func(ctx context.Context) error { return find(ctx, held, FpA, 'p') }

@@ -74,6 +74,8 @@ func SeedTarget(ctx context.Context, s SeedStatements) (*Target, error) {
 		return nil
 	}
 	var keys KeySeq
+	t.First = first
+	t.Replay = func(ctx context.Context, key string) error { return lost(ctx, key, FpA, true, true) }
 	t.Ops[PathFirst] = func(ctx context.Context) error { return first(ctx, keys.Next("")) }
 	t.Ops[PathReplay] = func(ctx context.Context) error { return lost(ctx, HotKey, FpA, true, true) }
 	t.Ops[PathInProgress] = func(ctx context.Context) error { return lost(ctx, PendingKey, FpA, false, true) }

@@ -33,6 +33,12 @@ func (p Path) String() string { return pathNames[p] }
 type Target struct {
 	Ops   [NumPaths]func(ctx context.Context) error
 	Trips atomic.Int64
+	// First and Replay are the first execution and the replay paths on a
+	// key of the caller's choosing (the peers benchmark's keys): First
+	// must execute charge on a fresh key and store its result, Replay must
+	// return ThePayment stored under a completed key, bound to FpA, without
+	// running charge. Each returns an error on any other answer.
+	First, Replay func(ctx context.Context, key string) error
 }
 
 // Payment is the value fn returns, the same as the root package's
