@@ -76,4 +76,3 @@ func setupRedis(ctx context.Context, id string) (_ *suite, err error) {
 	}
 	return &suite{lib: lib, cached: cached, raw: raw, cleanup: cleanup}, nil
 }
-

@@ -39,4 +39,3 @@ func cpuPerOp(s sample) string {
 	n := float64(s.Ops)
 	return fmt.Sprintf("%.1f+%.1fµs", float64(s.CPU.Here)/n/1e3, float64(max(s.CPU.Other, 0))/n/1e3)
 }
-
