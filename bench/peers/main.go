@@ -111,10 +111,15 @@ func Run(ctx context.Context, o Options, peers []Peer, out, log io.Writer) error
 			e.RedisPrefix = "once-peers:" + e.ID + ":"
 			client := e.Redis
 			e.OnClose(func() { deletePrefix(client, e.RedisPrefix) })
-			if rs, ok := findRedis(); ok {
-				pr.cpu = rs
-			} else {
-				pr.cpu = noServer{}
+			pr.cpu = noServer{}
+			info, err := e.Redis.Info(ctx, "server").Result()
+			if err != nil {
+				return fmt.Errorf("redis: %w", err)
+			}
+			if pid, ok := redisPID(info); ok {
+				if _, err := os.Stat("/proc/" + pid + "/task"); err == nil {
+					pr.cpu = redisServer{pid: pid}
+				}
 			}
 		}
 		b, err := build(ctx, server, e, peers, keys, log)

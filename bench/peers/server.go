@@ -59,25 +59,19 @@ func (p pgBackends) read() (time.Duration, bool) {
 	return sum, found
 }
 
-// redisServer is the CPU of every thread of the redis-server process.
+// redisServer is the CPU of every thread of the redis-server process
+// that serves the run (its pid as the server reports it).
 type redisServer struct{ pid string }
 
-// findRedis returns the redis-server process on this machine, if visible.
-func findRedis() (redisServer, bool) {
-	dirs, err := os.ReadDir("/proc")
-	if err != nil {
-		return redisServer{}, false
-	}
-	for _, d := range dirs {
-		if _, err := strconv.Atoi(d.Name()); err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join("/proc", d.Name(), "comm"))
-		if err == nil && strings.TrimSpace(string(comm)) == "redis-server" {
-			return redisServer{pid: d.Name()}, true
+// redisPID returns the process id the server reports (INFO server's
+// process_id): several redis-server processes may run on one machine.
+func redisPID(info string) (string, bool) {
+	for line := range strings.SplitSeq(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			return v, true
 		}
 	}
-	return redisServer{}, false
+	return "", false
 }
 
 func (r redisServer) read() (time.Duration, bool) {
