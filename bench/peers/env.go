@@ -56,35 +56,33 @@ func (e *Env) NewPool(ctx context.Context) (*pgxpool.Pool, error) {
 	return pool, pool.Ping(ctx)
 }
 
-// openPostgres creates the run's database and a pool on it; the returned
-// function drops it.
-func openPostgres(ctx context.Context, e *Env) (drop func(), err error) {
+// openPostgres creates the run's database and a pool on it. The database
+// is dropped when e closes, after every closer registered later (pools,
+// DBOS).
+func openPostgres(ctx context.Context, e *Env) error {
 	admin, err := pgx.Connect(ctx, serverenv.PostgresURL())
 	if err != nil {
-		return nil, err
+		return err
 	}
 	name := "once_peers_" + e.ID
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		admin.Close(ctx)
-		return nil, err
+		return err
 	}
-	drop = func() {
+	e.OnClose(func() {
 		dctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		_, _ = admin.Exec(dctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
 		admin.Close(dctx)
-	}
+	})
 	u, err := url.Parse(serverenv.PostgresURL())
 	if err != nil {
-		drop()
-		return nil, err
+		return err
 	}
 	u.Path = "/" + name
 	e.PostgresURL = u.String()
 	if e.Pool, err = e.NewPool(ctx); err != nil {
-		e.close()
-		drop()
-		return nil, fmt.Errorf("pool on %s: %w", name, err)
+		return fmt.Errorf("pool on %s: %w", name, err)
 	}
-	return drop, nil
+	return nil
 }

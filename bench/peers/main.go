@@ -91,20 +91,15 @@ func Run(ctx context.Context, o Options, peers []Peer, out, log io.Writer) error
 	var cells []cell
 	for _, server := range o.Servers {
 		var pr probe
+		var err error
 		switch server {
 		case "postgres":
-			drop, err := openPostgres(ctx, e)
-			if err != nil {
+			if err = openPostgres(ctx, e); err != nil {
 				return fmt.Errorf("postgres: %w", err)
 			}
-			defer drop()
 			pr.cpu = pgBackends{database: "once_peers_" + e.ID}
-			pr.wal = func(ctx context.Context) (int64, error) {
-				var lsn string
-				if err := e.Pool.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn); err != nil {
-					return 0, err
-				}
-				return parseLSN(lsn)
+			if pr.wal, err = newWALProbe(ctx, e.Pool); err != nil {
+				return fmt.Errorf("postgres: %w", err)
 			}
 		case "redis":
 			e.Redis = redis.NewClient(&redis.Options{Addr: serverenv.RedisAddr()})

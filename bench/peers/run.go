@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -163,7 +162,7 @@ func (b *built) op(i int, k Kind, keys []string) func(context.Context) error {
 // probe reads what a server spent around a cell.
 type probe struct {
 	cpu serverCPU
-	wal func(ctx context.Context) (int64, error) // nil: not PostgreSQL
+	wal *walProbe // nil: not PostgreSQL
 }
 
 // runServer measures every cell of one server, the targets interleaved:
@@ -249,10 +248,10 @@ func (b background) String() string {
 // measure runs one cell of target i, with the server's CPU and WAL around it.
 func measure(ctx context.Context, b *built, i int, k Kind, g int, pr probe, o Options, keys []string) (measured, error) {
 	var m measured
-	var wal0 int64
+	var wal0 string
 	if pr.wal != nil {
 		var err error
-		if wal0, err = pr.wal(ctx); err != nil {
+		if wal0, err = pr.wal.position(ctx); err != nil {
 			return m, err
 		}
 	}
@@ -264,25 +263,9 @@ func measure(ctx context.Context, b *built, i int, k Kind, g int, pr probe, o Op
 	}
 	m.Sample, m.serverCPU, m.serverOK = s, cpu1-cpu0, ok0 && ok1
 	if pr.wal != nil {
-		wal1, err := pr.wal(ctx)
-		if err != nil {
+		if m.wal, err = pr.wal.bytesSince(ctx, wal0); err != nil {
 			return m, err
 		}
-		m.wal = wal1 - wal0
 	}
 	return m, nil
-}
-
-// parseLSN reads a PostgreSQL LSN ("16/B374D848") as a byte position.
-func parseLSN(s string) (int64, error) {
-	hi, lo, ok := strings.Cut(s, "/")
-	if !ok {
-		return 0, fmt.Errorf("bad LSN %q", s)
-	}
-	h, err1 := strconv.ParseUint(hi, 16, 32)
-	l, err2 := strconv.ParseUint(lo, 16, 32)
-	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("bad LSN %q", s)
-	}
-	return int64(h<<32 | l), nil
 }

@@ -79,7 +79,7 @@ func writeReport(w io.Writer, cells []cell) {
 		}
 	}
 	fmt.Fprintf(w, "\nBackground with no operation running (subtracted from the CPU columns, per second of each cell): %s.\n", strings.Join(bgs, "; "))
-	fmt.Fprintln(w, "\nclient CPU/op: this process (getrusage), the library and its driver, net of the background. server CPU/op: PostgreSQL, the backends of the run's own database (/proc/<pid>/schedstat; the WAL writer and checkpointer are not counted); Redis, every thread of redis-server, which other users of the shared server also load. WAL/op: pg_current_wal_insert_lsn() before and after each cell, cluster-wide, so other databases' writes during the cell count too. allocs/op: runtime.MemStats.Mallocs of the whole process, including the harness's fresh-key strings (2 per first execution, every target).")
+	fmt.Fprintln(w, "\nclient CPU/op: this process (getrusage), the library and its driver, net of the background. server CPU/op: PostgreSQL, the backends of the run's own database (/proc/<pid>/schedstat; the WAL writer and checkpointer are not counted); Redis, every thread of redis-server, which other users of the shared server also load. WAL/op: the records pg_walinspect finds between the flush positions before and after each cell that touch a relation of the run's database, with every record (commit included) of the transactions that wrote one; other databases' writes on the shared server are left out. allocs/op: runtime.MemStats.Mallocs of the whole process, including the harness's fresh-key strings (2 per first execution, every target).")
 }
 
 func indexOf(xs []string, s string) int {
