@@ -37,7 +37,7 @@ func (w *walProbe) position(ctx context.Context) (string, error) {
 }
 
 const walOfDatabase = `WITH r AS (
-	SELECT xid, record_length, block_ref FROM pg_get_wal_records_info($1::pg_lsn, pg_current_wal_flush_lsn())
+	SELECT xid, record_length, block_ref FROM pg_get_wal_records_info($1::pg_lsn, $3::pg_lsn)
 ), ours AS (
 	SELECT DISTINCT xid FROM r WHERE block_ref ~ $2 AND xid <> '0'::xid
 )
@@ -45,7 +45,11 @@ SELECT coalesce(sum(record_length), 0)::bigint FROM r WHERE block_ref ~ $2 OR xi
 
 // bytesSince is the WAL the database wrote since from.
 func (w *walProbe) bytesSince(ctx context.Context, from string) (int64, error) {
+	to, err := w.position(ctx)
+	if err != nil || to == from { // pg_walinspect refuses an empty range
+		return 0, err
+	}
 	var n int64
-	err := w.pool.QueryRow(ctx, walOfDatabase, from, w.pattern).Scan(&n)
+	err = w.pool.QueryRow(ctx, walOfDatabase, from, w.pattern, to).Scan(&n)
 	return n, err
 }
