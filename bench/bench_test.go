@@ -55,14 +55,14 @@ func TestQuick(t *testing.T) {
 		if r.backend == "postgres" || r.backend == "mysql" || r.backend == "sqlite" {
 			wantRaw = 2
 		}
-		if got := r.lib.perOp(uint64(r.lib.trips)); got != want || r.lib.ops == 0 {
-			t.Errorf("%s %v g=%d: library %.2f round trips/op over %d ops, want %v", r.backend, r.path, r.goroutines, got, r.lib.ops, want)
+		if got := r.lib.PerOp(uint64(r.lib.Trips)); got != want || r.lib.Ops == 0 {
+			t.Errorf("%s %v g=%d: library %.2f round trips/op over %d ops, want %v", r.backend, r.path, r.goroutines, got, r.lib.Ops, want)
 		}
-		if got := r.raw.perOp(uint64(r.raw.trips)); got != wantRaw || r.raw.ops == 0 {
-			t.Errorf("%s %v g=%d: baseline %.2f round trips/op over %d ops, want %v", r.backend, r.path, r.goroutines, got, r.raw.ops, wantRaw)
+		if got := r.raw.PerOp(uint64(r.raw.Trips)); got != wantRaw || r.raw.Ops == 0 {
+			t.Errorf("%s %v g=%d: baseline %.2f round trips/op over %d ops, want %v", r.backend, r.path, r.goroutines, got, r.raw.Ops, wantRaw)
 		}
-		if r.hasSame && (r.same.ops == 0 || r.same.perOp(uint64(r.same.trips)) != want) {
-			t.Errorf("%s %v g=%d: same statements %.2f round trips/op over %d ops, want %v", r.backend, r.path, r.goroutines, r.same.perOp(uint64(r.same.trips)), r.same.ops, want)
+		if r.hasSame && (r.same.Ops == 0 || r.same.PerOp(uint64(r.same.Trips)) != want) {
+			t.Errorf("%s %v g=%d: same statements %.2f round trips/op over %d ops, want %v", r.backend, r.path, r.goroutines, r.same.PerOp(uint64(r.same.Trips)), r.same.Ops, want)
 		}
 	}
 	// PostgreSQL's statistics: the HOT ratios of the first executions and

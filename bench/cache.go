@@ -64,12 +64,12 @@ func localCacheRows(ctx context.Context, md io.Writer, name string, s *suite, o 
 				if err != nil {
 					return err
 				}
-				sums[k].add(smp)
+				sums[k].Add(smp)
 			}
 		}
-		raw, lib, cached := sums[0].opsPerSec(), sums[1].opsPerSec(), sums[2].opsPerSec()
+		raw, lib, cached := sums[0].OpsPerSec(), sums[1].OpsPerSec(), sums[2].OpsPerSec()
 		fmt.Fprintf(md, "| %s | %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.4f |\n",
-			name, g, raw, lib, cached, lib/raw, cached/raw, sums[2].perOp(uint64(sums[2].trips)))
+			name, g, raw, lib, cached, lib/raw, cached/raw, sums[2].PerOp(uint64(sums[2].Trips)))
 		fmt.Fprintf(log, "%s g=%d raw %.0f once %.0f once+cache %.0f ops/s\n", name, g, raw, lib, cached)
 	}
 	return nil

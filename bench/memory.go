@@ -110,9 +110,9 @@ func rawMemoryTarget() (*target, error) {
 		return nil, fmt.Errorf("seed in-progress key: %w", errRaw)
 	}
 	var keys keySeq
-	t.ops[pathFirst] = func(ctx context.Context) error {
-		k, owner := keys.next(scope), token()
-		t.trips.Add(1)
+	t.Ops[pathFirst] = func(ctx context.Context) error {
+		k, owner := keys.Next(scope), token()
+		t.Trips.Add(1)
 		if _, ok := r.claim(k, fpA, owner); !ok {
 			return errRaw
 		}
@@ -120,7 +120,7 @@ func rawMemoryTarget() (*target, error) {
 		if err != nil {
 			return err
 		}
-		t.trips.Add(1)
+		t.Trips.Add(1)
 		if !r.complete(k, owner, body) {
 			return errRaw
 		}
@@ -128,7 +128,7 @@ func rawMemoryTarget() (*target, error) {
 	}
 	find := func(k string, fp []byte, wantCompleted, wantMatch bool) error {
 		_ = token() // a claim carries a fresh owner token, as the library's does
-		t.trips.Add(1)
+		t.Trips.Add(1)
 		rec, ok := r.lookup(k)
 		if !ok || rec.completed != wantCompleted || bytes.Equal(rec.fingerprint, fp) != wantMatch {
 			return errRaw
@@ -138,8 +138,8 @@ func rawMemoryTarget() (*target, error) {
 		}
 		return nil
 	}
-	t.ops[pathReplay] = func(context.Context) error { return find(hot, fpA, true, true) }
-	t.ops[pathInProgress] = func(context.Context) error { return find(pending, fpA, false, true) }
-	t.ops[pathMismatch] = func(context.Context) error { return find(hot, fpB, true, false) }
+	t.Ops[pathReplay] = func(context.Context) error { return find(hot, fpA, true, true) }
+	t.Ops[pathInProgress] = func(context.Context) error { return find(pending, fpA, false, true) }
+	t.Ops[pathMismatch] = func(context.Context) error { return find(hot, fpB, true, false) }
 	return t, nil
 }

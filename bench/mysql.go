@@ -133,7 +133,7 @@ func rawMySQLTarget(ctx context.Context, db *sql.DB, table, user string, stmts *
 		return nil, err
 	}
 	return seedTarget(ctx, seedStatements{
-		insert: func(ctx context.Context, key string, hash []byte) (bool, error) {
+		Insert: func(ctx context.Context, key string, hash []byte) (bool, error) {
 			res, err := insertSt.ExecContext(ctx, key, user, hash)
 			if err != nil {
 				return false, err
@@ -141,10 +141,10 @@ func rawMySQLTarget(ctx context.Context, db *sql.DB, table, user string, stmts *
 			n, err := res.RowsAffected()
 			return n == 1, err
 		},
-		complete: func(ctx context.Context, key string, body []byte) error {
+		Complete: func(ctx context.Context, key string, body []byte) error {
 			return oneRow(completeSt.ExecContext(ctx, 200, body, user, key))
 		},
-		fetch: func(ctx context.Context, key string) ([]byte, []byte, bool, error) {
+		Fetch: func(ctx context.Context, key string) ([]byte, []byte, bool, error) {
 			var h, body []byte
 			var status sql.NullInt32
 			err := fetchSt.QueryRowContext(ctx, user, key).Scan(&h, &status, &body)

@@ -125,7 +125,7 @@ func (p *pgStats) measureSplit(ctx context.Context, conn *pgxpool.Conn) ([]split
 			i := (j + b) % len(rows) // rotate the order from block to block
 			batch := make([]string, block)
 			for k := range batch {
-				batch[k] = keys.next("")
+				batch[k] = keys.Next("")
 			}
 			before, ok := schedNS(pid)
 			if !ok {

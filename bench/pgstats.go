@@ -163,7 +163,7 @@ func (p *pgStats) profileStatements(ctx context.Context) (map[string]*profile, e
 		return nil
 	}
 	for range profileOps {
-		key, owner := keys.next(""), token()
+		key, owner := keys.Next(""), token()
 		if err := run("library first execution", lib.Claim, scope, key, fpA, owner, leaseUS, retentionUS, "5000ms"); err != nil {
 			return nil, err
 		}
@@ -257,7 +257,7 @@ func (p *pgStats) measureCPU(ctx context.Context, conn *pgxpool.Conn, get func(s
 	for range blocks {
 		batch := make([]string, block)
 		for i := range batch {
-			batch[i] = keys.next("")
+			batch[i] = keys.Next("")
 		}
 		owner := token()
 		ops := []struct {

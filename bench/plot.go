@@ -94,10 +94,10 @@ func panel(backend string, p path, rows []row) (*plot.Plot, error) {
 	lib, raw, same := make(plotter.XYs, len(rows)), make(plotter.XYs, len(rows)), plotter.XYs{}
 	for i, r := range rows {
 		x := float64(r.goroutines)
-		lib[i] = plotter.XY{X: x, Y: r.lib.opsPerSec()}
-		raw[i] = plotter.XY{X: x, Y: r.raw.opsPerSec()}
+		lib[i] = plotter.XY{X: x, Y: r.lib.OpsPerSec()}
+		raw[i] = plotter.XY{X: x, Y: r.raw.OpsPerSec()}
 		if r.hasSame {
-			same = append(same, plotter.XY{X: x, Y: r.same.opsPerSec()})
+			same = append(same, plotter.XY{X: x, Y: r.same.OpsPerSec()})
 		}
 		ticks = append(ticks, plot.Tick{Value: x, Label: strconv.Itoa(r.goroutines)})
 	}

@@ -10,7 +10,7 @@ import (
 // TestPlotOfOneGoroutineCount: a run with a single goroutine count
 // (-goroutines 1) writes its plot; it used to panic in gonum's log scale.
 func TestPlotOfOneGoroutineCount(t *testing.T) {
-	s := sample{ops: 100, elapsed: time.Second}
+	s := sample{Ops: 100, Elapsed: time.Second}
 	for _, counts := range [][]int{{1}, {16}, {1, 16}} {
 		var rows []row
 		for _, g := range counts {

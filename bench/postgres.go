@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -119,43 +118,6 @@ func setupPostgres(ctx context.Context, id string, conns int32, claims string) (
 	return &suite{lib: lib, cached: cached, raw: raw, same: same, firstBegin: st.begin, firstEnd: st.end, notes: st.notes, cleanup: r.close}, nil
 }
 
-// rawPostgresTarget is the seed's mechanism, written minimally against
-// pgx in its own table (internal/pgsql SeedTable: key, user_id,
-// request_hash, response_status, response_body, created_at, unique on
-// (user_id, key)): a first execution is INSERT … ON CONFLICT DO NOTHING
-// RETURNING, then UPDATE of the response; every other path is the same
-// insert, which returns nothing, then a SELECT of the row, whose hash and
-// status decide replay, in progress or mismatch. It sends none of the
-// library's statements, has no lease, owner, fencing, expiry or sweeper
-// index, and makes two round trips where the library makes one.
-func rawPostgresTarget(ctx context.Context, pool *pgxpool.Pool, table, user string) (*target, error) {
-	seed := strings.NewReplacer("{seed}", table)
-	if _, err := pool.Exec(ctx, seed.Replace(pgsql.SeedTable)); err != nil {
-		return nil, err
-	}
-	insertSQL, completeSQL, fetchSQL := seed.Replace(pgsql.SeedInsert), seed.Replace(pgsql.SeedComplete), seed.Replace(pgsql.SeedFetch)
-	return seedTarget(ctx, seedStatements{
-		insert: func(ctx context.Context, key string, hash []byte) (bool, error) {
-			var k string
-			err := pool.QueryRow(ctx, insertSQL, key, user, hash).Scan(&k)
-			if err == pgx.ErrNoRows {
-				return false, nil
-			}
-			return err == nil, err
-		},
-		complete: func(ctx context.Context, key string, body []byte) error {
-			_, err := pool.Exec(ctx, completeSQL, key, user, 200, body)
-			return err
-		},
-		fetch: func(ctx context.Context, key string) ([]byte, []byte, bool, error) {
-			var h, body []byte
-			var status *int32
-			err := pool.QueryRow(ctx, fetchSQL, key, user).Scan(&h, &status, &body)
-			return h, body, status != nil, err
-		},
-	})
-}
-
 // pgClaimRow is the row of the library's claim statement (claim.sql):
 // state 0 when it inserted, else the stored row's state, fingerprint and
 // outcome, and whether its owner is the claim's; its timestamps are read
@@ -184,7 +146,7 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 	leaseUS, retentionUS, holdUS := lease.Microseconds(), retention.Microseconds(), holdLease.Microseconds()
 	claim := func(ctx context.Context, key string, fp []byte, owner string, leaseUS int64) (pgClaimRow, error) {
 		if insertFirst {
-			t.trips.Add(1)
+			t.Trips.Add(1)
 			var inserted bool
 			err := pool.QueryRow(ctx, q.InsertClaim, scope, key, fp, owner, leaseUS, retentionUS, "1ms").Scan(&inserted)
 			if err == nil && inserted {
@@ -193,7 +155,7 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 			if err != pgx.ErrNoRows {
 				return pgClaimRow{}, fmt.Errorf("same insert claim of %s: %v", key, err)
 			}
-			t.trips.Add(1)
+			t.Trips.Add(1)
 			var r pgClaimRow
 			var leaseUntil, expiresAt, holdUntil, now, claimedAt pgtype.Timestamptz
 			err = pool.QueryRow(ctx, q.ReadClaim, scope, key, owner).
@@ -203,7 +165,7 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 			}
 			return r, err
 		}
-		t.trips.Add(1)
+		t.Trips.Add(1)
 		var r pgClaimRow
 		var leaseUntil, expiresAt, holdUntil, now, claimedAt pgtype.Timestamptz
 		err := pool.QueryRow(ctx, q.Claim, scope, key, fp, owner, leaseUS, retentionUS, "5000ms").
@@ -222,7 +184,7 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 		if err != nil {
 			return err
 		}
-		t.trips.Add(1)
+		t.Trips.Add(1)
 		var ok bool
 		if err := pool.QueryRow(ctx, q.Complete, scope, key, owner, append([]byte{1, 1}, body...), retentionUS, pgsql.Slot(scope, key)).Scan(&ok); err != nil || !ok {
 			return fmt.Errorf("same complete: %v %v", err, ok)
@@ -236,7 +198,7 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 		return nil, fmt.Errorf("seed in-progress key: %v %+v", err, r)
 	}
 	var keys keySeq
-	t.ops[pathFirst] = func(ctx context.Context) error { return first(ctx, keys.next("")) }
+	t.Ops[pathFirst] = func(ctx context.Context) error { return first(ctx, keys.Next("")) }
 	find := func(ctx context.Context, key string, fp []byte, state int16) error {
 		r, err := claim(ctx, key, fp, token(), leaseUS)
 		if err != nil || r.inserted() || r.state != state ||
@@ -251,8 +213,8 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 		}
 		return nil
 	}
-	t.ops[pathReplay] = func(ctx context.Context) error { return find(ctx, hotKey, fpA, 2) }
-	t.ops[pathInProgress] = func(ctx context.Context) error { return find(ctx, pendingKey, fpA, 1) }
-	t.ops[pathMismatch] = func(ctx context.Context) error { return find(ctx, hotKey, fpB, 2) }
+	t.Ops[pathReplay] = func(ctx context.Context) error { return find(ctx, hotKey, fpA, 2) }
+	t.Ops[pathInProgress] = func(ctx context.Context) error { return find(ctx, pendingKey, fpA, 1) }
+	t.Ops[pathMismatch] = func(ctx context.Context) error { return find(ctx, hotKey, fpB, 2) }
 	return t, nil
 }

@@ -59,18 +59,6 @@ func (r row) ratio() float64 { return median(r.libRaw) }
 // sameRatio is the median over the rounds of library ÷ same statements.
 func (r row) sameRatio() float64 { return median(r.libSame) }
 
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 type setupFunc func(ctx context.Context, id string, o options) (*suite, error)
 
 var setups = map[string]setupFunc{
@@ -181,17 +169,17 @@ func runBackend(ctx context.Context, name string, s *suite, o options, log io.Wr
 					}
 					got[k] = smp
 				}
-				r.lib.add(got[0])
-				r.raw.add(got[1])
-				r.libRaw = append(r.libRaw, got[0].opsPerSec()/max(got[1].opsPerSec(), 1e-9))
+				r.lib.Add(got[0])
+				r.raw.Add(got[1])
+				r.libRaw = append(r.libRaw, got[0].OpsPerSec()/max(got[1].OpsPerSec(), 1e-9))
 				if s.same != nil {
-					r.same.add(got[2])
-					r.libSame = append(r.libSame, got[0].opsPerSec()/max(got[2].opsPerSec(), 1e-9))
+					r.same.Add(got[2])
+					r.libSame = append(r.libSame, got[0].OpsPerSec()/max(got[2].OpsPerSec(), 1e-9))
 				}
 			}
-			line := fmt.Sprintf("%-8s %-15s g=%-3d library %9.0f ops/s  raw %9.0f ops/s  ratio %.2f", name, p, g, r.lib.opsPerSec(), r.raw.opsPerSec(), r.ratio())
+			line := fmt.Sprintf("%-8s %-15s g=%-3d library %9.0f ops/s  raw %9.0f ops/s  ratio %.2f", name, p, g, r.lib.OpsPerSec(), r.raw.OpsPerSec(), r.ratio())
 			if s.same != nil {
-				line += fmt.Sprintf("  same statements %9.0f ops/s  ratio %.2f", r.same.opsPerSec(), r.sameRatio())
+				line += fmt.Sprintf("  same statements %9.0f ops/s  ratio %.2f", r.same.OpsPerSec(), r.sameRatio())
 			}
 			fmt.Fprintf(log, "%s  (%v)\n", line, time.Since(began).Round(time.Millisecond))
 			rows = append(rows, r)

@@ -38,5 +38,5 @@ func runScale(ctx context.Context, w, log io.Writer) error {
 
 // latencyLine formats a sample as ops/s, p50 and p99.
 func latencyLine(s sample) string {
-	return fmt.Sprintf("%s ops/s, p50 %s, p99 %s (%d ops)", rate(s.opsPerSec()), dur(s.lat.quantile(0.5)), dur(s.lat.quantile(0.99)), s.ops)
+	return fmt.Sprintf("%s ops/s, p50 %s, p99 %s (%d ops)", rate(s.OpsPerSec()), dur(s.Lat.Quantile(0.5)), dur(s.Lat.Quantile(0.99)), s.Ops)
 }

@@ -36,11 +36,11 @@ func scaleMemory(ctx context.Context, w, log io.Writer) error {
 
 	t := &target{}
 	var keys keySeq
-	t.ops[pathFirst] = func(ctx context.Context) error {
-		_, err := once.Do(ctx, sc, keys.next("n"), fpA, charge)
+	t.Ops[pathFirst] = func(ctx context.Context) error {
+		_, err := once.Do(ctx, sc, keys.Next("n"), fpA, charge)
 		return err
 	}
-	t.ops[pathReplay] = func(ctx context.Context) error {
+	t.Ops[pathReplay] = func(ctx context.Context) error {
 		_, err := once.Do(ctx, sc, "k"+strconv.Itoa(rand.IntN(memoryKeys)), fpA, charge)
 		return err
 	}
@@ -56,7 +56,7 @@ func scaleMemory(ctx context.Context, w, log io.Writer) error {
 	fmt.Fprintf(w, "- VmRSS %s → %s: **%.0f bytes per live key** (Go heap in use %.0f bytes per key), with a %d-byte stored outcome and a %d-byte fingerprint per key.\n",
 		mib(rss0), mib(rss1), float64(rss1-rss0)/float64(memoryKeys), float64(heap1-heap0)/float64(memoryKeys), len(storedOutcome), len(fpA))
 	fmt.Fprintf(w, "- At %d live keys, 1 goroutine: first execution %.0f ns/op (%.1f allocs/op), replay of a random key %.0f ns/op (%.1f allocs/op).\n\n",
-		memoryKeys, 1e9/first.opsPerSec(), first.perOp(first.mallocs), 1e9/replay.opsPerSec(), replay.perOp(replay.mallocs))
+		memoryKeys, 1e9/first.OpsPerSec(), first.PerOp(first.Mallocs), 1e9/replay.OpsPerSec(), replay.PerOp(replay.Mallocs))
 	runtime.KeepAlive(k)
 	return nil
 }

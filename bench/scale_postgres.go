@@ -67,14 +67,14 @@ func claimTarget(s *postgres.Store, rows *int64) *target {
 	claim := func(ctx context.Context, scope, key string) (backends.ClaimResult, error) {
 		return s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Fingerprint: fpA, Owner: token(), Lease: lease, Retention: time.Hour})
 	}
-	t.ops[pathFirst] = func(ctx context.Context) error {
-		r, err := claim(ctx, claimScope, keys.next(""))
+	t.Ops[pathFirst] = func(ctx context.Context) error {
+		r, err := claim(ctx, claimScope, keys.Next(""))
 		if err == nil && !r.Claimed {
 			err = fmt.Errorf("fresh key not claimed")
 		}
 		return err
 	}
-	t.ops[pathReplay] = func(ctx context.Context) error {
+	t.Ops[pathReplay] = func(ctx context.Context) error {
 		r, err := claim(ctx, bulkScope, "k"+strconv.FormatInt(1+rand.Int64N(*rows), 10))
 		if err == nil && r.Existing.State != backends.StateCompleted {
 			err = fmt.Errorf("bulk row not completed: %+v", r)
@@ -178,7 +178,7 @@ func scalePostgresSweep(ctx context.Context, w, log io.Writer) error {
 		if err != nil {
 			return err
 		}
-		during.add(c)
+		during.Add(c)
 		select {
 		case res = <-done:
 			finished = true

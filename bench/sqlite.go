@@ -95,7 +95,7 @@ VALUES (?, ?, ?, unixepoch('subsec') * 1000000) ON CONFLICT (user_id, key) DO NO
 		fetchSQL    = `SELECT request_hash, response_status, response_body FROM seed_keys WHERE user_id = ? AND key = ?`
 	)
 	return seedTarget(ctx, seedStatements{
-		insert: func(ctx context.Context, key string, hash []byte) (bool, error) {
+		Insert: func(ctx context.Context, key string, hash []byte) (bool, error) {
 			var k string
 			err := db.QueryRowContext(ctx, insertSQL, key, user, hash).Scan(&k)
 			if err == sql.ErrNoRows {
@@ -103,10 +103,10 @@ VALUES (?, ?, ?, unixepoch('subsec') * 1000000) ON CONFLICT (user_id, key) DO NO
 			}
 			return err == nil, err
 		},
-		complete: func(ctx context.Context, key string, body []byte) error {
+		Complete: func(ctx context.Context, key string, body []byte) error {
 			return oneRow(db.ExecContext(ctx, completeSQL, 200, body, user, key))
 		},
-		fetch: func(ctx context.Context, key string) ([]byte, []byte, bool, error) {
+		Fetch: func(ctx context.Context, key string) ([]byte, []byte, bool, error) {
 			var h, body []byte
 			var status sql.NullInt32
 			err := db.QueryRowContext(ctx, fetchSQL, user, key).Scan(&h, &status, &body)

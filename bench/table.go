@@ -3,8 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"strings"
-	"time"
 )
 
 // writeTable prints rows as a Markdown table. The ratios are medians over
@@ -15,15 +13,15 @@ func writeTable(w io.Writer, rows []row) {
 	for _, r := range rows {
 		same, sameRatio := "–", "–"
 		if r.hasSame {
-			same, sameRatio = rate(r.same.opsPerSec()), fmt.Sprintf("%.2f", r.sameRatio())
+			same, sameRatio = rate(r.same.OpsPerSec()), fmt.Sprintf("%.2f", r.sameRatio())
 		}
 		fmt.Fprintf(w, "| %s | %s | %d | %s | %s | %.2f | %s | %s | %s / %s | %s / %s | %.2f / %.2f | %.1f / %.1f | %s / %s |\n",
 			r.backend, r.path, r.goroutines,
-			rate(r.lib.opsPerSec()), rate(r.raw.opsPerSec()), r.ratio(), same, sameRatio,
-			dur(r.lib.lat.quantile(0.5)), dur(r.lib.lat.quantile(0.99)),
-			dur(r.raw.lat.quantile(0.5)), dur(r.raw.lat.quantile(0.99)),
-			r.lib.perOp(uint64(r.lib.trips)), r.raw.perOp(uint64(r.raw.trips)),
-			r.lib.perOp(r.lib.mallocs), r.raw.perOp(r.raw.mallocs),
+			rate(r.lib.OpsPerSec()), rate(r.raw.OpsPerSec()), r.ratio(), same, sameRatio,
+			dur(r.lib.Lat.Quantile(0.5)), dur(r.lib.Lat.Quantile(0.99)),
+			dur(r.raw.Lat.Quantile(0.5)), dur(r.raw.Lat.Quantile(0.99)),
+			r.lib.PerOp(uint64(r.lib.Trips)), r.raw.PerOp(uint64(r.raw.Trips)),
+			r.lib.PerOp(r.lib.Mallocs), r.raw.PerOp(r.raw.Mallocs),
 			cpuPerOp(r.lib), cpuPerOp(r.raw))
 	}
 }
@@ -35,33 +33,9 @@ const cpuLegend = "CPU/op here + elsewhere: the CPU time per operation of this p
 // baseline, the driver, the runtime) + on the rest of the machine (the
 // server, and whatever else ran): "12.1+7.3µs".
 func cpuPerOp(s sample) string {
-	if !s.cpu.ok || s.ops == 0 {
+	if !s.CPU.OK || s.Ops == 0 {
 		return "–"
 	}
-	n := float64(s.ops)
-	return fmt.Sprintf("%.1f+%.1fµs", float64(s.cpu.here)/n/1e3, float64(max(s.cpu.other, 0))/n/1e3)
-}
-
-func rate(v float64) string {
-	s := fmt.Sprintf("%.0f", v)
-	// Thousands separators for readability.
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
-
-func dur(d time.Duration) string {
-	switch {
-	case d >= time.Millisecond:
-		return fmt.Sprintf("%.2fms", float64(d)/1e6)
-	case d >= time.Microsecond:
-		return fmt.Sprintf("%.1fµs", float64(d)/1e3)
-	default:
-		return fmt.Sprintf("%dns", d.Nanoseconds())
-	}
+	n := float64(s.Ops)
+	return fmt.Sprintf("%.1f+%.1fµs", float64(s.CPU.Here)/n/1e3, float64(max(s.CPU.Other, 0))/n/1e3)
 }

@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"testing"
@@ -6,15 +6,15 @@ import (
 )
 
 func TestHistQuantile(t *testing.T) {
-	var h hist
+	var h Hist
 	for i := 1; i <= 1000; i++ {
-		h.record(time.Duration(i) * time.Microsecond)
+		h.Record(time.Duration(i) * time.Microsecond)
 	}
 	for _, c := range []struct {
 		q    float64
 		want time.Duration
 	}{{0.5, 500 * time.Microsecond}, {0.99, 990 * time.Microsecond}} {
-		got := h.quantile(c.q)
+		got := h.Quantile(c.q)
 		if d := got - c.want; d < -c.want/50 || d > c.want/50 {
 			t.Errorf("q%.2f = %v, want %v ±2%%", c.q, got, c.want)
 		}

@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"context"
@@ -55,53 +55,55 @@ func (c countingStore) LeaseHeld(ctx context.Context, p backends.LeaseHeldParams
 	return c.s.LeaseHeld(ctx, p)
 }
 
-// libraryTarget measures once.Do over store, in scope: a first execution
+// LibraryTarget measures once.Do over store, in scope: a first execution
 // of a fresh key, a replay and a mismatch on a completed hot key, and a
 // duplicate of a key held by a live claim. A non-nil cache puts a local
 // cache (package localcache) in front of the store, above the count of
 // its round trips.
-func libraryTarget(ctx context.Context, store backends.Store, scope string, cache *localcache.Config) (*target, error) {
-	t := &target{}
-	var counted backends.Store = countingStore{s: store, n: &t.trips}
+func LibraryTarget(ctx context.Context, store backends.Store, scope string, cache *localcache.Config) (*Target, error) {
+	t := &Target{}
+	var counted backends.Store = countingStore{s: store, n: &t.Trips}
 	if cache != nil {
 		var err error
 		if counted, err = localcache.New(counted, cache); err != nil {
 			return nil, err
 		}
 	}
-	k := once.New(counted, once.WithLease(lease), once.WithRetention(retention))
+	k := once.New(counted, once.WithLease(Lease), once.WithRetention(Retention))
 	sc := k.Scope(scope)
-	if _, err := once.Do(ctx, sc, hotKey, fpA, charge); err != nil {
+	if _, err := once.Do(ctx, sc, HotKey, FpA, Charge); err != nil {
 		return nil, fmt.Errorf("seed replay key: %w", err)
 	}
-	r, err := store.Claim(ctx, backends.ClaimParams{Scope: scope, Key: pendingKey, Fingerprint: fpA, Owner: token(), Lease: holdLease, Retention: retention})
+	r, err := store.Claim(ctx, backends.ClaimParams{Scope: scope, Key: PendingKey, Fingerprint: FpA, Owner: Token(), Lease: HoldLease, Retention: Retention})
 	if err != nil || !r.Claimed {
 		return nil, fmt.Errorf("seed in-progress key: %v %+v", err, r)
 	}
-	var keys keySeq
-	t.ops[pathFirst] = func(ctx context.Context) error {
-		out, err := once.DoOutcome(ctx, sc, keys.next(""), fpA, charge)
+	t.First = func(ctx context.Context, key string) error {
+		out, err := once.DoOutcome(ctx, sc, key, FpA, Charge)
 		if err != nil || out.Status != once.Recorded {
 			return fmt.Errorf("first execution: %v %+v", err, out)
 		}
 		return nil
 	}
-	t.ops[pathReplay] = func(ctx context.Context) error {
-		out, err := once.DoOutcome(ctx, sc, hotKey, fpA, charge)
-		if err != nil || out.Status != once.Replayed || out.Value != thePayment {
+	t.Replay = func(ctx context.Context, key string) error {
+		out, err := once.DoOutcome(ctx, sc, key, FpA, Charge)
+		if err != nil || out.Status != once.Replayed || out.Value != ThePayment {
 			return fmt.Errorf("replay: %v %+v", err, out)
 		}
 		return nil
 	}
-	t.ops[pathInProgress] = func(ctx context.Context) error {
-		_, err := once.Do(ctx, sc, pendingKey, fpA, charge)
+	var keys KeySeq
+	t.Ops[PathFirst] = func(ctx context.Context) error { return t.First(ctx, keys.Next("")) }
+	t.Ops[PathReplay] = func(ctx context.Context) error { return t.Replay(ctx, HotKey) }
+	t.Ops[PathInProgress] = func(ctx context.Context) error {
+		_, err := once.Do(ctx, sc, PendingKey, FpA, Charge)
 		if _, ok := err.(*once.InProgressError); !ok {
 			return fmt.Errorf("in progress: %v", err)
 		}
 		return nil
 	}
-	t.ops[pathMismatch] = func(ctx context.Context) error {
-		_, err := once.Do(ctx, sc, hotKey, fpB, charge)
+	t.Ops[PathMismatch] = func(ctx context.Context) error {
+		_, err := once.Do(ctx, sc, HotKey, FpB, Charge)
 		if !errors.Is(err, once.ErrKeyReused) {
 			return fmt.Errorf("mismatch: %v", err)
 		}

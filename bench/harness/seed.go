@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"bytes"
@@ -7,51 +7,51 @@ import (
 	"fmt"
 )
 
-// seedStatements are the seed's three statements on one SQL database,
+// SeedStatements are the seed's three statements on one SQL database,
 // written against its driver: the raw baselines of PostgreSQL, MariaDB and
 // SQLite differ only in them. Each is one round trip.
-type seedStatements struct {
-	// insert claims key for hash, reporting whether it inserted (INSERT …
+type SeedStatements struct {
+	// Insert claims key for hash, reporting whether it inserted (INSERT …
 	// ON CONFLICT DO NOTHING RETURNING, or INSERT IGNORE).
-	insert func(ctx context.Context, key string, hash []byte) (won bool, err error)
-	// complete stores the response body of key (UPDATE).
-	complete func(ctx context.Context, key string, body []byte) error
-	// fetch reads key's row (SELECT): its hash, its response body and
+	Insert func(ctx context.Context, key string, hash []byte) (won bool, err error)
+	// Complete stores the response body of key (UPDATE).
+	Complete func(ctx context.Context, key string, body []byte) error
+	// Fetch reads key's row (SELECT): its hash, its response body and
 	// whether a response is stored.
-	fetch func(ctx context.Context, key string) (hash, body []byte, hasResponse bool, err error)
+	Fetch func(ctx context.Context, key string) (hash, body []byte, hasResponse bool, err error)
 }
 
-// seedTarget is the seed's mechanism over s: a first execution is the
+// SeedTarget is the seed's mechanism over s: a first execution is the
 // insert, then the completion; every other path is the same insert, which
 // loses, then a fetch of the row, whose hash and response decide replay,
 // in progress or mismatch. Like once.Do, it runs charge and encodes its
 // payment before the completion, and decodes the replayed payment (see
-// rawResult, rawReplay). It counts a round trip per statement, and
+// RawResult, RawReplay). It counts a round trip per statement, and
 // stores the hot key's response and the pending key's claim first.
-func seedTarget(ctx context.Context, s seedStatements) (*target, error) {
-	t := &target{}
+func SeedTarget(ctx context.Context, s SeedStatements) (*Target, error) {
+	t := &Target{}
 	insert := func(ctx context.Context, key string, hash []byte) (bool, error) {
-		t.trips.Add(1)
-		return s.insert(ctx, key, hash)
+		t.Trips.Add(1)
+		return s.Insert(ctx, key, hash)
 	}
 	first := func(ctx context.Context, key string) error {
-		if won, err := insert(ctx, key, fpA); err != nil || !won {
+		if won, err := insert(ctx, key, FpA); err != nil || !won {
 			return fmt.Errorf("raw insert: %v %v", err, won)
 		}
-		body, err := rawResult(ctx)
+		body, err := RawResult(ctx)
 		if err != nil {
 			return err
 		}
-		t.trips.Add(1)
-		if err := s.complete(ctx, key, body); err != nil {
+		t.Trips.Add(1)
+		if err := s.Complete(ctx, key, body); err != nil {
 			return fmt.Errorf("raw complete: %w", err)
 		}
 		return nil
 	}
-	if err := first(ctx, hotKey); err != nil {
+	if err := first(ctx, HotKey); err != nil {
 		return nil, err
 	}
-	if won, err := insert(ctx, pendingKey, fpA); err != nil || !won {
+	if won, err := insert(ctx, PendingKey, FpA); err != nil || !won {
 		return nil, fmt.Errorf("seed in-progress key: %v %v", err, won)
 	}
 	// lost: the insert lost, then the row decides. wantResponse: a stored
@@ -60,8 +60,8 @@ func seedTarget(ctx context.Context, s seedStatements) (*target, error) {
 		if won, err := insert(ctx, key, hash); err != nil || won {
 			return fmt.Errorf("raw insert of %s: %v %v", key, err, won)
 		}
-		t.trips.Add(1)
-		h, body, has, err := s.fetch(ctx, key)
+		t.Trips.Add(1)
+		h, body, has, err := s.Fetch(ctx, key)
 		if err != nil {
 			return fmt.Errorf("raw fetch of %s: %w", key, err)
 		}
@@ -69,21 +69,23 @@ func seedTarget(ctx context.Context, s seedStatements) (*target, error) {
 			return fmt.Errorf("raw fetch of %s: hash %q response %v", key, h, has)
 		}
 		if wantMatch && wantResponse {
-			return rawReplay(body)
+			return RawReplay(body)
 		}
 		return nil
 	}
-	var keys keySeq
-	t.ops[pathFirst] = func(ctx context.Context) error { return first(ctx, keys.next("")) }
-	t.ops[pathReplay] = func(ctx context.Context) error { return lost(ctx, hotKey, fpA, true, true) }
-	t.ops[pathInProgress] = func(ctx context.Context) error { return lost(ctx, pendingKey, fpA, false, true) }
-	t.ops[pathMismatch] = func(ctx context.Context) error { return lost(ctx, hotKey, fpB, true, false) }
+	var keys KeySeq
+	t.First = first
+	t.Replay = func(ctx context.Context, key string) error { return lost(ctx, key, FpA, true, true) }
+	t.Ops[PathFirst] = func(ctx context.Context) error { return first(ctx, keys.Next("")) }
+	t.Ops[PathReplay] = func(ctx context.Context) error { return lost(ctx, HotKey, FpA, true, true) }
+	t.Ops[PathInProgress] = func(ctx context.Context) error { return lost(ctx, PendingKey, FpA, false, true) }
+	t.Ops[PathMismatch] = func(ctx context.Context) error { return lost(ctx, HotKey, FpB, true, false) }
 	return t, nil
 }
 
-// oneRow is the error of a database/sql statement that must change exactly
+// OneRow is the error of a database/sql statement that must change exactly
 // one row.
-func oneRow(res sql.Result, err error) error {
+func OneRow(res sql.Result, err error) error {
 	if err != nil {
 		return err
 	}

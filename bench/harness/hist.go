@@ -1,15 +1,15 @@
-package main
+package harness
 
 import (
 	"math/bits"
 	"time"
 )
 
-// hist is an allocation-free latency histogram: 64 linear sub-buckets per
+// Hist is an allocation-free latency histogram: 64 linear sub-buckets per
 // power of two of nanoseconds, so a percentile is exact to within 1/64
 // (about 1.6 %). Recording costs a few instructions and no allocation, so
 // it does not disturb the allocation count of a cell.
-type hist struct {
+type Hist struct {
 	counts [64 * 64]uint64
 	n      uint64
 }
@@ -33,7 +33,7 @@ func lower(i int) uint64 {
 	return (1<<subBits | m) << (e - 1)
 }
 
-func (h *hist) record(d time.Duration) {
+func (h *Hist) Record(d time.Duration) {
 	if d < 0 {
 		d = 0
 	}
@@ -41,16 +41,16 @@ func (h *hist) record(d time.Duration) {
 	h.n++
 }
 
-func (h *hist) merge(o *hist) {
+func (h *Hist) Merge(o *Hist) {
 	for i, c := range o.counts {
 		h.counts[i] += c
 	}
 	h.n += o.n
 }
 
-// quantile returns the q-quantile (0 < q <= 1), as the midpoint of its
+// Quantile returns the q-quantile (0 < q <= 1), as the midpoint of its
 // bucket.
-func (h *hist) quantile(q float64) time.Duration {
+func (h *Hist) Quantile(q float64) time.Duration {
 	if h.n == 0 {
 		return 0
 	}

@@ -1,4 +1,4 @@
-package main
+package harness
 
 import (
 	"bufio"
@@ -9,18 +9,18 @@ import (
 	"time"
 )
 
-// cpuReading is where the CPU time of this process and of the whole
+// CPUReading is where the CPU time of this process and of the whole
 // machine stood at one moment: a cell's difference of two says how much
 // CPU its operations cost here (the library or baseline, the driver and
 // the runtime) and elsewhere (the server and everything else running).
-type cpuReading struct {
+type CPUReading struct {
 	self    time.Duration // this process, user + system (getrusage)
 	machine time.Duration // every CPU, busy time (/proc/stat)
 	ok      bool          // false where /proc/stat cannot be read
 }
 
-func readCPU() cpuReading {
-	var r cpuReading
+func ReadCPU() CPUReading {
+	var r CPUReading
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		r.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
@@ -60,19 +60,19 @@ func machineBusy() (time.Duration, bool) {
 	return time.Duration(ticks) * time.Second / clockTicks, true
 }
 
-// cpuSpent is the CPU one cell cost: here, in this process; elsewhere, on
+// CPUSpent is the CPU one cell cost: here, in this process; elsewhere, on
 // the rest of the machine (the server, on a machine where nothing else
 // runs). other is meaningful only when ok.
-type cpuSpent struct {
-	here, other time.Duration
-	ok          bool
+type CPUSpent struct {
+	Here, Other time.Duration
+	OK          bool
 }
 
 // other may be negative in one cell (the machine's busy time counts in
 // 10 ms steps, this process's in microseconds): cells are summed first, and
 // only the sum is clamped (cpuPerOp), so that the rounding does not bias
 // the total.
-func spentBetween(a, b cpuReading) cpuSpent {
+func SpentBetween(a, b CPUReading) CPUSpent {
 	here := b.self - a.self
-	return cpuSpent{here: here, other: b.machine - a.machine - here, ok: a.ok && b.ok}
+	return CPUSpent{Here: here, Other: b.machine - a.machine - here, OK: a.ok && b.ok}
 }
