@@ -40,6 +40,11 @@ func (c countingStore) Release(ctx context.Context, p backends.ReleaseParams) (b
 	return c.s.Release(ctx, p)
 }
 
+func (c countingStore) Checkpoint(ctx context.Context, p backends.CheckpointParams) (bool, error) {
+	c.n.Add(1)
+	return c.s.Checkpoint(ctx, p)
+}
+
 func (c countingStore) Resolve(ctx context.Context, p backends.ResolveParams) (backends.ResolveResult, error) {
 	c.n.Add(1)
 	return c.s.Resolve(ctx, p)
