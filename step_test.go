@@ -213,3 +213,30 @@ func TestStepLostClaimStopsTheSteps(t *testing.T) {
 	require.ErrorIs(t, err, once.ErrLeaseLost)
 	require.Equal(t, 0, n.of("b"), "no step runs after the claim is lost")
 }
+
+func TestStepResumesAHeldKeyRunAgain(t *testing.T) {
+	clock := newFakeClock()
+	scope := once.New(memory.New(&memory.Config{Now: clock.Now}), once.WithLease(time.Minute), once.WithHoldFor(time.Minute)).Scope("s")
+	var n stepRuns
+	timeout := errors.New("the provider timed out after the request left")
+	intent := func(providerAnswers bool) (once.Outcome[string], error) {
+		return once.DoOutcome(t.Context(), scope, "k", nil, func(ctx context.Context) (string, error) {
+			hold, err := once.Step(ctx, "hold", func(context.Context) (string, error) { n.ran("hold"); return "h_1", nil })
+			if err != nil {
+				return "", err
+			}
+			if !providerAnswers {
+				return "", once.Hold(timeout)
+			}
+			return hold + "/ch_1", nil
+		})
+	}
+	out, err := intent(false)
+	require.ErrorIs(t, err, timeout)
+	require.Equal(t, once.Held, out.Status)
+	clock.Advance(2 * time.Minute) // the hold ends: the next call runs fn again
+	out, err = intent(true)
+	require.NoError(t, err)
+	require.Equal(t, "h_1/ch_1", out.Value)
+	require.Equal(t, 1, n.of("hold"), "the held key's checkpoints survived the hold")
+}
