@@ -123,13 +123,13 @@ type callKey struct{ scope, key string }
 //   - once.fn.duration (histogram, s): fn's run time, by once.class;
 //   - once.store.duration (histogram, s): the duration of each store call
 //     the core reports, by once.op: one sample per claim, renewal,
-//     release, hold, resolve and checkpoint, and per completion attempt. A failed
-//     attempt is the sample of its store_error event; the completion's
-//     final event (recorded, lease_lost, unrecorded) is a sample only when
-//     no attempt of it failed, since its time then spans every attempt and
-//     the backoff between them. So an attempt that succeeds after a failed
-//     one is not measured (the core reports no time of its own for it),
-//     and no attempt is ever measured twice.
+//     release, hold, resolve and checkpoint, and per completion attempt.
+//     A failed attempt is the sample of its store_error event; the
+//     completion's final event (recorded, lease_lost, unrecorded) is a
+//     sample only when no attempt of it failed, since its time then spans
+//     every attempt and the backoff between them. So an attempt that
+//     succeeds after a failed one is not measured (the core reports no
+//     time of its own for it), and no attempt is ever measured twice.
 func New(cfg *Config) (*Instrumentation, error) {
 	var c Config
 	if cfg != nil {
