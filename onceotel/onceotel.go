@@ -18,6 +18,19 @@
 // be fn's own error (a retryable or held error) and so whatever fn put in
 // it. Config.ErrorText replaces that text (return "" to record none).
 //
+// # Steps
+//
+// The steps of a call (once.Step, once.StepTx) are span events on the
+// call's span, like its other events: "once.step" when a step's function
+// ran (with its error class and run time), "once.step_replayed" when its
+// checkpoint answered, "once.step_unmatched" for a checkpoint no step
+// used; a checkpoint that failed or lost the claim is a "once.store_error"
+// or "once.lease_lost" event. Each carries the step's name as "once.step"
+// (span events only, never metrics): a name is the program's, so keep
+// per-request data out of it. A step gets no span of its own: the core
+// has no hook around a step's function, and a span made after the fact
+// would not be the parent of the spans the step's function made.
+//
 // # An observer never changes a call
 //
 // The tracer and the observer recover every panic raised inside them —
@@ -106,17 +119,17 @@ type callKey struct{ scope, key string }
 
 // New creates the instruments:
 //   - once.events (counter): every event, by once.event and once.scope_class
-//     (and once.class for executed);
+//     (and once.class for executed and step);
 //   - once.fn.duration (histogram, s): fn's run time, by once.class;
 //   - once.store.duration (histogram, s): the duration of each store call
 //     the core reports, by once.op: one sample per claim, renewal,
-//     release, hold and resolve, and per completion attempt. A failed
-//     attempt is the sample of its store_error event; the completion's
-//     final event (recorded, lease_lost, unrecorded) is a sample only when
-//     no attempt of it failed, since its time then spans every attempt and
-//     the backoff between them. So an attempt that succeeds after a failed
-//     one is not measured (the core reports no time of its own for it),
-//     and no attempt is ever measured twice.
+//     release, hold, resolve and checkpoint, and per completion attempt.
+//     A failed attempt is the sample of its store_error event; the
+//     completion's final event (recorded, lease_lost, unrecorded) is a
+//     sample only when no attempt of it failed, since its time then spans
+//     every attempt and the backoff between them. So an attempt that
+//     succeeds after a failed one is not measured (the core reports no
+//     time of its own for it), and no attempt is ever measured twice.
 func New(cfg *Config) (*Instrumentation, error) {
 	var c Config
 	if cfg != nil {
@@ -175,7 +188,9 @@ func (i *Instrumentation) class(scope string) (class string) {
 }
 
 // Observer returns the once.Observer that records the metrics and adds a
-// span event ("once.<event>") to the span in the call's context, if any.
+// span event ("once.<event>") to the span in the call's context, if any,
+// with the metric's attributes and, on the events of a step, its name
+// (once.step) and its function's run time (once.step.duration_s).
 // A panic inside it is recovered and reported to otel.Handle (see the
 // package documentation).
 func (i *Instrumentation) Observer() once.Observer {
@@ -193,19 +208,27 @@ func (i *Instrumentation) Observer() once.Observer {
 			attribute.String("once.event", e.Kind.String()),
 			attribute.String("once.scope_class", i.class(e.Scope)),
 		}
-		if e.Kind == once.EventExecuted {
+		if e.Kind == once.EventExecuted || e.Kind == once.EventStep {
 			class := "none"
 			if e.FnErr != nil {
 				class = e.Class.String()
 			}
 			attrs = append(attrs, attribute.String("once.class", class))
-			i.fnTime.Record(ctx, e.FnTime.Seconds(), metric.WithAttributes(attribute.String("once.class", class)))
+			if e.Kind == once.EventExecuted {
+				i.fnTime.Record(ctx, e.FnTime.Seconds(), metric.WithAttributes(attribute.String("once.class", class)))
+			}
 		}
 		if e.Op != "" && e.StoreTime > 0 && i.singleAttempt(e) {
 			i.storeTime.Record(ctx, e.StoreTime.Seconds(), metric.WithAttributes(attribute.String("once.op", e.Op)))
 		}
 		i.events.Add(ctx, 1, metric.WithAttributes(attrs...))
 		if span != nil && span.IsRecording() {
+			if e.Step != "" {
+				attrs = append(attrs, attribute.String("once.step", e.Step))
+				if e.Kind == once.EventStep && e.FnTime > 0 {
+					attrs = append(attrs, attribute.Float64("once.step.duration_s", e.FnTime.Seconds()))
+				}
+			}
 			span.AddEvent("once."+e.Kind.String(), trace.WithAttributes(attrs...))
 		}
 	}

@@ -54,6 +54,8 @@ func eventCounts(t *testing.T, reader *sdkmetric.ManualReader) map[string]int64 
 				assert.Equal(t, "user", class.AsString())
 				_, hasKey := dp.Attributes.Value(attribute.Key("once.key"))
 				assert.False(t, hasKey)
+				_, hasStep := dp.Attributes.Value(attribute.Key("once.step"))
+				assert.False(t, hasStep, "step names stay on span events")
 				counts[ev.AsString()] += dp.Value
 			}
 		}

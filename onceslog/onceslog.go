@@ -41,6 +41,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"log/slog"
 
 	"github.com/stagedoor/once"
@@ -58,20 +59,30 @@ type Config struct {
 
 // DefaultLevel logs at Warn every event that carries a failure of the
 // machinery (Event.Err: a store error, a lost lease, an unrecorded
-// outcome, an undecodable replay, a failed hold write, a reconcile.Check's
-// error), and the kinds that always do (lease lost, unrecorded, store
-// error); at Info duplicates, releases and what settles a key by other
-// means than fn (in progress, key reused, released, held, resolved); and
-// at Debug the steps of a healthy call (claimed, executed, recorded,
-// replayed, renewed) and a reconcile.Job's visit that left a key held
-// (reconciled, without an error).
+// outcome, an undecodable replay or checkpoint, a failed hold write or
+// checkpoint, a reconcile.Check's error), the kinds that always do (lease
+// lost, unrecorded, store error), a checkpoint no step used (step
+// unmatched: a step renamed or removed while intents were in flight) and
+// an at-most-once step found interrupted (a step event whose error is a
+// *once.StepInterruptedError: an earlier execution stopped inside it, and
+// the key is held); at Info
+// duplicates, releases and what settles a key by other means than fn (in
+// progress, key reused, released, held, resolved); and at Debug the
+// events of a healthy call (claimed, executed, recorded, replayed,
+// renewed, step, step replayed) and a reconcile.Job's visit that left a
+// key held (reconciled, without an error).
 func DefaultLevel(e once.Event) slog.Level {
 	if e.Err != nil {
 		return slog.LevelWarn
 	}
 	switch e.Kind {
-	case once.EventLeaseLost, once.EventUnrecorded, once.EventStoreError:
+	case once.EventLeaseLost, once.EventUnrecorded, once.EventStoreError, once.EventStepUnmatched:
 		return slog.LevelWarn
+	case once.EventStep:
+		if isInterrupted(e.FnErr) {
+			return slog.LevelWarn
+		}
+		return slog.LevelDebug
 	case once.EventInProgress, once.EventKeyReused, once.EventReleased, once.EventHeld, once.EventResolved:
 		return slog.LevelInfo
 	default:
@@ -81,9 +92,10 @@ func DefaultLevel(e once.Event) slog.Level {
 
 // Observer returns a once.Observer that logs every event to logger as one
 // line with the message "once <event>" and the attributes scope, key_hash
-// (or key), and, when the event sets them: op, store_time, fn_time, class,
-// took_over, fn_error (fn's error, or the replayed final error) and error
-// (a failure of the store or of the claim, never fn's). A panic inside it
+// (or key), and, when the event sets them: step (the step's name), op,
+// store_time, fn_time, class, took_over, fn_error (fn's or the step's
+// error, or the replayed final error) and error (a failure of the store or
+// of the claim, never fn's). A panic inside it
 // is recovered and the line dropped (see the package documentation).
 func Observer(logger *slog.Logger, cfg *Config) once.Observer {
 	var c Config
@@ -106,6 +118,9 @@ func Observer(logger *slog.Logger, cfg *Config) once.Observer {
 		} else {
 			attrs = append(attrs, slog.String("key_hash", KeyHash(e.Key)))
 		}
+		if e.Step != "" {
+			attrs = append(attrs, slog.String("step", e.Step))
+		}
 		if e.Op != "" {
 			attrs = append(attrs, slog.String("op", e.Op))
 		}
@@ -115,7 +130,7 @@ func Observer(logger *slog.Logger, cfg *Config) once.Observer {
 		if e.FnTime > 0 {
 			attrs = append(attrs, slog.Duration("fn_time", e.FnTime))
 		}
-		if e.FnErr != nil && (e.Kind == once.EventExecuted || e.Kind == once.EventHeld) {
+		if e.FnErr != nil && (e.Kind == once.EventExecuted || e.Kind == once.EventHeld || e.Kind == once.EventStep) {
 			attrs = append(attrs, slog.String("class", e.Class.String()))
 		}
 		if e.TookOver {
@@ -129,6 +144,13 @@ func Observer(logger *slog.Logger, cfg *Config) once.Observer {
 		}
 		logger.LogAttrs(ctx, level, "once "+e.Kind.String(), attrs...)
 	}
+}
+
+// isInterrupted reports whether err is an at-most-once step's
+// *once.StepInterruptedError.
+func isInterrupted(err error) bool {
+	var interrupted *once.StepInterruptedError
+	return errors.As(err, &interrupted)
 }
 
 // KeyHash returns the first 16 hex digits of the SHA-256 of key: the form

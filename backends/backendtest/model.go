@@ -15,11 +15,14 @@ import (
 )
 
 // The model-based test drives a store with random sequences of Claim,
-// Complete, Renew, Release, Resolve, Hold, LeaseHeld, Admin Delete and
-// Get, List walks, Count, Sweep and the passage of time, over a few keys
-// and owners, with leases, holds and retentions that are either tiny
-// (1 ns to 1 ms) or huge (an hour to math.MaxInt64, HoldUntilResolved),
-// and checks every result against a reference model of the contract.
+// Complete, Renew, Release, Checkpoint, Resolve, Hold, LeaseHeld, Admin
+// Delete and Get, List walks, Count, Sweep and the passage of time, over a
+// few keys and owners, with leases, holds and retentions that are either
+// tiny (1 ns to 1 ms) or huge (an hour to math.MaxInt64,
+// HoldUntilResolved), and checks every result against a reference model of
+// the contract. The model tracks each record's checkpoints: Claim's Steps
+// when Claimed and Admin.Get's Record.Steps are checked, every other
+// Record must leave Steps nil.
 //
 // Time passes for real on a server, so the model never guesses a close
 // boundary: a huge duration never ends during a run, and a tiny one has
@@ -91,6 +94,7 @@ const (
 	opComplete
 	opRenew
 	opRelease
+	opCheckpoint
 	opResolve
 	opHold
 	opLeaseHeld
@@ -102,7 +106,7 @@ const (
 	opAdvance
 )
 
-var opNames = [...]string{"Claim", "Complete", "Renew", "Release", "Resolve", "Hold", "LeaseHeld", "Delete", "Get", "List", "Count", "Sweep", "Advance"}
+var opNames = [...]string{"Claim", "Complete", "Renew", "Release", "Checkpoint", "Resolve", "Hold", "LeaseHeld", "Delete", "Get", "List", "Count", "Sweep", "Advance"}
 
 type op struct {
 	kind      opKind
@@ -110,6 +114,7 @@ type op struct {
 	owner     string
 	fp        string
 	outcome   string
+	steps     string        // Checkpoint
 	lease     time.Duration // Claim, Renew, LeaseHeld; Hold: the hold period
 	retention time.Duration
 	code, msg string // Hold
@@ -127,6 +132,8 @@ func (o op) String() string {
 		return fmt.Sprintf("Renew(%s, owner=%s, lease=%v)", o.key, o.owner, o.lease)
 	case opRelease:
 		return fmt.Sprintf("Release(%s, owner=%s)", o.key, o.owner)
+	case opCheckpoint:
+		return fmt.Sprintf("Checkpoint(%s, owner=%s, steps=%s)", o.key, o.owner, stepsString(o.steps))
 	case opResolve:
 		return fmt.Sprintf("Resolve(%s, owner=%q, fp=%q, outcome=%q, retention=%v, onlyLeased=%v)", o.key, o.owner, o.fp, o.outcome, o.retention, o.only)
 	case opHold:
@@ -145,18 +152,29 @@ func (o op) String() string {
 }
 
 var (
-	modelKeys      = []string{"m0", "m1", "m2"}
-	claimOwners    = []string{"owner-a", "owner-b", "owner-c"}
-	resolveOwners  = []string{"resolver-a", "resolver-b", ""}
-	leaseOwners    = []string{"resolver-a", "resolver-b"}
-	modelFPs       = []string{"", "fp-x", "fp-y"}
-	modelOutcomes  = []string{"v1", "v2"}
+	modelKeys     = []string{"m0", "m1", "m2"}
+	claimOwners   = []string{"owner-a", "owner-b", "owner-c"}
+	resolveOwners = []string{"resolver-a", "resolver-b", ""}
+	leaseOwners   = []string{"resolver-a", "resolver-b"}
+	modelFPs      = []string{"", "fp-x", "fp-y"}
+	modelOutcomes = []string{"v1", "v2"}
+	// modelSteps are checkpoint blobs: none (Checkpoint removes them),
+	// short ones, and bytes that are neither text nor short.
+	modelSteps     = []string{"", "s1", "s2", "\x00\xff\xfe\x00", string(stepsBlob(7, 4<<10))}
 	heldCodes      = []string{"provider_timeout", strings.Repeat("c", backends.MaxHeldCodeLen)}
 	heldMessages   = []string{"", "the provider did not answer", strings.Repeat("é", backends.MaxHeldMessageLen/2)}
 	tinyDurations  = []time.Duration{time.Nanosecond, time.Microsecond, time.Millisecond}
 	hugeDurations  = []time.Duration{time.Hour, century, 1 << 62, math64}
 	tinyEndsWithin = 2 * time.Millisecond // an Advance waits this long on the store's clock
 )
+
+// stepsString describes a checkpoint blob briefly.
+func stepsString(s string) string {
+	if len(s) > 12 {
+		return fmt.Sprintf("%.12q…(%d bytes)", s, len(s))
+	}
+	return fmt.Sprintf("%q", s)
+}
 
 // century is the longest hold that HeldInfo.Unbounded does not call
 // unbounded.
@@ -204,7 +222,9 @@ func generate(r *rand.Rand, n int) []op {
 	for len(ops) < n {
 		key := pick(modelKeys)
 		var o op
-		switch w := r.IntN(100); {
+		switch w := r.IntN(110); {
+		case w >= 100:
+			o = op{kind: opCheckpoint, key: key, owner: owner(key), steps: pick(modelSteps)}
 		case w < 8 && len(ops) > 0 && ops[len(ops)-1].kind < opGet:
 			// A driver's re-send of the previous write, reply lost.
 			o = ops[len(ops)-1]
@@ -237,7 +257,12 @@ func generate(r *rand.Rand, n int) []op {
 			lastClaimer[key] = claimer
 			ops = append(ops,
 				op{kind: opDelete, key: key},
-				op{kind: opClaim, key: key, owner: claimer, fp: pick(modelFPs), lease: dur(), retention: dur()},
+				op{kind: opClaim, key: key, owner: claimer, fp: pick(modelFPs), lease: dur(), retention: dur()})
+			if r.IntN(2) == 0 {
+				// Checkpoints that the hold, its lease and its end keep.
+				ops = append(ops, op{kind: opCheckpoint, key: key, owner: claimer, steps: pick(modelSteps)})
+			}
+			ops = append(ops,
 				op{kind: opHold, key: key, owner: claimer, lease: holdFor(), code: pick(heldCodes), msg: pick(heldMessages), retention: dur()})
 			if r.IntN(3) > 0 {
 				leaser := pick(leaseOwners)
@@ -338,6 +363,8 @@ type mrec struct {
 	// over, a held record held.
 	since  int
 	expiry deadline // pending: at least the lease end (decision A)
+	// steps is the record's checkpoints, "" for none.
+	steps string
 }
 
 // world is one timing consistent with the model: the record as it is now,
@@ -430,6 +457,9 @@ type result struct {
 	// age is the Age the store reported; minAge the least the model
 	// allows (zero on a store that does not record ages).
 	age, minAge time.Duration
+	// steps is Claim's Steps when Claimed, and Record.Steps otherwise
+	// (only Get's may be non-empty).
+	steps string
 }
 
 // admits reports whether got is an answer the model's want allows.
@@ -443,6 +473,9 @@ func (want result) admits(got result) bool {
 
 func (r result) String() string {
 	if r.state == 0 {
+		if r.steps != "" {
+			return fmt.Sprintf("{ok=%v tookOver=%v steps=%s}", r.ok, r.tookOver, stepsString(r.steps))
+		}
 		return fmt.Sprintf("{ok=%v tookOver=%v}", r.ok, r.tookOver)
 	}
 	s := fmt.Sprintf("{ok=%v existing %v fp=%q outcome=%q leaseClass=%d", r.ok, r.state, r.fp, r.outcome, r.lease)
@@ -457,6 +490,9 @@ func (r result) String() string {
 	}
 	if r.age != 0 {
 		s += fmt.Sprintf(" age=%v", r.age)
+	}
+	if r.steps != "" {
+		s += " steps=" + stepsString(r.steps)
 	}
 	return s + "}"
 }
@@ -533,18 +569,19 @@ func applyContract(w world, o op, epoch int) (result, mrec) {
 	otherReconciler := held && w.leaseLive && r.owner != o.owner
 	switch o.kind {
 	case opClaim:
-		newClaim := func(fp string) mrec {
+		newClaim := func(fp, steps string) mrec {
 			lease := deadlineOf(o.lease, epoch)
-			return mrec{state: backends.StatePending, owner: o.owner, fp: fp, lease: lease, since: epoch, expiry: later(lease, deadlineOf(o.retention, epoch))}
+			return mrec{state: backends.StatePending, owner: o.owner, fp: fp, lease: lease, since: epoch, expiry: later(lease, deadlineOf(o.retention, epoch)), steps: steps}
 		}
 		switch {
 		case r.state == 0:
-			return result{ok: true}, newClaim(o.fp)
+			return result{ok: true}, newClaim(o.fp, "") // an absent or expired key starts with none
 		case pending && r.owner == o.owner:
-			return result{ok: true}, r // a re-send: nothing changes
+			return result{ok: true, steps: r.steps}, r // a re-send: nothing changes
 		case pending && !w.leaseLive && fpMatch(r.fp, o.fp),
 			held && !w.leaseLive && !w.holdLive && fpMatch(r.fp, o.fp):
-			return result{ok: true, tookOver: true}, newClaim(boundFP(r.fp, o.fp))
+			// A takeover resumes from the record's checkpoints.
+			return result{ok: true, tookOver: true, steps: r.steps}, newClaim(boundFP(r.fp, o.fp), r.steps)
 		default:
 			return existingResult(w, epoch), r
 		}
@@ -553,7 +590,7 @@ func applyContract(w world, o op, epoch int) (result, mrec) {
 		case completed && r.owner == o.owner && r.outcome == o.outcome:
 			return result{ok: true}, r
 		case pending && r.owner == o.owner:
-			return result{ok: true}, mrec{state: backends.StateCompleted, owner: r.owner, fp: r.fp, outcome: o.outcome, expiry: deadlineOf(o.retention, epoch)}
+			return result{ok: true}, mrec{state: backends.StateCompleted, owner: r.owner, fp: r.fp, outcome: o.outcome, expiry: deadlineOf(o.retention, epoch), steps: r.steps}
 		}
 		return result{}, r
 	case opRenew:
@@ -565,13 +602,27 @@ func applyContract(w world, o op, epoch int) (result, mrec) {
 		}
 		return result{}, r
 	case opRelease:
-		if pending && r.owner == o.owner {
+		switch {
+		case pending && r.owner == o.owner && r.steps == "":
 			return result{ok: true}, mrec{}
+		case pending && r.owner == o.owner:
+			// Kept for its checkpoints, its lease ended: still its
+			// owner's, claimable at once by a matching fingerprint.
+			n := r
+			n.lease = gone
+			return result{ok: true}, n
+		}
+		return result{}, r
+	case opCheckpoint:
+		if pending && r.owner == o.owner {
+			n := r
+			n.steps = o.steps // empty removes them
+			return result{ok: true}, n
 		}
 		return result{}, r
 	case opResolve:
 		resolved := func(fp string) mrec {
-			return mrec{state: backends.StateCompleted, owner: o.owner, fp: fp, outcome: o.outcome, expiry: deadlineOf(o.retention, epoch)}
+			return mrec{state: backends.StateCompleted, owner: o.owner, fp: fp, outcome: o.outcome, expiry: deadlineOf(o.retention, epoch), steps: r.steps}
 		}
 		switch {
 		case o.only && r.state == 0:
@@ -598,7 +649,7 @@ func applyContract(w world, o op, epoch int) (result, mrec) {
 			return result{ok: true}, mrec{
 				state: backends.StateHeld, owner: r.owner, fp: r.fp, lease: gone,
 				hold: hold, unbounded: o.lease > century, code: o.code, msg: o.msg,
-				since: epoch, expiry: later(hold, deadlineOf(o.retention, epoch)),
+				since: epoch, expiry: later(hold, deadlineOf(o.retention, epoch)), steps: r.steps,
 			}
 		case held && r.owner == o.owner:
 			return result{ok: true}, r // a re-send: left as it is
@@ -625,6 +676,7 @@ func applyContract(w world, o op, epoch int) (result, mrec) {
 		res := existingResult(w, epoch)
 		res.ok = true
 		res.expires = expiresClass(r.expiry)
+		res.steps = r.steps // Get alone reports them
 		return res, r
 	}
 	panic("unreachable")
@@ -649,7 +701,7 @@ func fromRecord(rec backends.Record) result {
 	return result{
 		state: rec.State, fp: string(rec.Fingerprint), outcome: string(rec.Outcome),
 		lease: leaseClass(rec.LeaseRemaining), hold: holdClass(rec.Held), code: rec.Held.Code, msg: rec.Held.Message,
-		age: rec.Age,
+		age: rec.Age, steps: string(rec.Steps),
 	}
 }
 
@@ -660,8 +712,17 @@ func do(e *env, c capabilities, o op) (result, error) {
 	switch o.kind {
 	case opClaim:
 		r, err := s.Claim(ctx, backends.ClaimParams{Scope: e.scope, Key: o.key, Fingerprint: bytesOf(o.fp), Owner: o.owner, Lease: o.lease, Retention: o.retention})
-		if err != nil || r.Claimed {
-			return result{ok: r.Claimed, tookOver: r.TookOver}, err
+		if err != nil {
+			return result{}, err
+		}
+		if err := checkNilSteps("ClaimResult", r.Steps); err != nil {
+			return result{}, err
+		}
+		if r.Claimed {
+			return result{ok: true, tookOver: r.TookOver, steps: string(r.Steps)}, nil
+		}
+		if r.Steps != nil {
+			return result{}, fmt.Errorf("a Claim that did not claim reported Steps %s", stepsString(string(r.Steps)))
 		}
 		return fromRecord(r.Existing), nil
 	case opComplete:
@@ -672,6 +733,9 @@ func do(e *env, c capabilities, o op) (result, error) {
 		return result{ok: ok}, err
 	case opRelease:
 		ok, err := s.Release(ctx, backends.ReleaseParams{Scope: e.scope, Key: o.key, Owner: o.owner})
+		return result{ok: ok}, err
+	case opCheckpoint:
+		ok, err := s.Checkpoint(ctx, backends.CheckpointParams{Scope: e.scope, Key: o.key, Owner: o.owner, Steps: bytesOf(o.steps)})
 		return result{ok: ok}, err
 	case opResolve:
 		r, err := s.Resolve(ctx, backends.ResolveParams{Scope: e.scope, Key: o.key, Fingerprint: bytesOf(o.fp), Owner: o.owner, Outcome: []byte(o.outcome), Retention: o.retention, OnlyLeased: o.only})
@@ -699,12 +763,24 @@ func do(e *env, c capabilities, o op) (result, error) {
 		if err := checkExpiresIn(rec); err != nil {
 			return result{}, fmt.Errorf("the record Get reported: %w", err)
 		}
+		if err := checkNilSteps("Record", rec.Steps); err != nil {
+			return result{}, err
+		}
 		r := fromRecord(rec)
 		r.ok = true
 		r.expires = reportedExpiresClass(rec.ExpiresIn)
 		return r, nil
 	}
 	panic("unreachable")
+}
+
+// checkNilSteps checks that reported checkpoints are nil when there are
+// none, as ClaimResult.Steps and Record.Steps say.
+func checkNilSteps(where string, steps []byte) error {
+	if steps != nil && len(steps) == 0 {
+		return fmt.Errorf("%s.Steps is empty but not nil", where)
+	}
+	return nil
 }
 
 // checkExpiresIn checks what Get and List report of a live record's

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/internal/checkpoints"
 	"github.com/stagedoor/once/internal/envelope"
 	"github.com/stagedoor/once/oncehttp"
 )
@@ -45,6 +46,23 @@ type recordView struct {
 	Outcome json.RawMessage `json:"outcome,omitempty"`
 	// OutcomeRaw is the payload (base64 in JSON) when it is not JSON.
 	OutcomeRaw []byte `json:"outcome_raw,omitempty"`
+	// Steps are the intent's checkpoints (once.Step), in the order they
+	// were first written.
+	Steps []stepView `json:"steps,omitempty"`
+	// StepsRaw is the checkpoints (base64 in JSON) when they do not parse.
+	StepsRaw []byte `json:"steps_raw,omitempty"`
+}
+
+// stepView is one checkpoint: its outcome is described as the record's is.
+type stepView struct {
+	Name string `json:"name"`
+	// State is "done" (its outcome is stored) or "started" (an at-most-once
+	// step that began and never finished).
+	State       string          `json:"state"`
+	OutcomeSize int             `json:"outcome_size,omitempty"`
+	OutcomeKind string          `json:"outcome_kind,omitempty"`
+	Outcome     json.RawMessage `json:"outcome,omitempty"`
+	OutcomeRaw  []byte          `json:"outcome_raw,omitempty"`
 }
 
 func (g *getCmd) Run(e *env) error {
@@ -74,6 +92,7 @@ func newRecordView(scope, key string, rec backends.Record) recordView {
 		return v
 	}
 	v.State = rec.State.String()
+	v.Steps, v.StepsRaw = newStepViews(rec.Steps)
 	v.Fingerprint = hex.EncodeToString(rec.Fingerprint)
 	v.ExpiresInMS = rec.ExpiresIn.Milliseconds()
 	if rec.State != backends.StateCompleted {
@@ -88,19 +107,44 @@ func newRecordView(scope, key string, rec backends.Record) recordView {
 	}
 	v.OutcomeSize = len(rec.Outcome)
 	parsed, err := envelope.Parse(rec.Outcome)
-	if err != nil {
-		v.OutcomeKind, v.OutcomeRaw = "undecodable", rec.Outcome
-		return v
-	}
-	v.OutcomeKind = parsed.Kind.String()
-	if parsed.Kind == envelope.KindValue {
+	if err == nil && parsed.Kind == envelope.KindValue {
 		if resp, ok := oncehttp.DecodeStoredResponse(parsed.Value); ok {
-			v.HTTP = newHTTPView(resp)
+			v.OutcomeKind, v.HTTP = parsed.Kind.String(), newHTTPView(resp)
 			return v
 		}
 	}
-	v.Outcome, v.OutcomeRaw = parsed.Describe()
+	v.OutcomeKind, v.Outcome, v.OutcomeRaw = describeOutcome(rec.Outcome)
 	return v
+}
+
+// describeOutcome returns an envelope's kind ("undecodable" when it does
+// not parse) and its description (see envelope.Describe).
+func describeOutcome(b []byte) (kind string, payload json.RawMessage, raw []byte) {
+	parsed, err := envelope.Parse(b)
+	if err != nil {
+		return "undecodable", nil, b
+	}
+	payload, raw = parsed.Describe()
+	return parsed.Kind.String(), payload, raw
+}
+
+// newStepViews describes a record's checkpoints, or returns them raw when
+// they do not parse.
+func newStepViews(b []byte) ([]stepView, []byte) {
+	steps, err := checkpoints.Parse(b)
+	if err != nil {
+		return nil, b
+	}
+	var views []stepView
+	for _, s := range steps {
+		sv := stepView{Name: s.Name, State: s.State.String()}
+		if s.State == checkpoints.Done {
+			sv.OutcomeSize = len(s.Outcome)
+			sv.OutcomeKind, sv.Outcome, sv.OutcomeRaw = describeOutcome(s.Outcome)
+		}
+		views = append(views, sv)
+	}
+	return views, nil
 }
 
 // text renders the view for people.
@@ -134,6 +178,7 @@ func (v recordView) text() []string {
 		}
 	}
 	lines = append(lines, "expires in:  "+ms(v.ExpiresInMS).String())
+	lines = append(lines, v.stepsText()...)
 	if v.State != backends.StateCompleted.String() {
 		return lines
 	}
@@ -142,16 +187,41 @@ func (v recordView) text() []string {
 		return append(lines, v.HTTP.text()...)
 	}
 	lines = append(lines, fmt.Sprintf("outcome:     %d bytes, %s", v.OutcomeSize, describeKind(v.OutcomeKind)))
+	return append(lines, payloadText("  ", v.Outcome, v.OutcomeRaw)...)
+}
+
+// stepsText renders the checkpoints, none when there are none.
+func (v recordView) stepsText() []string {
 	switch {
-	case v.Outcome != nil:
-		var b bytes.Buffer
-		if json.Indent(&b, v.Outcome, "  ", "  ") == nil {
-			lines = append(lines, "  "+b.String())
+	case v.StepsRaw != nil:
+		return []string{fmt.Sprintf("steps:       %d bytes, undecodable (not written by this version of once)", len(v.StepsRaw))}
+	case len(v.Steps) == 0:
+		return nil
+	}
+	lines := []string{fmt.Sprintf("steps:       %d checkpointed", len(v.Steps))}
+	for _, s := range v.Steps {
+		if s.State != checkpoints.Done.String() {
+			lines = append(lines, "  "+quoteText(s.Name)+": started, not finished (at most once: a later execution holds the key instead of running it again)")
+			continue
 		}
-	case v.OutcomeRaw != nil:
-		lines = append(lines, fmt.Sprintf("  (not JSON; %d bytes from a custom codec; use --json for base64)", len(v.OutcomeRaw)))
+		lines = append(lines, fmt.Sprintf("  %s: done, %d bytes, %s", quoteText(s.Name), s.OutcomeSize, describeKind(s.OutcomeKind)))
+		lines = append(lines, payloadText("    ", s.Outcome, s.OutcomeRaw)...)
 	}
 	return lines
+}
+
+// payloadText renders an outcome's description, indented.
+func payloadText(indent string, payload json.RawMessage, raw []byte) []string {
+	switch {
+	case payload != nil:
+		var b bytes.Buffer
+		if json.Indent(&b, payload, indent, "  ") == nil {
+			return []string{indent + b.String()}
+		}
+	case raw != nil:
+		return []string{fmt.Sprintf("%s(not JSON; %d bytes from a custom codec; use --json for base64)", indent, len(raw))}
+	}
+	return nil
 }
 
 func describeKind(kind string) string {

@@ -36,6 +36,11 @@ func TestPostgresResolveHeld(t *testing.T) {
 	held(t, migrated(t, p), p.flags)
 }
 
+func TestPostgresSteps(t *testing.T) {
+	p := newPG(t)
+	steps(t, migrated(t, p), p.flags)
+}
+
 func TestPostgresOperator(t *testing.T) {
 	p := newPG(t)
 	operator(t, migrated(t, p), p.flags)

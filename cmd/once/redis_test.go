@@ -22,6 +22,7 @@ func TestRedis(t *testing.T) {
 			require.NoError(t, err)
 			t.Run("Lifecycle", func(t *testing.T) { lifecycle(t, store, r.flags) })
 			t.Run("ResolveHeld", func(t *testing.T) { held(t, store, r.flags) })
+			t.Run("Steps", func(t *testing.T) { steps(t, store, r.flags) })
 			t.Run("Operator", func(t *testing.T) {
 				r := newRedis(t, cluster) // a keyspace of its own: it counts records
 				store, err := redisstore.New(context.Background(), r.client, &redisstore.Config{

@@ -83,6 +83,7 @@ func TestSQLStores(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Run("Lifecycle", func(t *testing.T) { e := open(t); lifecycle(t, e.store, e.flags) })
 			t.Run("ResolveHeld", func(t *testing.T) { e := open(t); held(t, e.store, e.flags) })
+			t.Run("Steps", func(t *testing.T) { e := open(t); steps(t, e.store, e.flags) })
 			t.Run("Operator", func(t *testing.T) { e := open(t); operator(t, e.store, e.flags) })
 			t.Run("Check", func(t *testing.T) {
 				e := open(t)
