@@ -106,11 +106,12 @@ func (c *claim) writeStep(s checkpoints.Step, remove bool) error {
 	p := backends.CheckpointParams{Scope: c.scope.name, Key: c.key, Owner: c.owner, Steps: checkpoints.Encode(next)}
 	var applied bool
 	var err error
-	start := cfg.clock()
+	var start time.Time
 	for attempt := range completeAttempts {
 		if attempt > 0 {
 			time.Sleep(completeBackoff << (attempt - 1))
 		}
+		start = cfg.clock()
 		wctx := newWriteContext(c.detached, writeTimeout)
 		applied, err = c.scope.store.Checkpoint(wctx, p)
 		wctx.end()

@@ -99,6 +99,7 @@ func (r runner) leaseHeld(ctx context.Context, p backends.LeaseHeldParams) (back
 			return backends.LeaseHeldResult{Leased: n == 1}, err
 		}
 		rec, err := r.get(ctx, op, p.Scope, p.Key)
+		rec.Steps = nil // only Admin.Get reports them
 		if err != nil || rec.State != backends.StateHeld || rec.LeaseRemaining > 0 || attempt == leaseHeldAttempts {
 			return backends.LeaseHeldResult{Existing: rec}, err
 		}
