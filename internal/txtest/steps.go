@@ -135,6 +135,33 @@ func RunSteps[X once.Tx](t *testing.T, newStore func(t *testing.T) Store[X]) {
 		require.Equal(t, 1, s.Count(t, "order-1"))
 	})
 
+	t.Run("InsideDoTxTheyRollBackWithIt", func(t *testing.T) {
+		// Inside DoTx a step's checkpoint is in DoTx's transaction: a
+		// retryable error rolls it back with the rows, and the retry runs
+		// the step again.
+		s := newStore(t)
+		scope := once.New(s.Store).Scope(backendtest.Scope(t))
+		runs := 0
+		intent := func(fail bool) (int, error) {
+			return once.DoTx(ctx, scope, "order-1", nil, s.Begin, func(ctx context.Context, tx X) (int, error) {
+				n, err := once.Step(ctx, "row", func(ctx context.Context) (int, error) {
+					runs++
+					return runs, s.Effect(ctx, tx, "order-1")
+				})
+				if err == nil && fail {
+					err = down
+				}
+				return n, err
+			})
+		}
+		_, err := intent(true)
+		require.ErrorIs(t, err, down)
+		n, err := intent(false)
+		require.NoError(t, err)
+		require.Equal(t, 2, n, "the rolled-back checkpoint is not replayed")
+		require.Equal(t, 1, s.Count(t, "order-1"), "one write committed")
+	})
+
 	t.Run("RefusedInsideDoTx", func(t *testing.T) {
 		s := newStore(t)
 		scope := once.New(s.Store).Scope(backendtest.Scope(t))
