@@ -51,13 +51,23 @@ import (
 )
 
 func main() {
+	if job := os.Getenv(shopEnv); job != "" {
+		os.Exit(shopMain(job)) // a shop process of the steps part
+	}
 	cfg := exstore.RegisterFlags(flag.CommandLine, exstore.Memory)
 	heldOnly := flag.Bool("held", false, "play the held payments only")
+	stepsOnly := flag.Bool("steps", false, "play the steps (a shop process killed mid-order) only")
 	flag.Parse()
 	cfg.Name, cfg.Drop = exstore.Unique("payments"), true
 	play := run
-	if *heldOnly {
+	switch {
+	case *heldOnly:
 		play = runHeld
+	case *stepsOnly:
+		play = func(ctx context.Context, w io.Writer, cfg exstore.Config) error {
+			_, err := runSteps(ctx, w, cfg)
+			return err
+		}
 	}
 	if err := play(context.Background(), os.Stdout, *cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "payments:", err)
@@ -99,8 +109,18 @@ var orders = []order{
 func buyerKeyOf(orderID string) string { return "checkout-" + orderID }
 
 // run plays every order against the shop on the store of cfg, then the
-// held payments (see playHeld), and checks the provider's charges.
+// held payments (see playHeld), then the steps (see runSteps), and checks
+// the provider's charges.
 func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
+	if err := runOrders(ctx, w, cfg); err != nil {
+		return err
+	}
+	_, err := runSteps(ctx, w, cfg)
+	return err
+}
+
+// runOrders plays every order, then the held payments.
+func runOrders(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d, err := openDemo(ctx, w, cfg)
