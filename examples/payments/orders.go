@@ -182,8 +182,8 @@ func (t *processOrders) write(ctx context.Context, orderID, chargeID string) err
 }
 
 func (t *processOrders) count(context.Context, string) (int, bool, error) { return 0, false, nil }
-func (t *processOrders) create(context.Context) error                   { return nil }
-func (t *processOrders) drop(context.Context) error                     { return nil }
+func (t *processOrders) create(context.Context) error                     { return nil }
+func (t *processOrders) drop(context.Context) error                       { return nil }
 
 func (t *processOrders) String() string {
 	return "a table in the shop's process (the store has no SQL database for a StepTx); the order step is a once.Step, and the rows die with the process"
