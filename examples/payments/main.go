@@ -18,8 +18,24 @@
 // provider made no charge, the key stays held and the retry after the hold
 // charges once.
 //
+// Then the steps (see steps.go): the order is three steps, the stock hold
+// and the charge as once.Step (each with its DerivedKey) and the order row
+// as once.StepTx, committed with its checkpoint. The shop runs in a
+// process of its own, which the demo kills with SIGKILL mid-order and
+// starts again for the buyer's retry. Killed after the charge's
+// checkpoint, the new shop replays the hold and the charge and only
+// writes the row: the provider is not called again. Killed after the
+// provider charged but before the checkpoint, the new shop sends the
+// charge again and the provider replays it by its DerivedKey. A table
+// counts each step's runs, replays and effects: one hold, one charge, one
+// row per order. A killed process keeps nothing in memory, so this part
+// runs on SQLite unless -store names a durable store; on Redis, which has
+// no SQL table for a StepTx, the row is a once.Step into a table in the
+// shop's process.
+//
 //	go run ./examples/payments
 //	go run ./examples/payments -held             # the held payments only
+//	go run ./examples/payments -steps            # the steps only
 //
 //	go run ./examples/payments -store postgres   # or redis, sqlite, mysql
 //
