@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"time"
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/examples/internal/exstore"
@@ -176,6 +177,10 @@ func tell(w io.Writer, shop string, ev []string, orders orderTable, res *stepsRe
 	}
 }
 
+// shopTimeout bounds a shop process: past it, it is killed and the part
+// fails.
+const shopTimeout = time.Minute
+
 func isSQL(orders orderTable) bool {
 	_, ok := orders.(*sqlOrders)
 	return ok
@@ -193,6 +198,8 @@ func runShopProcess(ctx context.Context, job shopJob, onEvent func([]string)) er
 	if err != nil {
 		return err
 	}
+	ctx, cancel := context.WithTimeout(ctx, shopTimeout)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, exe)
 	cmd.Env = append(os.Environ(), shopEnv+"="+string(js))
 	var stderr bytes.Buffer
