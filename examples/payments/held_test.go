@@ -138,12 +138,14 @@ func counts(r reconcile.Report) passCounts {
 	return passCounts{r.Examined, r.Resolved, r.LeftHeld, r.Failed}
 }
 
-// TestRunPlaysBothStories runs the demo as go run does, on memory: the
-// orders, then the held payments.
-func TestRunPlaysBothStories(t *testing.T) {
+// TestRunPlaysEveryStory runs the demo as go run does, on memory: the
+// orders, the held payments, then the steps (on SQLite).
+func TestRunPlaysEveryStory(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	require.NoError(t, run(context.Background(), &out, exstoretest.Config(t, exstore.Memory, "payments")), out.String())
 	assert.Contains(t, out.String(), "charges made: 5 for 5 paid orders (1 per order); the declined card: 0")
 	assert.Contains(t, out.String(), "held orders charged: 2, 1 per order")
+	assert.Contains(t, out.String(), "memory keeps nothing across processes, so this part runs on SQLite")
+	assert.Contains(t, out.String(), "every order: 1 stock hold, 1 charge, 1 order row")
 }

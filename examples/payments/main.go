@@ -18,8 +18,24 @@
 // provider made no charge, the key stays held and the retry after the hold
 // charges once.
 //
+// Then the steps (see steps.go): the order is three steps, the stock hold
+// and the charge as once.Step (each with its DerivedKey) and the order row
+// as once.StepTx, committed with its checkpoint. The shop runs in a
+// process of its own, which the demo kills with SIGKILL mid-order and
+// starts again for the buyer's retry. Killed after the charge's
+// checkpoint, the new shop replays the hold and the charge and only
+// writes the row: the provider is not called again. Killed after the
+// provider charged but before the checkpoint, the new shop sends the
+// charge again and the provider replays it by its DerivedKey. A table
+// counts each step's runs, replays and effects: one hold, one charge, one
+// row per order. A killed process keeps nothing in memory, so this part
+// runs on SQLite unless -store names a durable store; on Redis, which has
+// no SQL table for a StepTx, the row is a once.Step into a table in the
+// shop's process.
+//
 //	go run ./examples/payments
 //	go run ./examples/payments -held             # the held payments only
+//	go run ./examples/payments -steps            # the steps only
 //
 //	go run ./examples/payments -store postgres   # or redis, sqlite, mysql
 //
@@ -51,13 +67,23 @@ import (
 )
 
 func main() {
+	if job := os.Getenv(shopEnv); job != "" {
+		os.Exit(shopMain(job)) // a shop process of the steps part
+	}
 	cfg := exstore.RegisterFlags(flag.CommandLine, exstore.Memory)
 	heldOnly := flag.Bool("held", false, "play the held payments only")
+	stepsOnly := flag.Bool("steps", false, "play the steps (a shop process killed mid-order) only")
 	flag.Parse()
 	cfg.Name, cfg.Drop = exstore.Unique("payments"), true
 	play := run
-	if *heldOnly {
+	switch {
+	case *heldOnly:
 		play = runHeld
+	case *stepsOnly:
+		play = func(ctx context.Context, w io.Writer, cfg exstore.Config) error {
+			_, err := runSteps(ctx, w, cfg)
+			return err
+		}
 	}
 	if err := play(context.Background(), os.Stdout, *cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "payments:", err)
@@ -99,8 +125,18 @@ var orders = []order{
 func buyerKeyOf(orderID string) string { return "checkout-" + orderID }
 
 // run plays every order against the shop on the store of cfg, then the
-// held payments (see playHeld), and checks the provider's charges.
+// held payments (see playHeld), then the steps (see runSteps), and checks
+// the provider's charges.
 func run(ctx context.Context, w io.Writer, cfg exstore.Config) error {
+	if err := runOrders(ctx, w, cfg); err != nil {
+		return err
+	}
+	_, err := runSteps(ctx, w, cfg)
+	return err
+}
+
+// runOrders plays every order, then the held payments.
+func runOrders(ctx context.Context, w io.Writer, cfg exstore.Config) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	d, err := openDemo(ctx, w, cfg)
