@@ -35,14 +35,16 @@ for m in . "${NESTED[@]}"; do
 done
 
 module_path() { awk '$1 == "module" { print $2; exit }' "$1/go.mod"; }
-# stagedoor_requires DIR: the modules of this repository that DIR requires.
+# stagedoor_requires DIR: the modules of this repository that DIR requires,
+# or replaces (a module its requirements need, which tidy may leave out of
+# its require lines).
 stagedoor_requires() {
   awk -v core="$CORE" '
     /^require \($/ { inreq = 1; next }
     inreq && /^\)$/ { inreq = 0; next }
     inreq && ($1 == core || index($1, core "/") == 1) { print $1 }
-    $1 == "require" && ($2 == core || index($2, core "/") == 1) { print $2 }
-  ' "$1/go.mod"
+    ($1 == "require" || $1 == "replace") && ($2 == core || index($2, core "/") == 1) { print $2 }
+  ' "$1/go.mod" | sort -u
 }
 # dir_of PATH: the directory of the module PATH, relative to the root.
 dir_of() { if [ "$1" = "$CORE" ]; then echo .; else echo "${1#"$CORE"/}"; fi; }
