@@ -16,14 +16,24 @@ import (
 // result; a replay runs it again under a completed ID, which returns the
 // recorded result without running it. DBOS has no fingerprint: a replay
 // does not check the request.
-var DBOS = Peer{Name: "DBOS", Postgres: dbosTarget}
+var DBOS = DBOSSteps("DBOS", 1, "dbos")
 
-func dbosTarget(ctx context.Context, e *Env) (*harness.Target, error) {
+// DBOSSteps is DBOS with a workflow of steps steps, each of which calls
+// charge (the workflow returns the last one's result), its system tables
+// in schema (one per DBOS peer of a run: the workflow IDs are the keys,
+// which every peer shares).
+func DBOSSteps(name string, steps int, schema string) Peer {
+	return Peer{Name: name, Postgres: func(ctx context.Context, e *Env) (*harness.Target, error) {
+		return dbosTarget(ctx, e, steps, schema)
+	}}
+}
+
+func dbosTarget(ctx context.Context, e *Env, steps int, schema string) (*harness.Target, error) {
 	pool, err := e.NewPool(ctx)
 	if err != nil {
 		return nil, err
 	}
-	dctx, err := dbos.NewContext(ctx, dbos.Config{AppName: "once-peers", SystemDBPool: pool})
+	dctx, err := dbos.NewContext(ctx, dbos.Config{AppName: "once-peers", SystemDBPool: pool, DatabaseSchema: schema})
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +44,13 @@ func dbosTarget(ctx context.Context, e *Env) (*harness.Target, error) {
 			return harness.Payment{}, err
 		}
 		ran.Mark(id)
-		return dbos.RunAsStep(ctx, func(ctx context.Context) (harness.Payment, error) { return harness.Charge(ctx) })
+		var p harness.Payment
+		for i := range steps {
+			if p, err = dbos.RunAsStep(ctx, func(ctx context.Context) (harness.Payment, error) { return harness.Charge(ctx) }, dbos.WithStepName(stepNames[i])); err != nil {
+				return p, err
+			}
+		}
+		return p, nil
 	}
 	dbos.RegisterWorkflow(dctx, workflow)
 	if err := dbos.Launch(dctx); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -27,7 +28,11 @@ type Env struct {
 	// under RedisPrefix (deleted at the end).
 	Redis       *redis.Client
 	RedisPrefix string
-	closers     []func()
+	// Stmts, while a peer's target is built, is its statement counter:
+	// pools opened by NewPool count into it what no operation's context
+	// attributes (a peer's own pool, as DBOS's).
+	Stmts   *atomic.Int64
+	closers []func()
 }
 
 // OnClose registers f to run when the run ends, before the database is
@@ -48,6 +53,7 @@ func (e *Env) NewPool(ctx context.Context) (*pgxpool.Pool, error) {
 		return nil, err
 	}
 	cfg.MaxConns, cfg.MinConns = e.Conns, e.Conns
+	cfg.ConnConfig.Tracer = stmtTracer{own: e.Stmts}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err

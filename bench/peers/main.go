@@ -20,7 +20,8 @@ import (
 )
 
 // Main runs raw, once, DBOS and extra, interleaved, on the servers the
-// flags name, and prints the Markdown report to standard output (progress
+// flags name (with -steps: raw, once.Do with 0, 1 and 3 steps and DBOS
+// workflows of 1 and 3 steps, on PostgreSQL, then extra), and prints the Markdown report to standard output (progress
 // to standard error). It exits with status 1 when any operation answered
 // wrongly or a server failed.
 func Main(extra ...Peer) {
@@ -31,8 +32,12 @@ func Main(extra ...Peer) {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	all := []Peer{Raw, Once, DBOS}
+	if o.Kinds != nil {
+		all = stepPeers()
+	}
 	var peers []Peer
-	for _, p := range append([]Peer{Raw, Once, DBOS}, extra...) {
+	for _, p := range append(all, extra...) {
 		if p.Name == Raw.Name || o.Only == "" || slices.Contains(strings.Split(o.Only, ","), p.Name) {
 			peers = append(peers, p)
 		}
@@ -49,6 +54,8 @@ func parseFlags(args []string) (Options, error) {
 	o := Options{}
 	var servers, goroutines string
 	var conns int
+	var steps bool
+	fs.BoolVar(&steps, "steps", false, "measure steps: once.Do with 0, 1 and 3 once.Steps beside DBOS workflows of 1 and 3 steps, first execution and replay on PostgreSQL")
 	fs.StringVar(&o.Only, "peers", "", "comma-separated names of the peers to run besides raw (empty: all)")
 	fs.DurationVar(&o.Duration, "duration", time.Second, "measuring time of each cell per target and round")
 	fs.IntVar(&o.Rounds, "rounds", 5, "rounds; each runs every target once per cell, in a rotating order")
@@ -60,6 +67,15 @@ func parseFlags(args []string) (Options, error) {
 		return o, err
 	}
 	o.Conns = int32(conns)
+	if steps {
+		o.Kinds = map[string][]Kind{"postgres": {Replay, First}}
+		if !setFlag(fs, "servers") {
+			servers = "postgres"
+		}
+		if servers != "postgres" {
+			return o, fmt.Errorf("-steps runs on postgres only")
+		}
+	}
 	o.Servers = strings.Split(servers, ",")
 	for s := range strings.SplitSeq(goroutines, ",") {
 		g, err := strconv.Atoi(strings.TrimSpace(s))
@@ -77,6 +93,13 @@ func parseFlags(args []string) (Options, error) {
 		return o, fmt.Errorf("-rounds, -duration, -replay-keys and -pg-conns must be positive")
 	}
 	return o, nil
+}
+
+// setFlag reports whether the command line set flag name.
+func setFlag(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // Run measures peers (the first is the ratios' denominator) and writes

@@ -35,6 +35,17 @@ type Options struct {
 	ReplayKeys int      // completed keys the Replay cells go through
 	Conns      int32    // pool size of each PostgreSQL peer
 	Only       string   // comma-separated peers to run besides raw; empty: all
+	// Kinds are the cells of each server, in the order they run; nil:
+	// cellKinds.
+	Kinds map[string][]Kind
+}
+
+// kinds are the cells of server under o.
+func (o Options) kinds(server string) []Kind {
+	if k, ok := o.Kinds[server]; ok {
+		return k
+	}
+	return cellKinds[server]
 }
 
 // cellKinds are the cells of each server, in the order they run: first
@@ -50,6 +61,7 @@ type measured struct {
 	serverCPU time.Duration
 	serverOK  bool
 	wal       int64 // bytes, PostgreSQL only
+	stmts     int64 // statements sent (PostgreSQL: stmtTracer)
 	rates     []float64
 }
 
@@ -78,6 +90,7 @@ type built struct {
 	targets []*harness.Target
 	fresh   []*harness.KeySeq
 	turn    []*atomic.Uint64
+	stmts   []*atomic.Int64 // statements each target's operations sent
 }
 
 // hotKey is the key of the hot-key replay cells (not harness.HotKey,
@@ -105,7 +118,10 @@ func build(ctx context.Context, server string, e *Env, peers []Peer, keys []stri
 		if mk == nil {
 			continue
 		}
+		stmts := new(atomic.Int64)
+		e.Stmts = stmts
 		t, err := mk(ctx, e)
+		e.Stmts = nil
 		if err != nil {
 			return nil, fmt.Errorf("%s on %s: %w", p.Name, server, err)
 		}
@@ -116,6 +132,7 @@ func build(ctx context.Context, server string, e *Env, peers []Peer, keys []stri
 		b.targets = append(b.targets, t)
 		b.fresh = append(b.fresh, new(harness.KeySeq))
 		b.turn = append(b.turn, new(atomic.Uint64))
+		b.stmts = append(b.stmts, stmts)
 		fmt.Fprintf(log, "%s: %s ready\n", server, p.Name)
 	}
 	return b, nil
@@ -171,7 +188,7 @@ type probe struct {
 func runServer(ctx context.Context, server string, b *built, pr probe, o Options, keys []string, log io.Writer) ([]cell, error) {
 	n := len(b.targets)
 	warm := min(o.Duration/4, 250*time.Millisecond)
-	for _, k := range cellKinds[server] {
+	for _, k := range o.kinds(server) {
 		for i := range n {
 			if _, err := harness.RunOp(ctx, b.op(i, k, keys), &b.targets[i].Trips, max(o.Goroutines[len(o.Goroutines)-1], 1), warm); err != nil {
 				return nil, fmt.Errorf("warm-up %s %v: %w", b.names[i], k, err)
@@ -181,7 +198,7 @@ func runServer(ctx context.Context, server string, b *built, pr probe, o Options
 	bg := idle(ctx, pr, 2*time.Second)
 	fmt.Fprintf(log, "%s idle: %v\n", server, bg)
 	var cells []cell
-	for _, k := range cellKinds[server] {
+	for _, k := range o.kinds(server) {
 		for _, g := range o.Goroutines {
 			c := cell{server: server, kind: k, goroutines: g, names: b.names, got: make([]measured, n), bg: bg}
 			for round := range o.Rounds {
@@ -196,6 +213,7 @@ func runServer(ctx context.Context, server string, b *built, pr probe, o Options
 					got.serverCPU += m.serverCPU
 					got.serverOK = m.serverOK && (round == 0 || got.serverOK)
 					got.wal += m.wal
+					got.stmts += m.stmts
 					got.rates = append(got.rates, m.OpsPerSec())
 				}
 			}
@@ -255,9 +273,12 @@ func measure(ctx context.Context, b *built, i int, k Kind, g int, pr probe, o Op
 			return m, err
 		}
 	}
+	ctx = withStmts(ctx, b.stmts[i])
+	stmts0 := b.stmts[i].Load()
 	cpu0, ok0 := pr.cpu.read()
 	s, err := harness.RunOp(ctx, b.op(i, k, keys), &b.targets[i].Trips, g, o.Duration)
 	cpu1, ok1 := pr.cpu.read()
+	m.stmts = b.stmts[i].Load() - stmts0
 	if err != nil {
 		return m, err
 	}

@@ -49,15 +49,15 @@ func writeReport(w io.Writer, cells []cell) {
 		fmt.Fprintln(w)
 	}
 	fmt.Fprintln(w, "\nMedian of the per-round ratios of ops/s to raw, (min–max over the rounds).")
-	fmt.Fprintln(w, "\n| cell | goroutines | target | ops/s | ÷ raw (min–max) | p50 / p99 | client CPU/op | server CPU/op | WAL/op | allocs/op |")
-	fmt.Fprintln(w, "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|")
+	fmt.Fprintln(w, "\n| cell | goroutines | target | ops/s | ÷ raw (min–max) | p50 / p99 | client CPU/op | server CPU/op | WAL/op | statements/op | allocs/op |")
+	fmt.Fprintln(w, "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, c := range cells {
 		for i, n := range c.names {
 			m := c.got[i]
 			r := c.ratios(i)
 			lo, hi := minMax(r)
 			ops := float64(max(m.Ops, 1))
-			server, wal := "–", "–"
+			server, wal, stmts := "–", "–", "–"
 			secs := m.Elapsed.Seconds()
 			if m.serverOK && c.bg.serverOK {
 				server = fmt.Sprintf("%.1fµs", max(float64(m.serverCPU)-c.bg.server*secs, 0)/ops/1e3)
@@ -65,11 +65,14 @@ func writeReport(w io.Writer, cells []cell) {
 			client := max(float64(m.CPU.Here)-c.bg.client*secs, 0) / ops / 1e3
 			if c.server == "postgres" {
 				wal = fmt.Sprintf("%.0f B", float64(m.wal)/ops)
+				if m.stmts > 0 {
+					stmts = fmt.Sprintf("%.2f", float64(m.stmts)/ops)
+				}
 			}
-			fmt.Fprintf(w, "| %s %s | %d | %s | %s | %.2f (%.2f–%.2f) | %s / %s | %.1fµs | %s | %s | %.1f |\n",
+			fmt.Fprintf(w, "| %s %s | %d | %s | %s | %.2f (%.2f–%.2f) | %s / %s | %.1fµs | %s | %s | %s | %.1f |\n",
 				c.server, c.kind, c.goroutines, n, harness.Rate(m.OpsPerSec()), harness.Median(r), lo, hi,
 				harness.Dur(m.Lat.Quantile(0.5)), harness.Dur(m.Lat.Quantile(0.99)),
-				client, server, wal, m.PerOp(m.Mallocs))
+				client, server, wal, stmts, m.PerOp(m.Mallocs))
 		}
 	}
 	var bgs []string
@@ -79,7 +82,7 @@ func writeReport(w io.Writer, cells []cell) {
 		}
 	}
 	fmt.Fprintf(w, "\nBackground with no operation running (subtracted from the CPU columns, per second of each cell): %s.\n", strings.Join(bgs, "; "))
-	fmt.Fprintln(w, "\nclient CPU/op: this process (getrusage), the library and its driver, net of the background. server CPU/op: PostgreSQL, the backends of the run's own database (/proc/<pid>/schedstat; the WAL writer and checkpointer are not counted); Redis, every thread of redis-server, which other users of the shared server also load. WAL/op: the records pg_walinspect finds between the flush positions before and after each cell that touch a relation of the run's database, with every record (commit included) of the transactions that wrote one; other databases' writes on the shared server are left out. allocs/op: runtime.MemStats.Mallocs of the whole process, including the harness's fresh-key strings (2 per first execution, every target).")
+	fmt.Fprintln(w, "\nclient CPU/op: this process (getrusage), the library and its driver, net of the background. server CPU/op: PostgreSQL, the backends of the run's own database (/proc/<pid>/schedstat; the WAL writer and checkpointer are not counted); Redis, every thread of redis-server, which other users of the shared server also load. WAL/op: the records pg_walinspect finds between the flush positions before and after each cell that touch a relation of the run's database, with every record (commit included) of the transactions that wrote one; other databases' writes on the shared server are left out. statements/op: the statements the target's pgx pools sent during the cell (pgx's QueryTracer and BatchTracer on the client; BEGIN and COMMIT count, a batch counts each of its statements), over its operations; a peer with its own pool (DBOS) counts everything that pool sent, its background polling included; – where not counted (Redis, peers on database/sql). allocs/op: runtime.MemStats.Mallocs of the whole process, including the harness's fresh-key strings (2 per first execution, every target).")
 }
 
 func indexOf(xs []string, s string) int {
