@@ -113,6 +113,11 @@ func (s *naiveStore) LeaseHeld(context.Context, backends.LeaseHeldParams) (backe
 	return backends.LeaseHeldResult{}, nil
 }
 
+// Checkpoint never applies: the suite's functions run no steps.
+func (s *naiveStore) Checkpoint(context.Context, backends.CheckpointParams) (bool, error) {
+	return false, nil
+}
+
 // runInProcess runs workers goroutines over store with a raw in-memory
 // ledger, re-reads every key and returns the checker's verdict.
 func runInProcess(t *testing.T, store backends.Store, workers, nkeys int) verdict {
