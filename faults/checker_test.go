@@ -71,10 +71,7 @@ func check(o observation) verdict {
 	for _, e := range o.Unrecorded {
 		window[e.Key] = append(window[e.Key], fmt.Sprintf("ErrOutcomeUnrecorded reported to %s", e.Worker))
 	}
-	acked := map[string][]string{}
-	for _, a := range o.Acks {
-		acked[a.Key] = append(acked[a.Key], a.Value)
-	}
+	acked := ackedValues(o.Acks)
 
 	keys := append([]string(nil), o.Keys...)
 	sort.Strings(keys)
@@ -97,36 +94,63 @@ func check(o observation) verdict {
 				v.AllowedDups = append(v.AllowedDups, fmt.Sprintf("key %s: %d effects after %v", key, n, window[key]))
 			}
 		}
-		values := acked[key]
-		if len(values) == 0 {
-			continue
-		}
-		v.Acked++
-		first := values[0]
-		if i := slices.IndexFunc(values, func(s string) bool { return s != first }); i >= 0 {
-			v.Changed++
-			bad("key %s: acknowledged %q, later %q", key, first, values[i])
-		}
-		if n == 0 {
-			bad("key %s: acknowledged %q with no effect in the ledger", key, first)
-		} else if made := strings.TrimPrefix(first, verdictPrefix); !slices.ContainsFunc(effs, func(e effect) bool { return e.Value == made }) {
-			bad("key %s: acknowledged %q, which no effect made", key, first)
-		}
-		if o.Rereads != nil {
-			rr, ok := o.Rereads[key]
-			switch {
-			case !ok:
-				v.Lost++
-				bad("key %s: not re-read", key)
-			case rr.Err != "" || !rr.Replayed || rr.Value != first:
-				v.Lost++
-				bad("key %s: acknowledged %q, re-read gave replayed=%v value=%q err=%q", key, first, rr.Replayed, rr.Value, rr.Err)
+		checkAnswer(o, key, acked[key], func(first string) string {
+			if n == 0 {
+				return "with no effect in the ledger"
 			}
-		}
+			if made := strings.TrimPrefix(first, verdictPrefix); !slices.ContainsFunc(effs, func(e effect) bool { return e.Value == made }) {
+				return "which no effect made"
+			}
+			return ""
+		}, &v, bad)
 	}
+	checkStuck(o, &v, bad)
+	return v
+}
+
+// ackedValues returns the acknowledged answers by key, in order.
+func ackedValues(acks []event) map[string][]string {
+	acked := map[string][]string{}
+	for _, a := range acks {
+		acked[a.Key] = append(acked[a.Key], a.Value)
+	}
+	return acked
+}
+
+// checkAnswer applies the invariants of the answers acknowledged for key
+// (values): every one the same, made by an effect (unmade explains why
+// not, or returns ""), and replayed unchanged after the run.
+func checkAnswer(o observation, key string, values []string, unmade func(first string) string, v *verdict, bad func(string, ...any)) {
+	if len(values) == 0 {
+		return
+	}
+	v.Acked++
+	first := values[0]
+	if i := slices.IndexFunc(values, func(s string) bool { return s != first }); i >= 0 {
+		v.Changed++
+		bad("key %s: acknowledged %q, later %q", key, first, values[i])
+	}
+	if why := unmade(first); why != "" {
+		bad("key %s: acknowledged %q, %s", key, first, why)
+	}
+	if o.Rereads == nil {
+		return
+	}
+	rr, ok := o.Rereads[key]
+	switch {
+	case !ok:
+		v.Lost++
+		bad("key %s: not re-read", key)
+	case rr.Err != "" || !rr.Replayed || rr.Value != first:
+		v.Lost++
+		bad("key %s: acknowledged %q, re-read gave replayed=%v value=%q err=%q", key, first, rr.Replayed, rr.Value, rr.Err)
+	}
+}
+
+// checkStuck reports the keys in progress past lease + slack.
+func checkStuck(o observation, v *verdict, bad func(string, ...any)) {
 	v.Stuck = len(o.Stuck)
 	for _, k := range o.Stuck {
 		bad("key %s: in progress past lease + slack", k)
 	}
-	return v
 }

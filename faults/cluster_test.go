@@ -36,10 +36,13 @@ type cluster struct {
 	// leaseLost are the "err" events of kind lease_lost: a Do that told
 	// its caller the claim's lease was lost (ErrLeaseLost).
 	leaseLost []event
-	injected  map[string]int
-	lastFault time.Time
-	exits     []string
-	wg        sync.WaitGroup
+	// unrecorded are the "err" events of kind unrecorded: a Do (or one
+	// of its steps) that could not record what fn did.
+	unrecorded []event
+	injected   map[string]int
+	lastFault  time.Time
+	exits      []string
+	wg         sync.WaitGroup
 	// who names the workers in the faults injected ("" or "a
 	// reconciler").
 	who string
@@ -146,8 +149,11 @@ func (c *cluster) handle(e event, pid int) {
 		c.acks = append(c.acks, e)
 	case "err":
 		c.errKinds[e.Kind]++
-		if e.Kind == "lease_lost" {
+		switch e.Kind {
+		case "lease_lost":
 			c.leaseLost = append(c.leaseLost, e)
+		case "unrecorded":
+			c.unrecorded = append(c.unrecorded, e)
 		}
 	case "fault":
 		c.faults = append(c.faults, e)
@@ -267,6 +273,7 @@ func (c *cluster) merge(o *cluster) {
 	c.acks = append(c.acks, o.acks...)
 	c.faults = append(c.faults, o.faults...)
 	c.leaseLost = append(c.leaseLost, o.leaseLost...)
+	c.unrecorded = append(c.unrecorded, o.unrecorded...)
 	c.exits = append(c.exits, o.exits...)
 	c.spawned += o.spawned
 	for k, n := range o.errKinds {

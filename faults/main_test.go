@@ -11,6 +11,10 @@ import (
 var (
 	flagLong    = flag.Bool("faults.long", false, "run the long (release) profile: more keys and processes, a PostgreSQL restart")
 	flagResults = flag.Bool("faults.write-results", false, "write the summary of this run to RESULTS.md")
+	// TestSteps's size: small by default, so that the suite's CI run
+	// stays short; RESULTS.md's figures come from a larger run.
+	flagStepsKeys  = flag.Int("faults.steps-keys", 60, "keys per store of TestSteps")
+	flagStepsKills = flag.Int("faults.steps-kills", 1, "SIGKILLs per step boundary and store in TestSteps")
 )
 
 // workerEnv marks a re-executed test binary as a worker process.

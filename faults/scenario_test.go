@@ -38,6 +38,9 @@ type scenario struct {
 	// Held makes the workers held owners and runs reconcilers beside
 	// them (see held_test.go).
 	Held *heldSpec
+	// Steps makes the workers run an intent of three steps (roleSteps,
+	// see steps_test.go), checked by checkSteps.
+	Steps bool
 	// PG, for Backend "postgres", keeps the records on this server of the
 	// suite's own instead of the shared one.
 	PG *pgServer
@@ -164,9 +167,16 @@ func runScenario(t *testing.T, sc scenario) verdict {
 		storeElapse = func(d time.Duration) { time.Sleep(d) }
 	}
 	var hold time.Duration
+	scopeHold := hold
 	if sc.Held != nil {
-		hold = sc.Held.Hold
+		hold, scopeHold = sc.Held.Hold, sc.Held.Hold
 		base.Role, base.HoldMS, base.ReconcileLeaseMS = roleHeldOwner, hold.Milliseconds(), prof.Lease.Milliseconds()
+	}
+	if sc.Steps {
+		// A key held by an interrupted step stays held until resolved:
+		// nothing runs it again.
+		scopeHold = once.HoldUntilResolved
+		base.Role, base.HoldMS, base.OrdersTable = roleSteps, scopeHold.Milliseconds(), createOrders(t, st, sfx)
 	}
 	c := newCluster(t, prof, base, sc.Fails, sc.RandomKills+2)
 	c.elapse = storeElapse
@@ -212,11 +222,13 @@ func runScenario(t *testing.T, sc scenario) verdict {
 	if quiet > 0 {
 		storeElapse(quiet)
 	}
-	scope := once.New(st.store, once.WithLease(prof.Lease), once.WithHoldFor(hold)).Scope(base.Scope)
+	scope := once.New(st.store, once.WithLease(prof.Lease), once.WithHoldFor(scopeHold)).Scope(base.Scope)
 	call := plainCall(scope, l, nil, "recovery", 0)
 	switch {
 	case sc.Held != nil:
 		call = heldCall(scope, l, nil, "recovery", 0)
+	case sc.Steps:
+		call = stepsCall(scope, st, l, base.OrdersTable, nil, "recovery", 0)
 	case sc.Mode == modeTx:
 		call = txCall(st.pg, scope, l, nil, "recovery", 0)
 	}
@@ -247,6 +259,9 @@ func runScenario(t *testing.T, sc scenario) verdict {
 		ran := false
 		out, err := once.DoOutcome(ctx, scope, key, nil, func(context.Context) (string, error) { ran = true; return "re-read ran fn", nil })
 		rr := reread{Replayed: out.Status == once.Replayed && !ran, Value: out.Value}
+		if sc.Steps && isHeld(err) {
+			rr.Replayed, rr.Value, err = !ran, stepsHeld, nil
+		}
 		if err != nil {
 			rr.Err = err.Error()
 		}
@@ -257,7 +272,13 @@ func runScenario(t *testing.T, sc scenario) verdict {
 	if err != nil {
 		t.Fatalf("ledger: %v", err)
 	}
-	v := check(observation{Mode: sc.Mode, Keys: keys, Acks: c.acks, Faults: c.faults, LeaseLost: c.leaseLost, Effects: effects, Rereads: rereads, Stuck: stuck})
+	obs := observation{Mode: sc.Mode, Keys: keys, Acks: c.acks, Faults: c.faults, LeaseLost: c.leaseLost, Unrecorded: c.unrecorded, Effects: effects, Rereads: rereads, Stuck: stuck}
+	var v verdict
+	if sc.Steps {
+		v = checkSteps(t, sc.Backend, obs, readSteps(t, st, base.Scope, base.OrdersTable, keys))
+	} else {
+		v = check(obs)
+	}
 	fails := len(sc.Fails)
 	if sc.Held != nil {
 		fails += len(sc.Held.Fails)

@@ -42,8 +42,12 @@ type storeSpec struct {
 type openedStore struct {
 	store backends.Store
 	pg    *postgres.Store
-	pool  *pgxpool.Pool
-	rdb   *redis.Client
+	// mysql and sqlite are the SQL stores other than PostgreSQL's, for
+	// their BeginTx.
+	mysql  *mysqlstore.Store
+	sqlite *sqlitestore.Store
+	pool   *pgxpool.Pool
+	rdb    *redis.Client
 	// closeStore closes a store that owns resources (postgres's and
 	// redisstore's Watch connection and its goroutines, mysqlstore's
 	// prepared statements, sqlitestore's file).
@@ -140,7 +144,7 @@ func (s storeSpec) open(ctx context.Context) (*openedStore, error) {
 			_ = db.Close()
 			return nil, err
 		}
-		return &openedStore{store: st, closeStore: st.Close, db: db}, nil
+		return &openedStore{store: st, mysql: st, closeStore: st.Close, db: db}, nil
 	case "sqlite":
 		// Every process of a scenario opens the same file, as several
 		// processes sharing one SQLite file do (see the package doc of
@@ -153,7 +157,7 @@ func (s storeSpec) open(ctx context.Context) (*openedStore, error) {
 			_ = st.Close()
 			return nil, err
 		}
-		return &openedStore{store: st, closeStore: st.Close}, nil
+		return &openedStore{store: st, sqlite: st, closeStore: st.Close}, nil
 	}
 	return nil, fmt.Errorf("unknown backend %q", s.Backend)
 }

@@ -24,10 +24,14 @@ type workerConfig struct {
 	DeadlineMS  int64     `json:"deadline_ms"`
 	Fail        failpoint `json:"fail"`
 	// Role is "" (a client calling Do, fn's effect its answer),
-	// roleHeldOwner or roleReconciler (see held_worker_test.go).
+	// roleHeldOwner or roleReconciler (see held_worker_test.go), or
+	// roleSteps (steps_worker_test.go).
 	Role             string `json:"role,omitempty"`
 	HoldMS           int64  `json:"hold_ms,omitempty"`
 	ReconcileLeaseMS int64  `json:"reconcile_lease_ms,omitempty"`
+	// OrdersTable is the table of a steps worker's order rows, in the
+	// records' SQL database.
+	OrdersTable string `json:"orders_table,omitempty"`
 }
 
 const configEnv = "ONCE_FAULT_CONFIG"
@@ -72,6 +76,8 @@ func workerMain() int {
 	switch {
 	case cfg.Role == roleHeldOwner:
 		call = heldCall(scope, l, trig, cfg.ID, pid)
+	case cfg.Role == roleSteps:
+		call = stepsCall(scope, st, l, cfg.OrdersTable, trig, cfg.ID, pid)
 	case cfg.Mode == modeTx:
 		call = txCall(st.pg, scope, l, trig, cfg.ID, pid)
 	}
