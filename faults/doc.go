@@ -50,6 +50,24 @@
 // is the form on the memory store: goroutines, a stalled Hold and Resolve,
 // passes cut off by their context.
 //
+// TestSteps runs an intent of three steps (once.Step, once.StepTx,
+// once.AtMostOnce): a charge and a shipment through the fenced provider
+// under derived keys, or, for about half the keys, an at-most-once
+// notification in place of the shipment, then the order row, written by
+// StepTx in the records' database on PostgreSQL, MariaDB and SQLite (a
+// Step through the provider on Redis). Workers are killed with SIGKILL at
+// every step boundary (before the first step, after each step's effect
+// and before its checkpoint, after its checkpoint, inside StepTx's
+// transaction before its commit, around Complete), and each key's intent
+// is resumed by a fresh worker. Checked per key: a step's effect made
+// once per derived key and called at most once more per kill between its
+// effect and its checkpoint (both counts reported); the order row written
+// exactly once; the at-most-once step called at most once, a kill inside
+// it leaving the key held with code once_step_interrupted; every key
+// completed or so held, answered the same on replay; none stuck. The
+// memory store does not survive a process and is left out. Its size is
+// -faults.steps-keys and -faults.steps-kills (per boundary).
+//
 // TestPostgresFailover starts a PostgreSQL primary and a streaming standby
 // of its own (initdb and pg_basebackup, on free loopback ports; as the
 // postgres OS user when run as root), kills the primary with SIGKILL under
@@ -66,4 +84,5 @@
 //	go test -count=1 ./faults/ -faults.write-results   # rewrite RESULTS.md
 //	go test -race -count=1 -run TestPostgresFailover -v ./faults/
 //	go test -race -count=1 -run TestHeldKeys -v ./faults/
+//	go test -race -count=1 -run TestSteps -v ./faults/ -faults.steps-keys=400 -faults.steps-kills=3
 package faults

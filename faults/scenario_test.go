@@ -294,7 +294,7 @@ func runScenario(t *testing.T, sc scenario) verdict {
 	summary.add(row)
 	t.Log("\n" + row.String())
 	for _, d := range v.AllowedDups {
-		t.Logf("allowed duplicate (raw mode, crash between effect and completion, or a lease loss reported to the worker): %s", d)
+		t.Logf("allowed duplicate (a crash between an effect and its record, or a lease loss reported to the worker): %s", d)
 	}
 	for i, msg := range v.Violations {
 		if i == 20 {
