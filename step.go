@@ -68,7 +68,12 @@ func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, 
 	v, err := fn(ctx)
 	class, fnErr := stepClass(c, err)
 	if err != nil && class != ClassFinal {
-		if class == ClassRetry && sc.atMostOnce { // fn did not act: it may run again
+		// A retryable error means fn did not act, so the step may run
+		// again, unless fn's context had ended: its call may have left
+		// before the cancellation (the lease watchdog's, or the caller's)
+		// reached it, so the mark stays and the next execution holds the
+		// key.
+		if class == ClassRetry && sc.atMostOnce && ctx.Err() == nil {
 			if werr := c.writeStep(checkpoints.Step{Name: name}, true); werr != nil {
 				err = errors.Join(err, werr)
 			}
@@ -160,7 +165,9 @@ type stepConfig struct{ atMostOnce bool }
 // for Resolve, a reconcile.Job or an operator, who see in the held
 // record's code ("once_step_interrupted") and message which step it was. A
 // retryable error from fn removes the mark (fn did not act), in one more
-// write.
+// write, unless fn's context had ended by then (the claim's lease was
+// about to lapse, or the caller gave up): fn's call may have left, so
+// the mark stays.
 func AtMostOnce() StepOption { return func(c *stepConfig) { c.atMostOnce = true } }
 
 // StepInterruptedError is the error of an at-most-once step (AtMostOnce)

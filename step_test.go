@@ -192,6 +192,27 @@ func TestStepAtMostOnceRetryableErrorClearsTheMark(t *testing.T) {
 	require.Equal(t, 2, n.of("transfer"), "a retryable error means the step did not act: it runs again")
 }
 
+func TestStepAtMostOnceKeepsTheMarkWhenItsContextEnded(t *testing.T) {
+	store := memory.New(nil)
+	scope := once.New(store, once.WithHoldFor(once.HoldUntilResolved)).Scope("s")
+	var n stepRuns
+	ctx, cancel := context.WithCancel(t.Context())
+	_, err := once.Do(ctx, scope, "k", nil, func(ctx context.Context) (int, error) {
+		return once.Step(ctx, "transfer", func(ctx context.Context) (int, error) {
+			n.ran("transfer")
+			cancel() // the request left; its answer is cut off by the cancellation
+			return 0, ctx.Err()
+		}, once.AtMostOnce())
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = once.Do(t.Context(), scope, "k", nil, func(ctx context.Context) (int, error) {
+		return once.Step(ctx, "transfer", func(context.Context) (int, error) { n.ran("transfer"); return 1, nil }, once.AtMostOnce())
+	})
+	var interrupted *once.StepInterruptedError
+	require.ErrorAs(t, err, &interrupted, "fn's context ended: it may have acted, so the key is held")
+	require.Equal(t, 1, n.of("transfer"), "never run again")
+}
+
 func TestStepLostClaimStopsTheSteps(t *testing.T) {
 	clock := newFakeClock()
 	store := memory.New(&memory.Config{Now: clock.Now})
