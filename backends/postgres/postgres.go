@@ -139,6 +139,7 @@ type Store struct {
 	cfg    resolved
 	sql    statements
 	listen *listener // nil when the DB cannot lend a connection
+	mix    *claimMix // which form Claim sends first
 }
 
 var _ backends.Store = (*Store)(nil)
@@ -169,6 +170,7 @@ func New(db DB, cfg *Config) (*Store, error) {
 		cfg:    r,
 		sql:    newStatements(r.qualifiedTable(), r.lockTimeout),
 		listen: newListener(db, single, r.qualifiedTable()),
+		mix:    newClaimMix(),
 	}, nil
 }
 
@@ -238,17 +240,11 @@ type querier interface {
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
-			if s.cfg.insertFirst && attempt == 1 {
-				inserted, err := s.sql.insertClaim(ctx, s.db, p)
-				switch {
-				case insertFirstLockWait(err):
-					return s.sql.fastClaim(ctx, s.db, p)
-				case err != nil || inserted:
-					return insertedRow, err
-				}
-				return s.sql.readClaim(ctx, s.db, p)
+			r, err := s.firstStatement(ctx, p, attempt)
+			if err == nil {
+				s.mix.record(r)
 			}
-			return s.sql.fastClaim(ctx, s.db, p)
+			return r, err
 		}, func(ctx context.Context) (claimRow, error) {
 			return s.sql.claimOnce(ctx, s.db, p)
 		})
@@ -260,6 +256,26 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 			return res, err
 		}
 	}
+}
+
+// firstStatement runs the first statement of a Claim's attempt: the
+// insert first (insert_claim.sql, then read_claim.sql when the key had a
+// row) on the first attempt with Config.InsertFirstClaims, or while the
+// Store's recent claims were nearly all new keys (claimMix); claim.sql
+// otherwise, and when the insert gave up waiting for a transaction that
+// wrote the key's row.
+func (s *Store) firstStatement(ctx context.Context, p backends.ClaimParams, attempt int) (fastRow, error) {
+	if attempt == 1 && (s.cfg.insertFirst || s.mix.insertFirst()) {
+		inserted, err := s.sql.insertClaim(ctx, s.db, p)
+		switch {
+		case insertFirstLockWait(err):
+			return s.sql.fastClaim(ctx, s.db, p)
+		case err != nil || inserted:
+			return insertedRow, err
+		}
+		return s.sql.readClaim(ctx, s.db, p)
+	}
+	return s.sql.fastClaim(ctx, s.db, p)
 }
 
 // claimable reports, for heldAgain, a held record that a Claim with
