@@ -71,13 +71,15 @@ type Config struct {
 	// one-statement claim on this project's benchmark machine), while a
 	// replay, an in-progress duplicate and a mismatch take two statements
 	// in two round trips instead of one. It suits workloads where nearly
-	// every key is new and retries are rare, such as payments. A replay
+	// every key is new and retries are rare, such as payments. Without it
+	// a Store sends the insert first only while its recent claims were
+	// nearly all new keys (see Store.Claim). A replay
 	// still takes no lock and writes nothing, every guarantee of Claim
 	// holds, and Stores with and without it may share a table. The insert
 	// waits at most 1 ms for a transaction that wrote the key's row and
 	// not yet ended; past that the Claim sends the one-statement claim,
 	// which waits at most LockTimeout as it does by default (a second
-	// statement then). Defaults to false: one statement on every path.
+	// statement then). Defaults to false.
 	InsertFirstClaims bool
 }
 
@@ -208,7 +210,12 @@ type querier interface {
 // Config.InsertFirstClaims the plain insert goes first, as a statement of
 // its own, and a plain read of the row follows only when it inserted
 // nothing: a first execution takes that one cheaper statement, every other
-// answer one statement more (two round trips). Three rare cases take a second
+// answer one statement more (two round trips). Without it the Store does
+// the same while its recent claims were nearly all new keys (fewer than
+// about one in nine met a row, after at least 8 new keys in a row), and
+// sends the one statement again from the claim after one that met a row:
+// a replay among new keys takes two statements, a replay among replays
+// one. Three rare cases take a second
 // statement: taking over a pending record whose lease lapsed, re-using a
 // record that expired but was not swept yet, and a key whose row a
 // concurrent session committed after the first statement's snapshot. That
