@@ -4,7 +4,8 @@
 // by the SQL of Migrations run with your own migration tool). Every
 // operation is one SQL statement, so one round trip: a first execution
 // costs two (Claim, Complete), a replay, a duplicate in progress and a
-// fingerprint mismatch one each; a takeover of a lapsed lease or of an
+// fingerprint mismatch one each (two for the first of them among claims
+// of new keys, see "Replays are reads"); a takeover of a lapsed lease or of an
 // expired record takes a second statement. Races with a concurrent commit
 // of the same key, and a held key whose hold or reconciler lease changes
 // while it is read, cost more: Claim, Resolve and LeaseHeld then run
