@@ -338,10 +338,32 @@ func insertFirstLockWait(err error) bool { return code(err) == CodeLockNotAvaila
 // whether it inserted the claim. When it did not, the key has a row, which
 // read_claim.sql then reads.
 func (q statements) insertClaim(ctx context.Context, db querier, p backends.ClaimParams) (bool, error) {
-	var inserted bool
+	var inserted insertedScan
 	err := db.QueryRow(ctx, q.InsertClaim, q.insertArgs(p)...).Scan(&inserted)
 	found, err := interpretError("claim", err)
-	return found && inserted, err
+	return found && bool(inserted), err
+}
+
+// insertedScan is insert_claim.sql's one column. It implements
+// pgx.RowScanner: it decodes the binary boolean itself (without the
+// allocations of pgx's scan of a *bool), and lets pgx scan the text
+// column of the simple protocol.
+type insertedScan bool
+
+// ScanRow implements pgx.RowScanner.
+func (s *insertedScan) ScanRow(rows pgx.Rows) error {
+	fields, values := rows.FieldDescriptions(), rows.RawValues()
+	if len(values) != 1 || len(fields) != 1 {
+		return fmt.Errorf("insert claim row has %d columns, want 1", len(values))
+	}
+	if fields[0].Format != pgx.BinaryFormatCode {
+		return rows.Scan((*bool)(s))
+	}
+	if len(values[0]) != 1 {
+		return errors.New("insert claim row: bad boolean column")
+	}
+	*s = values[0][0] != 0
+	return nil
 }
 
 // readClaim runs read_claim.sql once on db, after insertClaim inserted

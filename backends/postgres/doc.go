@@ -4,7 +4,8 @@
 // by the SQL of Migrations run with your own migration tool). Every
 // operation is one SQL statement, so one round trip: a first execution
 // costs two (Claim, Complete), a replay, a duplicate in progress and a
-// fingerprint mismatch one each; a takeover of a lapsed lease or of an
+// fingerprint mismatch one each (two for the first of them among claims
+// of new keys, see "Replays are reads"); a takeover of a lapsed lease or of an
 // expired record takes a second statement. Races with a concurrent commit
 // of the same key, and a held key whose hold or reconciler lease changes
 // while it is read, cost more: Claim, Resolve and LeaseHeld then run
@@ -18,7 +19,11 @@
 // Claim reads the row and, in the same statement, runs a plain INSERT …
 // ON CONFLICT DO NOTHING only when it found none. Replaying a completed
 // record takes no row lock and writes nothing (no WAL), so a retry storm on
-// one hot key runs at the speed of an indexed read.
+// one hot key runs at the speed of an indexed read. While nearly every key
+// a Store claims is new, it sends the plain insert first instead, and a
+// read only when the insert met a row (see Store.Claim): the first claim
+// that meets a row then takes two statements, and the Store returns to
+// the one-statement claim for the claims after it.
 //
 // # HOT completions
 //

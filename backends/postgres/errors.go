@@ -152,6 +152,9 @@ func connectReason(err error) string {
 
 // code returns the SQLSTATE of an error returned by interpretError.
 func code(err error) string {
+	if err == nil {
+		return "" // before e, which escapes to errors.As: no allocation
+	}
 	var e *Error
 	if errors.As(err, &e) {
 		return e.Code

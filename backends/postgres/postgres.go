@@ -71,13 +71,15 @@ type Config struct {
 	// one-statement claim on this project's benchmark machine), while a
 	// replay, an in-progress duplicate and a mismatch take two statements
 	// in two round trips instead of one. It suits workloads where nearly
-	// every key is new and retries are rare, such as payments. A replay
+	// every key is new and retries are rare, such as payments. Without it
+	// a Store sends the insert first only while its recent claims were
+	// nearly all new keys (see Store.Claim). A replay
 	// still takes no lock and writes nothing, every guarantee of Claim
 	// holds, and Stores with and without it may share a table. The insert
 	// waits at most 1 ms for a transaction that wrote the key's row and
 	// not yet ended; past that the Claim sends the one-statement claim,
 	// which waits at most LockTimeout as it does by default (a second
-	// statement then). Defaults to false: one statement on every path.
+	// statement then). Defaults to false.
 	InsertFirstClaims bool
 }
 
@@ -139,6 +141,7 @@ type Store struct {
 	cfg    resolved
 	sql    statements
 	listen *listener // nil when the DB cannot lend a connection
+	mix    *claimMix // which form Claim sends first
 }
 
 var _ backends.Store = (*Store)(nil)
@@ -169,6 +172,7 @@ func New(db DB, cfg *Config) (*Store, error) {
 		cfg:    r,
 		sql:    newStatements(r.qualifiedTable(), r.lockTimeout),
 		listen: newListener(db, single, r.qualifiedTable()),
+		mix:    newClaimMix(),
 	}, nil
 }
 
@@ -206,7 +210,12 @@ type querier interface {
 // Config.InsertFirstClaims the plain insert goes first, as a statement of
 // its own, and a plain read of the row follows only when it inserted
 // nothing: a first execution takes that one cheaper statement, every other
-// answer one statement more (two round trips). Three rare cases take a second
+// answer one statement more (two round trips). Without it the Store does
+// the same while its recent claims were nearly all new keys (fewer than
+// about one in nine met a row, after at least 8 new keys in a row), and
+// sends the one statement again from the claim after one that met a row:
+// a replay among new keys takes two statements, a replay among replays
+// one. Three rare cases take a second
 // statement: taking over a pending record whose lease lapsed, re-using a
 // record that expired but was not swept yet, and a key whose row a
 // concurrent session committed after the first statement's snapshot. That
@@ -238,17 +247,11 @@ type querier interface {
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
-			if s.cfg.insertFirst && attempt == 1 {
-				inserted, err := s.sql.insertClaim(ctx, s.db, p)
-				switch {
-				case insertFirstLockWait(err):
-					return s.sql.fastClaim(ctx, s.db, p)
-				case err != nil || inserted:
-					return insertedRow, err
-				}
-				return s.sql.readClaim(ctx, s.db, p)
+			r, err := s.firstStatement(ctx, p, attempt)
+			if err == nil {
+				s.mix.record(r)
 			}
-			return s.sql.fastClaim(ctx, s.db, p)
+			return r, err
 		}, func(ctx context.Context) (claimRow, error) {
 			return s.sql.claimOnce(ctx, s.db, p)
 		})
@@ -260,6 +263,26 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 			return res, err
 		}
 	}
+}
+
+// firstStatement runs the first statement of a Claim's attempt: the
+// insert first (insert_claim.sql, then read_claim.sql when the key had a
+// row) on the first attempt with Config.InsertFirstClaims, or while the
+// Store's recent claims were nearly all new keys (claimMix); claim.sql
+// otherwise, and when the insert gave up waiting for a transaction that
+// wrote the key's row.
+func (s *Store) firstStatement(ctx context.Context, p backends.ClaimParams, attempt int) (fastRow, error) {
+	if attempt == 1 && (s.cfg.insertFirst || s.mix.insertFirst()) {
+		inserted, err := s.sql.insertClaim(ctx, s.db, p)
+		switch {
+		case insertFirstLockWait(err):
+			return s.sql.fastClaim(ctx, s.db, p)
+		case err != nil || inserted:
+			return insertedRow, err
+		}
+		return s.sql.readClaim(ctx, s.db, p)
+	}
+	return s.sql.fastClaim(ctx, s.db, p)
 }
 
 // claimable reports, for heldAgain, a held record that a Claim with
