@@ -195,13 +195,15 @@ func lostClaimReply(t *testing.T, backend string, c lostClaimCase, lease time.Du
 			t.Fatalf("go-redis never redialed: the claim was not re-sent")
 		}
 		// The claim (SET NX GET + PTTL, no script) executed twice on the
-		// server (the lost one and the re-send), then Complete's script
-		// once: fn still ran once.
-		if n := commandCalls(t, st.rdb, "pttl") - claims; n != 2 {
-			t.Errorf("%d claims ran on the server, want 2 (claim, re-sent claim)", n)
+		// server (the lost one and the re-send); the re-send, which found
+		// the caller's own claim, then ran claim.lua (its PTTL included)
+		// for the claim's checkpoints; then Complete's script: fn still
+		// ran once.
+		if n := commandCalls(t, st.rdb, "pttl") - claims; n != 3 {
+			t.Errorf("%d PTTLs ran on the server, want 3 (claim, re-sent claim, claim.lua)", n)
 		}
-		if n := scriptCalls(t, st.rdb) - scripts; n != 1 {
-			t.Errorf("%d scripts ran on the server, want 1 (complete)", n)
+		if n := scriptCalls(t, st.rdb) - scripts; n != 2 {
+			t.Errorf("%d scripts ran on the server, want 2 (claim.lua for the checkpoints, complete)", n)
 		}
 		resent = "; the server ran the claim twice (the lost one and the re-send), then Complete"
 	}
