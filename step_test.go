@@ -261,3 +261,40 @@ func TestStepResumesAHeldKeyRunAgain(t *testing.T) {
 	require.Equal(t, "h_1/ch_1", out.Value)
 	require.Equal(t, 1, n.of("hold"), "the held key's checkpoints survived the hold")
 }
+
+// Steps may run on goroutines of fn: their checkpoints are written one
+// after another, each holding every step before it, so a retry replays
+// all of them.
+func TestStepsOnConcurrentGoroutinesAreAllCheckpointed(t *testing.T) {
+	scope := once.New(memory.New(nil)).Scope("s")
+	var n stepRuns
+	down := errors.New("down")
+	names := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+	intent := func(fail bool) (int, error) {
+		return once.Do(t.Context(), scope, "k", nil, func(ctx context.Context) (int, error) {
+			var wg sync.WaitGroup
+			errs := make([]error, len(names))
+			for i, name := range names {
+				wg.Go(func() {
+					_, errs[i] = once.Step(ctx, name, func(context.Context) (int, error) { n.ran(name); return i, nil })
+				})
+			}
+			wg.Wait()
+			if err := errors.Join(errs...); err != nil {
+				return 0, err
+			}
+			if fail {
+				return 0, down
+			}
+			return len(names), nil
+		})
+	}
+	_, err := intent(true)
+	require.ErrorIs(t, err, down)
+	v, err := intent(false)
+	require.NoError(t, err)
+	require.Equal(t, len(names), v)
+	for _, name := range names {
+		require.Equal(t, 1, n.of(name), "step %s ran again: a concurrent checkpoint dropped it", name)
+	}
+}
