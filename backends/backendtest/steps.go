@@ -169,6 +169,23 @@ func exerciseSteps(t *testing.T, newStore NewStore) {
 		require.Nil(e.t, r.Steps, "an expired record is another intent's: none of its checkpoints")
 	})
 
+	run(t, newStore, "ResolveKeepsThemUnlessExpired", func(e *env) {
+		steps := stepsBlob(11, 16)
+		for key, retention := range map[string]time.Duration{"lapsed": longRetention, "expired": shortLease} {
+			owner := Token()
+			e.mustClaim(key, owner, nil, shortLease, retention)
+			require.True(e.t, e.checkpoint(key, owner, steps))
+		}
+		e.elapse(shortLease)
+		for key, want := range map[string][]byte{"lapsed": steps, "expired": nil} {
+			require.True(e.t, e.resolve(key, nil, []byte("v")).Resolved, key)
+			rec, _, live := e.get(key)
+			require.True(e.t, live, key)
+			require.Equal(e.t, backends.StateCompleted, rec.State, key)
+			require.Equal(e.t, want, rec.Steps, "%s: Resolve keeps a live record's checkpoints; an expired record's die with it", key)
+		}
+	})
+
 	run(t, newStore, "ReturnedBytesAreTheCallers", func(e *env) {
 		owner, steps := Token(), stepsBlob(8, 50)
 		e.mustClaim("k", owner, nil, longLease, longRetention)

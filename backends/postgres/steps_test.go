@@ -288,67 +288,6 @@ func TestReleaseKeepsARecordWithSteps(t *testing.T) {
 	}
 }
 
-// TestResolveKeepsSteps: resolving a lapsed pending record keeps its
-// steps; resolving over an expired one drops them.
-func TestResolveKeepsSteps(t *testing.T) {
-	for name, c := range stepsStores(t) {
-		t.Run(name, func(t *testing.T) {
-			scope := backendtest.Scope(t)
-			lapsed, expired := claimParams(scope, "lapsed"), claimParams(scope, "expired")
-			lapsed.Lease = 50 * time.Millisecond
-			expired.Lease, expired.Retention = 50*time.Millisecond, 50*time.Millisecond
-			for _, p := range []backends.ClaimParams{lapsed, expired} {
-				require.True(t, c.claim(t, p).Claimed)
-				require.True(t, c.checkpoint(t, scope, p.Key, p.Owner, []byte("s")))
-			}
-			backendtest.Elapse(t, c.st, 50*time.Millisecond)
-			for key, want := range map[string][]byte{"lapsed": []byte("s"), "expired": nil} {
-				res, err := c.st.Resolve(context.Background(), backends.ResolveParams{Scope: scope, Key: key, Fingerprint: []byte("fp"), Outcome: []byte("r"), Retention: time.Hour})
-				require.NoError(t, err)
-				require.True(t, res.Resolved, key)
-				rec := c.get(t, scope, key)
-				require.Equal(t, backends.StateCompleted, rec.State, key)
-				require.Equal(t, want, rec.Steps, key)
-			}
-		})
-	}
-}
-
-// TestCheckpointInTx: a checkpoint made in a transaction commits with it
-// or not at all.
-func TestCheckpointInTx(t *testing.T) {
-	pool := newPool(t, nil)
-	s := newStore(t, pool)
-	ctx := context.Background()
-	scope := backendtest.Scope(t)
-	p := claimParams(scope, "k")
-	r, err := s.Claim(ctx, p)
-	require.NoError(t, err)
-	require.True(t, r.Claimed)
-	for _, commit := range []bool{false, true} {
-		tx, st, err := s.BeginTx(ctx)
-		require.NoError(t, err)
-		ok, err := st.Checkpoint(ctx, backends.CheckpointParams{Scope: scope, Key: "k", Owner: p.Owner, Steps: []byte("in tx")})
-		require.NoError(t, err)
-		require.True(t, ok)
-		rec, err := s.get(ctx, tx, scope, "k", true)
-		require.NoError(t, err)
-		require.Equal(t, []byte("in tx"), rec.Steps, "visible in the transaction")
-		if commit {
-			require.NoError(t, tx.Commit(ctx))
-		} else {
-			require.NoError(t, tx.Rollback(ctx))
-		}
-		got, err := s.Get(ctx, scope, "k")
-		require.NoError(t, err)
-		if commit {
-			require.Equal(t, []byte("in tx"), got.Steps, "committed with the transaction")
-		} else {
-			require.Nil(t, got.Steps, "rolled back with the transaction")
-		}
-	}
-}
-
 // TestReplayRowCarriesNoSteps: the claim statements' rows carry a
 // record's steps to its own pending owner only: a replay, a duplicate and
 // a mismatch read none from any of them.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -24,6 +25,35 @@ import (
 func RunSteps[X once.Tx](t *testing.T, newStore func(t *testing.T) Store[X]) {
 	ctx := context.Background()
 	down := errors.New("shipping down")
+
+	t.Run("CheckpointCommitsWithTheTransaction", func(t *testing.T) {
+		s := newStore(t)
+		admin, ok := backends.As[backends.Admin](s.Store)
+		require.True(t, ok, "a SQL store has Admin")
+		scope, owner := backendtest.Scope(t), backendtest.Token()
+		r, err := s.Store.Claim(ctx, backends.ClaimParams{Scope: scope, Key: "k", Owner: owner, Lease: time.Minute, Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, r.Claimed)
+		for _, commit := range []bool{false, true} {
+			tx, ts, err := s.Begin(ctx)
+			require.NoError(t, err)
+			ok, err := ts.Checkpoint(ctx, backends.CheckpointParams{Scope: scope, Key: "k", Owner: owner, Steps: []byte("in tx")})
+			require.NoError(t, err)
+			require.True(t, ok)
+			if commit {
+				require.NoError(t, tx.Commit(ctx))
+			} else {
+				require.NoError(t, tx.Rollback(ctx))
+			}
+			rec, err := admin.Get(ctx, scope, "k")
+			require.NoError(t, err)
+			if commit {
+				require.Equal(t, []byte("in tx"), rec.Steps, "committed with the transaction")
+			} else {
+				require.Nil(t, rec.Steps, "rolled back with the transaction: none of its bytes")
+			}
+		}
+	})
 
 	t.Run("ResumeDoesNotWriteTheRowsAgain", func(t *testing.T) {
 		s := newStore(t)
