@@ -52,8 +52,8 @@
 // # Observability
 //
 // WithObserver receives every step of a call as an Event; WithTracer wraps
-// every call in a start/end pair whose context the call runs under (package
-// onceotel puts an OpenTelemetry span there).
+// every call in a start/end pair of Events whose context the call runs
+// under (package onceotel puts an OpenTelemetry span there).
 //
 // # Panics
 //
@@ -104,7 +104,7 @@
 // # Steps
 //
 // An intent of several effects checkpoints each one with Step (StepTx for
-// database writes, AtMostOnce for an effect that cannot be repeated): a
+// database writes, StepAtMostOnce for an effect that cannot be repeated): a
 // later execution of the intent resumes from the checkpoints, which the
 // claim returns, instead of repeating the effects already made.
 //

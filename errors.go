@@ -41,6 +41,13 @@ var (
 	// requested type (for example after the type changed between deploys).
 	// fn does not run.
 	ErrUndecodable = errors.New("once: stored outcome cannot be decoded")
+
+	// ErrStepInterrupted: an at-most-once step (StepAtMostOnce) was found
+	// started but not finished, so its effect may or may not have
+	// happened. StepAtMostOnce returns it marked Hold, in an error that
+	// names the step and gives the held record the code
+	// "once_step_interrupted".
+	ErrStepInterrupted = errors.New("once: step interrupted")
 )
 
 // InProgressError reports a live claim held by another call.
@@ -196,7 +203,7 @@ func (e *undecodable) Is(target error) bool {
 // the key otherwise than by the release a panic gets (oncehttp's
 // middleware holds the key of a panicking handler and answers 500): an
 // error from fn whose chain holds a *PanicError makes the call traced as
-// panicked (TraceDoEndData.Panicked), and observers find it in the
+// panicked (Panicked on the tracer's EventDoEnd), and observers find it in the
 // EventExecuted's FnErr. It changes nothing else: the error's class is
 // that of any error fn returns (Hold, Final, Retry, the classifier's).
 type PanicError struct {

@@ -13,13 +13,13 @@ type traceSpanKey struct{}
 // context that fn, the store and the observers then receive.
 type printTracer struct{}
 
-func (printTracer) TraceDoStart(ctx context.Context, d once.TraceDoStartData) context.Context {
-	fmt.Println("start", d.Scope, d.Key)
-	return context.WithValue(ctx, traceSpanKey{}, "span-"+d.Key)
+func (printTracer) TraceDoStart(ctx context.Context, e once.Event) context.Context {
+	fmt.Println("start", e.Scope, e.Key)
+	return context.WithValue(ctx, traceSpanKey{}, "span-"+e.Key)
 }
 
-func (printTracer) TraceDoEnd(ctx context.Context, d once.TraceDoEndData) {
-	fmt.Println("end  ", ctx.Value(traceSpanKey{}), "err:", d.Err)
+func (printTracer) TraceDoEnd(ctx context.Context, e once.Event) {
+	fmt.Println("end  ", ctx.Value(traceSpanKey{}), "err:", e.Err)
 }
 
 // A tracer wraps every call, including those that oncehttp's middleware

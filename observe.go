@@ -60,8 +60,8 @@ const (
 	// EventStep: a step's function ran (Step, StepTx). Step is its name,
 	// FnTime its run time, FnErr its error and Class that error's class;
 	// Op "checkpoint" and StoreTime when its outcome was checkpointed. An
-	// at-most-once step found interrupted reports Class ClassHold and a
-	// *StepInterruptedError in FnErr, with no FnTime.
+	// at-most-once step found interrupted reports Class ClassHold and an
+	// FnErr that matches ErrStepInterrupted, with no FnTime.
 	EventStep
 	// EventStepReplayed: a step's checkpointed outcome was returned
 	// without running its function; FnErr is the final error, if any, and
@@ -71,6 +71,14 @@ const (
 	// execution used the checkpoint called Step (a step renamed or
 	// removed since it was written). The checkpoint is kept.
 	EventStepUnmatched
+	// EventDoStart: a call starts, before any validation or store call;
+	// the Tracer's TraceDoStart gets it (Scope and Key), observers never.
+	EventDoStart
+	// EventDoEnd: a call returns or panics; the Tracer's TraceDoEnd gets
+	// it, observers never. Status is that of the call's Outcome, Err the
+	// error the call returned (fn's own included), and Panicked reports a
+	// panic.
+	EventDoEnd
 )
 
 var eventNames = [...]string{
@@ -80,6 +88,7 @@ var eventNames = [...]string{
 	EventLeaseLost: "lease_lost", EventUnrecorded: "unrecorded", EventStoreError: "store_error",
 	EventResolved: "resolved", EventReconciled: "reconciled",
 	EventStep: "step", EventStepReplayed: "step_replayed", EventStepUnmatched: "step_unmatched",
+	EventDoStart: "do_start", EventDoEnd: "do_end",
 }
 
 // String returns the event's snake_case name, e.g. "in_progress".
@@ -113,20 +122,32 @@ type Event struct {
 	// Class is the class of FnErr, on EventExecuted with an error and on
 	// EventHeld.
 	Class Class
+	// Status is the status of the call's Outcome, on EventDoEnd.
+	Status Status
 	// FnErr is the error part of the call's answer as fn gave it: fn's
 	// error on EventExecuted and EventHeld, the replayed final error on
 	// EventReplayed.
 	FnErr error
-	// Err is a failure of the machinery, never fn's: the store's error on
-	// EventStoreError and EventUnrecorded, and on an EventHeld whose hold
-	// failed (ErrLeaseLost if the claim had been taken over), ErrLeaseLost
-	// on EventLeaseLost, a decode failure on EventReplayed.
+	// Err is, on the kinds observers see, a failure of the machinery,
+	// never fn's: the store's error on EventStoreError and
+	// EventUnrecorded, and on an EventHeld whose hold failed (ErrLeaseLost
+	// if the claim had been taken over), ErrLeaseLost on EventLeaseLost, a
+	// decode failure on EventReplayed. On EventDoEnd it is the error the
+	// call returned, whichever it was (fn's own included).
 	Err error
 	// TookOver reports, on EventClaimed, a takeover of an expired lease.
 	TookOver bool
+	// Panicked reports, on EventDoEnd, that fn or a hook panicked: either
+	// the call is panicking, and the panic continues after TraceDoEnd; or
+	// fn ran in this call and returned an error whose chain holds a
+	// *PanicError, a panic it recovered itself (as oncehttp's middleware
+	// does, to hold the key and answer 500; see PanicError), and the call
+	// returned Err.
+	Panicked bool
 }
 
-// Observer receives the events of every call. It runs synchronously on the
+// Observer receives the events of every call, of every kind but
+// EventDoStart and EventDoEnd (the Tracer's). It runs synchronously on the
 // call's goroutine (or a renewal timer's) and must be fast and safe for
 // concurrent use. A slow one delays the call's own events, never its
 // renewals nor the write of its outcome: renewal events are emitted on the

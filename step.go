@@ -29,8 +29,9 @@ import (
 //
 // A step is at least once: a crash after fn acted and before its
 // checkpoint was written runs it again, so its effect should carry a
-// DerivedKey. StepTx makes a database effect exactly once; AtMostOnce
-// makes an effect that cannot be repeated happen at most once.
+// DerivedKey. StepTx makes a database effect exactly once;
+// StepAtMostOnce makes an effect that cannot be repeated happen at most
+// once.
 //
 // Names are unique within an execution: a second Step with the same name
 // returns an *InvalidInputError (Field "step"), as do an invalid name (the
@@ -44,22 +45,37 @@ import (
 // Inside DoTx the checkpoints are written in DoTx's transaction, so they
 // commit with the intent's outcome or not at all: a crash undoes them
 // with the rest.
-func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, error), opts ...StepOption) (T, error) {
+func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, error)) (T, error) {
+	return step(ctx, name, fn, false)
+}
+
+// StepAtMostOnce is Step for an effect that cannot be repeated, and carries
+// no key the downstream service deduplicates: it happens at most once. The
+// step is marked started, in one more checkpoint write, before fn runs. An
+// execution that finds it started but not finished (the process died, or
+// fn panicked, while fn ran) does not run it again: StepAtMostOnce returns
+// an error that matches ErrStepInterrupted, marked Hold, so that fn
+// returning it holds the key for Resolve, a reconcile.Job or an operator,
+// who see in the held record's code ("once_step_interrupted") and message
+// which step it was. A retryable error from fn removes the mark (fn did
+// not act), in one more write, unless fn's context had ended by then (the
+// claim's lease was about to lapse, or the caller gave up): fn's call may
+// have left, so the mark stays. Everything else is as for Step.
+func StepAtMostOnce[T any](ctx context.Context, name string, fn func(context.Context) (T, error)) (T, error) {
+	return step(ctx, name, fn, true)
+}
+
+// step runs a Step, marked started before fn runs when atMostOnce.
+func step[T any](ctx context.Context, name string, fn func(context.Context) (T, error), atMostOnce bool) (T, error) {
 	var zero T
 	c, err := stepOf(ctx, name, fn == nil)
 	if err != nil {
 		return zero, err
 	}
-	var sc stepConfig
-	for _, o := range opts {
-		if o != nil {
-			o(&sc)
-		}
-	}
 	if v, err, done := resumeStep[T](c, name); done {
 		return v, err
 	}
-	if sc.atMostOnce {
+	if atMostOnce {
 		if err := c.writeStep(checkpoints.Step{Name: name, State: checkpoints.Started}, false); err != nil {
 			return zero, err
 		}
@@ -73,7 +89,7 @@ func Step[T any](ctx context.Context, name string, fn func(context.Context) (T, 
 		// before the cancellation (the lease watchdog's, or the caller's)
 		// reached it, so the mark stays and the next execution holds the
 		// key.
-		if class == ClassRetry && sc.atMostOnce && ctx.Err() == nil {
+		if class == ClassRetry && atMostOnce && ctx.Err() == nil {
 			if werr := c.writeStep(checkpoints.Step{Name: name}, true); werr != nil {
 				err = errors.Join(err, werr)
 			}
@@ -151,39 +167,20 @@ func StepTx[X Tx, T any](ctx context.Context, name string, begin func(context.Co
 	return first, Final(answer)
 }
 
-// StepOption configures one Step.
-type StepOption func(*stepConfig)
-
-type stepConfig struct{ atMostOnce bool }
-
-// AtMostOnce makes a step whose effect cannot be repeated, and carries no
-// key the downstream service deduplicates, happen at most once: the step
-// is marked started, in one more checkpoint write, before fn runs. An
-// execution that finds it started but not finished (the process died, or
-// fn panicked, while fn ran) does not run it again: Step returns a
-// *StepInterruptedError marked Hold, so that fn returning it holds the key
-// for Resolve, a reconcile.Job or an operator, who see in the held
-// record's code ("once_step_interrupted") and message which step it was. A
-// retryable error from fn removes the mark (fn did not act), in one more
-// write, unless fn's context had ended by then (the claim's lease was
-// about to lapse, or the caller gave up): fn's call may have left, so
-// the mark stays.
-func AtMostOnce() StepOption { return func(c *stepConfig) { c.atMostOnce = true } }
-
-// StepInterruptedError is the error of an at-most-once step (AtMostOnce)
+// stepInterrupted is the error of an at-most-once step (StepAtMostOnce)
 // found started but not finished: its effect may or may not have
-// happened. Step returns it marked Hold.
-type StepInterruptedError struct {
-	// Step is the step's name.
-	Step string
-}
+// happened. It matches ErrStepInterrupted.
+type stepInterrupted struct{ step string }
 
-func (e *StepInterruptedError) Error() string {
-	return "once: step " + strconv.Quote(e.Step) + " was started and did not finish: its outcome is unknown"
+func (e *stepInterrupted) Error() string {
+	return "once: step " + strconv.Quote(e.step) + " was started and did not finish: its outcome is unknown"
 }
 
 // ErrorCode returns "once_step_interrupted", the code of the held record.
-func (e *StepInterruptedError) ErrorCode() string { return "once_step_interrupted" }
+func (e *stepInterrupted) ErrorCode() string { return "once_step_interrupted" }
+
+// Is reports whether target is ErrStepInterrupted.
+func (e *stepInterrupted) Is(target error) bool { return target == ErrStepInterrupted }
 
 // stepOf returns the claim of the intent ctx carries, after checking a
 // step's arguments.
@@ -220,7 +217,7 @@ func resumeStep[T any](c *claim, name string) (v T, err error, done bool) {
 		}
 		return v, Final(finalErr), true
 	case prior.State == checkpoints.Started:
-		err := &StepInterruptedError{Step: name}
+		err := &stepInterrupted{step: name}
 		c.emit(Event{Kind: EventStep, Scope: c.scope.name, Key: c.key, Step: name, Class: ClassHold, FnErr: err})
 		return v, Hold(err), true
 	}

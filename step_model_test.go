@@ -136,11 +136,11 @@ func runStepModel(t *testing.T, seed uint64) {
 					store.dead.Store(true)
 					return "", errDead
 				}
-				var opts []once.StepOption
+				step := once.Step[string]
 				if atMostOnce[n] {
-					opts = append(opts, once.AtMostOnce())
+					step = once.StepAtMostOnce[string]
 				}
-				v, err := once.Step(ctx, n, func(context.Context) (string, error) {
+				v, err := step(ctx, n, func(context.Context) (string, error) {
 					if n == at && fault == retryAt {
 						return "", retryable
 					}
@@ -149,7 +149,7 @@ func runStepModel(t *testing.T, seed uint64) {
 						store.dead.Store(true)
 					}
 					return n + "!", nil
-				}, opts...)
+				})
 				if err != nil {
 					return "", err
 				}
@@ -170,8 +170,7 @@ func runStepModel(t *testing.T, seed uint64) {
 			store.dead.Store(false)
 			clock.Advance(2 * time.Minute) // the dead owner's lease ends
 		case "held":
-			var interrupted *once.StepInterruptedError
-			require.ErrorAs(t, err, &interrupted, msg)
+			require.ErrorIs(t, err, once.ErrStepInterrupted, msg)
 			require.Equal(t, once.Held, out.Status, msg)
 		}
 		require.Equal(t, wantActs, acts, msg)

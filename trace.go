@@ -14,35 +14,16 @@ import (
 // panics. Calls made through other packages (oncehttp's middleware,
 // DoTx) go through Do, so the tracer sees them too.
 //
+// Each gets an Event: TraceDoStart an EventDoStart (Scope and Key),
+// TraceDoEnd an EventDoEnd (Scope, Key, Status, Err and Panicked). These
+// two kinds go to the tracer only, never to observers.
+//
 // Both methods run on the call's goroutine and must be safe for concurrent
 // use. A panic in them propagates out of Do; TraceDoStart runs before the
 // claim, TraceDoEnd after the claim is settled.
 type Tracer interface {
-	TraceDoStart(ctx context.Context, data TraceDoStartData) context.Context
-	TraceDoEnd(ctx context.Context, data TraceDoEndData)
-}
-
-// TraceDoStartData describes a call that starts.
-type TraceDoStartData struct {
-	Scope string
-	// Key is the idempotency key in clear; hash or drop it before export.
-	Key string
-}
-
-// TraceDoEndData describes how a call ended.
-type TraceDoEndData struct {
-	Scope string
-	Key   string
-	// Status is that of the call's Outcome.
-	Status Status
-	// Err is the error the call returned.
-	Err error
-	// Panicked reports that fn or a hook panicked: either the call is
-	// panicking, and the panic continues after TraceDoEnd; or fn ran in
-	// this call and returned an error whose chain holds a *PanicError, a
-	// panic it recovered itself (as oncehttp's middleware does, to hold
-	// the key and answer 500; see PanicError), and the call returned Err.
-	Panicked bool
+	TraceDoStart(ctx context.Context, e Event) context.Context
+	TraceDoEnd(ctx context.Context, e Event)
 }
 
 // WithTracer adds a tracer. With several, their starts run in the order
@@ -62,22 +43,22 @@ func WithTracer(t Tracer) Option {
 // tracerPair runs two tracers, the inner one nested in the outer one.
 type tracerPair struct{ outer, inner Tracer }
 
-func (p tracerPair) TraceDoStart(ctx context.Context, d TraceDoStartData) context.Context {
-	return p.inner.TraceDoStart(p.outer.TraceDoStart(ctx, d), d)
+func (p tracerPair) TraceDoStart(ctx context.Context, e Event) context.Context {
+	return p.inner.TraceDoStart(p.outer.TraceDoStart(ctx, e), e)
 }
 
-func (p tracerPair) TraceDoEnd(ctx context.Context, d TraceDoEndData) {
-	p.inner.TraceDoEnd(ctx, d)
-	p.outer.TraceDoEnd(ctx, d)
+func (p tracerPair) TraceDoEnd(ctx context.Context, e Event) {
+	p.inner.TraceDoEnd(ctx, e)
+	p.outer.TraceDoEnd(ctx, e)
 }
 
 // traced runs call between the tracer's start and end. call sets
 // recovered when fn returned a panic it recovered (returnsPanic).
 func traced[T any](ctx context.Context, t Tracer, scope, key string, call func(ctx context.Context, recovered *bool) (Outcome[T], error)) (out Outcome[T], err error) {
-	ctx = t.TraceDoStart(ctx, TraceDoStartData{Scope: scope, Key: key})
+	ctx = t.TraceDoStart(ctx, Event{Kind: EventDoStart, Scope: scope, Key: key})
 	returned, recovered := false, false
 	defer func() {
-		t.TraceDoEnd(ctx, TraceDoEndData{Scope: scope, Key: key, Status: out.Status, Err: err, Panicked: !returned || recovered})
+		t.TraceDoEnd(ctx, Event{Kind: EventDoEnd, Scope: scope, Key: key, Status: out.Status, Err: err, Panicked: !returned || recovered})
 	}()
 	out, err = call(ctx, &recovered)
 	returned = true

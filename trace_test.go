@@ -18,18 +18,22 @@ type spanKey struct{}
 // spanTracer records the start and end of every call, and puts a "span"
 // into the context as an OpenTelemetry tracer would.
 type spanTracer struct {
-	name string
-	log  *[]string
-	mu   sync.Mutex
-	ends []once.TraceDoEndData
+	name   string
+	log    *[]string
+	mu     sync.Mutex
+	starts []once.Event
+	ends   []once.Event
 }
 
-func (s *spanTracer) TraceDoStart(ctx context.Context, d once.TraceDoStartData) context.Context {
+func (s *spanTracer) TraceDoStart(ctx context.Context, d once.Event) context.Context {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	*s.log = append(*s.log, s.name+" start "+d.Key)
+	s.starts = append(s.starts, d)
 	return context.WithValue(ctx, spanKey{}, s.name)
 }
 
-func (s *spanTracer) TraceDoEnd(ctx context.Context, d once.TraceDoEndData) {
+func (s *spanTracer) TraceDoEnd(ctx context.Context, d once.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	*s.log = append(*s.log, s.name+" end "+d.Key+" in "+ctx.Value(spanKey{}).(string))
@@ -59,9 +63,12 @@ func TestTracerWrapsEveryCall(t *testing.T) {
 
 	assert.Equal(t, "a", fnSaw, "fn runs under the tracer's context")
 	assert.Equal(t, []string{"claimed in a", "executed in a", "recorded in a", "replayed in a", "claimed in a", "released in a"}, observed)
+	require.Len(t, tr.starts, 4)
+	assert.Equal(t, once.Event{Kind: once.EventDoStart, Scope: "s", Key: "k"}, tr.starts[0])
+	assert.Equal(t, once.Event{Kind: once.EventDoStart, Scope: "s", Key: "p"}, tr.starts[3])
 	require.Len(t, tr.ends, 4)
-	assert.Equal(t, once.TraceDoEndData{Scope: "s", Key: "k", Status: once.Recorded}, tr.ends[0])
-	assert.Equal(t, once.TraceDoEndData{Scope: "s", Key: "k", Status: once.Replayed}, tr.ends[1])
+	assert.Equal(t, once.Event{Kind: once.EventDoEnd, Scope: "s", Key: "k", Status: once.Recorded}, tr.ends[0])
+	assert.Equal(t, once.Event{Kind: once.EventDoEnd, Scope: "s", Key: "k", Status: once.Replayed}, tr.ends[1])
 	assert.ErrorAs(t, tr.ends[2].Err, new(*once.InvalidInputError))
 	assert.True(t, tr.ends[3].Panicked)
 	assert.False(t, tr.ends[0].Panicked)

@@ -51,7 +51,7 @@
 // passes cut off by their context.
 //
 // TestSteps runs an intent of three steps (once.Step, once.StepTx,
-// once.AtMostOnce): a charge and a shipment through the fenced provider
+// once.StepAtMostOnce): a charge and a shipment through the fenced provider
 // under derived keys, or, for about half the keys, an at-most-once
 // notification in place of the shipment, then the order row, written by
 // StepTx in the records' database on PostgreSQL, MariaDB and SQLite (a

@@ -289,7 +289,7 @@ func checkSteps(t *testing.T, backend string, o observation, s stepsState) verdi
 	summary.note("steps on %s (%d keys, %d with the at-most-once step): charge %s; ship %s; notify %s; order %s; held keys %d; violations %d",
 		backend, len(keys), amoKeys, figs["charge"], figs["ship"], figs["notify"], figs["order"], held, len(v.Violations))
 	t.Logf("steps on %s: %d keys (%d at-most-once), held %d\n| step | calls (raw) | effects (deduplicated) | keys called twice | max calls/key |\n|---|---|---|---|---|\n%s%s%s%s",
-		backend, len(keys), amoKeys, held, figs["charge"].row("charge"), figs["ship"].row("ship"), figs["notify"].row("notify (AtMostOnce)"), figs["order"].row(orderStepName(backend)))
+		backend, len(keys), amoKeys, held, figs["charge"].row("charge"), figs["ship"].row("ship"), figs["notify"].row("notify (StepAtMostOnce)"), figs["order"].row(orderStepName(backend)))
 	return v
 }
 

@@ -28,9 +28,9 @@ const (
 	pointChargeCheckpoint = "charge-checkpoint" // the charge checkpointed, the second step not begun
 	pointShipEffect       = "ship-effect"       // the shipment made, its checkpoint not written
 	pointShipCheckpoint   = "ship-checkpoint"   // the shipment checkpointed
-	pointNotifyBefore     = "notify-before"     // AtMostOnce: marked started, nothing sent
-	pointNotifyEffect     = "notify-effect"     // AtMostOnce: sent, its checkpoint not written
-	pointNotifyCheckpoint = "notify-checkpoint" // AtMostOnce: sent and checkpointed
+	pointNotifyBefore     = "notify-before"     // StepAtMostOnce: marked started, nothing sent
+	pointNotifyEffect     = "notify-effect"     // StepAtMostOnce: sent, its checkpoint not written
+	pointNotifyCheckpoint = "notify-checkpoint" // StepAtMostOnce: sent and checkpointed
 	pointOrderEffect      = "order-effect"      // the order row written (StepTx: in its open transaction)
 	pointOrderCommit      = "order-commit"      // StepTx: the checkpoint written in the transaction, before its commit
 )
@@ -207,10 +207,10 @@ func stepsFn(l ledger, begin orderBegin, table string, trig *trigger, self strin
 		var second string
 		if stepsAtMostOnce(key) {
 			send := provider("notify", pointNotifyEffect)
-			second, err = once.Step(ctx, "notify", func(ctx context.Context) (string, error) {
+			second, err = once.StepAtMostOnce(ctx, "notify", func(ctx context.Context) (string, error) {
 				trig.hit(pointNotifyBefore, key)
 				return send(ctx)
-			}, once.AtMostOnce())
+			})
 			if err != nil {
 				return "", err
 			}
@@ -260,5 +260,5 @@ func stepsCall(scope once.Scope, st *openedStore, l ledger, table string, trig *
 // at-most-once step, or the key found held.
 func isHeld(err error) bool {
 	var inProgress *once.InProgressError
-	return errors.As(err, new(*once.StepInterruptedError)) || errors.As(err, &inProgress) && inProgress.Held
+	return errors.Is(err, once.ErrStepInterrupted) || errors.As(err, &inProgress) && inProgress.Held
 }

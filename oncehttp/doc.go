@@ -156,7 +156,7 @@
 // clients retry with the same key (Transport, and net/http's own
 // Transport on a reused connection). The core's tracer and observers see
 // the panic all the same: the held 500 wraps a *once.PanicError, so the
-// call's once.TraceDoEndData.Panicked is true (onceotel's OutcomePanic)
+// call's once.EventDoEnd has Panicked set (onceotel's OutcomePanic)
 // and the once.EventExecuted's FnErr holds it; the held record keeps the
 // 500's message and no code, whatever the panic value. Nothing of the
 // buffered response is sent (its representation headers, Location and

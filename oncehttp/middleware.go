@@ -353,7 +353,7 @@ func retryAfterSeconds(d time.Duration) int {
 // serverError is what fn returns for a 5xx response: retryable (released)
 // or, wrapped in once.Hold, held. For a handler's panic, it wraps the
 // panic as a *once.PanicError, so that the core traces the call as
-// panicked (once.TraceDoEndData.Panicked); its text and code, which a
+// panicked (Panicked on the tracer's once.EventDoEnd); its text and code, which a
 // held record keeps, are those of the 500 all the same.
 type serverError struct {
 	status int

@@ -186,21 +186,21 @@ func TestPanicThatAbortsTheConnectionHoldsTheKey(t *testing.T) {
 // endTracer records the end of every call.
 type endTracer struct {
 	mu   sync.Mutex
-	ends []once.TraceDoEndData
+	ends []once.Event
 }
 
-func (t *endTracer) TraceDoStart(ctx context.Context, _ once.TraceDoStartData) context.Context {
+func (t *endTracer) TraceDoStart(ctx context.Context, _ once.Event) context.Context {
 	return ctx
 }
 
-func (t *endTracer) TraceDoEnd(_ context.Context, d once.TraceDoEndData) {
+func (t *endTracer) TraceDoEnd(_ context.Context, d once.Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.ends = append(t.ends, d)
 }
 
 // A handler's panic, which the middleware recovers to hold the key, is a
-// panic to the core's tracer (TraceDoEndData.Panicked) and observers (a
+// panic to the core's tracer (Panicked on its once.EventDoEnd) and observers (a
 // *once.PanicError with the value in the executed event's FnErr), as a
 // panic of fn is: onceotel records it as OutcomePanic, not a held call.
 // What is stored (the held record's code and message) and answered is

@@ -320,7 +320,7 @@ type callState struct {
 	start time.Time
 }
 
-func (t tracer) TraceDoStart(ctx context.Context, d once.TraceDoStartData) (out context.Context) {
+func (t tracer) TraceDoStart(ctx context.Context, d once.Event) (out context.Context) {
 	defer func() {
 		if r := recover(); r != nil {
 			otel.Handle(fmt.Errorf("onceotel: tracer start panicked: %v", r))
@@ -333,7 +333,7 @@ func (t tracer) TraceDoStart(ctx context.Context, d once.TraceDoStartData) (out 
 	return context.WithValue(ctx2, startKey{}, &callState{span: span, start: time.Now()})
 }
 
-func (t tracer) TraceDoEnd(ctx context.Context, d once.TraceDoEndData) {
+func (t tracer) TraceDoEnd(ctx context.Context, d once.Event) {
 	defer recovered("tracer end")
 	st, _ := ctx.Value(startKey{}).(*callState)
 	if st == nil {

@@ -63,10 +63,9 @@ type Config struct {
 // checkpoint, a reconcile.Check's error), the kinds that always do (lease
 // lost, unrecorded, store error), a checkpoint no step used (step
 // unmatched: a step renamed or removed while intents were in flight) and
-// an at-most-once step found interrupted (a step event whose error is a
-// *once.StepInterruptedError: an earlier execution stopped inside it, and
-// the key is held); at Info
-// duplicates, releases and what settles a key by other means than fn (in
+// an at-most-once step found interrupted (a step event whose error
+// matches once.ErrStepInterrupted: an earlier execution stopped inside
+// it, and the key is held); at Info duplicates, releases and what settles a key by other means than fn (in
 // progress, key reused, released, held, resolved); and at Debug the
 // events of a healthy call (claimed, executed, recorded, replayed,
 // renewed, step, step replayed) and a reconcile.Job's visit that left a
@@ -146,12 +145,9 @@ func Observer(logger *slog.Logger, cfg *Config) once.Observer {
 	}
 }
 
-// isInterrupted reports whether err is an at-most-once step's
-// *once.StepInterruptedError.
-func isInterrupted(err error) bool {
-	var interrupted *once.StepInterruptedError
-	return errors.As(err, &interrupted)
-}
+// isInterrupted reports whether err says an at-most-once step was
+// interrupted (once.ErrStepInterrupted).
+func isInterrupted(err error) bool { return errors.Is(err, once.ErrStepInterrupted) }
 
 // KeyHash returns the first 16 hex digits of the SHA-256 of key: the form
 // in which keys are logged by default.

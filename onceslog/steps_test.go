@@ -97,14 +97,14 @@ func TestStepTroubleIsWarned(t *testing.T) {
 	// An at-most-once step whose execution stopped inside it.
 	require.Panics(t, func() {
 		_, _ = once.Do(ctx, scope, "interrupted", nil, func(ctx context.Context) (int, error) {
-			return once.Step(ctx, "ship", func(context.Context) (int, error) { panic("crash") }, once.AtMostOnce())
+			return once.StepAtMostOnce(ctx, "ship", func(context.Context) (int, error) { panic("crash") })
 		})
 	})
 	_, err = once.Do(ctx, scope, "interrupted", nil, func(ctx context.Context) (int, error) {
-		return once.Step(ctx, "ship", func(context.Context) (int, error) { return 3, nil }, once.AtMostOnce())
+		return once.StepAtMostOnce(ctx, "ship", func(context.Context) (int, error) { return 3, nil })
 	})
-	var interrupted *once.StepInterruptedError
-	require.ErrorAs(t, err, &interrupted)
+	require.ErrorIs(t, err, once.ErrStepInterrupted)
+	interrupted := err // marked Hold, which keeps its text
 
 	// Checkpoints that lost the claim, or failed.
 	boom := errors.New("store down")
@@ -154,7 +154,7 @@ func TestDefaultLevelOfStepEvents(t *testing.T) {
 	}{
 		{once.Event{Kind: once.EventStep, Step: "a", Op: "checkpoint"}, slog.LevelDebug},
 		{once.Event{Kind: once.EventStep, Step: "a", Class: once.ClassRetry, FnErr: errors.New("503")}, slog.LevelDebug},
-		{once.Event{Kind: once.EventStep, Step: "a", Class: once.ClassHold, FnErr: &once.StepInterruptedError{Step: "a"}}, slog.LevelWarn},
+		{once.Event{Kind: once.EventStep, Step: "a", Class: once.ClassHold, FnErr: once.ErrStepInterrupted}, slog.LevelWarn},
 		{once.Event{Kind: once.EventStepReplayed, Step: "a"}, slog.LevelDebug},
 		{once.Event{Kind: once.EventStepReplayed, Step: "a", Err: once.ErrUndecodable}, slog.LevelWarn},
 		{once.Event{Kind: once.EventStepUnmatched, Step: "a"}, slog.LevelWarn},
