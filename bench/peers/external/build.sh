@@ -30,14 +30,25 @@ idemlease_ref=${IDEMLEASE_REF:-HEAD}
 goidempotency_src=${GOIDEMPOTENCY_SRC:-https://github.com/faustbrian/go-idempotency.git}
 goidempotency_ref=${GOIDEMPOTENCY_REF:-HEAD}
 
-mkdir -p "$scratch"
-scratch=$(cd "$scratch" && pwd -P)
+# physical PATH: PATH without symbolic links, made absolute; it need not exist.
+physical() {
+  local p=$1 rest=""
+  [[ $p = /* ]] || p=$PWD/$p
+  while [ ! -d "$p" ]; do
+    rest=/$(basename "$p")$rest
+    p=$(dirname "$p")
+  done
+  echo "$(cd "$p" && pwd -P)$rest"
+}
+scratch=$(physical "$scratch")
 case "$scratch/" in
 "$repo"/*) die "the scratch directory $scratch is inside the repository $repo" ;;
 esac
+top=${scratch%/}/
 case "$repo/" in
-"$scratch"/*) die "the scratch directory $scratch holds the repository $repo" ;;
+"$top"*) die "the scratch directory $scratch holds the repository $repo" ;;
 esac
+mkdir -p "$scratch"
 export GOWORK=off
 
 # clone SRC REF DEST: a fresh clone of SRC at REF in DEST.
