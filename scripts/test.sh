@@ -85,8 +85,8 @@ phase_begin "check: gofmt, shellcheck; every module in go.work, tidy, at the wor
 mapfile -t gofiles < <(git ls-files '*.go' 2>/dev/null || find . -name '*.go')
 unformatted=$(gofmt -l "${gofiles[@]}")
 [ -z "$unformatted" ] || die "gofmt needed: $unformatted"
-command -v shellcheck >/dev/null 2>&1 || apt_install "shellcheck, to check scripts/*.sh and .ci/run" shellcheck
-shellcheck -x -S warning scripts/*.sh .ci/run
+command -v shellcheck >/dev/null 2>&1 || apt_install "shellcheck, to check scripts/*.sh, .ci/run and bench/peers/external/build.sh" shellcheck
+shellcheck -x -S warning scripts/*.sh .ci/run bench/peers/external/build.sh
 want=$(for m in "${MODULES[@]}"; do (cd "$m" && pwd); done | sort)
 have=$(go list -m -f '{{.Dir}}' | sort)
 [ "$want" = "$have" ] || die "go.work does not list every module (go work use -r . adds them all):

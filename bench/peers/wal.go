@@ -2,8 +2,11 @@ package peers
 
 import (
 	"context"
+	"errors"
 	"strconv"
+	"strings"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -51,5 +54,21 @@ func (w *walProbe) bytesSince(ctx context.Context, from string) (int64, error) {
 	}
 	var n int64
 	err = w.pool.QueryRow(ctx, walOfDatabase, from, w.pattern, to).Scan(&n)
+	if noRecordAfter(err) {
+		return 0, nil
+	}
 	return n, err
+}
+
+// noRecordAfter reports whether err is pg_walinspect finding no complete
+// record between the range's start and the flush position. The WAL
+// writer flushes whole pages, so a flush position can fall inside
+// another database's record; from there pg_walinspect looks for the next
+// record's start, and fails when none was flushed. The run's database
+// then wrote nothing in the range: with synchronous commit, a cell's
+// commit records are flushed when it ends, and they would start after
+// that record.
+func noRecordAfter(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Message, "could not find a valid record after")
 }
