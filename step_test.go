@@ -296,3 +296,30 @@ func TestStepsOnConcurrentGoroutinesAreAllCheckpointed(t *testing.T) {
 		require.Equal(t, 1, n.of(name), "step %s ran again: a concurrent checkpoint dropped it", name)
 	}
 }
+
+// TestStepCodecPanic: a step whose value panics in the codec is settled as
+// Do settles such an outcome: the checkpoint stores a final error saying
+// so, Do re-raises the panic once the intent is settled, and a retry
+// replays the stored answer without running the step again.
+func TestStepCodecPanic(t *testing.T) {
+	scope := once.New(memory.New(nil)).Scope("orders")
+	var n stepRuns
+	var stepErr error
+	intent := func(ctx context.Context) (string, error) {
+		n.ran("fn")
+		_, err := once.Step(ctx, "charge", func(context.Context) (explodingValue, error) {
+			n.ran("charge")
+			return explodingValue{}, nil
+		})
+		stepErr = err
+		return "", err
+	}
+	require.PanicsWithValue(t, "value: MarshalJSON", func() {
+		_, _ = once.Do(t.Context(), scope, "k", nil, intent)
+	})
+	require.ErrorContains(t, stepErr, "cannot be encoded: panic: value: MarshalJSON", "the step answered with the stored failure")
+	_, err := once.Do(t.Context(), scope, "k", nil, intent)
+	require.ErrorContains(t, err, "cannot be encoded: panic: value: MarshalJSON", "a retry replays the intent's answer")
+	require.Equal(t, 1, n.of("charge"))
+	require.Equal(t, 1, n.of("fn"))
+}
