@@ -1,7 +1,9 @@
 package faults
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"runtime"
 	"sort"
@@ -130,7 +132,25 @@ func (c *collector) finish(code int, took time.Duration) error {
 	md := c.markdown(code, took)
 	fmt.Println(md)
 	if *flagResults {
-		return os.WriteFile("RESULTS.md", []byte(md), 0o644)
+		old, err := os.ReadFile("RESULTS.md")
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		return os.WriteFile("RESULTS.md", []byte(keepSections(md, string(old))), 0o644)
 	}
 	return nil
+}
+
+// keepSections returns md followed by the "## " sections of old that md
+// does not have: the hand-written ones (held keys, steps) and those of
+// scenarios this run did not include, which a rewrite must not drop.
+func keepSections(md, old string) string {
+	sections := strings.Split(old, "\n## ")
+	for _, sec := range sections[1:] {
+		header, _, _ := strings.Cut(sec, "\n")
+		if !strings.Contains(md, "\n## "+header+"\n") {
+			md = strings.TrimRight(md, "\n") + "\n\n## " + strings.TrimRight(sec, "\n") + "\n"
+		}
+	}
+	return md
 }
