@@ -286,14 +286,6 @@ func existing(state int16, fp, outcome []byte, lease time.Duration) backends.Rec
 	return rec
 }
 
-// claimArgs are a claim statement's parameters. The lock_timeout is
-// boxed once, in newStatements. (Pointers to one struct would box nothing,
-// but pgx dereferences pointer parameters through reflect, allocating a
-// copy of each: more allocations, not fewer.)
-func (q statements) claimArgs(p backends.ClaimParams) []any {
-	return []any{p.Scope, p.Key, nonNil(p.Fingerprint), p.Owner, sqlstore.Micros(p.Lease), sqlstore.Micros(p.Retention), q.lockTimeout}
-}
-
 func (r *claimRow) scan(row pgx.Row) error {
 	if err := row.Scan(&r.inserted, &r.tookOver, &r.found, &r.live, &r.state, &r.fp, &r.outcome, &r.leaseUS, &r.ownClaim, &r.ageUS, &r.expireUS, &r.steps); err != nil {
 		return err
@@ -338,29 +330,30 @@ func insertFirstLockWait(err error) bool { return code(err) == CodeLockNotAvaila
 // whether it inserted the claim. When it did not, the key has a row, which
 // read_claim.sql then reads.
 func (q statements) insertClaim(ctx context.Context, db querier, p backends.ClaimParams) (bool, error) {
-	var inserted insertedScan
+	var inserted boolScan
 	err := db.QueryRow(ctx, q.InsertClaim, q.insertArgs(p)...).Scan(&inserted)
 	found, err := interpretError("claim", err)
 	return found && bool(inserted), err
 }
 
-// insertedScan is insert_claim.sql's one column. It implements
-// pgx.RowScanner: it decodes the binary boolean itself (without the
-// allocations of pgx's scan of a *bool), and lets pgx scan the text
-// column of the simple protocol.
-type insertedScan bool
+// boolScan is a one-column boolean row: insert_claim.sql's, and the
+// fenced writes' (complete.sql's). It implements pgx.RowScanner: it
+// decodes the binary boolean itself (without the allocations of pgx's
+// scan of a *bool), and lets pgx scan any other form (the text column of
+// the simple protocol).
+type boolScan bool
 
 // ScanRow implements pgx.RowScanner.
-func (s *insertedScan) ScanRow(rows pgx.Rows) error {
+func (s *boolScan) ScanRow(rows pgx.Rows) error {
 	fields, values := rows.FieldDescriptions(), rows.RawValues()
 	if len(values) != 1 || len(fields) != 1 {
-		return fmt.Errorf("insert claim row has %d columns, want 1", len(values))
+		return fmt.Errorf("row has %d columns, want 1", len(values))
 	}
-	if fields[0].Format != pgx.BinaryFormatCode {
+	if fields[0].Format != pgx.BinaryFormatCode || fields[0].DataTypeOID != pgtype.BoolOID {
 		return rows.Scan((*bool)(s))
 	}
 	if len(values[0]) != 1 {
-		return errors.New("insert claim row: bad boolean column")
+		return errors.New("bad boolean column")
 	}
 	*s = values[0][0] != 0
 	return nil

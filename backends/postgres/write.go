@@ -29,9 +29,8 @@ func (q statements) complete(ctx context.Context, db querier, p backends.Complet
 	if err := checkInput("complete", p.Scope, p.Key, nil, p.Owner); err != nil {
 		return false, err
 	}
-	var ok bool
-	return interpretError("complete", db.QueryRow(ctx, q.Complete,
-		p.Scope, p.Key, p.Owner, nonNil(p.Outcome), sqlstore.Micros(p.Retention), pgsql.Slot(p.Scope, p.Key)).Scan(&ok))
+	a := newCompleteArgs(p)
+	return interpretError("complete", db.QueryRow(ctx, q.Complete, a.args[:]...).Scan(&a.applied))
 }
 
 func (q statements) renew(ctx context.Context, db querier, p backends.RenewParams) (bool, error) {

@@ -1,0 +1,99 @@
+package postgres
+
+import (
+	"database/sql/driver"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/sqlstore"
+	"github.com/stagedoor/once/internal/pgsql"
+)
+
+// The hot statements' parameters (a claim's, a completion's) cost one
+// allocation with their argument array, where pgx's []any would box each
+// string, []byte and int64 above 255 on its own (a pointer to one is
+// worse: pgx dereferences it through reflect, copying it again). Each
+// parameter is a textArg, byteaArg or int8Arg: one pointer into the
+// statement's args struct, which an interface holds without allocating.
+// They implement the pgtype interfaces pgx encodes a text, bytea or bigint
+// from when it knows the parameter's type (a prepared or described
+// statement), and driver.Valuer for when it does not (the simple protocol,
+// QueryExecModeExec), so every exec mode sends what the plain values would
+// send. A tracer or logger that formats the arguments prints the values
+// (String, MarshalJSON), as it would print a string, []byte (pgx's
+// tracelog prints its hex) or int64.
+
+type textArg struct{ p *string }
+
+func (a textArg) TextValue() (pgtype.Text, error) { return pgtype.Text{String: *a.p, Valid: true}, nil }
+
+func (a textArg) Value() (driver.Value, error) { return *a.p, nil }
+
+func (a textArg) String() string { return *a.p }
+
+func (a textArg) MarshalJSON() ([]byte, error) { return json.Marshal(*a.p) }
+
+// byteaArg is never NULL: nonNil makes a nil slice an empty bytea.
+type byteaArg struct{ p *[]byte }
+
+func (a byteaArg) BytesValue() ([]byte, error) { return *a.p, nil }
+
+func (a byteaArg) Value() (driver.Value, error) { return *a.p, nil }
+
+func (a byteaArg) String() string { return hex.EncodeToString(*a.p) }
+
+func (a byteaArg) MarshalJSON() ([]byte, error) { return json.Marshal(*a.p) }
+
+type int8Arg struct{ p *int64 }
+
+func (a int8Arg) Int64Value() (pgtype.Int8, error) { return pgtype.Int8{Int64: *a.p, Valid: true}, nil }
+
+func (a int8Arg) Value() (driver.Value, error) { return *a.p, nil }
+
+func (a int8Arg) String() string { return strconv.FormatInt(*a.p, 10) }
+
+func (a int8Arg) MarshalJSON() ([]byte, error) { return json.Marshal(*a.p) }
+
+// claimArgs are a claim statement's parameters ($1 scope, $2 key, $3
+// fingerprint, $4 owner, $5 lease µs, $6 retention µs, $7 lock_timeout).
+type claimArgs struct {
+	scope, key, owner string
+	fp                []byte
+	lease, retention  int64
+	args              [7]any
+}
+
+// claimArgs returns a claim statement's arguments. The lock_timeout is
+// boxed once, in newStatements.
+func (q statements) claimArgs(p backends.ClaimParams) []any {
+	a := &claimArgs{
+		scope: p.Scope, key: p.Key, owner: p.Owner, fp: nonNil(p.Fingerprint),
+		lease: sqlstore.Micros(p.Lease), retention: sqlstore.Micros(p.Retention),
+	}
+	a.args = [7]any{textArg{&a.scope}, textArg{&a.key}, byteaArg{&a.fp}, textArg{&a.owner}, int8Arg{&a.lease}, int8Arg{&a.retention}, q.lockTimeout}
+	return a.args[:]
+}
+
+// completeArgs are complete.sql's parameters ($1 scope, $2 key, $3 owner,
+// $4 outcome, $5 retention µs, $6 the key's notification slot, below 256:
+// boxed without allocating) and the row it returns.
+type completeArgs struct {
+	scope, key, owner string
+	outcome           []byte
+	retention         int64
+	args              [6]any
+	applied           boolScan
+}
+
+func newCompleteArgs(p backends.CompleteParams) *completeArgs {
+	a := &completeArgs{
+		scope: p.Scope, key: p.Key, owner: p.Owner, outcome: nonNil(p.Outcome),
+		retention: sqlstore.Micros(p.Retention),
+	}
+	a.args = [6]any{textArg{&a.scope}, textArg{&a.key}, textArg{&a.owner}, byteaArg{&a.outcome}, int8Arg{&a.retention}, pgsql.Slot(p.Scope, p.Key)}
+	return a
+}
