@@ -24,16 +24,19 @@ const (
 // claim is a won claim on its way to being settled: completed with an
 // outcome, released, or held until its lease ends.
 type claim struct {
-	scope    Scope
-	key      string
-	owner    string
-	callCtx  context.Context // events
-	detached context.Context // writes
-	renewer  *renewer
-	cancel   context.CancelCauseFunc // ends fn's context
-	fnCtx    fnContext
-	steps    stepLog
-	settled  bool
+	scope   Scope
+	key     string
+	owner   string
+	callCtx context.Context // events; writes detach from it
+	renewer *renewer
+	cancel  context.CancelCauseFunc // ends fn's context
+	fnCtx   fnContext
+	steps   stepLog
+	settled bool
+	// firstWrite is the context of the claim's first write (writeCtx);
+	// wrote reports it used.
+	firstWrite writeContext
+	wrote      bool
 	// panicked and panicValue hold the first panic of a hook that ran
 	// after fn returned (an observer, the codec, a held error's methods),
 	// recovered so that the claim is settled as it would have been without
@@ -95,7 +98,7 @@ func (c *claim) release() {
 	c.settled = true
 	c.renewer.stop()
 	cfg := c.scope.cfg
-	wctx := newWriteContext(c.detached, writeTimeout)
+	wctx := c.writeCtx(writeTimeout)
 	defer wctx.end()
 	start := cfg.clock()
 	_, err := c.scope.store.Release(wctx, backends.ReleaseParams{Scope: c.scope.name, Key: c.key, Owner: c.owner})
@@ -118,11 +121,11 @@ func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSe
 	cfg, store := scope.cfg, scope.store
 	fnCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	c := &claim{scope: scope, key: key, owner: owner, callCtx: ctx, detached: context.WithoutCancel(ctx), cancel: cancel}
+	c := &claim{scope: scope, key: key, owner: owner, callCtx: ctx, cancel: cancel}
 	c.fnCtx = fnContext{Context: fnCtx, claim: c}
 	c.steps.stored = steps
 	if !scope.inTx {
-		c.renewer = startRenewer(c.detached, store, cfg,
+		c.renewer = startRenewer(ctx, store, cfg,
 			backends.RenewParams{Scope: scope.name, Key: key, Owner: owner, Lease: cfg.lease}, claimSent, cancel)
 	}
 	defer c.settle()
@@ -276,7 +279,7 @@ func (c *claim) writeBack(op string, write func(ctx context.Context) (bool, erro
 		}
 		start := cfg.clock()
 		c.renewer.write(func(timeout time.Duration) bool {
-			wctx := newWriteContext(c.detached, timeout)
+			wctx := c.writeCtx(timeout)
 			defer wctx.end()
 			applied, err = write(wctx)
 			return err == nil
@@ -287,6 +290,19 @@ func (c *claim) writeBack(op string, write func(ctx context.Context) (bool, erro
 		c.emit(Event{Kind: EventStoreError, Scope: c.scope.name, Key: c.key, Op: op, StoreTime: cfg.since(start), Err: err})
 	}
 	return false, err
+}
+
+// writeCtx returns the context of a write of the claim's owner (Do's
+// goroutine makes them one at a time): the claim's own for its first
+// write, a new one for each later, since a store may keep a context past
+// its write.
+func (c *claim) writeCtx(timeout time.Duration) *writeContext {
+	if c.wrote {
+		return newWriteContext(c.callCtx, timeout)
+	}
+	c.wrote = true
+	c.firstWrite.init(c.callCtx, timeout)
+	return &c.firstWrite
 }
 
 // panicError stands for a recovered panic of user code where an error is

@@ -78,7 +78,7 @@ type timer interface {
 // recovered: the event is dropped, the Renew counts as failed.
 // A nil *renewer does nothing.
 type renewer struct {
-	ctx      context.Context
+	ctx      context.Context // the call's: renewals and their events detach from it
 	store    backends.Store
 	cfg      *config
 	params   backends.RenewParams
@@ -200,7 +200,7 @@ func (r *renewer) renew() {
 		}
 		r.dogArmed = true
 	}
-	ctx, abort := context.WithTimeout(r.ctx, min(r.interval, left))
+	ctx, abort := context.WithTimeout(context.WithoutCancel(r.ctx), min(r.interval, left))
 	r.abort = abort
 	r.sending++
 	round, store, p := r.round, r.store, r.params
@@ -311,7 +311,7 @@ func (r *renewer) drain() {
 		e, cfg, ctx := r.events[r.head], r.cfg, r.ctx
 		r.head++
 		r.mu.Unlock()
-		emitRenewal(ctx, cfg, e)
+		emitRenewal(context.WithoutCancel(ctx), cfg, e)
 		r.mu.Lock()
 	}
 	clear(r.events)

@@ -112,7 +112,7 @@ func (c *claim) writeStep(s checkpoints.Step, remove bool) error {
 			time.Sleep(completeBackoff << (attempt - 1))
 		}
 		start = cfg.clock()
-		wctx := newWriteContext(c.detached, writeTimeout)
+		wctx := newWriteContext(c.callCtx, writeTimeout)
 		applied, err = c.scope.store.Checkpoint(wctx, p)
 		wctx.end()
 		if err == nil {
@@ -146,7 +146,7 @@ func (c *claim) writeStepTx(s checkpoints.Step, store backends.Store, commit fun
 	}
 	next := checkpoints.With(l.steps, s)
 	start := cfg.clock()
-	wctx := newWriteContext(c.detached, writeTimeout)
+	wctx := newWriteContext(c.callCtx, writeTimeout)
 	defer wctx.end()
 	applied, err := store.Checkpoint(wctx, backends.CheckpointParams{Scope: c.scope.name, Key: c.key, Owner: c.owner, Steps: checkpoints.Encode(next)})
 	switch {

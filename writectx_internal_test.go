@@ -2,6 +2,7 @@ package once
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -20,7 +21,6 @@ func TestWriteContextIsATimeout(t *testing.T) {
 		c := newWriteContext(parent, 20*time.Millisecond)
 		defer c.end()
 		require.NoError(t, c.Err())
-		require.Equal(t, "v", c.Value(ctxKey{}))
 		d, ok := c.Deadline()
 		require.True(t, ok)
 		time.Sleep(time.Until(d))
@@ -52,6 +52,22 @@ func TestWriteContextIsATimeout(t *testing.T) {
 		<-fired
 		require.ErrorIs(t, child.Err(), context.DeadlineExceeded)
 		require.Equal(t, "v", child.Value(ctxKey{}))
+	})
+	t.Run("Value and Cause", func(t *testing.T) {
+		cancelled, cancel := context.WithCancelCause(context.WithValue(context.Background(), ctxKey{}, "v"))
+		cause := errors.New("the caller gave up")
+		cancel(cause)
+		c := newWriteContext(cancelled, time.Hour)
+		require.Equal(t, "v", c.Value(ctxKey{}), "the call's values")
+		require.NoError(t, c.Err(), "not the call's cancellation")
+		require.NoError(t, context.Cause(c))
+		select {
+		case <-c.Done():
+			t.Fatal("done with the call's context")
+		default:
+		}
+		c.end()
+		require.ErrorIs(t, context.Cause(c), context.Canceled)
 	})
 	t.Run("end", func(t *testing.T) {
 		c := newWriteContext(parent, time.Hour)

@@ -59,34 +59,45 @@ func (a int8Arg) String() string { return strconv.FormatInt(*a.p, 10) }
 func (a int8Arg) MarshalJSON() ([]byte, error) { return json.Marshal(*a.p) }
 
 // claimArgs are a claim statement's parameters ($1 scope, $2 key, $3
-// fingerprint, $4 owner, $5 lease µs, $6 retention µs, $7 lock_timeout).
+// fingerprint, $4 owner, $5 lease µs, $6 retention µs, $7 lock_timeout),
+// and insert_claim.sql's row with Scan's argument.
 type claimArgs struct {
 	scope, key, owner string
 	fp                []byte
 	lease, retention  int64
 	args              [7]any
+	inserted          boolScan
+	dest              [1]any
 }
 
-// claimArgs returns a claim statement's arguments. The lock_timeout is
-// boxed once, in newStatements.
-func (q statements) claimArgs(p backends.ClaimParams) []any {
+// newClaimArgs returns a claim's parameters, with lockTimeout (boxed once,
+// in newStatements or insertLockTimeout) as its lock_timeout.
+func newClaimArgs(p backends.ClaimParams, lockTimeout any) *claimArgs {
 	a := &claimArgs{
 		scope: p.Scope, key: p.Key, owner: p.Owner, fp: nonNil(p.Fingerprint),
 		lease: sqlstore.Micros(p.Lease), retention: sqlstore.Micros(p.Retention),
 	}
-	a.args = [7]any{textArg{&a.scope}, textArg{&a.key}, byteaArg{&a.fp}, textArg{&a.owner}, int8Arg{&a.lease}, int8Arg{&a.retention}, q.lockTimeout}
-	return a.args[:]
+	a.args = [7]any{textArg{&a.scope}, textArg{&a.key}, byteaArg{&a.fp}, textArg{&a.owner}, int8Arg{&a.lease}, int8Arg{&a.retention}, lockTimeout}
+	a.dest = [1]any{&a.inserted}
+	return a
+}
+
+// claimArgs returns claim.sql's, claim_tx.sql's and takeover.sql's
+// arguments.
+func (q statements) claimArgs(p backends.ClaimParams) []any {
+	return newClaimArgs(p, q.lockTimeout).args[:]
 }
 
 // completeArgs are complete.sql's parameters ($1 scope, $2 key, $3 owner,
 // $4 outcome, $5 retention µs, $6 the key's notification slot, below 256:
-// boxed without allocating) and the row it returns.
+// boxed without allocating), and its row with Scan's argument.
 type completeArgs struct {
 	scope, key, owner string
 	outcome           []byte
 	retention         int64
 	args              [6]any
 	applied           boolScan
+	dest              [1]any
 }
 
 func newCompleteArgs(p backends.CompleteParams) *completeArgs {
@@ -95,5 +106,6 @@ func newCompleteArgs(p backends.CompleteParams) *completeArgs {
 		retention: sqlstore.Micros(p.Retention),
 	}
 	a.args = [6]any{textArg{&a.scope}, textArg{&a.key}, textArg{&a.owner}, byteaArg{&a.outcome}, int8Arg{&a.retention}, pgsql.Slot(p.Scope, p.Key)}
+	a.dest = [1]any{&a.applied}
 	return a
 }

@@ -316,9 +316,7 @@ var insertLockTimeout any = "1ms"
 // insertArgs are insert_claim.sql's parameters: claimArgs with
 // insertLockTimeout.
 func (q statements) insertArgs(p backends.ClaimParams) []any {
-	args := q.claimArgs(p)
-	args[6] = insertLockTimeout
-	return args
+	return newClaimArgs(p, insertLockTimeout).args[:]
 }
 
 // insertFirstLockWait reports that insert_claim.sql gave up waiting for a
@@ -330,10 +328,10 @@ func insertFirstLockWait(err error) bool { return code(err) == CodeLockNotAvaila
 // whether it inserted the claim. When it did not, the key has a row, which
 // read_claim.sql then reads.
 func (q statements) insertClaim(ctx context.Context, db querier, p backends.ClaimParams) (bool, error) {
-	var inserted boolScan
-	err := db.QueryRow(ctx, q.InsertClaim, q.insertArgs(p)...).Scan(&inserted)
+	a := newClaimArgs(p, insertLockTimeout)
+	err := db.QueryRow(ctx, q.InsertClaim, a.args[:]...).Scan(a.dest[:]...)
 	found, err := interpretError("claim", err)
-	return found && bool(inserted), err
+	return found && bool(a.inserted), err
 }
 
 // boolScan is a one-column boolean row: insert_claim.sql's, and the

@@ -30,7 +30,7 @@ func (q statements) complete(ctx context.Context, db querier, p backends.Complet
 		return false, err
 	}
 	a := newCompleteArgs(p)
-	return interpretError("complete", db.QueryRow(ctx, q.Complete, a.args[:]...).Scan(&a.applied))
+	return interpretError("complete", db.QueryRow(ctx, q.Complete, a.args[:]...).Scan(a.dest[:]...))
 }
 
 func (q statements) renew(ctx context.Context, db querier, p backends.RenewParams) (bool, error) {
