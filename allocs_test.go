@@ -23,8 +23,10 @@ const (
 	// fn's context carries the claim (for Step), so the claim escapes to
 	// the heap where it was on the stack. 16 since a write's context
 	// detaches from the call's itself (no context.WithoutCancel per claim)
-	// and the first write's context lives in the claim.
-	allocsFirstExecution = 16
+	// and the first write's context lives in the claim. 14 since fn's
+	// cancel context is made on fn's first look at its context (chargeFn
+	// never looks).
+	allocsFirstExecution = 14
 	allocsReplay         = 9 // token 1, the store's copy of fingerprint and outcome 1, the JSON decode 7
 	allocsInProgress     = 3 // token 1, the store's copy of the fingerprint 1, the *InProgressError 1
 	allocsMismatch       = 2 // token 1, the store's copy of fingerprint and outcome 1

@@ -29,7 +29,6 @@ type claim struct {
 	owner   string
 	callCtx context.Context // events; writes detach from it
 	renewer *renewer
-	cancel  context.CancelCauseFunc // ends fn's context
 	fnCtx   fnContext
 	steps   stepLog
 	settled bool
@@ -46,6 +45,10 @@ type claim struct {
 	panicked   bool
 	panicValue any
 }
+
+// cancel ends fn's context with cause: ErrLeaseLost when the claim is
+// lost, nil (context.Canceled) when Do returns. The first cause counts.
+func (c *claim) cancel(cause error) { c.fnCtx.end(cause) }
 
 // keepPanic keeps p, the value of a recovered hook panic, unless an earlier
 // one is kept already: the first panic is the one Do re-raises.
@@ -119,21 +122,20 @@ func (c *claim) release() {
 // value.
 func execute[T any](ctx context.Context, scope Scope, key, owner string, claimSent time.Time, claimed Event, steps []byte, fn func(context.Context) (T, error)) (Outcome[T], error) {
 	cfg, store := scope.cfg, scope.store
-	fnCtx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	c := &claim{scope: scope, key: key, owner: owner, callCtx: ctx, cancel: cancel}
-	c.fnCtx = fnContext{Context: fnCtx, claim: c}
+	c := &claim{scope: scope, key: key, owner: owner, callCtx: ctx}
+	c.fnCtx.parent, c.fnCtx.claim = ctx, c
+	defer c.cancel(nil)
 	c.steps.stored = steps
 	if !scope.inTx {
 		c.renewer = startRenewer(ctx, store, cfg,
-			backends.RenewParams{Scope: scope.name, Key: key, Owner: owner, Lease: cfg.lease}, claimSent, cancel)
+			backends.RenewParams{Scope: scope.name, Key: key, Owner: owner, Lease: cfg.lease}, claimSent, c)
 	}
 	defer c.settle()
 	cfg.emit(ctx, claimed) // after the defer: a panicking observer cannot leave the claim unreleased
 
 	start := cfg.clock()
 	v, err := fn(&c.fnCtx)
-	out, answer := settleOutcome(c, fnCtx, start, v, err)
+	out, answer := settleOutcome(c, &c.fnCtx, start, v, err)
 	if panicked, p := c.keptPanic(); panicked {
 		panic(p) // the claim is settled: the deferred settle only stops renewal
 	}

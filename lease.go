@@ -83,7 +83,7 @@ type renewer struct {
 	cfg      *config
 	params   backends.RenewParams
 	interval time.Duration
-	lost     context.CancelCauseFunc
+	lost     fnCanceler
 
 	mu      sync.Mutex
 	timer   timer
@@ -132,7 +132,11 @@ func leaseMargin(lease time.Duration) time.Duration { return lease / 5 }
 // costs no renewer, closure or timer allocation in the steady state.
 var renewers sync.Pool
 
-func startRenewer(ctx context.Context, store backends.Store, cfg *config, p backends.RenewParams, claimSent time.Time, lost context.CancelCauseFunc) *renewer {
+// fnCanceler ends fn's context with a cause: the claim (its cancel), or a
+// test's lostFunc.
+type fnCanceler interface{ cancel(cause error) }
+
+func startRenewer(ctx context.Context, store backends.Store, cfg *config, p backends.RenewParams, claimSent time.Time, lost fnCanceler) *renewer {
 	clk := clock.Load()
 	r, _ := renewers.Get().(*renewer)
 	if r == nil || r.clk != clk {
@@ -282,7 +286,7 @@ func (r *renewer) fail(e Event) {
 	drain = r.queue(e) || drain
 	lost := r.lost
 	r.mu.Unlock()
-	lost(ErrLeaseLost)
+	lost.cancel(ErrLeaseLost)
 	if drain {
 		r.drain()
 	}

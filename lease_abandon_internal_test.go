@@ -67,7 +67,7 @@ func TestRenewalInFlightIsAbandonedByTheWrite(t *testing.T) {
 	cfg.observer = func(_ context.Context, e Event) { mu.Lock(); events = append(events, e); mu.Unlock() }
 	var lost atomic.Int32
 	p := backends.RenewParams{Scope: "s", Key: "k", Owner: "o", Lease: time.Minute}
-	r := startRenewer(context.Background(), store, &cfg, p, time.Now(), func(error) { lost.Add(1) })
+	r := startRenewer(context.Background(), store, &cfg, p, time.Now(), lostFunc(func(error) { lost.Add(1) }))
 
 	renewed := make(chan struct{})
 	go func() { defer close(renewed); r.renew() }()
@@ -80,7 +80,7 @@ func TestRenewalInFlightIsAbandonedByTheWrite(t *testing.T) {
 	})
 	require.True(t, wrote)
 	for range 8 { // a pooled r would come back (the race detector's pool drops some Puts)
-		next := startRenewer(context.Background(), store, &cfg, p, time.Now(), func(error) {})
+		next := startRenewer(context.Background(), store, &cfg, p, time.Now(), lostFunc(func(error) {}))
 		require.NotSame(t, r, next, "a renewer whose renewal is in flight is left to the garbage collector")
 		next.stop()
 	}
@@ -100,7 +100,7 @@ func TestRenewalResumesAfterAnUnsettledWrite(t *testing.T) {
 	cfg := defaultConfig()
 	var lost atomic.Int32
 	p := backends.RenewParams{Scope: "s", Key: "k", Owner: "o", Lease: time.Minute}
-	r := startRenewer(context.Background(), store, &cfg, p, time.Now(), func(error) { lost.Add(1) })
+	r := startRenewer(context.Background(), store, &cfg, p, time.Now(), lostFunc(func(error) { lost.Add(1) }))
 
 	abandoned := make(chan struct{})
 	go func() { defer close(abandoned); r.renew() }()
@@ -139,7 +139,7 @@ func TestQueuedRenewalEventsAreDroppedByTheWrite(t *testing.T) {
 	claimed, err := store.Claim(context.Background(), backends.ClaimParams{Scope: "s", Key: "k", Owner: "o", Lease: time.Minute, Retention: time.Hour})
 	require.NoError(t, err)
 	require.True(t, claimed.Claimed)
-	r := startRenewer(context.Background(), store, &cfg, p, time.Now(), func(error) {})
+	r := startRenewer(context.Background(), store, &cfg, p, time.Now(), lostFunc(func(error) {}))
 
 	draining := make(chan struct{})
 	go func() { defer close(draining); r.renew() }() // emits its event, which blocks

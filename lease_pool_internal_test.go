@@ -49,13 +49,13 @@ func TestRenewerWithAPendingFireIsNotReused(t *testing.T) {
 	cfg := defaultConfig()
 	var lost atomic.Int64
 	p := backends.RenewParams{Scope: "s", Key: "k", Owner: "o", Lease: time.Minute}
-	r := startRenewer(context.Background(), store, &cfg, p, time.Now(), func(error) { lost.Add(1) })
+	r := startRenewer(context.Background(), store, &cfg, p, time.Now(), lostFunc(func(error) { lost.Add(1) }))
 	late := fired.f
 	r.stop()
 	r.recycle()
 
 	for range 8 { // a pooled r would come back (the race detector's pool drops some Puts)
-		next := startRenewer(context.Background(), store, &cfg, p, time.Now(), func(error) {})
+		next := startRenewer(context.Background(), store, &cfg, p, time.Now(), lostFunc(func(error) {}))
 		require.NotSame(t, r, next, "a renewer whose fire is pending is left to the garbage collector")
 		next.stop()
 	}

@@ -26,14 +26,14 @@ func TestRenewerPooledAfterAPanickingWriteStillRenews(t *testing.T) {
 	require.True(t, claimed.Claimed)
 	cfg := defaultConfig()
 	for range 64 { // the race detector's pool drops some Puts
-		r := startRenewer(context.Background(), store, &cfg, p, time.Now(), func(error) {})
+		r := startRenewer(context.Background(), store, &cfg, p, time.Now(), lostFunc(func(error) {}))
 		func() {
 			defer func() { _ = recover() }()
 			r.write(func(time.Duration) bool { panic("store Complete panicked") })
 		}()
 		r.stop()
 		r.recycle()
-		next := startRenewer(context.Background(), store, &cfg, p, time.Now(), func(error) {})
+		next := startRenewer(context.Background(), store, &cfg, p, time.Now(), lostFunc(func(error) {}))
 		if next != r {
 			next.stop()
 			next.recycle()

@@ -12,21 +12,6 @@ import (
 // claimKey is the context key under which fn's context carries its claim.
 type claimKey struct{}
 
-// fnContext is the context fn runs on: the call's, cancelled when the
-// claim is lost, and carrying the claim for Step. It is a field of the
-// claim, so that carrying it costs no allocation.
-type fnContext struct {
-	context.Context
-	claim *claim
-}
-
-func (f *fnContext) Value(key any) any {
-	if key == (claimKey{}) {
-		return f.claim
-	}
-	return f.Context.Value(key)
-}
-
 // stepLog is a claim's checkpoints: those it claimed with, parsed on the
 // first Step, and those its steps wrote since. Its writes are serialized:
 // each sends the whole list, so that the last one written holds every
