@@ -3,14 +3,10 @@ package postgres
 import (
 	"context"
 	"strconv"
-	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/stagedoor/once"
 	"github.com/stagedoor/once/backends/backendtest"
-	"github.com/stagedoor/once/internal/pgsql"
 )
 
 // allocsFirstExecution is the allocation budget of one first execution of
@@ -62,14 +58,7 @@ func firstExecutions(tb testing.TB, n int) func() error {
 func rawFirstExecutions(tb testing.TB, n int) func() error {
 	pool := newPool(tb, nil)
 	ctx := context.Background()
-	table := pgx.Identifier{testSchema, "seed_" + randomSuffix()}.Sanitize()
-	seed := strings.NewReplacer("{seed}", table)
-	if _, err := pool.Exec(ctx, seed.Replace(pgsql.SeedTable)); err != nil {
-		tb.Fatal(err)
-	}
-	insert, complete := seed.Replace(pgsql.SeedInsert), seed.Replace(pgsql.SeedComplete)
-	body := []byte(`{"order_id":"9b1e4d3a","status":"paid","amount":4200}`)
-	hash := []byte("0123456789abcdef0123456789abcdef")
+	_, insert, complete, _ := newSeedTable(tb, pool)
 	user := backendtest.Scope(tb)
 	keys := make([]string, n)
 	for i := range keys {
@@ -80,10 +69,10 @@ func rawFirstExecutions(tb testing.TB, n int) func() error {
 		key := keys[next]
 		next++
 		var k string
-		if err := pool.QueryRow(ctx, insert, key, user, hash).Scan(&k); err != nil {
+		if err := pool.QueryRow(ctx, insert, key, user, seedHash).Scan(&k); err != nil {
 			return err
 		}
-		_, err := pool.Exec(ctx, complete, key, user, 200, body)
+		_, err := pool.Exec(ctx, complete, key, user, 200, seedBody)
 		return err
 	}
 }

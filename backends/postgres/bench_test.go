@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/stagedoor/once/backends/backendtest"
 	"github.com/stagedoor/once/internal/pgsql"
@@ -19,31 +20,41 @@ import (
 // execution is INSERT … ON CONFLICT DO NOTHING RETURNING then UPDATE; a
 // replay is the same insert, then a SELECT. It never sends the library's
 // statements.
+// The raw driver's response body and request hash.
+var (
+	seedBody = []byte(`{"order_id":"9b1e4d3a","status":"paid","amount":4200}`)
+	seedHash = []byte("0123456789abcdef0123456789abcdef")
+)
+
+// newSeedTable creates a seed table (internal/pgsql SeedTable) in this
+// run's schema and returns its name and statements.
+func newSeedTable(tb testing.TB, pool *pgxpool.Pool) (table, insert, complete, fetch string) {
+	table = pgx.Identifier{testSchema, "seed_" + randomSuffix()}.Sanitize()
+	seed := strings.NewReplacer("{seed}", table)
+	if _, err := pool.Exec(context.Background(), seed.Replace(pgsql.SeedTable)); err != nil {
+		tb.Fatal(err)
+	}
+	return table, seed.Replace(pgsql.SeedInsert), seed.Replace(pgsql.SeedComplete), seed.Replace(pgsql.SeedFetch)
+}
+
 func BenchmarkRawBaseline(b *testing.B) {
 	pool := newPool(b, nil)
 	ctx := context.Background()
-	table := pgx.Identifier{testSchema, "seed_" + randomSuffix()}.Sanitize()
-	seed := strings.NewReplacer("{seed}", table)
-	if _, err := pool.Exec(ctx, seed.Replace(pgsql.SeedTable)); err != nil {
-		b.Fatal(err)
-	}
-	insert, complete, fetch := seed.Replace(pgsql.SeedInsert), seed.Replace(pgsql.SeedComplete), seed.Replace(pgsql.SeedFetch)
-	body := []byte(`{"order_id":"9b1e4d3a","status":"paid","amount":4200}`)
-	hash := []byte("0123456789abcdef0123456789abcdef")
+	table, insert, complete, fetch := newSeedTable(b, pool)
 
 	first := func(b *testing.B, user string, n *atomic.Int64) {
 		key := "k" + strconv.FormatInt(n.Add(1), 10)
 		var k string
-		if err := pool.QueryRow(ctx, insert, key, user, hash).Scan(&k); err != nil {
+		if err := pool.QueryRow(ctx, insert, key, user, seedHash).Scan(&k); err != nil {
 			b.Fatalf("insert: %v", err)
 		}
-		if _, err := pool.Exec(ctx, complete, key, user, 200, body); err != nil {
+		if _, err := pool.Exec(ctx, complete, key, user, 200, seedBody); err != nil {
 			b.Fatalf("complete: %v", err)
 		}
 	}
 	replay := func(b *testing.B, user string) {
 		var k string
-		if err := pool.QueryRow(ctx, insert, "hot", user, hash).Scan(&k); err != pgx.ErrNoRows {
+		if err := pool.QueryRow(ctx, insert, "hot", user, seedHash).Scan(&k); err != pgx.ErrNoRows {
 			b.Fatalf("replay insert: %v", err)
 		}
 		var h, got []byte
