@@ -57,6 +57,12 @@ func newClaimArgs(ctx context.Context, key, owner string, fp []byte, life, lease
 	return a
 }
 
+// resetSet makes the SET a fresh command again, after it was sent alone,
+// so that the pipeline reads its own reply.
+func (a *claimArgs) resetSet(ctx context.Context) {
+	a.setCmd = *redis.NewStringCmd(ctx, a.set[:]...)
+}
+
 // completeArgs is complete.lua's EVALSHA and its arguments, in one
 // allocation besides the key's and the owner's boxing:
 //

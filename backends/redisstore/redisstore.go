@@ -79,6 +79,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/claimmix"
 )
 
 // DefaultKeyPrefix is the prefix of every key the store writes unless
@@ -120,8 +121,9 @@ type Store struct {
 	notifyArg any
 	logger    *slog.Logger
 	check     EvictionCheck
-	subs      subscribers // the shared Pub/Sub connections of Watch
-	pipes     sync.Pool   // redis.Pipeliner for Claim, reused (go-redis keeps none after Exec)
+	subs      subscribers   // the shared Pub/Sub connections of Watch
+	pipes     sync.Pool     // redis.Pipeliner for Claim, reused (go-redis keeps none after Exec)
+	mix       *claimmix.Mix // whether Claim sends its SET alone first
 }
 
 var (
@@ -195,6 +197,7 @@ func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store
 		prefix: cfg.KeyPrefix,
 		logger: cfg.Logger,
 		check:  cfg.EvictionPolicyCheck,
+		mix:    claimmix.New(),
 	}
 	if s.prefix == "" {
 		s.prefix = DefaultKeyPrefix
