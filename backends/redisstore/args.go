@@ -27,20 +27,26 @@ func (a *rawArg) String() string { return string(a.b) }
 // (base64), for hooks that log a command's arguments as JSON.
 func (a *rawArg) MarshalJSON() ([]byte, error) { return json.Marshal(a.b) }
 
-// claimArgs are a claim's two commands and their arguments, in one
-// allocation besides the key's boxing:
+// claimArgs are a claim's commands and their arguments, in one
+// allocation besides the key's boxing: the pipeline
 //
 //	PTTL key
 //	SET key <pending record> NX GET PX life
+//
+// and the create sent alone first (see Claim)
+//
+//	SET key <pending record> NX PX life
 //
 // The pending record is written into buf (room for a 36-byte owner token,
 // a 64-byte fingerprint and two 13-digit offsets; longer ones allocate).
 type claimArgs struct {
 	set         [7]any
+	create      [6]any
 	ttl         [2]any
 	value, life rawArg
 	ttlCmd      redis.IntCmd
 	setCmd      redis.StringCmd
+	createCmd   redis.StatusCmd
 	buf         [144]byte
 	digits      [20]byte
 }
@@ -51,16 +57,12 @@ func newClaimArgs(ctx context.Context, key, owner string, fp []byte, life, lease
 	a.value.b = appendPending(a.buf[:0], owner, fp, life, leaseTail)
 	a.life.b = strconv.AppendInt(a.digits[:0], life, 10)
 	a.set = [7]any{"set", k, &a.value, "nx", "get", "px", &a.life}
+	a.create = [6]any{"set", k, &a.value, "nx", "px", &a.life}
 	a.ttl = [2]any{"pttl", k}
 	a.ttlCmd = *redis.NewIntCmd(ctx, a.ttl[:]...)
 	a.setCmd = *redis.NewStringCmd(ctx, a.set[:]...)
+	a.createCmd = *redis.NewStatusCmd(ctx, a.create[:]...)
 	return a
-}
-
-// resetSet makes the SET a fresh command again, after it was sent alone,
-// so that the pipeline reads its own reply.
-func (a *claimArgs) resetSet(ctx context.Context) {
-	a.setCmd = *redis.NewStringCmd(ctx, a.set[:]...)
 }
 
 // completeArgs is complete.lua's EVALSHA and its arguments, in one

@@ -9,8 +9,8 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// Claim implements backends.Store. It claims without a script, in one
-// round trip that pipelines two commands:
+// Claim implements backends.Store. It claims without a script; its full
+// claim is one round trip that pipelines two commands:
 //
 //	PTTL key
 //	SET key <pending record> NX GET PX max(lease, retention)
@@ -21,20 +21,26 @@ import (
 // Redis runs right before it, the record's time left by the server's
 // clock, supplies the durations (lease left, age, ExpiresIn; see
 // record.lua). So a first claim, a replay, an in-progress duplicate and a
-// fingerprint mismatch cost one PTTL and one SET. The rare records the
+// fingerprint mismatch cost one PTTL and one SET (a first claim, usually
+// the SET alone: below). The rare records the
 // SET cannot answer for (a pending lease that lapsed, a held record whose
 // hold and reconciler lease ended: takeovers) go to claim.lua, a second
 // round trip, which decides again, atomically.
 //
 // While the Store's recent claims were nearly all new keys (fewer than
 // about one in nine found a record, after at least 8 new keys in a row;
-// see claimmix.Mix), Claim first sends the SET alone, a single command: a
-// first execution then costs that one SET. A SET that finds a record
-// has written nothing, and Claim sends the pipeline above, whose SET
-// finds the record again (or creates the claim, if the key vanished
-// meanwhile) and answers as above; from the claim after one that found a
-// record, Claim sends the pipeline at once. A replay among new keys
-// therefore takes two round trips, a replay among replays one.
+// see claimmix.Mix), Claim first sends the create alone, one command:
+//
+//	SET key <pending record> NX PX max(lease, retention)
+//
+// Its OK is a claim, and a first execution then costs that one SET. Its
+// nil (the key has a record; it wrote nothing) sends the pipeline above,
+// whose SET finds the record again (or creates the claim, if the key
+// vanished meanwhile) and answers as above; from the claim after one that
+// found a record, Claim sends the pipeline at once. A replay among new
+// keys therefore takes two round trips, a replay among replays one. (The
+// create has no GET because its nil is the rare answer: go-redis
+// classifies a command's nil reply as an error, at a cost of allocations.)
 //
 // The two commands are a pipeline, not a transaction: Redis runs a
 // connection's pipelined commands in order, and back to back when they
@@ -57,7 +63,7 @@ import (
 // checkpoints expire with it). The claims that return them are the ones
 // claim.lua decides: a takeover, and the caller's own claim found again.
 //
-// A driver re-send of a claim that was applied (the SET alone or the
+// A driver re-send of a claim that was applied (the create or the
 // pipeline) finds the record it wrote, with its own owner token: Claim
 // reports Claimed, with the record's checkpoints, which claim.lua reads
 // in a further round trip (a Claim whose reply was lost is rare; the
@@ -74,16 +80,16 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	a := newClaimArgs(ctx, key, p.Owner, p.Fingerprint, life, life-lease)
 	ttl, set := &a.ttlCmd, &a.setCmd
 	if s.mix.CreateFirst() {
-		err := s.client.Process(ctx, set)
-		if errors.Is(err, redis.Nil) {
+		err := s.client.Process(ctx, &a.createCmd)
+		if err == nil {
 			return backends.ClaimResult{Claimed: true}, nil
 		}
-		if err != nil {
+		if !errors.Is(err, redis.Nil) {
 			return backends.ClaimResult{}, translate(ctx, op, err)
 		}
-		// The key had a record: the pipeline reads it again, with its
-		// time left, and records the answer in the mix.
-		a.resetSet(ctx)
+		// The key had a record (SET NX wrote nothing): the pipeline
+		// reads it, with its time left, and records the answer in the
+		// mix.
 	}
 	pipe := s.pipes.Get().(redis.Pipeliner)
 	_ = pipe.BatchProcess(ctx, ttl, set)

@@ -4,7 +4,8 @@
 //
 // Each record is one Redis string key, created by Claim with SET NX GET
 // (no script: a claim, a replay, an in-progress duplicate and a mismatch
-// cost one SET and one PTTL, pipelined) and otherwise written by Lua
+// cost one SET and one PTTL, pipelined; a first claim, while nearly every
+// key is new, one SET NX alone) and otherwise written by Lua
 // scripts, so every operation is one round trip (a takeover two) and
 // single-slot on a Cluster. A record's checkpoints (Checkpoint), when it
 // has any, are a second string key beside it, the record's key followed
