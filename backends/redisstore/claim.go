@@ -13,7 +13,7 @@ import (
 // claim is one round trip that pipelines two commands:
 //
 //	PTTL key
-//	SET key <pending record> NX GET PX max(lease, retention)
+//	SET key <pending record> NX PX max(lease, retention) GET
 //
 // The SET alone decides: it creates the claim when the key is absent, or
 // returns the record, writing nothing. The record's state, owner,
@@ -77,10 +77,11 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	key, steps := recordKeys(s.prefix, p.Scope, p.Key)
 	lease := millis(p.Lease)
 	life := max(lease, millis(p.Retention))
-	a := newClaimArgs(ctx, key, p.Owner, p.Fingerprint, life, life-lease)
+	alone := s.mix.CreateFirst()
+	a := newClaimArgs(ctx, key, p.Owner, p.Fingerprint, life, life-lease, alone)
 	ttl, set := &a.ttlCmd, &a.setCmd
-	if s.mix.CreateFirst() {
-		err := s.client.Process(ctx, &a.createCmd)
+	if alone {
+		err := s.client.Process(ctx, set)
 		if err == nil {
 			return backends.ClaimResult{Claimed: true}, nil
 		}
@@ -90,6 +91,7 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 		// The key had a record (SET NX wrote nothing): the pipeline
 		// reads it, with its time left, and records the answer in the
 		// mix.
+		a.full(ctx)
 	}
 	pipe := s.pipes.Get().(redis.Pipeliner)
 	_ = pipe.BatchProcess(ctx, ttl, set)
