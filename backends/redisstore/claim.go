@@ -15,7 +15,7 @@ import (
 //	PTTL key
 //	SET key <pending record> NX PX max(lease, retention) GET
 //
-// The SET alone decides: it creates the claim when the key is absent, or
+// The SET decides: it creates the claim when the key is absent, or
 // returns the record, writing nothing. The record's state, owner,
 // fingerprint and outcome come from that atomic answer; the PTTL that
 // Redis runs right before it, the record's time left by the server's
