@@ -3,6 +3,7 @@ package faults
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,7 +63,11 @@ type lostClaimCase struct {
 	hold time.Duration
 	// resend lifts the toxic when go-redis dials a new connection to re-send
 	// the command, so the re-sent claim is answered.
-	resend  bool
+	resend bool
+	// fresh is how many new keys the store claims first, so that the
+	// claim sends its create alone (a Redis store does after 8 new keys in
+	// a row); 0 leaves it on the pipeline.
+	fresh   int
 	timeout time.Duration // the caller's deadline for the first Do
 	// want is the outcome this case forces: lostClaimFailed, lostClaimRan,
 	// or "" when it depends on timing (the driver's re-send may come before
@@ -104,7 +109,9 @@ func TestReplyDroppedAfterExecution(t *testing.T) {
 		if backend == "redis" {
 			// pgx never re-sends a statement whose reply was lost, so only
 			// go-redis has this interleaving.
-			cases = append(cases, lostClaimCase{name: "claim-resent", resend: true, timeout: 5 * time.Second, want: lostClaimRan})
+			cases = append(cases,
+				lostClaimCase{name: "claim-resent", resend: true, timeout: 5 * time.Second, want: lostClaimRan},
+				lostClaimCase{name: "claim-resent-alone", resend: true, fresh: 8, timeout: 5 * time.Second, want: lostClaimRan})
 		}
 		for _, c := range cases {
 			t.Run(backend+"/"+c.name, func(t *testing.T) {
@@ -161,6 +168,12 @@ func lostClaimReply(t *testing.T, backend string, c lostClaimCase, lease time.Du
 	var runs atomic.Int64
 	fn := func(context.Context) (string, error) { runs.Add(1); return "v1", nil }
 	warm(t, scope)
+	for i := range c.fresh {
+		if _, err := once.Do(context.Background(), scope, "fresh"+strconv.Itoa(i), nil, fn); err != nil {
+			t.Fatalf("warm-up: %v", err)
+		}
+	}
+	runs.Store(0)
 	var scripts, claims int64
 	if st.rdb != nil {
 		scripts, claims = scriptCalls(t, st.rdb), commandCalls(t, st.rdb, "pttl")
@@ -194,13 +207,18 @@ func lostClaimReply(t *testing.T, backend string, c lostClaimCase, lease time.Du
 		if !redial.lifted.Load() {
 			t.Fatalf("go-redis never redialed: the claim was not re-sent")
 		}
-		// The claim (SET NX GET + PTTL, no script) executed twice on the
-		// server (the lost one and the re-send); the re-send, which found
-		// the caller's own claim, then ran claim.lua (its PTTL included)
-		// for the claim's checkpoints; then Complete's script: fn still
-		// ran once.
-		if n := commandCalls(t, st.rdb, "pttl") - claims; n != 3 {
-			t.Errorf("%d PTTLs ran on the server, want 3 (claim, re-sent claim, claim.lua)", n)
+		// The claim executed twice on the server (the lost one and the
+		// re-send): the pipeline (PTTL + SET NX GET, no script), or with
+		// fresh the create alone (SET NX), whose re-send, finding a
+		// record, sent the pipeline. The claim that found the caller's
+		// own claim then ran claim.lua (its PTTL included) for the claim's
+		// checkpoints; then Complete's script: fn still ran once.
+		want, why := int64(3), "claim, re-sent claim, claim.lua"
+		if c.fresh > 0 {
+			want, why = 2, "the pipeline after the re-sent create, claim.lua"
+		}
+		if n := commandCalls(t, st.rdb, "pttl") - claims; n != want {
+			t.Errorf("%d PTTLs ran on the server, want %d (%s)", n, want, why)
 		}
 		if n := scriptCalls(t, st.rdb) - scripts; n != 2 {
 			t.Errorf("%d scripts ran on the server, want 2 (claim.lua for the checkpoints, complete)", n)

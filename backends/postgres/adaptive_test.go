@@ -13,31 +13,26 @@ import (
 
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/backendtest"
+	"github.com/stagedoor/once/backends/internal/claimmix"
 )
 
-func TestClaimMixScore(t *testing.T) {
-	m := newClaimMix()
-	for range mixStart - 1 {
-		m.inserted()
-		assert.False(t, m.insertFirst())
+func TestRecordClaim(t *testing.T) {
+	m := claimmix.New()
+	for range claimmix.Start {
+		recordClaim(m, insertedRow)
 	}
-	m.inserted()
-	assert.True(t, m.insertFirst(), "after mixStart new keys")
-	m.inserted()
-	assert.EqualValues(t, 0, m.score.Load(), "saturates at 0")
-	m.found()
-	assert.EqualValues(t, mixFound, m.score.Load())
-	assert.False(t, m.insertFirst(), "a claim that met a row")
-	for range mixMax {
-		m.found()
+	assert.True(t, m.CreateFirst(), "after claimmix.Start inserted rows")
+	recordClaim(m, fastRow{found: true, state: int16(backends.StateCompleted)})
+	assert.False(t, m.CreateFirst(), "a claim that met a row")
+	m = claimmix.New()
+	for range claimmix.Start - 1 {
+		recordClaim(m, insertedRow)
 	}
-	assert.EqualValues(t, mixMax, m.score.Load(), "saturates at mixMax")
-	m.record(insertedRow)
-	assert.EqualValues(t, mixMax-1, m.score.Load())
-	m.record(fastRow{found: true, state: int16(backends.StateCompleted)})
-	assert.EqualValues(t, mixMax, m.score.Load())
-	m.record(fastRow{})
-	assert.EqualValues(t, mixMax, m.score.Load(), "no visible row counts as met")
+	recordClaim(m, fastRow{})
+	for range claimmix.Start - 1 {
+		recordClaim(m, insertedRow)
+	}
+	assert.False(t, m.CreateFirst(), "no visible row counts as met")
 }
 
 // sqlLog records the statements a pool sends.
@@ -67,7 +62,7 @@ func (l *sqlLog) sent(fn func()) []string {
 }
 
 // TestClaimMixSwitches checks that a Store sends the one-statement claim
-// until mixStart claims in a row inserted new keys, then the plain insert
+// until claimmix.Start claims in a row inserted new keys, then the plain insert
 // first, and the one-statement claim again right after a claim met a row:
 // a replay then takes two statements once, and the next ones one.
 func TestClaimMixSwitches(t *testing.T) {
@@ -80,7 +75,7 @@ func TestClaimMixSwitches(t *testing.T) {
 		require.NoError(t, err)
 		return r
 	}
-	for i := range mixStart {
+	for i := range claimmix.Start {
 		var r backends.ClaimResult
 		assert.Equal(t, []string{s.sql.Claim}, log.sent(func() { r = claim(string(rune('a'+i)), "fp") }), "new key %d", i)
 		require.True(t, r.Claimed)

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/claimmix"
 )
 
 // Default names and limits of a Config.
@@ -140,8 +141,8 @@ type Store struct {
 	txdb   DB      // the caller's DB, for BeginTx; nil for a single connection
 	cfg    resolved
 	sql    statements
-	listen *listener // nil when the DB cannot lend a connection
-	mix    *claimMix // which form Claim sends first
+	listen *listener     // nil when the DB cannot lend a connection
+	mix    *claimmix.Mix // which form Claim sends first
 }
 
 var _ backends.Store = (*Store)(nil)
@@ -172,7 +173,7 @@ func New(db DB, cfg *Config) (*Store, error) {
 		cfg:    r,
 		sql:    newStatements(r.qualifiedTable(), r.lockTimeout),
 		listen: newListener(db, single, r.qualifiedTable()),
-		mix:    newClaimMix(),
+		mix:    claimmix.New(),
 	}, nil
 }
 
@@ -249,7 +250,7 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 		res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
 			r, err := s.firstStatement(ctx, p, attempt)
 			if err == nil {
-				s.mix.record(r)
+				recordClaim(s.mix, r)
 			}
 			return r, err
 		}, func(ctx context.Context) (claimRow, error) {
@@ -268,11 +269,11 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 // firstStatement runs the first statement of a Claim's attempt: the
 // insert first (insert_claim.sql, then read_claim.sql when the key had a
 // row) on the first attempt with Config.InsertFirstClaims, or while the
-// Store's recent claims were nearly all new keys (claimMix); claim.sql
+// Store's recent claims were nearly all new keys (claimmix.Mix); claim.sql
 // otherwise, and when the insert gave up waiting for a transaction that
 // wrote the key's row.
 func (s *Store) firstStatement(ctx context.Context, p backends.ClaimParams, attempt int) (fastRow, error) {
-	if attempt == 1 && (s.cfg.insertFirst || s.mix.insertFirst()) {
+	if attempt == 1 && (s.cfg.insertFirst || s.mix.CreateFirst()) {
 		inserted, err := s.sql.insertClaim(ctx, s.db, p)
 		switch {
 		case insertFirstLockWait(err):

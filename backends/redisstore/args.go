@@ -27,12 +27,14 @@ func (a *rawArg) String() string { return string(a.b) }
 // (base64), for hooks that log a command's arguments as JSON.
 func (a *rawArg) MarshalJSON() ([]byte, error) { return json.Marshal(a.b) }
 
-// claimArgs are a claim's two commands and their arguments, in one
-// allocation besides the key's boxing:
+// claimArgs are a claim's commands and their arguments, in one
+// allocation besides the key's boxing: the pipeline
 //
 //	PTTL key
-//	SET key <pending record> NX GET PX life
+//	SET key <pending record> NX PX life GET
 //
+// or, while the Store creates first (see Claim), the SET alone without its
+// GET, which then goes to the pipeline when it finds a record (full).
 // The pending record is written into buf (room for a 36-byte owner token,
 // a 64-byte fingerprint and two 13-digit offsets; longer ones allocate).
 type claimArgs struct {
@@ -45,16 +47,30 @@ type claimArgs struct {
 	digits      [20]byte
 }
 
-func newClaimArgs(ctx context.Context, key, owner string, fp []byte, life, leaseTail int64) *claimArgs {
+// createArgs is how many of the SET's arguments the create alone sends:
+// all but its GET.
+const createArgs = 6
+
+func newClaimArgs(ctx context.Context, key, owner string, fp []byte, life, leaseTail int64, alone bool) *claimArgs {
 	a := &claimArgs{}
 	k := any(key)
 	a.value.b = appendPending(a.buf[:0], owner, fp, life, leaseTail)
 	a.life.b = strconv.AppendInt(a.digits[:0], life, 10)
-	a.set = [7]any{"set", k, &a.value, "nx", "get", "px", &a.life}
+	a.set = [7]any{"set", k, &a.value, "nx", "px", &a.life, "get"}
 	a.ttl = [2]any{"pttl", k}
 	a.ttlCmd = *redis.NewIntCmd(ctx, a.ttl[:]...)
-	a.setCmd = *redis.NewStringCmd(ctx, a.set[:]...)
+	if alone {
+		a.setCmd = *redis.NewStringCmd(ctx, a.set[:createArgs]...)
+	} else {
+		a.setCmd = *redis.NewStringCmd(ctx, a.set[:]...)
+	}
 	return a
+}
+
+// full makes the SET the pipeline's, with its GET, after the create alone
+// found a record.
+func (a *claimArgs) full(ctx context.Context) {
+	a.setCmd = *redis.NewStringCmd(ctx, a.set[:]...)
 }
 
 // completeArgs is complete.lua's EVALSHA and its arguments, in one

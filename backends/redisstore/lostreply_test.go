@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"io"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/backendtest"
+	"github.com/stagedoor/once/backends/internal/claimmix"
 	"github.com/stagedoor/once/internal/redislua"
 )
 
@@ -158,6 +160,23 @@ func TestReSentAfterLostReply(t *testing.T) {
 		d.armBytes(owner)
 		claim(s, backendtest.Scope(t), owner)
 		lost(t, d)
+	})
+
+	t.Run("ClaimAlone", func(t *testing.T) {
+		// After claimmix.Start new keys the claim's SET goes alone; it
+		// applied, and its re-send finds the record it wrote, with its
+		// own owner token.
+		s, d := lossyStore(t)
+		scope, owner := backendtest.Scope(t), backendtest.Token()
+		for i := range claimmix.Start {
+			claim(s, scope+strconv.Itoa(i), backendtest.Token())
+		}
+		d.armBytes(owner)
+		claim(s, scope, owner)
+		lost(t, d)
+		ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "k", Owner: owner, Outcome: []byte("v"), Retention: retention})
+		require.NoError(t, err)
+		require.True(t, ok, "the re-sent claim left the claim to its owner")
 	})
 
 	t.Run("ClaimTakeover", func(t *testing.T) {

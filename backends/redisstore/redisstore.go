@@ -4,7 +4,8 @@
 //
 // Each record is one Redis string key, created by Claim with SET NX GET
 // (no script: a claim, a replay, an in-progress duplicate and a mismatch
-// cost one SET and one PTTL, pipelined) and otherwise written by Lua
+// cost one SET and one PTTL, pipelined; a first claim, while nearly every
+// key is new, one SET NX alone) and otherwise written by Lua
 // scripts, so every operation is one round trip (a takeover two) and
 // single-slot on a Cluster. A record's checkpoints (Checkpoint), when it
 // has any, are a second string key beside it, the record's key followed
@@ -79,6 +80,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/internal/claimmix"
 )
 
 // DefaultKeyPrefix is the prefix of every key the store writes unless
@@ -120,8 +122,9 @@ type Store struct {
 	notifyArg any
 	logger    *slog.Logger
 	check     EvictionCheck
-	subs      subscribers // the shared Pub/Sub connections of Watch
-	pipes     sync.Pool   // redis.Pipeliner for Claim, reused (go-redis keeps none after Exec)
+	subs      subscribers   // the shared Pub/Sub connections of Watch
+	pipes     sync.Pool     // redis.Pipeliner for Claim, reused (go-redis keeps none after Exec)
+	mix       *claimmix.Mix // whether Claim sends its SET alone first
 }
 
 var (
@@ -195,6 +198,7 @@ func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store
 		prefix: cfg.KeyPrefix,
 		logger: cfg.Logger,
 		check:  cfg.EvictionPolicyCheck,
+		mix:    claimmix.New(),
 	}
 	if s.prefix == "" {
 		s.prefix = DefaultKeyPrefix
