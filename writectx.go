@@ -79,14 +79,23 @@ func (c *writeContext) String() string { return "once.writeContext" }
 
 // arm returns the timed context, making it on first use: a
 // context.WithDeadline on the same deadline over a never-done root,
-// cancelled at once if the write already ended.
+// cancelled at once if the write already ended (a cancelled
+// context.WithCancel if it ended before its deadline, so that Err keeps
+// the error it first reported).
 func (c *writeContext) arm() context.Context {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.inner == nil {
-		c.inner, c.cancel = context.WithDeadline(context.Background(), c.deadline)
-		if c.err != nil {
+		if c.err == context.Canceled {
+			// ended before its deadline: Err stays Canceled, even if the
+			// deadline has passed since
+			c.inner, c.cancel = context.WithCancel(context.Background())
 			c.cancel()
+		} else {
+			c.inner, c.cancel = context.WithDeadline(context.Background(), c.deadline)
+			if c.err != nil {
+				c.cancel()
+			}
 		}
 	}
 	return c.inner

@@ -4,7 +4,9 @@ import (
 	"database/sql/driver"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"strconv"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -24,8 +26,10 @@ import (
 // statement), and driver.Valuer for when it does not (the simple protocol,
 // QueryExecModeExec), so every exec mode sends what the plain values would
 // send. A tracer or logger that formats the arguments prints the values
-// (String, MarshalJSON), as it would print a string, []byte (pgx's
-// tracelog prints its hex) or int64.
+// (String, MarshalJSON), as it would print a string, []byte or int64;
+// String cuts a text or bytea past 64 bytes as pgx's tracelog cuts a
+// plain string or []byte (its hex), so that a large outcome is never
+// logged whole.
 
 type textArg struct{ p *string }
 
@@ -33,7 +37,21 @@ func (a textArg) TextValue() (pgtype.Text, error) { return pgtype.Text{String: *
 
 func (a textArg) Value() (driver.Value, error) { return *a.p, nil }
 
-func (a textArg) String() string { return *a.p }
+func (a textArg) String() string {
+	v := *a.p
+	if len(v) <= logCut {
+		return v
+	}
+	n := 0
+	for n < logCut {
+		_, w := utf8.DecodeRuneInString(v[n:])
+		n += w
+	}
+	if n >= len(v) {
+		return v
+	}
+	return fmt.Sprintf("%s (truncated %d bytes)", v[:n], len(v)-n)
+}
 
 func (a textArg) MarshalJSON() ([]byte, error) { return json.Marshal(*a.p) }
 
@@ -44,7 +62,16 @@ func (a byteaArg) BytesValue() ([]byte, error) { return *a.p, nil }
 
 func (a byteaArg) Value() (driver.Value, error) { return *a.p, nil }
 
-func (a byteaArg) String() string { return hex.EncodeToString(*a.p) }
+func (a byteaArg) String() string {
+	v := *a.p
+	if len(v) < logCut {
+		return hex.EncodeToString(v)
+	}
+	return fmt.Sprintf("%x (truncated %d bytes)", v[:logCut], len(v)-logCut)
+}
+
+// logCut is where String cuts a long value: pgx's tracelog's limit.
+const logCut = 64
 
 func (a byteaArg) MarshalJSON() ([]byte, error) { return json.Marshal(*a.p) }
 

@@ -16,12 +16,12 @@ import (
 	"github.com/stagedoor/once/backends/backendtest"
 )
 
-type reviewLogger struct {
+type capturedLog struct {
 	mu  sync.Mutex
 	out bytes.Buffer
 }
 
-func (l *reviewLogger) Log(_ context.Context, _ tracelog.LogLevel, msg string, data map[string]any) {
+func (l *capturedLog) Log(_ context.Context, _ tracelog.LogLevel, msg string, data map[string]any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	fmt.Fprintf(&l.out, "%s %v\n", msg, data["args"])
@@ -30,8 +30,8 @@ func (l *reviewLogger) Log(_ context.Context, _ tracelog.LogLevel, msg string, d
 // pgx's tracelog prints a []byte or string argument truncated to 64 bytes
 // (args.go says the pointer-shaped args print as the plain values
 // would): a completion's large outcome must not be logged whole.
-func TestReviewTracelogTruncatesLikePlainValues(t *testing.T) {
-	l := &reviewLogger{}
+func TestTracelogTruncatesLikePlainValues(t *testing.T) {
+	l := &capturedLog{}
 	tl := &tracelog.TraceLog{Logger: l, LogLevel: tracelog.LogLevelInfo}
 	s := newStore(t, newPool(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = tl }))
 	ctx := t.Context()

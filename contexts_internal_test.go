@@ -14,7 +14,7 @@ import (
 // keeps reporting it (the Context contract: Err's first non-nil error is
 // its last), even when a store that kept it looks at Done or its cause
 // after the deadline passed.
-func TestReviewWriteContextErrStableAfterDeadline(t *testing.T) {
+func TestWriteContextErrStableAfterDeadline(t *testing.T) {
 	c := newWriteContext(context.Background(), 20*time.Millisecond)
 	c.end()
 	require.ErrorIs(t, c.Err(), context.Canceled)
@@ -49,7 +49,7 @@ func (o *opaqueCtx) Value(key any) any { return nil }
 // it ends with the lease's loss or Do's return, and the goroutine the
 // context package starts to watch the caller's context is released;
 // armed after, it is ended at once and starts none.
-func TestReviewFnContextOpaqueParent(t *testing.T) {
+func TestFnContextOpaqueParent(t *testing.T) {
 	before := runtime.NumGoroutine()
 	for _, cause := range []error{ErrLeaseLost, nil} {
 		p := &opaqueCtx{done: make(chan struct{}), err: context.Canceled}
@@ -76,7 +76,7 @@ func TestReviewFnContextOpaqueParent(t *testing.T) {
 
 // The caller's cancellation before fn's first look, and fn's first look
 // through context.AfterFunc: the function runs, with the caller's cause.
-func TestReviewFnContextAfterFuncAfterCallerCancel(t *testing.T) {
+func TestFnContextAfterFuncAfterCallerCancel(t *testing.T) {
 	gaveUp := errors.New("gave up")
 	parent, cancel := context.WithCancelCause(context.Background())
 	f := &fnContext{parent: parent, claim: &claim{}}
