@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-sql-driver/mysql"
 
+	"github.com/stagedoor/once/internal/testparallel"
 	"github.com/stagedoor/once/internal/testservers/serverenv"
 )
 
@@ -48,7 +49,13 @@ func randomSuffix() string {
 	return hex.EncodeToString(b[:])
 }
 
+// waitingTests is how many parallel tests run at once: the conformance
+// suites' tests mostly wait on the server's clock (backendtest.Elapse)
+// and on lock timeouts, not on the CPU.
+const waitingTests = 8
+
 func TestMain(m *testing.M) {
+	testparallel.Default(waitingTests)
 	// The driver logs a killed connection's EOF; the tests that kill one
 	// check the error they get instead.
 	_ = mysql.SetLogger(log.New(io.Discard, "", 0))

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/stagedoor/once/internal/testparallel"
 	"github.com/stagedoor/once/internal/testservers/serverenv"
 )
 
@@ -36,7 +37,13 @@ func randomSuffix() string {
 	return hex.EncodeToString(b[:])
 }
 
+// waitingTests is how many parallel tests run at once: the conformance
+// suites' tests mostly wait on the server's clock (backendtest.Elapse)
+// and on lock timeouts, not on the CPU.
+const waitingTests = 8
+
 func TestMain(m *testing.M) {
+	testparallel.Default(waitingTests)
 	testSchema = "once_test_" + randomSuffix()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	pool, err := pgxpool.New(ctx, databaseURL())

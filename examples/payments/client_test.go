@@ -19,6 +19,7 @@ import (
 // request never left), when the provider answered, and when the shop
 // itself stopped.
 func TestUnknownOutcomeOnlyWhenTheRequestLeft(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	req := chargeRequest{OrderID: "o1", Amount: 1, Card: "4242424242424242"}
 	noRetry := func(oncehttp.Retry) {}

@@ -27,6 +27,7 @@ const clockSlack = time.Second
 // then 409 with a Retry-After of the hold the store reported and no replay
 // marker, then the 201 replayed), and the reconciler's passes.
 func TestHeldPaymentChargedOnce(t *testing.T) {
+	t.Parallel()
 	exstoretest.EachOf(t, "payments_held", exstore.Kinds, func(t *testing.T, cfg exstore.Config) {
 		t.Parallel()
 		var out bytes.Buffer

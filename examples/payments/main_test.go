@@ -30,6 +30,7 @@ func openTestDemo(t *testing.T, cfg exstore.Config, out *bytes.Buffer) *demo {
 }
 
 func TestEveryOrderChargedOnceUnderFaults(t *testing.T) {
+	t.Parallel()
 	exstoretest.EachOf(t, "payments", exstore.Kinds, func(t *testing.T, cfg exstore.Config) {
 		t.Parallel()
 		var out bytes.Buffer

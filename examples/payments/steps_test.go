@@ -11,15 +11,21 @@ import (
 
 	"github.com/stagedoor/once/examples/internal/exstore"
 	"github.com/stagedoor/once/examples/internal/exstoretest"
+	"github.com/stagedoor/once/internal/testparallel"
 )
 
 // TestMain turns the test binary into a shop process when the steps part
 // starts one (runShopProcess re-executes the running binary), so that the
 // shops are real processes that the test kills with SIGKILL.
+//
+// The tests wait on the demo's own timeouts and holds (see client.go)
+// far more than they compute, so every one of them, a test per store of
+// each story, runs at once unless -parallel says otherwise.
 func TestMain(m *testing.M) {
 	if job := os.Getenv(shopEnv); job != "" {
 		os.Exit(shopMain(job))
 	}
+	testparallel.Default(3*len(exstore.Kinds) + 2)
 	os.Exit(m.Run())
 }
 
@@ -30,6 +36,7 @@ func TestMain(m *testing.M) {
 // charge again, and the provider replays it; every order has one stock
 // hold, one charge and one order row.
 func TestStepsResumeAfterKill(t *testing.T) {
+	t.Parallel()
 	exstoretest.EachOf(t, "payments_steps", exstore.Kinds, func(t *testing.T, cfg exstore.Config) {
 		t.Parallel()
 		var out bytes.Buffer
