@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -163,9 +164,17 @@ func TestPostgresResolveLockedByTransaction(t *testing.T) {
 	<-started
 	// With --yes too: the store's refusal looks like a live claim's,
 	// and resolve tells them apart (the uncommitted claim is invisible to
-	// its read).
-	for _, args := range [][]string{{"resolve", "tx", "k", "--value", "2", "--yes"}, {"resolve", "tx", "k", "--value", "2"}} {
-		res := runCLI(t, p.flags(args...)...)
+	// its read). Both wait on the same lock, so they run at once: one
+	// lock timeout instead of two.
+	argss := [][]string{{"resolve", "tx", "k", "--value", "2", "--yes"}, {"resolve", "tx", "k", "--value", "2"}}
+	results := make([]result, len(argss))
+	var wg sync.WaitGroup
+	for i, args := range argss {
+		wg.Go(func() { results[i] = runCLI(t, p.flags(args...)...) })
+	}
+	wg.Wait()
+	for i, args := range argss {
+		res := results[i]
 		assert.Equal(t, exitFailure, res.code, "%q: %s", args, res)
 		assert.Contains(t, res.stderr, "locked by a transaction that has not committed", "%q", args)
 		assert.NotContains(t, res.stderr, "reconciler", "%q", args)
