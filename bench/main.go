@@ -51,7 +51,6 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 	fs.StringVar(&o.out, "out", filepath.Join("bench", "results"), "directory for results.md and throughput.svg (empty: none)")
 	fs.IntVar(&o.pgConns, "pg-conns", 16, "PostgreSQL and MariaDB pool size, shared by library and baseline")
 	fs.StringVar(&o.mysqlClaims, "mysql-claims", "insert-first", "mysqlstore's claim order: insert-first (its default), read-first (Config.ReadFirstClaims) or one-call (Config.OneRoundTripClaims)")
-	fs.StringVar(&o.pgClaims, "pg-claims", "one-statement", "the postgres store's claim: one-statement (its default) or insert-first (Config.InsertFirstClaims)")
 	fs.BoolVar(&quick, "quick", false, "CI mode: 30ms cells, one round")
 	fs.BoolVar(&o.scale, "scale", false, "also run the scale scenarios (several minutes; 10M PostgreSQL rows)")
 	fs.BoolVar(&o.localCache, "local-cache", false, "measure only the hot-key replay: raw, once, and once with a local cache")
@@ -85,12 +84,6 @@ func parseFlags(args []string, errOut io.Writer) (options, error) {
 		fmt.Fprintf(errOut, "bad -mysql-claims %q: want insert-first, read-first or one-call\n", o.mysqlClaims)
 		return o, fmt.Errorf("bad -mysql-claims")
 	}
-	switch o.pgClaims {
-	case "one-statement", "insert-first":
-	default:
-		fmt.Fprintf(errOut, "bad -pg-claims %q: want one-statement or insert-first\n", o.pgClaims)
-		return o, fmt.Errorf("bad -pg-claims")
-	}
 	if o.rounds < 1 || o.duration <= 0 || o.pgConns < 1 {
 		fmt.Fprintln(errOut, "-rounds, -duration and -pg-conns must be positive")
 		return o, fmt.Errorf("bad flags")
@@ -104,7 +97,7 @@ func execute(ctx context.Context, o options, out, log io.Writer) error {
 	if o.localCache {
 		return runLocalCache(ctx, o, out, log)
 	}
-	header := fmt.Sprintf("Measured %s; -duration %v -rounds %d -pg-conns %d -pg-claims %s -mysql-claims %s.", machine(), o.duration, o.rounds, o.pgConns, o.pgClaims, o.mysqlClaims)
+	header := fmt.Sprintf("Measured %s; -duration %v -rounds %d -pg-conns %d -mysql-claims %s.", machine(), o.duration, o.rounds, o.pgConns, o.mysqlClaims)
 	fmt.Fprintln(log, header)
 	res, err := run(ctx, o, log)
 	if err != nil {

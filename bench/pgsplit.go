@@ -34,10 +34,10 @@ ON CONFLICT (scope, key) DO NOTHING RETURNING true`
 WHERE scope = $1::text AND key = $2::text`
 )
 
-// splitInsertFirst: claim.sql's parameters. A claim that answers replays
-// in one statement the other way round: insert_claim.sql's insert first,
-// and the read of the existing row (claim.sql's answer columns) only when
-// it inserted nothing.
+// splitInsertFirst: insert_claim.sql's parameters. A claim that answers
+// replays in one statement: insert_claim.sql's insert first, and the read
+// of the existing row (read_claim.sql's answer columns) only when it
+// inserted nothing.
 var splitInsertFirst = "WITH ins AS (\n" + pgsql.InsertClaim + `)
 SELECT 0::smallint, NULL::bytea, NULL::bytea, false,
 	NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz, NULL::timestamptz
@@ -83,19 +83,25 @@ func (p *pgStats) measureSplit(ctx context.Context, conn *pgxpool.Conn) ([]split
 	scope := "split-" + runID()
 	owner := token()
 	claim := func(key string) error {
-		return exec(lib.Claim, scope, key, fpA, owner, leaseUS, retentionUS, "5000ms")
+		return exec(lib.InsertClaim, scope, key, fpA, owner, leaseUS, retentionUS, "1ms")
 	}
 	insert := func(key string) error { return exec(plainInsert, scope, key, fpA, owner, leaseUS, retentionUS) }
 	complete := func(key string) error {
 		return exec(lib.Complete, scope, key, owner, storedOutcome, retentionUS, pgsql.Slot(scope, key))
 	}
 	rows := []splitRow{
-		{"library", "claim.sql, complete.sql", claim, complete},
+		{"library, insert first", "insert_claim.sql (with its 1ms lock_timeout), complete.sql", claim, complete},
 		{"claim as a plain insert", "a plain INSERT … ON CONFLICT DO NOTHING of the claim's columns, complete.sql", insert, complete},
-		{"insert-first claims (Config.InsertFirstClaims)", "insert_claim.sql (the plain insert, with its 1ms lock_timeout), complete.sql", func(key string) error {
-			return exec(lib.InsertClaim, scope, key, fpA, owner, leaseUS, retentionUS, "1ms")
+		{"library, read first", "read_claim.sql (no row), insert_claim.sql, complete.sql", func(key string) error {
+			if err := exec(read, scope, key, owner); err != nil {
+				return err
+			}
+			return exec(lib.InsertClaim, scope, key, fpA, owner, leaseUS, retentionUS, "5000ms")
 		}, complete},
-		{"claim, insert first", "the claim's insert, then the read only when it inserted nothing (one statement), complete.sql", func(key string) error {
+		{"library in a transaction's claim statement", "claim_tx.sql (read and gated insert in one statement, at READ COMMITTED), complete.sql", func(key string) error {
+			return exec(lib.ClaimTx, scope, key, fpA, owner, leaseUS, retentionUS, "5000ms")
+		}, complete},
+		{"claim, insert first, one statement", "the claim's insert, then the read only when it inserted nothing (one statement), complete.sql", func(key string) error {
 			return exec(insertFirst, scope, key, fpA, owner, leaseUS, retentionUS, "5000ms")
 		}, complete},
 		{"claim as insert + read in one pipeline", "the plain insert and a SELECT of the row in one round trip (pgx batch), complete.sql", func(key string) error {
@@ -104,7 +110,7 @@ func (p *pgStats) measureSplit(ctx context.Context, conn *pgxpool.Conn) ([]split
 			b.Queue(read, scope, key, owner)
 			return conn.SendBatch(ctx, &b).Close()
 		}, complete},
-		{"completion without the waiter check", "claim.sql, complete.sql without pg_try_advisory_xact_lock", claim, func(key string) error {
+		{"completion without the waiter check", "insert_claim.sql, complete.sql without pg_try_advisory_xact_lock", claim, func(key string) error {
 			return exec(noWaiterCheck, scope, key, owner, storedOutcome, retentionUS, pgsql.Slot(scope, key))
 		}},
 		{"plain statements, library's table", "the plain insert, an unfenced UPDATE", insert, func(key string) error {
@@ -163,5 +169,5 @@ func writeSplit(b *strings.Builder, rows []splitRow, per []float64) {
 	for i, r := range rows {
 		fmt.Fprintf(b, "| %s | %s | %.1fµs | %.1fµs |\n", r.name, r.what, per[i], per[0]-per[i])
 	}
-	b.WriteString("\nThe claim answers a replay, an in-progress duplicate and a mismatch in the same statement (one round trip on every path): its extra cost over a plain insert is the second row's difference. The third row is the opt-in Config.InsertFirstClaims, whose first execution is that plain insert with a 1ms lock_timeout, and whose other answers take a second statement; the next two rows are other ways to answer them in one round trip. The waiter check is what lets a completion wake waiters in other processes without notifying on every commit. The plain statements' row is the floor for the library's table; its difference from the raw baseline is the table's (owner, lease, expiry and held columns).\n")
+	b.WriteString("\nThe library's first execution while most of its recent claims met new keys is the first row: the plain insert with its lock_timeout set (the second row's difference); a replay, an in-progress duplicate and a mismatch then take a second statement, read_claim.sql. While most met a row it reads first (third row), and a replay costs that read alone. The fourth row is a DoTx's claim, both in one statement; the next two are other ways to answer every claim in one round trip. The waiter check is what lets a completion wake waiters in other processes without notifying on every commit. The plain statements' row is the floor for the library's table; its difference from the raw baseline is the table's (owner, lease, expiry and held columns).\n")
 }

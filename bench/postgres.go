@@ -22,9 +22,6 @@ func postgresURL() string { return serverenv.PostgresURL() }
 type pgRun struct {
 	pool   *pgxpool.Pool
 	schema string
-	// insertFirst sets the library's Config.InsertFirstClaims
-	// (-pg-claims insert-first).
-	insertFirst bool
 }
 
 func openPostgres(ctx context.Context, id string, conns int32) (*pgRun, error) {
@@ -49,7 +46,7 @@ func openPostgres(ctx context.Context, id string, conns int32) (*pgRun, error) {
 
 // store migrates table in the run's schema and returns a Store over it.
 func (r *pgRun) store(ctx context.Context, table string) (*postgres.Store, error) {
-	cfg := &postgres.Config{Schema: r.schema, Table: table, InsertFirstClaims: r.insertFirst}
+	cfg := &postgres.Config{Schema: r.schema, Table: table}
 	s, err := postgres.New(r.pool, cfg)
 	if err != nil {
 		return nil, err
@@ -80,12 +77,11 @@ const (
 // table: see rawPostgresTarget) and the same-statement target (the
 // library's own statements sent with pgx, without the library), all on one
 // pool, with the PostgreSQL statistics of each.
-func setupPostgres(ctx context.Context, id string, conns int32, claims string) (_ *suite, err error) {
+func setupPostgres(ctx context.Context, id string, conns int32) (_ *suite, err error) {
 	r, err := openPostgres(ctx, id, conns)
 	if err != nil {
 		return nil, err
 	}
-	r.insertFirst = claims == "insert-first"
 	defer func() {
 		if err != nil {
 			r.close()
@@ -110,7 +106,7 @@ func setupPostgres(ctx context.Context, id string, conns int32, claims string) (
 	if _, err := r.store(ctx, pgSameTable); err != nil {
 		return nil, err
 	}
-	same, err := sameStatementsTarget(ctx, r.pool, r.table(pgSameTable), "same-"+id, r.insertFirst)
+	same, err := sameStatementsTarget(ctx, r.pool, r.table(pgSameTable), "same-"+id)
 	if err != nil {
 		return nil, err
 	}
@@ -118,8 +114,8 @@ func setupPostgres(ctx context.Context, id string, conns int32, claims string) (
 	return &suite{lib: lib, cached: cached, raw: raw, same: same, firstBegin: st.begin, firstEnd: st.end, notes: st.notes, cleanup: r.close}, nil
 }
 
-// pgClaimRow is the row of the library's claim statement (claim.sql):
-// state 0 when it inserted, else the stored row's state, fingerprint and
+// pgClaimRow is a claim's answer: state 0 when insert_claim.sql
+// inserted, else the row read_claim.sql read: its state, fingerprint and
 // outcome, and whether its owner is the claim's; its timestamps are read
 // and discarded, as the library reads them.
 type pgClaimRow struct {
@@ -137,47 +133,67 @@ func (r pgClaimRow) inserted() bool { return r.state == 0 }
 // without the library, encoding and decoding the payment as the raw
 // baseline does (rawResult, rawReplay): the gap between it and the raw baseline is the
 // schema's and the statements' cost, the gap between it and the library is
-// the library's Go-side cost.
-// With insertFirst, its claim is the store's under Config.InsertFirstClaims:
-// insert_claim.sql, then read_claim.sql when that inserted nothing.
-func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope string, insertFirst bool) (*target, error) {
+// the library's Go-side cost. Its claims take the order a Store settles on
+// in a cell of one path: a first execution sends insert_claim.sql alone
+// (insert first), a replay, an in-progress duplicate and a mismatch
+// read_claim.sql alone (read first).
+func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope string) (*target, error) {
 	t := &target{}
 	q := pgsql.Render(table)
 	leaseUS, retentionUS, holdUS := lease.Microseconds(), retention.Microseconds(), holdLease.Microseconds()
-	claim := func(ctx context.Context, key string, fp []byte, owner string, leaseUS int64) (pgClaimRow, error) {
-		if insertFirst {
-			t.Trips.Add(1)
-			var inserted bool
-			err := pool.QueryRow(ctx, q.InsertClaim, scope, key, fp, owner, leaseUS, retentionUS, "1ms").Scan(&inserted)
-			if err == nil && inserted {
-				return pgClaimRow{}, nil // state 0: inserted
-			}
-			if err != pgx.ErrNoRows {
-				return pgClaimRow{}, fmt.Errorf("same insert claim of %s: %v", key, err)
-			}
-			t.Trips.Add(1)
-			var r pgClaimRow
-			var leaseUntil, expiresAt, holdUntil, now, claimedAt pgtype.Timestamptz
-			err = pool.QueryRow(ctx, q.ReadClaim, scope, key, owner).
-				Scan(&r.state, &r.fp, &r.outcome, &r.own, &leaseUntil, &expiresAt, &holdUntil, &now, &claimedAt, &r.steps)
-			if err == nil && !expiresAt.Time.After(now.Time) {
-				err = fmt.Errorf("same read claim of %s: the row expired", key)
-			}
-			return r, err
+	insert := func(ctx context.Context, key string, fp []byte, owner string, leaseUS int64, lockTimeout string) (bool, error) {
+		t.Trips.Add(1)
+		var inserted bool
+		err := pool.QueryRow(ctx, q.InsertClaim, scope, key, fp, owner, leaseUS, retentionUS, lockTimeout).Scan(&inserted)
+		if err == pgx.ErrNoRows {
+			return false, nil
 		}
+		return inserted, err
+	}
+	read := func(ctx context.Context, key, owner string) (pgClaimRow, bool, error) {
 		t.Trips.Add(1)
 		var r pgClaimRow
 		var leaseUntil, expiresAt, holdUntil, now, claimedAt pgtype.Timestamptz
-		err := pool.QueryRow(ctx, q.Claim, scope, key, fp, owner, leaseUS, retentionUS, "5000ms").
+		err := pool.QueryRow(ctx, q.ReadClaim, scope, key, owner).
 			Scan(&r.state, &r.fp, &r.outcome, &r.own, &leaseUntil, &expiresAt, &holdUntil, &now, &claimedAt, &r.steps)
-		if err == nil && !r.inserted() && !expiresAt.Time.After(now.Time) {
-			err = fmt.Errorf("same claim of %s: the row expired", key)
+		if err == pgx.ErrNoRows {
+			return r, false, nil
 		}
-		return r, err
+		if err == nil && !expiresAt.Time.After(now.Time) {
+			err = fmt.Errorf("same read claim of %s: the row expired", key)
+		}
+		return r, err == nil, err
+	}
+	claim := func(ctx context.Context, key string, fp []byte, owner string, leaseUS int64, insertFirst bool) (pgClaimRow, error) {
+		if insertFirst {
+			// The library's insert that goes first waits at most 1 ms for
+			// a lock (then it reads first, two more statements); here it
+			// waits as the insert after a read does, so that every claim
+			// is one statement: on a loaded machine a new key's insert can
+			// wait past 1 ms (a relation extension).
+			inserted, err := insert(ctx, key, fp, owner, leaseUS, "5000ms")
+			if err != nil || inserted {
+				return pgClaimRow{}, err // state 0: inserted
+			}
+			r, found, err := read(ctx, key, owner)
+			if err == nil && !found {
+				err = fmt.Errorf("same claim of %s: no row after the insert's conflict", key)
+			}
+			return r, err
+		}
+		r, found, err := read(ctx, key, owner)
+		if err != nil || found {
+			return r, err
+		}
+		inserted, err := insert(ctx, key, fp, owner, leaseUS, "5000ms")
+		if err == nil && !inserted {
+			err = fmt.Errorf("same claim of %s: a row committed after the read", key)
+		}
+		return pgClaimRow{}, err
 	}
 	first := func(ctx context.Context, key string) error {
 		owner := token()
-		if r, err := claim(ctx, key, fpA, owner, leaseUS); err != nil || !r.inserted() {
+		if r, err := claim(ctx, key, fpA, owner, leaseUS, true); err != nil || !r.inserted() {
 			return fmt.Errorf("same claim: %v %+v", err, r)
 		}
 		body, err := rawResult(ctx)
@@ -194,13 +210,13 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 	if err := first(ctx, hotKey); err != nil {
 		return nil, err
 	}
-	if r, err := claim(ctx, pendingKey, fpA, token(), holdUS); err != nil || !r.inserted() {
+	if r, err := claim(ctx, pendingKey, fpA, token(), holdUS, true); err != nil || !r.inserted() {
 		return nil, fmt.Errorf("seed in-progress key: %v %+v", err, r)
 	}
 	var keys keySeq
 	t.Ops[pathFirst] = func(ctx context.Context) error { return first(ctx, keys.Next("")) }
 	find := func(ctx context.Context, key string, fp []byte, state int16) error {
-		r, err := claim(ctx, key, fp, token(), leaseUS)
+		r, err := claim(ctx, key, fp, token(), leaseUS, false)
 		if err != nil || r.inserted() || r.state != state ||
 			bytes.Equal(r.fp, fp) != bytes.Equal(fp, fpA) {
 			return fmt.Errorf("same claim of %s: %v %+v", key, err, r)

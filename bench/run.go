@@ -21,9 +21,6 @@ type options struct {
 	// mysqlClaims is mysqlstore's claim order: "insert-first" (its
 	// default), "read-first" or "one-call".
 	mysqlClaims string
-	// pgClaims is the postgres store's claim: "one-statement" (its
-	// default) or "insert-first" (Config.InsertFirstClaims).
-	pgClaims string
 }
 
 // suite is what a backend's setup returns: the targets to compare and the
@@ -66,7 +63,7 @@ var setups = map[string]setupFunc{
 		return setupMemory(ctx, id)
 	},
 	"postgres": func(ctx context.Context, id string, o options) (*suite, error) {
-		return setupPostgres(ctx, id, int32(o.pgConns), o.pgClaims)
+		return setupPostgres(ctx, id, int32(o.pgConns))
 	},
 	"redis": func(ctx context.Context, id string, _ options) (*suite, error) {
 		return setupRedis(ctx, id)

@@ -17,21 +17,14 @@ import (
 )
 
 func TestRecordClaim(t *testing.T) {
-	m := claimmix.New()
-	for range claimmix.Start {
-		recordClaim(m, insertedRow)
-	}
-	assert.True(t, m.CreateFirst(), "after claimmix.Start inserted rows")
+	m := claimmix.New(claimmix.Even)
+	assert.False(t, m.CreateFirst(), "a new Store reads first")
+	recordClaim(m, insertedRow)
+	assert.True(t, m.CreateFirst(), "after an inserted row")
 	recordClaim(m, fastRow{found: true, state: int16(backends.StateCompleted)})
 	assert.False(t, m.CreateFirst(), "a claim that met a row")
-	m = claimmix.New()
-	for range claimmix.Start - 1 {
-		recordClaim(m, insertedRow)
-	}
+	recordClaim(m, insertedRow)
 	recordClaim(m, fastRow{})
-	for range claimmix.Start - 1 {
-		recordClaim(m, insertedRow)
-	}
 	assert.False(t, m.CreateFirst(), "no visible row counts as met")
 }
 
@@ -61,10 +54,11 @@ func (l *sqlLog) sent(fn func()) []string {
 	return append([]string(nil), l.sql[n:]...)
 }
 
-// TestClaimMixSwitches checks that a Store sends the one-statement claim
-// until claimmix.Start claims in a row inserted new keys, then the plain insert
-// first, and the one-statement claim again right after a claim met a row:
-// a replay then takes two statements once, and the next ones one.
+// TestClaimMixSwitches checks that a new Store reads first, sends its
+// insert first from the claim after one that inserted a new key, and
+// reads first again once its claims met as many rows as they inserted: a
+// replay among new keys takes two statements, a new key among replays
+// two.
 func TestClaimMixSwitches(t *testing.T) {
 	log := &sqlLog{}
 	s := newStore(t, newPool(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = log }))
@@ -75,16 +69,18 @@ func TestClaimMixSwitches(t *testing.T) {
 		require.NoError(t, err)
 		return r
 	}
-	for i := range claimmix.Start {
-		var r backends.ClaimResult
-		assert.Equal(t, []string{s.sql.Claim}, log.sent(func() { r = claim(string(rune('a'+i)), "fp") }), "new key %d", i)
-		require.True(t, r.Claimed)
-	}
+	read, insert := s.sql.ReadClaim, s.sql.InsertClaim
 	var r backends.ClaimResult
-	assert.Equal(t, []string{s.sql.InsertClaim}, log.sent(func() { r = claim("new", "fp") }), "insert first")
+	assert.Equal(t, []string{read, insert}, log.sent(func() { r = claim("a", "fp") }), "a new Store reads first")
 	require.True(t, r.Claimed)
-	assert.Equal(t, []string{s.sql.InsertClaim, s.sql.ReadClaim}, log.sent(func() { r = claim("new", "fp") }), "a duplicate among new keys")
+	assert.Equal(t, []string{insert}, log.sent(func() { r = claim("b", "fp") }), "insert first")
+	require.True(t, r.Claimed)
+	assert.Equal(t, []string{insert, read}, log.sent(func() { r = claim("b", "fp") }), "a duplicate among new keys")
 	require.Equal(t, backends.StatePending, r.Existing.State)
-	assert.Equal(t, []string{s.sql.Claim}, log.sent(func() { r = claim("new", "other") }), "the next claim")
+	assert.Equal(t, []string{insert, read}, log.sent(func() { r = claim("b", "other") }), "as many rows met as inserted")
 	require.Equal(t, []byte("fp"), r.Existing.Fingerprint)
+	assert.Equal(t, []string{read}, log.sent(func() { r = claim("b", "fp") }), "read first")
+	require.Equal(t, backends.StatePending, r.Existing.State)
+	assert.Equal(t, []string{read, insert}, log.sent(func() { r = claim("c", "fp") }), "a new key among duplicates")
+	require.True(t, r.Claimed)
 }

@@ -109,8 +109,8 @@ func newClaimArgs(p backends.ClaimParams, lockTimeout any) *claimArgs {
 	return a
 }
 
-// claimArgs returns claim.sql's, claim_tx.sql's and takeover.sql's
-// arguments.
+// claimArgs returns claim_tx.sql's and takeover.sql's arguments, with
+// Config.LockTimeout as their lock_timeout.
 func (q statements) claimArgs(p backends.ClaimParams) []any {
 	return newClaimArgs(p, q.lockTimeout).args[:]
 }

@@ -40,7 +40,7 @@ func TestArgsEveryExecMode(t *testing.T) {
 			fp := []byte{0, 1, 0xfe, 0xff, '\'', '\\', 'x'}
 			outcome := []byte("\x00'\\x{\"v\":1}\xff")
 			for _, insertFirst := range []bool{false, true} {
-				s.cfg.insertFirst = insertFirst
+				pinOrder(s, insertFirst)
 				key := fmt.Sprintf("k'\\%v", insertFirst)
 				r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Fingerprint: fp, Owner: owner, Lease: time.Minute, Retention: time.Hour})
 				require.NoError(t, err)

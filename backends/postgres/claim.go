@@ -27,8 +27,9 @@ import (
 // report is returned then.
 const maxAttempts = 4
 
-// fastRow is the row claim.sql returns; it returns none when the key is
-// held by a row the statement cannot see yet. Its timestamps are the
+// fastRow is the row read_claim.sql and claim_tx.sql return (found), or
+// stands for insert_claim.sql's insert (insertedRow); none is found when
+// the key is held by a row the statements cannot see yet. Its timestamps are the
 // stored row's, with the server's clock (now), so that the decisions
 // below use the store's clock without numeric arithmetic on the server.
 type fastRow struct {
@@ -303,32 +304,25 @@ func (q statements) claimOnce(ctx context.Context, db querier, p backends.ClaimP
 	return r, nil
 }
 
-// insertLockTimeout is insert_claim.sql's lock_timeout: the shortest the
-// server accepts. The insert waits on a key's row whenever a transaction
-// not yet ended inserted, updated or deleted it, also when the row's
-// committed version answers the claim (a reconciler's transaction that
-// leased or resolves a held record): past insertLockTimeout the claim
-// sends claim.sql instead (insertFirstLockWait), which reads that committed
-// version without waiting, and waits at most Config.LockTimeout only when
-// it must (no row visible, or a takeover), as the default claim does.
+// insertLockTimeout is insert_claim.sql's lock_timeout when it goes
+// first (insertFirst): the shortest the server accepts. The insert waits
+// on a key's row whenever a transaction not yet ended inserted, updated or
+// deleted it, also when the row's committed version answers the claim (a
+// reconciler's transaction that leased or resolves a held record): past
+// insertLockTimeout the claim reads first instead (readFirst), which reads
+// that committed version without waiting, and waits at most
+// Config.LockTimeout only when it must (no row visible).
 var insertLockTimeout any = "1ms"
 
-// insertArgs are insert_claim.sql's parameters: claimArgs with
-// insertLockTimeout.
-func (q statements) insertArgs(p backends.ClaimParams) []any {
-	return newClaimArgs(p, insertLockTimeout).args[:]
-}
+// lockWait reports that a statement gave up waiting for a transaction that
+// wrote the key's row (its lock_timeout).
+func lockWait(err error) bool { return code(err) == CodeLockNotAvailable }
 
-// insertFirstLockWait reports that insert_claim.sql gave up waiting for a
-// transaction that wrote the key's row (insertLockTimeout): the claim then
-// runs claim.sql.
-func insertFirstLockWait(err error) bool { return code(err) == CodeLockNotAvailable }
-
-// insertClaim runs insert_claim.sql once on db (Config.InsertFirstClaims):
-// whether it inserted the claim. When it did not, the key has a row, which
-// read_claim.sql then reads.
-func (q statements) insertClaim(ctx context.Context, db querier, p backends.ClaimParams) (bool, error) {
-	a := newClaimArgs(p, insertLockTimeout)
+// insertClaim runs insert_claim.sql once on db, with lockTimeout (boxed
+// once: insertLockTimeout or statements.lockTimeout): whether it inserted
+// the claim. When it did not, the key has a row.
+func (q statements) insertClaim(ctx context.Context, db querier, p backends.ClaimParams, lockTimeout any) (bool, error) {
+	a := newClaimArgs(p, lockTimeout)
 	err := db.QueryRow(ctx, q.InsertClaim, a.args[:]...).Scan(a.dest[:]...)
 	found, err := interpretError("claim", err)
 	return found && bool(a.inserted), err
@@ -357,8 +351,8 @@ func (s *boolScan) ScanRow(rows pgx.Rows) error {
 	return nil
 }
 
-// readClaim runs read_claim.sql once on db, after insertClaim inserted
-// nothing: claim.sql's answer, from a plain read of the row.
+// readClaim runs read_claim.sql once on db: the key's row as the claim
+// decides from it, or none (found false).
 func (q statements) readClaim(ctx context.Context, db querier, p backends.ClaimParams) (fastRow, error) {
 	var r fastRow
 	if _, err := interpretError("claim", r.scan(db.QueryRow(ctx, q.ReadClaim, p.Scope, p.Key, p.Owner))); err != nil {
@@ -371,32 +365,48 @@ func (q statements) readClaim(ctx context.Context, db querier, p backends.ClaimP
 // decide answers Claimed.
 var insertedRow = fastRow{found: true, state: 0}
 
-// scanInserted scans insert_claim.sql's row into inserted; no row (the key
-// has one) leaves it false.
-func scanInserted(inserted *bool) func(pgx.Row) error {
-	return func(row pgx.Row) error {
-		if err := row.Scan(inserted); err != pgx.ErrNoRows {
-			return err
-		}
-		return nil
+// insertFirst runs a claim's plain statements insert first: insert_claim.sql
+// (waiting at most insertLockTimeout), then, when it inserted nothing,
+// read_claim.sql; readFirst when the insert gave up waiting. A row the read
+// does not find (deleted after the insert's conflict) is not visible: the
+// caller sends takeover.sql.
+func (q statements) insertFirst(ctx context.Context, db querier, p backends.ClaimParams) (fastRow, error) {
+	inserted, err := q.insertClaim(ctx, db, p, insertLockTimeout)
+	switch {
+	case lockWait(err):
+		return q.readFirst(ctx, db, p)
+	case err != nil || inserted:
+		return insertedRow, err
 	}
+	return q.readClaim(ctx, db, p)
 }
 
-// fastClaim runs claim.sql once on db.
-func (q statements) fastClaim(ctx context.Context, db querier, p backends.ClaimParams) (fastRow, error) {
-	var r fastRow
-	if _, err := interpretError("claim", r.scan(db.QueryRow(ctx, q.Claim, q.claimArgs(p)...))); err != nil {
+// readFirst runs a claim's plain statements read first: read_claim.sql,
+// then, when it found no row, insert_claim.sql, which waits at most
+// Config.LockTimeout for a transaction not yet ended that wrote the key's
+// row (a DoTx's claim). When that insert inserted nothing (a row committed
+// after the read's snapshot), no row is visible: the caller sends
+// takeover.sql.
+func (q statements) readFirst(ctx context.Context, db querier, p backends.ClaimParams) (fastRow, error) {
+	r, err := q.readClaim(ctx, db, p)
+	if err != nil || r.found {
+		return r, err
+	}
+	inserted, err := q.insertClaim(ctx, db, p, q.lockTimeout)
+	if err != nil || !inserted {
 		return fastRow{}, err
 	}
-	return r, nil
+	return insertedRow, nil
 }
 
-// claimLoop runs claim.sql (fast), which decides every claim in one
-// statement except a takeover, the re-use of an expired record and a race
+// claimLoop runs a claim's first statements (fast: the Store's plain
+// insert and read, or claim_tx.sql in a transaction), which decide every
+// claim except a takeover, the re-use of an expired record and a race
 // with a concurrent commit of the key; for those it runs takeover.sql
 // (attempt), again when it lost a race with a concurrent commit, at most
-// maxAttempts times in all (raceLoop: errContention then). A claim that gave up waiting for a concurrent uncommitted
-// transaction reports the key pending, with lockTimeoutHint as its lease.
+// maxAttempts times in all (raceLoop: errContention then). A claim that
+// gave up waiting for a concurrent uncommitted transaction reports the key
+// pending, with lockTimeoutHint as its lease.
 func claimLoop(ctx context.Context, p backends.ClaimParams, fast func(context.Context) (fastRow, error), attempt func(context.Context) (claimRow, error)) (backends.ClaimResult, error) {
 	if err := checkInput("claim", p.Scope, p.Key, p.Fingerprint, p.Owner); err != nil {
 		return backends.ClaimResult{}, err

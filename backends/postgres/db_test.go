@@ -62,6 +62,7 @@ func TestWrapperAsDB(t *testing.T) {
 	require.NoError(t, s.Migrate(context.Background()))
 	_, serial := s.db.(*serialDB)
 	require.False(t, serial, "a wrapper is taken as safe for concurrent use")
+	pinOrder(s, true)
 	r, err := s.Claim(context.Background(), claimParams("s", "k"))
 	require.NoError(t, err)
 	require.True(t, r.Claimed)

@@ -16,14 +16,14 @@
 //
 // # Replays are reads
 //
-// Claim reads the row and, in the same statement, runs a plain INSERT …
-// ON CONFLICT DO NOTHING only when it found none. Replaying a completed
-// record takes no row lock and writes nothing (no WAL), so a retry storm on
-// one hot key runs at the speed of an indexed read. While nearly every key
-// a Store claims is new, it sends the plain insert first instead, and a
-// read only when the insert met a row (see Store.Claim): the first claim
-// that meets a row then takes two statements, and the Store returns to
-// the one-statement claim for the claims after it.
+// Claim sends two plain statements, the one its Store's recent claims
+// make likelier to answer first (see Store.Claim): an indexed read of the
+// row, and a plain INSERT … ON CONFLICT DO NOTHING. While most claims meet
+// a row it reads first, and inserts only when it saw none; while most meet
+// new keys it inserts first, and reads only when the insert met a row.
+// Replaying a completed record takes no row lock and writes nothing (no
+// WAL), so a retry storm on one hot key runs at the speed of an indexed
+// read.
 //
 // # HOT completions
 //

@@ -31,10 +31,13 @@ func holdInTx(t *testing.T, pool *pgxpool.Pool, s *Store, scope, key string) {
 // Resolve, and once.Do) on a key claimed inside an uncommitted
 // transaction waits at most LockTimeout and reports the key in progress;
 // it never blocks on the row lock for as long as the transaction lasts.
-// With InsertFirstClaims too: its plain insert is bounded the same way.
+// Read first and insert first: the insert after the read is bounded by
+// LockTimeout, the insert that goes first by 1 ms, then the read and
+// insert of read first.
 func TestClaimBoundedByUncommittedTx(t *testing.T) {
-	t.Run("one statement", func(t *testing.T) { testClaimBoundedByUncommittedTx(t, false) })
-	t.Run("insert first", func(t *testing.T) { testClaimBoundedByUncommittedTx(t, true) })
+	for _, o := range claimOrders {
+		t.Run(o.name, func(t *testing.T) { testClaimBoundedByUncommittedTx(t, o.insertFirst) })
+	}
 }
 
 func testClaimBoundedByUncommittedTx(t *testing.T, insertFirst bool) {
@@ -44,8 +47,9 @@ func testClaimBoundedByUncommittedTx(t *testing.T, insertFirst bool) {
 	// One connection, so that the lock_timeout check at the end reads the
 	// very session the statements ran on.
 	pool := newPool(t, func(cfg *pgxpool.Config) { cfg.MaxConns = 1 })
-	s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 100 * time.Millisecond, InsertFirstClaims: insertFirst})
+	s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 100 * time.Millisecond})
 	require.NoError(t, err)
+	pinOrder(s, insertFirst)
 	scope := backendtest.Scope(t)
 	holdInTx(t, holderPool, holder, scope, "held")
 

@@ -40,9 +40,10 @@ type Config struct {
 	// to those of InTx, holding a pool connection at most that long. It is
 	// rounded up to whole milliseconds (never to 0, which PostgreSQL reads
 	// as no timeout) and saturates at the server's maximum, about 24.8
-	// days. With InsertFirstClaims a Claim may wait 1 ms more: its insert
-	// gives up after 1 ms, then the one-statement claim waits LockTimeout.
-	// Defaults to 5 seconds.
+	// days. A Claim that sends its insert first may wait 1 ms more: that
+	// insert gives up after 1 ms, then the Claim reads the row and, when it
+	// sees none, inserts again waiting at most LockTimeout (see
+	// Store.Claim). Defaults to 5 seconds.
 	LockTimeout time.Duration
 
 	// SweepBatchSize is the most expired rows Sweep deletes per
@@ -62,26 +63,6 @@ type Config struct {
 	// OnSweepError is called by RunSweeper with each error of a sweep; the
 	// next tick tries again. Defaults to ignoring the error.
 	OnSweepError func(error)
-
-	// InsertFirstClaims makes a Claim send the plain INSERT … ON CONFLICT
-	// DO NOTHING of a hand-written idempotency table first
-	// (internal/pgsql/sql/insert_claim.sql), and a plain read of the row
-	// (read_claim.sql) only when that inserted nothing. A first execution
-	// then costs the
-	// server what a plain insert costs (about a quarter less CPU than the
-	// one-statement claim on this project's benchmark machine), while a
-	// replay, an in-progress duplicate and a mismatch take two statements
-	// in two round trips instead of one. It suits workloads where nearly
-	// every key is new and retries are rare, such as payments. Without it
-	// a Store sends the insert first only while its recent claims were
-	// nearly all new keys (see Store.Claim). A replay
-	// still takes no lock and writes nothing, every guarantee of Claim
-	// holds, and Stores with and without it may share a table. The insert
-	// waits at most 1 ms for a transaction that wrote the key's row and
-	// not yet ended; past that the Claim sends the one-statement claim,
-	// which waits at most LockTimeout as it does by default (a second
-	// statement then). Defaults to false.
-	InsertFirstClaims bool
 }
 
 // resolved is a validated Config with its defaults applied.
@@ -91,7 +72,6 @@ type resolved struct {
 	sweepBatchSize   int
 	onSweepError     func(error)
 	singleConnection bool
-	insertFirst      bool
 }
 
 func resolveConfig(cfg *Config) (resolved, error) {
@@ -119,7 +99,6 @@ func resolveConfig(cfg *Config) (resolved, error) {
 			r.onSweepError = cfg.OnSweepError
 		}
 		r.singleConnection = cfg.SingleConnection
-		r.insertFirst = cfg.InsertFirstClaims
 	}
 	if err := validateIdentifier("Schema", r.schema, maxIdentifierLen); err != nil {
 		return resolved{}, err
@@ -142,7 +121,7 @@ type Store struct {
 	cfg    resolved
 	sql    statements
 	listen *listener     // nil when the DB cannot lend a connection
-	mix    *claimmix.Mix // which form Claim sends first
+	mix    *claimmix.Mix // whether Claim sends its insert or its read first
 }
 
 var _ backends.Store = (*Store)(nil)
@@ -173,7 +152,7 @@ func New(db DB, cfg *Config) (*Store, error) {
 		cfg:    r,
 		sql:    newStatements(r.qualifiedTable(), r.lockTimeout),
 		listen: newListener(db, single, r.qualifiedTable()),
-		mix:    claimmix.New(),
+		mix:    claimmix.New(claimmix.Even),
 	}, nil
 }
 
@@ -204,23 +183,22 @@ type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// Claim implements backends.Store in one statement, an indexed read and,
-// only for an absent key, a plain INSERT … ON CONFLICT DO NOTHING: a first
-// execution, a replay, an in-progress and a mismatch each take that one
-// round trip, and a replay locks and writes nothing. With
-// Config.InsertFirstClaims the plain insert goes first, as a statement of
-// its own, and a plain read of the row follows only when it inserted
-// nothing: a first execution takes that one cheaper statement, every other
-// answer one statement more (two round trips). Without it the Store does
-// the same while its recent claims were nearly all new keys (fewer than
-// about one in nine met a row, after at least 8 new keys in a row), and
-// sends the one statement again from the claim after one that met a row:
-// a replay among new keys takes two statements, a replay among replays
-// one. Three rare cases take a second
-// statement: taking over a pending record whose lease lapsed, re-using a
+// Claim implements backends.Store with two plain statements, in the order
+// its recent claims make likelier to need one: the INSERT … ON CONFLICT DO
+// NOTHING of a hand-written idempotency table (insert_claim.sql), and an
+// indexed read of the key's row (read_claim.sql). While fewer than about
+// half the Store's recent claims met a row (claimmix.Even), the insert
+// goes first, and the read follows only when it inserted nothing; while
+// more did, the read goes first, and the insert follows only when it saw
+// no row. Either way the claim that guessed right takes one statement, the
+// other two (two round trips), and a replay, an in-progress and a mismatch
+// lock and write nothing. A new Store reads first until a claim inserts a
+// new key. Three rare cases take one statement more (takeover.sql):
+// taking over a pending record whose lease lapsed, re-using a
 // record that expired but was not swept yet, and a key whose row a
-// concurrent session committed after the first statement's snapshot. That
-// second statement runs again, on a fresh snapshot, when it too loses a
+// concurrent session committed after the read's snapshot, or deleted
+// after the insert's conflict. That
+// statement runs again, on a fresh snapshot, when it too loses a
 // race with a concurrent commit of the key: at most four times in all
 // (maxAttempts) in each run of the Claim (a held key can make the Claim
 // run again, as below: at most 4 runs of at most 4); when every attempt
@@ -229,11 +207,15 @@ type querier interface {
 // and the core's Do fails closed with it (fn does not run).
 //
 // A Claim that takes a record over, or re-sends its owner's claim, gets the
-// record's checkpoints (ClaimResult.Steps) from the same statement; a
+// record's checkpoints (ClaimResult.Steps) from the statement that reads
+// its row; a
 // replay, an in-progress and a mismatch never read them out.
 //
 // A Claim that waited LockTimeout for a concurrent uncommitted transaction
-// holding the key reports it pending (see Config.LockTimeout).
+// holding the key reports it pending (see Config.LockTimeout). An insert
+// that goes first waits at most 1 ms for a transaction that wrote the
+// key's row (also one that only leased a held record, whose committed
+// version answers the claim): then the Claim reads first, as above.
 //
 // A key found held takes one more statement, which reads the hold's
 // details (see backends.Store.Hold). When that read finds the hold and the
@@ -248,7 +230,13 @@ type querier interface {
 func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
-			r, err := s.firstStatement(ctx, p, attempt)
+			var r fastRow
+			var err error
+			if attempt == 1 && s.mix.CreateFirst() {
+				r, err = s.sql.insertFirst(ctx, s.db, p)
+			} else {
+				r, err = s.sql.readFirst(ctx, s.db, p)
+			}
 			if err == nil {
 				recordClaim(s.mix, r)
 			}
@@ -264,26 +252,6 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 			return res, err
 		}
 	}
-}
-
-// firstStatement runs the first statement of a Claim's attempt: the
-// insert first (insert_claim.sql, then read_claim.sql when the key had a
-// row) on the first attempt with Config.InsertFirstClaims, or while the
-// Store's recent claims were nearly all new keys (claimmix.Mix); claim.sql
-// otherwise, and when the insert gave up waiting for a transaction that
-// wrote the key's row.
-func (s *Store) firstStatement(ctx context.Context, p backends.ClaimParams, attempt int) (fastRow, error) {
-	if attempt == 1 && (s.cfg.insertFirst || s.mix.CreateFirst()) {
-		inserted, err := s.sql.insertClaim(ctx, s.db, p)
-		switch {
-		case insertFirstLockWait(err):
-			return s.sql.fastClaim(ctx, s.db, p)
-		case err != nil || inserted:
-			return insertedRow, err
-		}
-		return s.sql.readClaim(ctx, s.db, p)
-	}
-	return s.sql.fastClaim(ctx, s.db, p)
 }
 
 // claimable reports, for heldAgain, a held record that a Claim with

@@ -59,20 +59,22 @@ func TestNewValidatesIdentifiers(t *testing.T) {
 }
 
 // TestStatementsPerOperation checks the round-trip floor: every Claim
-// outcome, Complete, Checkpoint and Release is one statement.
+// outcome in the order that suits it (a new key insert first, the others
+// read first), Complete, Checkpoint and Release is one statement.
 func TestStatementsPerOperation(t *testing.T) {
 	c := &counter{}
 	pool := newPool(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = c })
-	s := newStore(t, pool)
+	s, first := newOrderedStore(t, pool, false), newOrderedStore(t, pool, true)
 	ctx := context.Background()
 	scope := backendtest.Scope(t)
-	claim := func(key, owner string, fp string) backends.ClaimResult {
+	claimOn := func(s *Store, key, owner string, fp string) backends.ClaimResult {
 		r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: key, Owner: owner, Fingerprint: []byte(fp), Lease: time.Minute, Retention: time.Hour})
 		require.NoError(t, err)
 		return r
 	}
+	claim := func(key, owner string, fp string) backends.ClaimResult { return claimOn(s, key, owner, fp) }
 	var r backends.ClaimResult
-	assert.EqualValues(t, 1, c.count(func() { r = claim("k", "o1", "fp") }), "new")
+	assert.EqualValues(t, 1, c.count(func() { r = claimOn(first, "k", "o1", "fp") }), "new")
 	require.True(t, r.Claimed)
 	assert.EqualValues(t, 1, c.count(func() { r = claim("k", "o2", "fp") }), "in progress")
 	require.Equal(t, backends.StatePending, r.Existing.State)
@@ -96,7 +98,7 @@ func TestStatementsPerOperation(t *testing.T) {
 	require.Equal(t, []byte("s"), r.Steps)
 	for _, key := range []string{"steps", "k2"} {
 		if key == "k2" {
-			require.True(t, claim(key, "o5", "fp").Claimed)
+			require.True(t, claimOn(first, key, "o5", "fp").Claimed)
 		}
 		assert.EqualValues(t, 1, c.count(func() {
 			ok, err := s.Release(ctx, backends.ReleaseParams{Scope: scope, Key: key, Owner: "o5"})
@@ -109,17 +111,18 @@ func TestStatementsPerOperation(t *testing.T) {
 // TestReplayWritesNothing checks that replaying a completed record takes no
 // row lock and writes nothing: the row's xmin never changes, a replay
 // succeeds while another transaction holds the row FOR UPDATE, and the WAL
-// position does not move across replays. With InsertFirstClaims too, whose
-// replay is a conflicting insert, then a read.
+// position does not move across replays. Read first and insert first,
+// whose replay is a conflicting insert, then a read.
 func TestReplayWritesNothing(t *testing.T) {
-	t.Run("one statement", func(t *testing.T) { testReplayWritesNothing(t, false) })
-	t.Run("insert first", func(t *testing.T) { testReplayWritesNothing(t, true) })
+	for _, o := range claimOrders {
+		t.Run(o.name, func(t *testing.T) { testReplayWritesNothing(t, o.insertFirst) })
+	}
 }
 
 func testReplayWritesNothing(t *testing.T, insertFirst bool) {
 	pool := newPool(t, nil)
-	s, err := New(pool, &Config{Schema: testSchema, InsertFirstClaims: insertFirst})
-	require.NoError(t, err)
+	s := newOrderedStore(t, pool, insertFirst)
+	var err error
 	ctx := context.Background()
 	scope := backendtest.Scope(t)
 	p := backends.ClaimParams{Scope: scope, Key: "hot", Owner: "o", Fingerprint: []byte("fp"), Lease: time.Minute, Retention: time.Hour}

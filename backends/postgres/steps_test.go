@@ -13,7 +13,7 @@ import (
 )
 
 // The checkpoints (steps) of the store contract on the real server, on
-// every claim path: the one-statement claim, InsertFirstClaims, pgx's
+// every claim path: the insert first, the read first, pgx's
 // simple protocol (the claim row's text scan) and a store bound to a
 // transaction (each operation in a transaction of its own).
 
@@ -26,12 +26,12 @@ type stepsStore struct {
 func stepsStores(t *testing.T) map[string]stepsStore {
 	pool := newPool(t, nil)
 	s := newStore(t, pool)
-	first, err := New(pool, &Config{Schema: testSchema, InsertFirstClaims: true})
-	require.NoError(t, err)
+	first, read := newOrderedStore(t, pool, true), newOrderedStore(t, pool, false)
 	simple := newStore(t, newPool(t, simpleProtocol))
 	return map[string]stepsStore{
 		"default":         {s, s},
 		"insert first":    {first, first},
+		"read first":      {read, read},
 		"simple protocol": {simple, simple},
 		"in tx":           {&autoTx{pool: pool, s: s}, s},
 	}
@@ -311,10 +311,9 @@ func TestReplayRowCarriesNoSteps(t *testing.T) {
 		for _, fp := range []string{"fp", "mismatch"} {
 			q := claimParams(scope, key)
 			q.Fingerprint = []byte(fp)
-			fast, err := s.sql.fastClaim(ctx, s.db, q)
-			require.NoError(t, err)
-			require.True(t, fast.found, key)
-			require.Nil(t, fast.steps, "claim.sql, %s, %s", key, fp)
+			tx := claimTx(t, s, q)
+			require.True(t, tx.found, key)
+			require.Nil(t, tx.steps, "claim_tx.sql, %s, %s", key, fp)
 			read, err := s.sql.readClaim(ctx, s.db, q)
 			require.NoError(t, err)
 			require.Nil(t, read.steps, "read_claim.sql, %s, %s", key, fp)
@@ -323,12 +322,14 @@ func TestReplayRowCarriesNoSteps(t *testing.T) {
 			require.Nil(t, slow.tookOver, key)
 			require.Nil(t, slow.steps, "takeover.sql, %s, %s", key, fp)
 		}
-		own, err := s.sql.fastClaim(ctx, s.db, p)
+		own, err := s.sql.readClaim(ctx, s.db, p)
 		require.NoError(t, err)
 		if key == "pending" {
 			require.Len(t, own.steps, len(big), "the owner's re-send reads them")
+			require.Len(t, claimTx(t, s, p).steps, len(big), "the owner's re-send reads them in a transaction")
 		} else {
 			require.Nil(t, own.steps, "a completed record's owner replays without them")
+			require.Nil(t, claimTx(t, s, p).steps, "a completed record's owner replays without them in a transaction")
 		}
 	}
 }
@@ -376,4 +377,12 @@ func TestReleaseWaitingForACheckpoint(t *testing.T) {
 	require.Equal(t, backends.StatePending, rec.State, "the record is kept")
 	require.Equal(t, []byte("s"), rec.Steps)
 	require.LessOrEqual(t, rec.LeaseRemaining, time.Duration(0), "its lease ended")
+}
+
+// claimTx runs claim_tx.sql once on s's DB, outside a transaction.
+func claimTx(t *testing.T, s *Store, p backends.ClaimParams) fastRow {
+	t.Helper()
+	var r fastRow
+	require.NoError(t, r.scan(s.db.QueryRow(t.Context(), s.sql.ClaimTx, s.sql.claimArgs(p)...)))
+	return r
 }

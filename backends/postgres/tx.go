@@ -112,45 +112,17 @@ func (t *txStore) RollbackToSavepoint(ctx context.Context) error {
 	return err
 }
 
-// Claim implements backends.Store with claim_tx.sql, which is claim.sql
-// but at REPEATABLE READ and SERIALIZABLE (see InTx). Its statements go in
-// one pipelined batch, so it costs one round trip (with Config.InsertFirstClaims, a batch for
-// the plain insert first and, when it inserted nothing, a read of the row,
-// or, when the insert met a row written by a transaction not yet ended,
-// the one-statement claim's batch after it; two when the lock timeout
-// fires; one more
-// for a key found held, to read the hold's details in tx, and the Claim
+// Claim implements backends.Store with claim_tx.sql, which reads the key's
+// row and inserts the claim when it saw none in one statement, and at
+// REPEATABLE READ and SERIALIZABLE fails instead of answering from an old
+// snapshot (see InTx). Its statements go in one pipelined batch, so it
+// costs one round trip (one more, takeover.sql, for the rare cases of
+// Store.Claim; one more for a key found held, to read the hold's details in tx, and the Claim
 // runs again as Store.Claim does when that read finds the hold ended, at
 // most four times in all, with the same report when they are exhausted).
 func (t *txStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := claimLoop(ctx, p, func(ctx context.Context) (fastRow, error) {
-			if t.s.cfg.insertFirst && attempt == 1 {
-				var inserted bool
-				err := t.guarded(ctx, "claim", t.s.sql.InsertClaim, t.s.sql.insertArgs(p), scanInserted(&inserted))
-				if !insertFirstLockWait(err) {
-					if err != nil || inserted {
-						return insertedRow, err
-					}
-					// The read is a round trip of its own, not queued in
-					// the insert's batch, although that would be correct
-					// (after RESTORE, inside the savepoint: at READ
-					// COMMITTED it sees the committed row the insert met,
-					// or tx's own; a failed insert skips it and the lock
-					// timeout falls back to claim.sql as now): a batch
-					// cannot make it conditional, so every first execution
-					// would run the read too. The split of README.md's
-					// benchmarks measured that form ("insert + read in one
-					// pipeline") at 16.6 µs more server CPU per first
-					// execution than the plain insert, most of what
-					// InsertFirstClaims saves (26.6 µs against claim.sql),
-					// to save a round trip on the replays and duplicates
-					// the option's workloads rarely have. One round trip on
-					// every path in tx is the default claim's.
-					return t.s.sql.readClaim(ctx, t.tx, p)
-				}
-				// A transaction wrote the key's row: claim_tx.sql, as below.
-			}
 			var r fastRow
 			err := t.guarded(ctx, "claim", t.s.sql.ClaimTx, t.s.sql.claimArgs(p), r.scan)
 			return r, err

@@ -109,46 +109,41 @@ var snapshotChanges = []snapshotChange{
 // changed the key's row after tx's snapshot (Store.InTx). It never answers
 // from the snapshot's older row: a deleted record's outcome, a completed
 // record as pending. A row unchanged since the snapshot never fails it.
-// The claims run with and without Config.InsertFirstClaims, which take
-// different statements.
 func TestInTxClaimNeverAnswersFromAnOlderSnapshot(t *testing.T) {
 	pool := newPool(t, nil)
-	for _, insertFirst := range []bool{false, true} {
-		s, err := New(pool, &Config{Schema: testSchema, InsertFirstClaims: insertFirst})
-		require.NoError(t, err)
-		for _, iso := range isolationLevels {
-			for _, c := range snapshotChanges {
-				t.Run(fmt.Sprintf("insertFirst=%v/%s/%s", insertFirst, iso, c.name), func(t *testing.T) {
-					ctx := context.Background()
-					scope := backendtest.Scope(t)
-					c.before(t, s, scope, "k")
-					tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: iso})
-					require.NoError(t, err)
-					defer func() { _ = tx.Rollback(ctx) }()
-					_, err = tx.Exec(ctx, "SELECT 1") // takes the snapshot
-					require.NoError(t, err)
-					c.after(t, s, scope, "k")
-					now, err := s.Get(ctx, scope, "k")
-					found := now.State != 0
-					require.NoError(t, err)
+	s := newStore(t, pool)
+	for _, iso := range isolationLevels {
+		for _, c := range snapshotChanges {
+			t.Run(fmt.Sprintf("%s/%s", iso, c.name), func(t *testing.T) {
+				ctx := context.Background()
+				scope := backendtest.Scope(t)
+				c.before(t, s, scope, "k")
+				tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: iso})
+				require.NoError(t, err)
+				defer func() { _ = tx.Rollback(ctx) }()
+				_, err = tx.Exec(ctx, "SELECT 1") // takes the snapshot
+				require.NoError(t, err)
+				c.after(t, s, scope, "k")
+				now, err := s.Get(ctx, scope, "k")
+				found := now.State != 0
+				require.NoError(t, err)
 
-					r, err := s.InTx(tx).Claim(ctx, claimParams(scope, "k"))
-					if err != nil {
-						require.True(t, c.changed && iso != pgx.ReadCommitted, "only a row changed after a REPEATABLE READ or SERIALIZABLE snapshot fails the claim: %v", err)
-						var e *Error
-						require.ErrorAs(t, err, &e)
-						require.Equal(t, CodeSerializationFailure, e.Code, "%v", err)
-						return
-					}
-					if !found {
-						require.True(t, r.Claimed, "the key is absent, the claim answered %+v", r)
-						return
-					}
-					require.False(t, r.Claimed, "the key holds %+v, the claim answered Claimed", now)
-					require.Equal(t, now.State, r.Existing.State, "the key holds %+v, the claim answered %+v", now, r.Existing)
-					require.Equal(t, string(now.Outcome), string(r.Existing.Outcome))
-				})
-			}
+				r, err := s.InTx(tx).Claim(ctx, claimParams(scope, "k"))
+				if err != nil {
+					require.True(t, c.changed && iso != pgx.ReadCommitted, "only a row changed after a REPEATABLE READ or SERIALIZABLE snapshot fails the claim: %v", err)
+					var e *Error
+					require.ErrorAs(t, err, &e)
+					require.Equal(t, CodeSerializationFailure, e.Code, "%v", err)
+					return
+				}
+				if !found {
+					require.True(t, r.Claimed, "the key is absent, the claim answered %+v", r)
+					return
+				}
+				require.False(t, r.Claimed, "the key holds %+v, the claim answered Claimed", now)
+				require.Equal(t, now.State, r.Existing.State, "the key holds %+v, the claim answered %+v", now, r.Existing)
+				require.Equal(t, string(now.Outcome), string(r.Existing.Outcome))
+			})
 		}
 	}
 }

@@ -72,14 +72,13 @@ func TestClaimSeesRowCommittedAfterSnapshot(t *testing.T) {
 // for a concurrent uncommitted claim: past LockTimeout it reports the key in
 // progress, leaves its transaction usable and restores lock_timeout.
 func TestInTxLockTimeout(t *testing.T) {
-	t.Run("extended", func(t *testing.T) { testInTxLockTimeout(t, newPool(t, nil), false) })
-	t.Run("simple", func(t *testing.T) { testInTxLockTimeout(t, newPool(t, simpleProtocol), false) })
-	t.Run("insert first", func(t *testing.T) { testInTxLockTimeout(t, newPool(t, nil), true) })
+	t.Run("extended", func(t *testing.T) { testInTxLockTimeout(t, newPool(t, nil)) })
+	t.Run("simple", func(t *testing.T) { testInTxLockTimeout(t, newPool(t, simpleProtocol)) })
 }
 
-func testInTxLockTimeout(t *testing.T, pool *pgxpool.Pool, insertFirst bool) {
+func testInTxLockTimeout(t *testing.T, pool *pgxpool.Pool) {
 	ctx := context.Background()
-	s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 200 * time.Millisecond, InsertFirstClaims: insertFirst})
+	s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 200 * time.Millisecond})
 	require.NoError(t, err)
 	scope := backendtest.Scope(t)
 
@@ -250,29 +249,29 @@ func TestBeginTxOnASingleConnectionRefused(t *testing.T) {
 }
 
 // TestStatementsPerDo counts the statements of whole once.Do calls on the
-// pool store: first execution 2, replay 1, in progress 1, mismatch 1.
+// pool store. Insert first: first execution 2 (insert, complete), replay,
+// in progress and mismatch 2 (the insert, then read_claim.sql). Read
+// first: first execution 3 (read, insert, complete), the others 1.
 func TestStatementsPerDo(t *testing.T) {
-	t.Run("one statement", func(t *testing.T) { testStatementsPerDo(t, false, 1) })
-	// InsertFirstClaims: the insert, then read_claim.sql when it inserted
-	// nothing.
-	t.Run("insert first", func(t *testing.T) { testStatementsPerDo(t, true, 2) })
+	t.Run("insert first", func(t *testing.T) { testStatementsPerDo(t, true, 2, 2) })
+	t.Run("read first", func(t *testing.T) { testStatementsPerDo(t, false, 3, 1) })
 }
 
-// testStatementsPerDo counts the statements of a once.Do at the wire: 2 for
-// a first execution (claim, complete), others for a replay, a mismatch and
-// an in-progress duplicate.
-func testStatementsPerDo(t *testing.T, insertFirst bool, others int64) {
+// testStatementsPerDo counts the statements of a once.Do at the wire:
+// first for a first execution, others for a replay, a mismatch and an
+// in-progress duplicate.
+func testStatementsPerDo(t *testing.T, insertFirst bool, first, others int64) {
 	c := &counter{}
 	pool := newPool(t, func(cfg *pgxpool.Config) { cfg.ConnConfig.Tracer = c })
-	s, err := New(pool, &Config{Schema: testSchema, InsertFirstClaims: insertFirst})
-	require.NoError(t, err)
+	s := newOrderedStore(t, pool, insertFirst)
+	var err error
 	name := backendtest.Scope(t)
 	scope := once.New(s).Scope(name)
 	ctx := context.Background()
 	do := func(key, fp string) (string, error) {
 		return once.Do(ctx, scope, key, once.Fingerprint(fp), func(context.Context) (string, error) { return "v", nil })
 	}
-	assert.EqualValues(t, 2, c.count(func() { _, err = do("k", "fp") }), "first execution")
+	assert.EqualValues(t, first, c.count(func() { _, err = do("k", "fp") }), "first execution")
 	require.NoError(t, err)
 	assert.EqualValues(t, others, c.count(func() { _, err = do("k", "fp") }), "replay")
 	require.NoError(t, err)

@@ -198,7 +198,7 @@ func New(ctx context.Context, client redis.UniversalClient, cfg *Config) (*Store
 		prefix: cfg.KeyPrefix,
 		logger: cfg.Logger,
 		check:  cfg.EvictionPolicyCheck,
-		mix:    claimmix.New(),
+		mix:    claimmix.New(claimmix.Biased),
 	}
 	if s.prefix == "" {
 		s.prefix = DefaultKeyPrefix

@@ -35,23 +35,22 @@ func file(name string) string {
 // The record statements, with {table} unrendered. Their parameters are
 // documented at the top of each file.
 var (
-	Claim = file("claim")
-	// ClaimTx is claim.sql for a caller's transaction (postgres.Store.InTx),
-	// which at REPEATABLE READ and SERIALIZABLE fails instead of answering
-	// from a snapshot older than the key's row.
+	// InsertClaim and ReadClaim are a claim's two plain statements, sent
+	// in the order its Store's recent claims favour (postgres.Store.Claim).
+	InsertClaim = file("insert_claim")
+	ReadClaim   = file("read_claim")
+	// ClaimTx is both in one statement for a caller's transaction
+	// (postgres.Store.InTx), which at REPEATABLE READ and SERIALIZABLE
+	// fails instead of answering from a snapshot older than the key's row.
 	ClaimTx  = file("claim_tx")
 	Takeover = file("takeover")
 	Complete = file("complete")
-	// InsertClaim is the claim's first statement under
-	// postgres.Config.InsertFirstClaims.
-	InsertClaim = file("insert_claim")
-	ReadClaim   = file("read_claim")
-	Renew       = file("renew")
-	Release     = file("release")
-	Resolve     = file("resolve")
-	Sweep       = file("sweep")
-	Get         = file("get")
-	Delete      = file("delete")
+	Renew    = file("renew")
+	Release  = file("release")
+	Resolve  = file("resolve")
+	Sweep    = file("sweep")
+	Get      = file("get")
+	Delete   = file("delete")
 	// Hold, LeaseHeld, List, ListHeld and Count implement the held state
 	// and listing (backends.Store.Hold, backends.Lister).
 	Hold      = file("hold")
@@ -66,9 +65,9 @@ var (
 
 // Statements are the record statements rendered for one table.
 type Statements struct {
-	Claim, Takeover, Complete, Renew, Release, Resolve, Sweep, Get, Delete string
-	Hold, LeaseHeld, List, ListHeld, Count, Checkpoint                     string
-	InsertClaim, ReadClaim, ClaimTx                                        string
+	Takeover, Complete, Renew, Release, Resolve, Sweep, Get, Delete string
+	Hold, LeaseHeld, List, ListHeld, Count, Checkpoint              string
+	InsertClaim, ReadClaim, ClaimTx                                 string
 }
 
 var slottedNotify = regexp.MustCompile(`\{notify:(\$[1-9][0-9]*)\}`)
@@ -84,7 +83,6 @@ func Render(table string) Statements {
 		return r.Replace(text)
 	}
 	return Statements{
-		Claim:       render(Claim),
 		ClaimTx:     render(ClaimTx),
 		InsertClaim: render(InsertClaim),
 		ReadClaim:   render(ReadClaim),

@@ -12,7 +12,7 @@ import (
 func TestRender(t *testing.T) {
 	s := Render(`"s"."t"`)
 	for name, text := range map[string]string{
-		"claim": s.Claim, "takeover": s.Takeover, "complete": s.Complete, "renew": s.Renew, "release": s.Release,
+		"takeover": s.Takeover, "complete": s.Complete, "renew": s.Renew, "release": s.Release,
 		"resolve": s.Resolve, "sweep": s.Sweep, "get": s.Get, "delete": s.Delete, "insert claim": s.InsertClaim, "read claim": s.ReadClaim,
 		"claim tx": s.ClaimTx, "checkpoint": s.Checkpoint,
 	} {
@@ -71,49 +71,33 @@ func TestWritesNotifyOnlyTheirKey(t *testing.T) {
 		require.Contains(t, text, "pg_notify('"+Channel(table)+"'", name)
 		require.Contains(t, text, "pg_try_advisory_xact_lock("+LockSpaceLiteral(table), name)
 	}
-	for name, text := range map[string]string{"claim": s.Claim, "claim tx": s.ClaimTx, "takeover": s.Takeover, "renew": s.Renew, "sweep": s.Sweep, "get": s.Get} {
+	for name, text := range map[string]string{"insert claim": s.InsertClaim, "read claim": s.ReadClaim, "claim tx": s.ClaimTx, "takeover": s.Takeover, "renew": s.Renew, "sweep": s.Sweep, "get": s.Get} {
 		require.NotContains(t, text, "pg_notify", name)
 	}
 	require.Regexp(t, `^'-?[0-9]+'::int4$`, LockSpaceLiteral(table))
 }
 
-// TestInsertClaimInsertsClaimsRow: insert_claim.sql (InsertFirstClaims)
-// writes the row claim.sql writes: their INSERT … ON CONFLICT parts are the
-// same text, so that a change to one cannot leave the other behind.
-func TestInsertClaimInsertsClaimsRow(t *testing.T) {
-	insert := func(name, text string) string {
-		from := strings.Index(text, "INSERT INTO")
-		to := strings.Index(text, "ON CONFLICT (scope, key) DO NOTHING")
-		require.True(t, from >= 0 && to > from, "%s has an INSERT … ON CONFLICT", name)
-		return strings.Join(strings.Fields(text[from:to]), " ")
+// TestClaimTxIsInsertAndRead: claim_tx.sql inserts the row
+// insert_claim.sql inserts and answers read_claim.sql's columns: their
+// texts are the same, so that a change to one cannot leave the other
+// behind.
+func TestClaimTxIsInsertAndRead(t *testing.T) {
+	part := func(name, text, from, to string) string {
+		i := strings.Index(text, from)
+		j := strings.Index(text[max(i, 0):], to)
+		require.True(t, i >= 0 && j > 0, "%s has %q … %q", name, from, to)
+		return strings.Join(strings.Fields(text[i:i+j]), " ")
 	}
-	claim := insert("claim.sql", Claim)
-	// claim.sql's insert is gated on its read having found nothing.
-	claim = strings.Replace(claim, " WHERE NOT EXISTS (SELECT 1 FROM e)", "", 1)
-	require.Equal(t, claim, insert("insert_claim.sql", InsertClaim))
-	// claim_tx.sql's insert runs also when the read found a row, at
-	// REPEATABLE READ and SERIALIZABLE.
+	insert := func(name, text string) string {
+		return part(name, text, "INSERT INTO", "ON CONFLICT (scope, key) DO NOTHING")
+	}
+	// claim_tx.sql's insert is gated on its read having found nothing, at
+	// READ COMMITTED.
 	claimTx := strings.Replace(insert("claim_tx.sql", ClaimTx),
 		" WHERE NOT EXISTS (SELECT 1 FROM e) OR current_setting('transaction_isolation') <> 'read committed'", "", 1)
-	require.Equal(t, claim, claimTx)
-}
-
-// TestClaimTxIsClaimAtReadCommitted: claim_tx.sql differs from claim.sql
-// only in its insert's gate and in its read's branch, which gives way to
-// a row the insert wrote, so that at READ COMMITTED it reads and writes
-// what claim.sql does.
-func TestClaimTxIsClaimAtReadCommitted(t *testing.T) {
-	body := func(text string) string {
-		var lines []string
-		for _, l := range strings.Split(text, "\n") {
-			if !strings.HasPrefix(l, "--") {
-				lines = append(lines, l)
-			}
-		}
-		return strings.Join(lines, "\n")
-	}
-	tx := body(ClaimTx)
-	tx = strings.Replace(tx, " OR current_setting('transaction_isolation') <> 'read committed'", "", 1)
-	tx = strings.Replace(tx, "\nWHERE NOT EXISTS (SELECT 1 FROM ins)", "", 1)
-	require.Equal(t, body(Claim), tx)
+	require.Equal(t, insert("insert_claim.sql", InsertClaim), claimTx)
+	read := part("read_claim.sql", ReadClaim, "SELECT r.state", "FROM {table} r")
+	// The owner is read_claim.sql's $3, claim_tx.sql's $4.
+	read = strings.ReplaceAll(strings.ReplaceAll(read, "r.", "e."), "$3::", "$4::")
+	require.Equal(t, read, part("claim_tx.sql", ClaimTx, "SELECT e.state, e.fingerprint, e.outcome", "FROM e"))
 }

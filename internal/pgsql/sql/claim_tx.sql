@@ -1,8 +1,15 @@
--- ClaimTx: claim.sql for a caller's transaction (postgres.Store.InTx,
--- DoTx). Parameters and answer as claim.sql.
+-- ClaimTx: a claim in a caller's transaction (postgres.Store.InTx, DoTx),
+-- in one statement: read_claim.sql's read and insert_claim.sql's insert.
+-- Parameters as insert_claim.sql; the answer is read_claim.sql's row, or
+-- one row with state 0 when ins inserted the claim, or none when ins
+-- conflicted with a row the statement cannot see (the caller then sends
+-- takeover.sql).
 --
--- At READ COMMITTED it is claim.sql: ins runs only when e saw no row,
--- and the statement reads what claim.sql reads, writes what it writes.
+-- e reads the row, as of the statement's snapshot, without locking it. At
+-- READ COMMITTED ins runs only when e saw no row (a one-time filter): a
+-- replay, an in-progress and a mismatch read and write what read_claim.sql
+-- does, and a first execution writes what insert_claim.sql writes, with
+-- its lock_timeout (c) set before the insert runs.
 --
 -- At REPEATABLE READ and SERIALIZABLE e reads the transaction's snapshot,
 -- which may predate a change another transaction committed to the key's

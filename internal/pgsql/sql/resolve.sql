@@ -1,7 +1,7 @@
 -- Resolve: $1 scope, $2 key, $3 fingerprint, $4 outcome, $5 retention µs,
 -- $6 the Resolve's owner token ('' for none), $7 lock_timeout for the
 -- statement, $8 only a held row leased by $6 (ResolveParams.OnlyLeased).
--- Built like claim.sql.
+-- Built like takeover.sql.
 --
 -- ins stores the outcome when e saw no row; upd when e saw an expired row,
 -- or a live pending row whose lease has lapsed (whoever owns it; upd

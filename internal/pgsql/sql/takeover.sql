@@ -1,7 +1,8 @@
--- Takeover: the claim's slow path, sent only after claim.sql found the key
--- held by a record that had expired, or that was pending with a lapsed
--- lease and a matching fingerprint, or found the key taken by a row it
--- could not see yet. Parameters as claim.sql.
+-- Takeover: the claim's slow path, sent only after the claim's read
+-- (read_claim.sql, claim_tx.sql) found the key held by a record that had
+-- expired, or that was pending with a lapsed lease and a matching
+-- fingerprint, or after its insert found the key taken by a row the claim
+-- could not see. Parameters as insert_claim.sql.
 --
 -- e reads the row as of the statement's snapshot, without locking it.
 -- Then at most one of two writes acts:
@@ -31,7 +32,7 @@
 -- for any other answer, so that a replay never carries them.
 --
 -- c sets lock_timeout local to the statement's transaction before either
--- write reads c (see claim.sql). Only unindexed columns change: a HOT
+-- write reads c (see insert_claim.sql). Only unindexed columns change: a HOT
 -- update. A takeover without a fingerprint keeps the stored one; either
 -- side empty matches.
 WITH c AS (

@@ -12,28 +12,42 @@ import (
 
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/backendtest"
+	"github.com/stagedoor/once/backends/internal/claimmix"
 )
 
-// newInsertFirstStore returns a Store with InsertFirstClaims and one
-// without, on one pool and table.
-func newInsertFirstStore(tb testing.TB) (*pgxpool.Pool, *Store, *Store) {
-	tb.Helper()
-	pool := newPool(tb, nil)
-	s, err := New(pool, &Config{Schema: testSchema, InsertFirstClaims: true})
-	require.NoError(tb, err)
-	return pool, s, newStore(tb, pool)
+// claimOrders are the two orders of a Claim's plain statements.
+var claimOrders = []struct {
+	name        string
+	insertFirst bool
+}{{"insert first", true}, {"read first", false}}
+
+// pinOrder makes s send its claims' insert first, or its read first,
+// whatever their answers: a Mix that never moves.
+func pinOrder(s *Store, insertFirst bool) {
+	r := claimmix.Rule{} // Rise 0: score stays at Start, 0
+	if insertFirst {
+		r.Below = 1
+	}
+	s.mix = claimmix.New(r)
 }
 
-// TestConformanceInsertFirst runs the suite on a Store with
-// InsertFirstClaims, and on its InTx stores.
-func TestConformanceInsertFirst(t *testing.T) {
-	_, s, _ := newInsertFirstStore(t)
-	backendtest.Run(t, func(testing.TB) backends.Store { return s })
+// newOrderedStore returns a Store on pool whose claims send their insert
+// first, or their read first (pinOrder).
+func newOrderedStore(tb testing.TB, pool *pgxpool.Pool, insertFirst bool) *Store {
+	s := newStore(tb, pool)
+	pinOrder(s, insertFirst)
+	return s
 }
 
-func TestInTxConformanceInsertFirst(t *testing.T) {
-	pool, s, _ := newInsertFirstStore(t)
-	backendtest.Run(t, func(testing.TB) backends.Store { return &autoTx{pool: pool, s: s} })
+// TestConformanceClaimOrder runs the suite on a Store pinned to each
+// order (the default Store switches between them; see TestConformance).
+func TestConformanceClaimOrder(t *testing.T) {
+	for _, o := range claimOrders {
+		t.Run(o.name, func(t *testing.T) {
+			s := newOrderedStore(t, newPool(t, nil), o.insertFirst)
+			backendtest.Run(t, func(testing.TB) backends.Store { return s })
+		})
+	}
 }
 
 // countingQuerier counts the statements a Store sends.
@@ -62,14 +76,15 @@ func countStatements(t *testing.T, s *Store) *int {
 	return n
 }
 
-// TestInsertFirstStatements: with InsertFirstClaims a first execution's
-// claim is one statement (the plain insert) and a replay two (the insert,
-// which writes nothing, then read_claim.sql); without it, one on
-// both. Stores with and without it share one table: each answers the
-// other's records.
-func TestInsertFirstStatements(t *testing.T) {
+// TestClaimOrderStatements: insert first, a first execution's claim is one
+// statement (the plain insert) and a replay two (the insert, which writes
+// nothing, then read_claim.sql); read first, a first execution two (the
+// read, then the insert) and a replay one. Stores of either order share
+// one table: each answers the other's records.
+func TestClaimOrderStatements(t *testing.T) {
 	ctx := context.Background()
-	_, first, plain := newInsertFirstStore(t)
+	pool := newPool(t, nil)
+	first, read := newOrderedStore(t, pool, true), newOrderedStore(t, pool, false)
 	scope := backendtest.Scope(t)
 	for _, c := range []struct {
 		name                string
@@ -77,8 +92,9 @@ func TestInsertFirstStatements(t *testing.T) {
 		firstWant, replWant int
 	}{
 		{"insert first, then its own replay", first, first, 1, 2},
-		{"one statement, replayed by insert first", plain, first, 1, 2},
-		{"insert first, replayed by one statement", first, plain, 1, 1},
+		{"read first, then its own replay", read, read, 2, 1},
+		{"read first, replayed by insert first", read, first, 2, 2},
+		{"insert first, replayed by read first", first, read, 1, 1},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			key := "k-" + c.name
@@ -104,20 +120,20 @@ func TestInsertFirstStatements(t *testing.T) {
 	}
 }
 
-// TestInsertFirstHeldKeyUnderReconcilerTx: a duplicate's Claim of a held
-// key, while a reconciler's transaction has leased the record (an
-// uncommitted update of the row, as a txStore.LeaseHeld or Resolve leaves
-// it until the reconciler commits), reports the held record at once, with
-// its hold's details, as the one-statement claim does. The insert of
-// InsertFirstClaims must not wait LockTimeout for the reconciler's
-// transaction and then report a pending record without them.
-func TestInsertFirstHeldKeyUnderReconcilerTx(t *testing.T) {
-	for _, insertFirst := range []bool{false, true} {
-		t.Run(map[bool]string{false: "one statement", true: "insert first"}[insertFirst], func(t *testing.T) {
+// TestHeldKeyUnderReconcilerTx: a duplicate's Claim of a held key, while a
+// reconciler's transaction has leased the record (an uncommitted update of
+// the row, as a txStore.LeaseHeld or Resolve leaves it until the
+// reconciler commits), reports the held record at once, with its hold's
+// details. An insert that goes first must not wait LockTimeout for the
+// reconciler's transaction and then report a pending record without them.
+func TestHeldKeyUnderReconcilerTx(t *testing.T) {
+	for _, o := range claimOrders {
+		t.Run(o.name, func(t *testing.T) {
 			ctx := context.Background()
 			pool := newPool(t, nil)
-			s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 3 * time.Second, InsertFirstClaims: insertFirst})
+			s, err := New(pool, &Config{Schema: testSchema, LockTimeout: 3 * time.Second})
 			require.NoError(t, err)
+			pinOrder(s, o.insertFirst)
 			scope := backendtest.Scope(t)
 			p := claimParams(scope, "held")
 			r, err := s.Claim(ctx, p)
@@ -160,56 +176,28 @@ func TestInsertFirstHeldKeyUnderReconcilerTx(t *testing.T) {
 	}
 }
 
-// The suite with InsertFirstClaims on the simple protocol (text columns:
-// insert_claim.sql's RETURNING true, read_claim.sql's row) and on one
-// *pgx.Conn (serialDB: the insert and the read are two statements).
-func TestConformanceInsertFirstSimpleProtocol(t *testing.T) {
-	s, err := New(newPool(t, simpleProtocol), &Config{Schema: testSchema, InsertFirstClaims: true})
-	require.NoError(t, err)
-	backendtest.Run(t, func(testing.TB) backends.Store { return s })
-}
-
-func TestInTxConformanceInsertFirstSimpleProtocol(t *testing.T) {
-	pool := newPool(t, simpleProtocol)
-	s, err := New(pool, &Config{Schema: testSchema, InsertFirstClaims: true})
-	require.NoError(t, err)
-	backendtest.Run(t, func(testing.TB) backends.Store { return &autoTx{pool: pool, s: s} })
-}
-
-func TestConformanceInsertFirstOnConn(t *testing.T) {
-	s, err := New(newConn(t), &Config{Schema: testSchema, InsertFirstClaims: true})
-	require.NoError(t, err)
-	_, serial := s.db.(*serialDB)
-	require.True(t, serial)
-	polling := struct {
-		backends.Store
-		backends.Admin
-	}{s, s}
-	backendtest.Run(t, func(testing.TB) backends.Store { return polling })
-}
-
-// beforeRead runs f before each read_claim.sql s sends, until the test
-// ends.
-type beforeRead struct {
+// before runs f before each statement sql s sends, until the test ends.
+type before struct {
 	querier
-	read string
-	f    func()
+	sql string
+	f   func()
 }
 
-func (b beforeRead) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if sql == b.read {
+func (b before) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if sql == b.sql {
 		b.f()
 	}
 	return b.querier.QueryRow(ctx, sql, args...)
 }
 
-// TestInsertFirstRowGoneBeforeRead: the row insert_claim.sql conflicted
+// TestRowGoneBeforeRead: insert first, the row insert_claim.sql conflicted
 // with is deleted before read_claim.sql reads it (a Delete, a sweep): the
 // Claim claims the key (takeover.sql inserts it); and when another claim
 // took its place in between, the Claim reports that one in progress.
-func TestInsertFirstRowGoneBeforeRead(t *testing.T) {
+func TestRowGoneBeforeRead(t *testing.T) {
 	ctx := context.Background()
-	pool, s, _ := newInsertFirstStore(t)
+	pool := newPool(t, nil)
+	s := newOrderedStore(t, pool, true)
 	scope := backendtest.Scope(t)
 	table := s.cfg.qualifiedTable()
 	complete := func(key string) {
@@ -224,7 +212,7 @@ func TestInsertFirstRowGoneBeforeRead(t *testing.T) {
 	complete("gone")
 	db := s.db
 	t.Cleanup(func() { s.db = db })
-	s.db = beforeRead{querier: db, read: s.sql.ReadClaim, f: func() {
+	s.db = before{querier: db, sql: s.sql.ReadClaim, f: func() {
 		_, err := pool.Exec(ctx, `DELETE FROM `+table+` WHERE scope = $1 AND key = 'gone'`, scope)
 		require.NoError(t, err)
 	}}
@@ -235,12 +223,11 @@ func TestInsertFirstRowGoneBeforeRead(t *testing.T) {
 	s.db = db
 	rec, err := s.Get(ctx, scope, "gone")
 	require.NoError(t, err)
-	require.NotZero(t, rec.State)
 	require.Equal(t, backends.StatePending, rec.State)
 
 	complete("replaced")
 	other := claimParams(scope, "replaced")
-	s.db = beforeRead{querier: db, read: s.sql.ReadClaim, f: func() {
+	s.db = before{querier: db, sql: s.sql.ReadClaim, f: func() {
 		_, err := pool.Exec(ctx, `DELETE FROM `+table+` WHERE scope = $1 AND key = 'replaced'`, scope)
 		require.NoError(t, err)
 		r, err := newStore(t, pool).Claim(ctx, other)
@@ -252,4 +239,48 @@ func TestInsertFirstRowGoneBeforeRead(t *testing.T) {
 	require.False(t, r.Claimed, "another claim holds the key")
 	require.Equal(t, backends.StatePending, r.Existing.State)
 	require.Positive(t, r.Existing.LeaseRemaining)
+}
+
+// TestRowCommittedAfterRead: read first, a claim commits the key's row
+// after read_claim.sql saw none and before insert_claim.sql runs: the
+// insert inserts nothing, and the Claim reports that claim in progress
+// (takeover.sql reads it), or its completed record.
+func TestRowCommittedAfterRead(t *testing.T) {
+	ctx := context.Background()
+	pool := newPool(t, nil)
+	s := newOrderedStore(t, pool, false)
+	scope := backendtest.Scope(t)
+	db := s.db
+	t.Cleanup(func() { s.db = db })
+	for _, done := range []bool{false, true} {
+		key := map[bool]string{false: "pending", true: "completed"}[done]
+		other := claimParams(scope, key)
+		ran := false
+		s.db = before{querier: db, sql: s.sql.InsertClaim, f: func() {
+			if ran {
+				return
+			}
+			ran = true
+			o := newStore(t, pool)
+			r, err := o.Claim(ctx, other)
+			require.NoError(t, err)
+			require.True(t, r.Claimed)
+			if done {
+				ok, err := o.Complete(ctx, backends.CompleteParams{Scope: scope, Key: key, Owner: other.Owner, Outcome: []byte("v"), Retention: time.Hour})
+				require.NoError(t, err)
+				require.True(t, ok)
+			}
+		}}
+		r, err := s.Claim(ctx, claimParams(scope, key))
+		require.NoError(t, err)
+		require.True(t, ran)
+		require.False(t, r.Claimed, "another claim holds the key")
+		if done {
+			require.Equal(t, backends.StateCompleted, r.Existing.State)
+			require.Equal(t, []byte("v"), r.Existing.Outcome)
+		} else {
+			require.Equal(t, backends.StatePending, r.Existing.State)
+			require.Positive(t, r.Existing.LeaseRemaining)
+		}
+	}
 }
