@@ -87,12 +87,14 @@ func (a int8Arg) MarshalJSON() ([]byte, error) { return json.Marshal(*a.p) }
 
 // claimArgs are a claim statement's parameters ($1 scope, $2 key, $3
 // fingerprint, $4 owner, $5 lease µs, $6 retention µs, $7 lock_timeout),
-// and insert_claim.sql's row with Scan's argument.
+// read_claim.sql's ($1 scope, $2 key, $3 owner), and insert_claim.sql's
+// row with Scan's argument: one allocation for both statements of a claim.
 type claimArgs struct {
 	scope, key, owner string
 	fp                []byte
 	lease, retention  int64
 	args              [7]any
+	read              [3]any
 	inserted          boolScan
 	dest              [1]any
 }
@@ -105,6 +107,7 @@ func newClaimArgs(p backends.ClaimParams, lockTimeout any) *claimArgs {
 		lease: sqlstore.Micros(p.Lease), retention: sqlstore.Micros(p.Retention),
 	}
 	a.args = [7]any{textArg{&a.scope}, textArg{&a.key}, byteaArg{&a.fp}, textArg{&a.owner}, int8Arg{&a.lease}, int8Arg{&a.retention}, lockTimeout}
+	a.read = [3]any{a.args[0], a.args[1], a.args[3]}
 	a.dest = [1]any{&a.inserted}
 	return a
 }

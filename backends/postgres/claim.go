@@ -318,11 +318,10 @@ var insertLockTimeout any = "1ms"
 // wrote the key's row (its lock_timeout).
 func lockWait(err error) bool { return code(err) == CodeLockNotAvailable }
 
-// insertClaim runs insert_claim.sql once on db, with lockTimeout (boxed
-// once: insertLockTimeout or statements.lockTimeout): whether it inserted
-// the claim. When it did not, the key has a row.
-func (q statements) insertClaim(ctx context.Context, db querier, p backends.ClaimParams, lockTimeout any) (bool, error) {
-	a := newClaimArgs(p, lockTimeout)
+// insertClaim runs insert_claim.sql once on db, with a's lock_timeout
+// (boxed once: insertLockTimeout or statements.lockTimeout): whether it
+// inserted the claim. When it did not, the key has a row.
+func (q statements) insertClaim(ctx context.Context, db querier, a *claimArgs) (bool, error) {
 	err := db.QueryRow(ctx, q.InsertClaim, a.args[:]...).Scan(a.dest[:]...)
 	found, err := interpretError("claim", err)
 	return found && bool(a.inserted), err
@@ -353,9 +352,9 @@ func (s *boolScan) ScanRow(rows pgx.Rows) error {
 
 // readClaim runs read_claim.sql once on db: the key's row as the claim
 // decides from it, or none (found false).
-func (q statements) readClaim(ctx context.Context, db querier, p backends.ClaimParams) (fastRow, error) {
+func (q statements) readClaim(ctx context.Context, db querier, a *claimArgs) (fastRow, error) {
 	var r fastRow
-	if _, err := interpretError("claim", r.scan(db.QueryRow(ctx, q.ReadClaim, p.Scope, p.Key, p.Owner))); err != nil {
+	if _, err := interpretError("claim", r.scan(db.QueryRow(ctx, q.ReadClaim, a.read[:]...))); err != nil {
 		return fastRow{}, err
 	}
 	return r, nil
@@ -371,14 +370,16 @@ var insertedRow = fastRow{found: true, state: 0}
 // does not find (deleted after the insert's conflict) is not visible: the
 // caller sends takeover.sql.
 func (q statements) insertFirst(ctx context.Context, db querier, p backends.ClaimParams) (fastRow, error) {
-	inserted, err := q.insertClaim(ctx, db, p, insertLockTimeout)
+	a := newClaimArgs(p, insertLockTimeout)
+	inserted, err := q.insertClaim(ctx, db, a)
 	switch {
 	case lockWait(err):
-		return q.readFirst(ctx, db, p)
+		a.args[6] = q.lockTimeout
+		return q.readFirstWith(ctx, db, a)
 	case err != nil || inserted:
 		return insertedRow, err
 	}
-	return q.readClaim(ctx, db, p)
+	return q.readClaim(ctx, db, a)
 }
 
 // readFirst runs a claim's plain statements read first: read_claim.sql,
@@ -388,11 +389,17 @@ func (q statements) insertFirst(ctx context.Context, db querier, p backends.Clai
 // after the read's snapshot), no row is visible: the caller sends
 // takeover.sql.
 func (q statements) readFirst(ctx context.Context, db querier, p backends.ClaimParams) (fastRow, error) {
-	r, err := q.readClaim(ctx, db, p)
+	return q.readFirstWith(ctx, db, newClaimArgs(p, q.lockTimeout))
+}
+
+// readFirstWith is readFirst with its arguments, a's lock_timeout
+// Config.LockTimeout.
+func (q statements) readFirstWith(ctx context.Context, db querier, a *claimArgs) (fastRow, error) {
+	r, err := q.readClaim(ctx, db, a)
 	if err != nil || r.found {
 		return r, err
 	}
-	inserted, err := q.insertClaim(ctx, db, p, q.lockTimeout)
+	inserted, err := q.insertClaim(ctx, db, a)
 	if err != nil || !inserted {
 		return fastRow{}, err
 	}

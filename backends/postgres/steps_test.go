@@ -314,7 +314,7 @@ func TestReplayRowCarriesNoSteps(t *testing.T) {
 			tx := claimTx(t, s, q)
 			require.True(t, tx.found, key)
 			require.Nil(t, tx.steps, "claim_tx.sql, %s, %s", key, fp)
-			read, err := s.sql.readClaim(ctx, s.db, q)
+			read, err := s.sql.readClaim(ctx, s.db, newClaimArgs(q, nil))
 			require.NoError(t, err)
 			require.Nil(t, read.steps, "read_claim.sql, %s, %s", key, fp)
 			slow, err := s.sql.claimOnce(ctx, s.db, q)
@@ -322,7 +322,7 @@ func TestReplayRowCarriesNoSteps(t *testing.T) {
 			require.Nil(t, slow.tookOver, key)
 			require.Nil(t, slow.steps, "takeover.sql, %s, %s", key, fp)
 		}
-		own, err := s.sql.readClaim(ctx, s.db, p)
+		own, err := s.sql.readClaim(ctx, s.db, newClaimArgs(p, nil))
 		require.NoError(t, err)
 		if key == "pending" {
 			require.Len(t, own.steps, len(big), "the owner's re-send reads them")
