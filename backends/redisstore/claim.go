@@ -29,7 +29,7 @@ import (
 //
 // While the Store's recent claims were nearly all new keys (fewer than
 // about one in nine found a record, after at least 8 new keys in a row;
-// see claimmix.Mix), Claim first sends the create alone, one command:
+// see claimmix.Biased), Claim first sends the create alone, one command:
 //
 //	SET key <pending record> NX PX max(lease, retention)
 //
