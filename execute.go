@@ -215,7 +215,9 @@ func storedForm[T any](c *claim, v T, fnErr error, lend bool) (data []byte, firs
 	data, buf, encErr := encodeOutcome(c, v, fnErr)
 	lossless := encErr == nil && fnErr == nil && roundTrips[T](cfg.codec, data)
 	if buf != nil && (!lend || !lossless || len(data) > cfg.maxOutcome) {
-		data = bytes.Clone(data)
+		if len(data) <= cfg.maxOutcome { // a larger one is replaced below
+			data = bytes.Clone(data)
+		}
 		buf.free()
 		buf = nil
 	}
