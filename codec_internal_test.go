@@ -18,7 +18,7 @@ type exactLine struct {
 	Qty   uint16  `json:"qty,omitempty"`
 	Price float64 `json:"price"`
 	Gift  bool    `json:",omitempty"`
-	Dash  int8    `json:"-,"` // a field named "-"
+	Dash  int8    `json:"dash-1"`
 }
 
 type exactOrder struct {

@@ -182,7 +182,7 @@ func settleOutcome[T any](c *claim, fnCtx context.Context, start time.Time, v T,
 // for execute to re-raise.
 func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 	cfg, scope, key := c.scope.cfg, c.scope, c.key
-	data, first, answer, buf := storedForm(c, v, fnErr, true)
+	data, first, buf, answer := storedForm(c, v, fnErr, true)
 	start := cfg.clock()
 	applied, err := c.writeBack("complete", func(ctx context.Context) (bool, error) {
 		return scope.store.Complete(ctx, backends.CompleteParams{Scope: scope.name, Key: key, Owner: c.owner, Outcome: data, Retention: cfg.retention})
@@ -210,7 +210,7 @@ func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 // may lie in an encoder's pooled buffer, then returned as buf: the caller
 // frees buf once the write of data returned (a store keeps no slice of its
 // parameters) and keeps no slice of data.
-func storedForm[T any](c *claim, v T, fnErr error, lend bool) (data []byte, first T, answer error, buf *jsonEncoder) {
+func storedForm[T any](c *claim, v T, fnErr error, lend bool) (data []byte, first T, buf *jsonEncoder, answer error) {
 	cfg := c.scope.cfg
 	data, buf, encErr := encodeOutcome(c, v, fnErr)
 	lossless := encErr == nil && fnErr == nil && roundTrips[T](cfg.codec, data)
@@ -237,7 +237,7 @@ func storedForm[T any](c *claim, v T, fnErr error, lend bool) (data []byte, firs
 	case lossless:
 		first = v
 	}
-	return data, first, answer, buf
+	return data, first, buf, answer
 }
 
 // roundTrips reports whether decoding data, the codec c's stored form of
