@@ -1,9 +1,11 @@
 package once
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -180,11 +182,12 @@ func settleOutcome[T any](c *claim, fnCtx context.Context, start time.Time, v T,
 // for execute to re-raise.
 func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 	cfg, scope, key := c.scope.cfg, c.scope, c.key
-	data, first, answer := storedForm(c, v, fnErr)
+	data, first, buf, answer := storedForm(c, v, fnErr, true)
 	start := cfg.clock()
 	applied, err := c.writeBack("complete", func(ctx context.Context) (bool, error) {
 		return scope.store.Complete(ctx, backends.CompleteParams{Scope: scope.name, Key: key, Owner: c.owner, Outcome: data, Retention: cfg.retention})
 	})
+	buf.free()       // the store keeps no slice of data
 	c.settled = true // completed, lost, or unrecorded: the claim is kept until its lease ends
 	switch {
 	case err != nil:
@@ -203,12 +206,21 @@ func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 // final error fnErr, and what a replay of it answers: the value and final
 // error the first caller gets. A panic of user code while encoding the
 // outcome or decoding it back is stored as a codec error would be, as a
-// final error saying so, and kept for execute to re-raise.
-func storedForm[T any](c *claim, v T, fnErr error) (data []byte, first T, answer error) {
+// final error saying so, and kept for execute to re-raise. With lend, data
+// may lie in an encoder's pooled buffer, then returned as buf: the caller
+// frees buf once the write of data returned (a store keeps no slice of its
+// parameters) and keeps no slice of data.
+func storedForm[T any](c *claim, v T, fnErr error, lend bool) (data []byte, first T, buf *jsonEncoder, answer error) {
 	cfg := c.scope.cfg
-	data, encErr := encodeOutcome(c, v, fnErr)
-	_, lossless := cfg.codec.(interface{ Lossless() })
-	lossless = lossless && encErr == nil && fnErr == nil
+	data, buf, encErr := encodeOutcome(c, v, fnErr)
+	lossless := encErr == nil && fnErr == nil && roundTrips[T](cfg.codec, data)
+	if buf != nil && (!lend || !lossless || len(data) > cfg.maxOutcome) {
+		if len(data) <= cfg.maxOutcome { // a larger one is replaced below
+			data = bytes.Clone(data)
+		}
+		buf.free()
+		buf = nil
+	}
 	if !lossless && len(data) <= cfg.maxOutcome {
 		var decErr error
 		first, answer, decErr = decodeFirst[T](c, data)
@@ -225,31 +237,57 @@ func storedForm[T any](c *claim, v T, fnErr error) (data []byte, first T, answer
 	case lossless:
 		first = v
 	}
-	return data, first, answer
+	return data, first, buf, answer
+}
+
+// roundTrips reports whether decoding data, the codec c's stored form of
+// a value of type T, gives back that value itself, so that the first
+// caller may get it as it is: c declares its round trip lossless (Codec),
+// or c is encoding/json, T's round trip is exact (jsonExact), and no
+// string of the value held bytes that are not UTF-8, which json stores as
+// the replacement character (escaped or not: a value holding one is
+// decoded, to be safe).
+func roundTrips[T any](c Codec, data []byte) bool {
+	switch c.(type) {
+	case interface{ Lossless() }:
+		return true
+	case jsonCodec:
+		return jsonExact(reflect.TypeFor[T]()) &&
+			!bytes.Contains(data, []byte(`\ufffd`)) && !bytes.Contains(data, []byte("\uFFFD"))
+	}
+	return false
 }
 
 // encodeOutcome is the stored form of fn's value or final error. A value
 // that does not encode is stored as a final error saying so; encErr
 // reports it. So is an outcome whose encoding panics (in the codec, the
 // value's MarshalJSON, or the final error's Error or ErrorCode): the panic
-// is kept on the claim for execute to re-raise.
-func encodeOutcome[T any](c *claim, v T, fnErr error) (data []byte, encErr error) {
+// is kept on the claim for execute to re-raise. A value encoded by
+// encoding/json lies in buf's buffer, which the caller frees.
+func encodeOutcome[T any](c *claim, v T, fnErr error) (data []byte, buf *jsonEncoder, encErr error) {
 	cfg := c.scope.cfg
 	defer func() {
 		if p := recover(); p != nil {
 			c.keepPanic(p)
 			encErr = panicError(p)
-			data = encodeFailure(cfg, "encoded", encErr)
+			data, buf = encodeFailure(cfg, "encoded", encErr), nil
 		}
 	}()
 	if fnErr != nil {
-		return encodeError(cfg, fnErr), nil
+		return encodeError(cfg, fnErr), nil, nil
+	}
+	if _, ok := cfg.codec.(jsonCodec); ok {
+		buf, encErr = encodeJSON(v)
+		if encErr != nil {
+			return encodeFailure(cfg, "encoded", encErr), nil, encErr
+		}
+		return buf.bytes(), buf, nil
 	}
 	data, encErr = encodeValue(cfg.codec, v)
 	if encErr != nil {
-		return encodeFailure(cfg, "encoded", encErr), encErr
+		return encodeFailure(cfg, "encoded", encErr), nil, encErr
 	}
-	return data, nil
+	return data, nil, nil
 }
 
 // decodeFirst is decodeOutcome for the first caller's answer, with a panic

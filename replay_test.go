@@ -95,6 +95,17 @@ func TestTheFirstAnswerIsTheReplay(t *testing.T) {
 		})
 		assert.Equal(t, replay.Value, first.Value)
 	})
+	t.Run("invalid UTF-8 in a struct whose round trip is otherwise exact", func(t *testing.T) {
+		type line struct {
+			SKU string `json:"sku"`
+			Qty int    `json:"qty"`
+		}
+		first, replay, _, _ := firstAndReplay(t, once.New(nil).Scope("s"), func(context.Context) (line, error) {
+			return line{SKU: "a\xffb", Qty: 2}, nil
+		})
+		assert.Equal(t, replay.Value, first.Value)
+		assert.Equal(t, line{SKU: "a\uFFFDb", Qty: 2}, first.Value)
+	})
 	t.Run("wrapped registered error", func(t *testing.T) {
 		errUpstream := errors.New("upstream said no")
 		scope := once.New(nil, once.RegisterError[*CardDeclinedError]("card_declined")).Scope("s")
