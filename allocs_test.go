@@ -25,10 +25,12 @@ const (
 	// detaches from the call's itself (no context.WithoutCancel per claim)
 	// and the first write's context lives in the claim. 14 since fn's
 	// cancel context is made on fn's first look at its context (chargeFn
-	// never looks). 6 since the first caller of a value whose JSON round
+	// never looks). 7 since the first caller of a value whose JSON round
 	// trip is exact gets it without a decode (chargeFn's payment: 7
-	// allocations), and the store writes the encoder's pooled buffer (1).
-	allocsFirstExecution = 6
+	// allocations). The store gets its own copy of the stored form, not
+	// the encoder's pooled buffer: a store or driver that kept a slice of
+	// it would otherwise see another call's outcome written over it.
+	allocsFirstExecution = 7
 	allocsReplay         = 9 // token 1, the store's copy of fingerprint and outcome 1, the JSON decode 7
 	allocsInProgress     = 3 // token 1, the store's copy of the fingerprint 1, the *InProgressError 1
 	allocsMismatch       = 2 // token 1, the store's copy of fingerprint and outcome 1

@@ -18,12 +18,7 @@ import (
 
 func encodeValue[T any](c Codec, v T) ([]byte, error) {
 	if _, ok := c.(jsonCodec); ok {
-		e, err := encodeJSON(v)
-		if err != nil {
-			return nil, err
-		}
-		defer e.free()
-		return bytes.Clone(e.bytes()), nil
+		return encodeJSONValue(v)
 	}
 	data, err := c.Marshal(v)
 	if err != nil {
@@ -47,34 +42,25 @@ var jsonEncoders = sync.Pool{New: func() any {
 // maxPooledEncoder is the largest buffer kept for reuse.
 const maxPooledEncoder = 64 << 10
 
-// encodeJSON is encodeValue for jsonCodec without a copy of the payload:
-// it encodes straight after the envelope header into a pooled buffer,
-// whose bytes e.bytes returns until e.free. The bytes are json.Marshal's:
-// an Encoder escapes HTML as Marshal does and only appends a newline,
-// left out by bytes.
-func encodeJSON(v any) (e *jsonEncoder, err error) {
-	e = jsonEncoders.Get().(*jsonEncoder)
+// encodeJSONValue is encodeValue for jsonCodec, with one allocation less
+// and no copy of the payload: it encodes straight after the envelope
+// header into a pooled buffer. The bytes are json.Marshal's: an Encoder
+// escapes HTML as Marshal does and only appends a newline, dropped here.
+func encodeJSONValue(v any) ([]byte, error) {
+	e := jsonEncoders.Get().(*jsonEncoder)
+	defer func() {
+		if e.buf.Cap() <= maxPooledEncoder {
+			jsonEncoders.Put(e)
+		}
+	}()
 	e.buf.Reset()
 	h := envelope.Header()
 	e.buf.Write(h[:])
 	if err := e.enc.Encode(v); err != nil {
-		e.free()
 		return nil, err
 	}
-	return e, nil
-}
-
-// bytes returns the stored form e holds: valid until e.free.
-func (e *jsonEncoder) bytes() []byte {
 	b := e.buf.Bytes()
-	return b[:len(b)-1]
-}
-
-// free hands e back for reuse; a nil e does nothing.
-func (e *jsonEncoder) free() {
-	if e != nil && e.buf.Cap() <= maxPooledEncoder {
-		jsonEncoders.Put(e)
-	}
+	return bytes.Clone(b[:len(b)-1]), nil
 }
 
 // encodeError stores a final error: its full text (cut to

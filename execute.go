@@ -182,12 +182,11 @@ func settleOutcome[T any](c *claim, fnCtx context.Context, start time.Time, v T,
 // for execute to re-raise.
 func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 	cfg, scope, key := c.scope.cfg, c.scope, c.key
-	data, first, buf, answer := storedForm(c, v, fnErr, true)
+	data, first, answer := storedForm(c, v, fnErr)
 	start := cfg.clock()
 	applied, err := c.writeBack("complete", func(ctx context.Context) (bool, error) {
 		return scope.store.Complete(ctx, backends.CompleteParams{Scope: scope.name, Key: key, Owner: c.owner, Outcome: data, Retention: cfg.retention})
 	})
-	buf.free()       // the store keeps no slice of data
 	c.settled = true // completed, lost, or unrecorded: the claim is kept until its lease ends
 	switch {
 	case err != nil:
@@ -206,21 +205,11 @@ func record[T any](c *claim, v T, fnErr error) (Outcome[T], error) {
 // final error fnErr, and what a replay of it answers: the value and final
 // error the first caller gets. A panic of user code while encoding the
 // outcome or decoding it back is stored as a codec error would be, as a
-// final error saying so, and kept for execute to re-raise. With lend, data
-// may lie in an encoder's pooled buffer, then returned as buf: the caller
-// frees buf once the write of data returned (a store keeps no slice of its
-// parameters) and keeps no slice of data.
-func storedForm[T any](c *claim, v T, fnErr error, lend bool) (data []byte, first T, buf *jsonEncoder, answer error) {
+// final error saying so, and kept for execute to re-raise.
+func storedForm[T any](c *claim, v T, fnErr error) (data []byte, first T, answer error) {
 	cfg := c.scope.cfg
-	data, buf, encErr := encodeOutcome(c, v, fnErr)
+	data, encErr := encodeOutcome(c, v, fnErr)
 	lossless := encErr == nil && fnErr == nil && roundTrips[T](cfg.codec, data)
-	if buf != nil && (!lend || !lossless || len(data) > cfg.maxOutcome) {
-		if len(data) <= cfg.maxOutcome { // a larger one is replaced below
-			data = bytes.Clone(data)
-		}
-		buf.free()
-		buf = nil
-	}
 	if !lossless && len(data) <= cfg.maxOutcome {
 		var decErr error
 		first, answer, decErr = decodeFirst[T](c, data)
@@ -237,7 +226,7 @@ func storedForm[T any](c *claim, v T, fnErr error, lend bool) (data []byte, firs
 	case lossless:
 		first = v
 	}
-	return data, first, buf, answer
+	return data, first, answer
 }
 
 // roundTrips reports whether decoding data, the codec c's stored form of
@@ -262,32 +251,24 @@ func roundTrips[T any](c Codec, data []byte) bool {
 // that does not encode is stored as a final error saying so; encErr
 // reports it. So is an outcome whose encoding panics (in the codec, the
 // value's MarshalJSON, or the final error's Error or ErrorCode): the panic
-// is kept on the claim for execute to re-raise. A value encoded by
-// encoding/json lies in buf's buffer, which the caller frees.
-func encodeOutcome[T any](c *claim, v T, fnErr error) (data []byte, buf *jsonEncoder, encErr error) {
+// is kept on the claim for execute to re-raise.
+func encodeOutcome[T any](c *claim, v T, fnErr error) (data []byte, encErr error) {
 	cfg := c.scope.cfg
 	defer func() {
 		if p := recover(); p != nil {
 			c.keepPanic(p)
 			encErr = panicError(p)
-			data, buf = encodeFailure(cfg, "encoded", encErr), nil
+			data = encodeFailure(cfg, "encoded", encErr)
 		}
 	}()
 	if fnErr != nil {
-		return encodeError(cfg, fnErr), nil, nil
-	}
-	if _, ok := cfg.codec.(jsonCodec); ok {
-		buf, encErr = encodeJSON(v)
-		if encErr != nil {
-			return encodeFailure(cfg, "encoded", encErr), nil, encErr
-		}
-		return buf.bytes(), buf, nil
+		return encodeError(cfg, fnErr), nil
 	}
 	data, encErr = encodeValue(cfg.codec, v)
 	if encErr != nil {
-		return encodeFailure(cfg, "encoded", encErr), nil, encErr
+		return encodeFailure(cfg, "encoded", encErr), encErr
 	}
-	return data, nil, nil
+	return data, nil
 }
 
 // decodeFirst is decodeOutcome for the first caller's answer, with a panic

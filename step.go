@@ -97,7 +97,7 @@ func step[T any](ctx context.Context, name string, fn func(context.Context) (T, 
 		c.emit(Event{Kind: EventStep, Scope: c.scope.name, Key: c.key, Step: name, FnTime: c.scope.cfg.since(start), Class: class, FnErr: fnErr})
 		return v, err
 	}
-	data, first, _, answer := storedForm(c, v, fnErr, false)
+	data, first, answer := storedForm(c, v, fnErr)
 	wstart := c.scope.cfg.clock()
 	if werr := c.writeStep(checkpoints.Step{Name: name, State: checkpoints.Done, Outcome: data}, false); werr != nil {
 		return v, errors.Join(err, werr)
@@ -154,7 +154,7 @@ func StepTx[X Tx, T any](ctx context.Context, name string, begin func(context.Co
 		c.emit(Event{Kind: EventStep, Scope: c.scope.name, Key: c.key, Step: name, FnTime: c.scope.cfg.since(start), Class: class, FnErr: fnErr})
 		return v, err
 	}
-	data, first, _, answer := storedForm(c, v, fnErr, false)
+	data, first, answer := storedForm(c, v, fnErr)
 	wstart := c.scope.cfg.clock()
 	werr := c.writeStepTx(checkpoints.Step{Name: name, State: checkpoints.Done, Outcome: data}, store, func(ctx context.Context) error {
 		committed = true
