@@ -74,11 +74,10 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, p.Fingerprint); err != nil {
 		return backends.ClaimResult{}, err
 	}
-	key, steps := recordKeys(s.prefix, p.Scope, p.Key)
 	lease := millis(p.Lease)
 	life := max(lease, millis(p.Retention))
 	alone := s.mix.CreateFirst()
-	a := newClaimArgs(ctx, key, p.Owner, p.Fingerprint, life, life-lease, alone)
+	a := s.newClaimArgs(ctx, &p, life, life-lease, alone)
 	ttl, set := &a.ttlCmd, &a.setCmd
 	if alone {
 		err := s.client.Process(ctx, set)
@@ -120,7 +119,7 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	if r.state == backends.StatePending && r.owner == p.Owner {
 		// Our own claim (a re-send): claim.lua reports it with its
 		// checkpoints.
-		return s.claimScripted(ctx, key, steps, p, lease, life)
+		return s.claimScripted(ctx, p, lease, life)
 	}
 	if t == -1 {
 		return backends.ClaimResult{}, corrupt(op, "record without expiry")
@@ -128,7 +127,7 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 	if t < 0 && r.state != backends.StateCompleted {
 		// -2: the key was absent at the PTTL and the record came right
 		// after; claim.lua decides from its own reading.
-		return s.claimScripted(ctx, key, steps, p, lease, life)
+		return s.claimScripted(ctx, p, lease, life)
 	}
 	switch r.state {
 	case backends.StateCompleted:
@@ -142,15 +141,15 @@ func (s *Store) Claim(ctx context.Context, p backends.ClaimParams) (backends.Cla
 			return backends.ClaimResult{Existing: r.record(t)}, nil
 		}
 	}
-	return s.claimScripted(ctx, key, steps, p, lease, life)
+	return s.claimScripted(ctx, p, lease, life)
 }
 
 // claimScripted is the claim's slow path: claim.lua decides the takeover
 // of a lapsed lease or an ended hold atomically, and returns the claimed
-// record's checkpoints (key steps).
-func (s *Store) claimScripted(ctx context.Context, key, steps string, p backends.ClaimParams, lease, retention int64) (backends.ClaimResult, error) {
+// record's checkpoints.
+func (s *Store) claimScripted(ctx context.Context, p backends.ClaimParams, lease, retention int64) (backends.ClaimResult, error) {
 	const op = "claim"
-	v, err := claimScript.Run(ctx, s.client, []string{key, steps}, p.Owner, p.Fingerprint, lease, retention).Result()
+	v, err := claimScript.Run(ctx, s.client, s.keys(p.Scope, p.Key), p.Owner, p.Fingerprint, lease, retention).Result()
 	if err != nil {
 		return backends.ClaimResult{}, translate(ctx, op, err)
 	}

@@ -66,39 +66,57 @@ func recordKeys(prefix, scope, key string) (record, steps string) {
 
 // keyWith returns recordKey(prefix, scope, key) followed by suffix.
 func keyWith(prefix, scope, key, suffix string) string {
-	s, k := escape(scope), escape(key)
-	var b strings.Builder
-	b.Grow(len(prefix) + len(s) + len(k) + len(suffix) + 8)
-	b.WriteString(prefix)
-	b.WriteByte('{')
-	b.WriteString(strconv.Itoa(len(s)))
-	b.WriteByte(':')
-	b.WriteString(s)
-	b.WriteByte(':')
-	b.WriteString(k)
-	b.WriteByte('}')
-	b.WriteString(suffix)
-	return b.String()
+	var buf [128]byte
+	return string(appendKey(buf[:0], prefix, scope, key, suffix))
+}
+
+// appendKey appends recordKey(prefix, scope, key) followed by suffix to b:
+// the one encoding of record keys, which the hot commands write straight
+// into their arguments (claimArgs, completeArgs).
+func appendKey(b []byte, prefix, scope, key, suffix string) []byte {
+	b = append(b, prefix...)
+	b = append(b, '{')
+	b = strconv.AppendInt(b, int64(escapedLen(scope)), 10)
+	b = append(b, ':')
+	b = appendEscaped(b, scope)
+	b = append(b, ':')
+	b = appendEscaped(b, key)
+	b = append(b, '}')
+	return append(b, suffix...)
 }
 
 // escape percent-encodes "%" and "}" so that the result never contains
 // "}" and decodes unambiguously. Other bytes, including "{", "*" and ":",
 // are kept: they are harmless inside a key and keep keys readable.
 func escape(s string) string {
-	if !strings.ContainsAny(s, "%}") {
+	if escapedLen(s) == len(s) {
 		return s
 	}
-	var b strings.Builder
-	b.Grow(len(s) + 8)
+	return string(appendEscaped(make([]byte, 0, escapedLen(s)), s))
+}
+
+// escapedLen is len(escape(s)).
+func escapedLen(s string) int {
+	n := len(s)
+	for i := 0; i < len(s); i++ {
+		if s[i] == '%' || s[i] == '}' {
+			n += 2
+		}
+	}
+	return n
+}
+
+// appendEscaped appends escape(s) to b.
+func appendEscaped(b []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; c {
 		case '%':
-			b.WriteString("%25")
+			b = append(b, "%25"...)
 		case '}':
-			b.WriteString("%7D")
+			b = append(b, "%7D"...)
 		default:
-			b.WriteByte(c)
+			b = append(b, c)
 		}
 	}
-	return b.String()
+	return b
 }

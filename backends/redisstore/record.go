@@ -51,9 +51,11 @@ func duration(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// The state bytes of the record layout.
+// The state bytes of the record layout; stateMarked is a pending record
+// that may have checkpoints or watchers (see record.lua).
 const (
 	statePending   = 'P'
+	stateMarked    = 'Q'
 	stateCompleted = 'C'
 	stateHeld      = 'H'
 )
@@ -63,7 +65,9 @@ const (
 // the key's expiry, so that the key's TTL, the server's clock, turns them
 // into durations (see record).
 type stored struct {
-	state       backends.State
+	state backends.State
+	// marked is a pending record's mark ('Q'; see record.lua).
+	marked      bool
 	owner       string
 	fingerprint []byte // nil when empty
 	outcome     []byte // completed; never nil
@@ -79,7 +83,7 @@ type stored struct {
 
 // decodeRecord is the one Go function that parses a stored record:
 //
-//	pending:   'P' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
+//	pending:   'P' or 'Q' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
 //	completed: 'C' len(owner) owner len(fp) fp retention-ms ' ' outcome
 //	held:      'H' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
 //	           ' ' hold-tail-ms ' ' len(code) ' ' code message
@@ -96,6 +100,8 @@ func decodeRecord(op, raw string) (stored, error) {
 	switch raw[0] {
 	case statePending:
 		r.state = backends.StatePending
+	case stateMarked:
+		r.state, r.marked = backends.StatePending, true
 	case stateCompleted:
 		r.state = backends.StateCompleted
 	case stateHeld:

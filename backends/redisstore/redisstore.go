@@ -304,15 +304,14 @@ func (s *Store) Complete(ctx context.Context, p backends.CompleteParams) (bool, 
 	if err := precheck(ctx, op, p.Scope, p.Key, p.Owner, nil); err != nil {
 		return false, err
 	}
-	key := s.key(p.Scope, p.Key)
 	ms := millis(p.Retention)
-	a := newCompleteArgs(ctx, key, p.Owner, p.Outcome, ms, s.notifyArg)
+	a := s.newCompleteArgs(ctx, &p, ms)
 	_ = s.client.Process(ctx, &a.cmd)
 	cmd := &a.cmd
 	if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// The server lost its script cache (a restart, a failover, SCRIPT
 		// FLUSH): EVAL sends the script and reloads it, as Script.Run does.
-		cmd = completeScript.Eval(ctx, s.client, []string{key, key + stepsSuffix}, p.Owner, p.Outcome, ms, s.notify)
+		cmd = completeScript.Eval(ctx, s.client, s.keys(p.Scope, p.Key), p.Owner, p.Outcome, ms, s.notify)
 	}
 	return boolReply(ctx, op, cmd)
 }

@@ -199,3 +199,51 @@ func TestWatchSurvivesConnectionLoss(t *testing.T) {
 		t.Fatal("watching on the fresh connection missed a change")
 	}
 }
+
+// TestWatchMarksTheRecord: a new claim is unmarked ('P'), so its
+// completion neither publishes nor touches a checkpoints key; Watch marks
+// it ('Q', see record.lua), Renew keeps the mark, and the completion of
+// the marked record wakes the waiter. A takeover's record is marked.
+func TestWatchMarksTheRecord(t *testing.T) {
+	f := newStepsFixture(t)
+	ctx := t.Context()
+	record, _ := f.keys("k")
+	state := func() string {
+		t.Helper()
+		v, err := f.c.GetRange(ctx, record, 0, 0).Result()
+		require.NoError(t, err)
+		return v
+	}
+	owner := backendtest.Token()
+	require.True(t, f.claim("k", "fp", owner, time.Minute).Claimed)
+	require.Equal(t, "P", state(), "a new claim is unmarked")
+
+	changed, stop, err := f.s.Watch(ctx, f.scope, "k")
+	require.NoError(t, err)
+	defer stop()
+	require.Equal(t, "Q", state(), "Watch marks the pending record")
+	ok, err := f.s.Renew(ctx, backends.RenewParams{Scope: f.scope, Key: "k", Owner: owner, Lease: 2 * time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.Equal(t, "Q", state(), "Renew keeps the mark")
+	require.Equal(t, backends.StatePending, f.get("k").State)
+	ok, err = f.s.Complete(ctx, backends.CompleteParams{Scope: f.scope, Key: "k", Owner: owner, Outcome: []byte("v"), Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+	select {
+	case <-changed:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the completion of a watched record did not wake its waiter")
+	}
+	_, stop2, err := f.s.Watch(ctx, f.scope, "k")
+	require.NoError(t, err)
+	stop2()
+	require.Equal(t, "C", state(), "Watch leaves a completed record as it is")
+
+	require.True(t, f.claim("t", "fp", backendtest.Token(), time.Millisecond).Claimed)
+	backendtest.Elapse(t, f.s, time.Millisecond)
+	c := f.claim("t", "fp", backendtest.Token(), time.Minute)
+	require.True(t, c.Claimed && c.TookOver, "%+v", c)
+	record, _ = f.keys("t")
+	require.Equal(t, "Q", state(), "a takeover's record is marked")
+}
