@@ -65,9 +65,7 @@ const (
 // the key's expiry, so that the key's TTL, the server's clock, turns them
 // into durations (see record).
 type stored struct {
-	state backends.State
-	// marked is a pending record's mark ('Q'; see record.lua).
-	marked      bool
+	state       backends.State
 	owner       string
 	fingerprint []byte // nil when empty
 	outcome     []byte // completed; never nil
@@ -98,10 +96,8 @@ func decodeRecord(op, raw string) (stored, error) {
 	}
 	var r stored
 	switch raw[0] {
-	case statePending:
+	case statePending, stateMarked:
 		r.state = backends.StatePending
-	case stateMarked:
-		r.state, r.marked = backends.StatePending, true
 	case stateCompleted:
 		r.state = backends.StateCompleted
 	case stateHeld:
