@@ -51,11 +51,9 @@ func duration(ms int64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
-// The state bytes of the record layout; stateMarked is a pending record
-// that may have checkpoints or watchers (see record.lua).
+// The state bytes of the record layout.
 const (
 	statePending   = 'P'
-	stateMarked    = 'Q'
 	stateCompleted = 'C'
 	stateHeld      = 'H'
 )
@@ -81,7 +79,7 @@ type stored struct {
 
 // decodeRecord is the one Go function that parses a stored record:
 //
-//	pending:   'P' or 'Q' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
+//	pending:   'P' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
 //	completed: 'C' len(owner) owner len(fp) fp retention-ms ' ' outcome
 //	held:      'H' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
 //	           ' ' hold-tail-ms ' ' len(code) ' ' code message
@@ -96,7 +94,7 @@ func decodeRecord(op, raw string) (stored, error) {
 	}
 	var r stored
 	switch raw[0] {
-	case statePending, stateMarked:
+	case statePending:
 		r.state = backends.StatePending
 	case stateCompleted:
 		r.state = backends.StateCompleted

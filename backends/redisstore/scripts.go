@@ -18,7 +18,6 @@ var (
 	releaseScript    = redis.NewScript(redislua.Release)
 	resolveScript    = redis.NewScript(redislua.Resolve)
 	checkpointScript = redis.NewScript(redislua.Checkpoint)
-	watchScript      = redis.NewScript(redislua.Watch)
 
-	allScripts = []*redis.Script{claimScript, completeScript, renewScript, releaseScript, resolveScript, holdScript, checkpointScript, watchScript}
+	allScripts = []*redis.Script{claimScript, completeScript, renewScript, releaseScript, resolveScript, holdScript, checkpointScript}
 )

@@ -13,12 +13,11 @@ import (
 	"github.com/stagedoor/once/backends"
 )
 
-// Watching: Hold, Release, Resolve and Delete publish on a channel named
-// like the record's key (PUBLISH, or SPUBLISH on a Cluster, where the
-// channel lives in the record's slot, served by the record's primary), and
-// so does Complete for a record marked watched: Watch marks the pending
-// record it watches (watch.lua) once its subscription is confirmed, so
-// that a first execution nobody waits for publishes nothing.
+// Watching: Complete, Hold, Release, Resolve and Delete publish on a channel
+// named like the record's key (PUBLISH, or SPUBLISH on a Cluster, where
+// the channel lives in the record's slot, served by the record's primary).
+// Publishing is always on: with nobody subscribed it costs the server
+// about 0.14 µs, against about 9 µs for the script that calls it.
 //
 // Waiters share connections: a Store keeps one Pub/Sub connection (one
 // per primary on a Cluster, since a shard channel is served by its slot's
@@ -41,10 +40,8 @@ const (
 
 // Watch implements backends.Watcher. It returns only after the server
 // confirmed the subscription of the record's channel (or found it already
-// confirmed for another waiter) and then marked the record, if pending,
-// as watched (one EVALSHA), so no change made after Watch returned is
-// missed: every write but Complete publishes, and Complete does for a
-// marked record. The channel is also closed, as a spurious wake-up, when the
+// confirmed for another waiter), so no change made after Watch returned
+// is missed. The channel is also closed, as a spurious wake-up, when the
 // shared connection fails (the waiter re-checks and watches again on a
 // fresh connection) or the server drops the subscription (a Cluster slot
 // moved). Call stop to stop waiting; stop is idempotent. After Close, and
@@ -68,11 +65,6 @@ func (s *Store) Watch(ctx context.Context, scope, key string) (<-chan struct{}, 
 		}
 		if errors.Is(err, errSubscriberClosed) && attempt == 0 {
 			continue // the shared connection went idle or failed just now
-		}
-		if err == nil {
-			if err = watchScript.Run(ctx, s.client, []string{channel}).Err(); err != nil {
-				stop()
-			}
 		}
 		if err != nil {
 			return nil, nil, translate(ctx, op, err)

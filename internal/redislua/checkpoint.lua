@@ -2,10 +2,8 @@
 -- ARGV[1] (its lease may have lapsed), fenced as complete.lua is. It runs
 -- on every step, so, like complete.lua, it reads the record by the fixed
 -- offsets record.lua documents and is not prefixed by record.lua. It
--- changes the checkpoints key, which it gives the record's very expiry
--- (PXAT the record's PEXPIRETIME), so that they die with it, and marks the
--- record ('P' becomes 'Q', in place: SETRANGE keeps the expiry), so that
--- complete.lua moves their expiry too (see record.lua).
+-- changes nothing but the checkpoints key, which it gives the record's
+-- very expiry (PXAT the record's PEXPIRETIME), so that they die with it.
 --
 -- KEYS[1] record key  KEYS[2] checkpoints key
 -- ARGV[1] owner  ARGV[2] checkpoints ('' = none: delete them)
@@ -19,7 +17,7 @@ end
 local o = ARGV[1]
 local m = #o
 local st = string.byte(cur, 1)
-if (st == 80 or st == 81) and string.byte(cur, 2) == m and string.sub(cur, 3, 2 + m) == o then -- 'P' or 'Q', this owner's
+if st == 80 and string.byte(cur, 2) == m and string.sub(cur, 3, 2 + m) == o then -- 'P', this owner's
 	local n = string.byte(cur, 3 + m)
 	if not n or #cur < 3 + m + n then
 		return redis.error_reply('ONCECORRUPT record layout')
@@ -33,12 +31,9 @@ if (st == 80 or st == 81) and string.byte(cur, 2) == m and string.sub(cur, 3, 2 
 		return redis.error_reply('ONCECORRUPT record without expiry')
 	end
 	redis.call('SET', KEYS[2], ARGV[2], 'PXAT', at)
-	if st == 80 then
-		redis.call('SETRANGE', KEYS[1], 0, 'Q')
-	end
 	return 1
 end
-if st ~= 80 and st ~= 81 and st ~= 67 and st ~= 72 then -- not 'P', 'Q', 'C' or 'H': not a record of this layout
+if st ~= 80 and st ~= 67 and st ~= 72 then -- not 'P', 'C' or 'H': not a record of this layout
 	return redis.error_reply('ONCECORRUPT record layout')
 end
 return 0 -- another owner's, completed or held

@@ -12,8 +12,7 @@
 -- ARGV[3] lease ms  ARGV[4] retention ms
 --
 -- The record lives max(lease, retention): a pending claim never expires
--- while its lease is live. A takeover's record is marked (see record.lua):
--- it keeps the checkpoints, and the former claim's waiters may watch it. Returns 1 (claimed, or already claimed by this
+-- while its lease is live. Returns 1 (claimed, or already claimed by this
 -- owner: a driver's re-send) or 2 (claimed by taking over a lapsed lease
 -- or an ended hold) when the claimed record has no checkpoints, {1 or 2,
 -- checkpoints} when it has, or {record, ttl} (see record.lua).
@@ -45,7 +44,7 @@ else
 end
 local lease = tonumber(ARGV[3])
 local life = math.max(lease, tonumber(ARGV[4]))
-set(encode_pending(ARGV[1], fp, life, life - lease, took == 2), life, false)
+set(encode_pending(ARGV[1], fp, life, life - lease), life, false)
 if took == 2 then
 	local steps = redis.call('GET', KEYS[2])
 	if steps then

@@ -1,11 +1,8 @@
 -- complete.lua: store the outcome of a pending record owned by ARGV[1].
 -- It runs on every first execution, so it reads the record by fixed
 -- offsets (layout in record.lua: state, len(owner), owner, len(fp), fp)
--- and decodes nothing else; it is not prefixed by record.lua. A marked
--- record ('Q': it may have checkpoints or watchers) keeps its checkpoints,
--- which get the completed record's expiry, and its watchers are notified;
--- an unmarked one ('P') has neither, so its completion is one GET and one
--- SET.
+-- and decodes nothing else; it is not prefixed by record.lua. The record's
+-- checkpoints, if any, are kept and get the completed record's expiry.
 --
 -- KEYS[1] record key  KEYS[2] checkpoints key
 -- ARGV[1] owner  ARGV[2] outcome  ARGV[3] retention ms (canonical decimal)
@@ -20,7 +17,7 @@ end
 local o = ARGV[1]
 local m = #o
 local st = string.byte(cur, 1)
-if string.byte(cur, 2) == m and string.sub(cur, 3, 2 + m) == o and (st == 80 or st == 81 or st == 67) then -- 'P', 'Q', 'C'
+if string.byte(cur, 2) == m and string.sub(cur, 3, 2 + m) == o and (st == 80 or st == 67) then -- 'P', 'C'
 	local n = string.byte(cur, 3 + m)
 	if not n or #cur < 3 + m + n then
 		return redis.error_reply('ONCECORRUPT record layout')
@@ -33,15 +30,13 @@ if string.byte(cur, 2) == m and string.sub(cur, 3, 2 + m) == o and (st == 80 or 
 		return 0
 	end
 	redis.call('SET', KEYS[1], 'C' .. string.sub(cur, 2, 3 + m + n) .. ARGV[3] .. ' ' .. ARGV[2], 'PX', ARGV[3])
-	if st == 81 then
-		redis.call('PEXPIRE', KEYS[2], ARGV[3]) -- as record.lua's set
-		if ARGV[4] ~= '' then
-			redis.call(ARGV[4], KEYS[1], 'c')
-		end
+	redis.call('PEXPIRE', KEYS[2], ARGV[3]) -- as record.lua's set
+	if ARGV[4] ~= '' then
+		redis.call(ARGV[4], KEYS[1], 'c')
 	end
 	return 1
 end
-if st ~= 80 and st ~= 81 and st ~= 67 and st ~= 72 then -- not 'P', 'Q', 'C' or 'H': not a record of this layout
+if st ~= 80 and st ~= 67 and st ~= 72 then -- not 'P', 'C' or 'H': not a record of this layout
 	return redis.error_reply('ONCECORRUPT record layout')
 end
 return 0 -- another owner's, or held: a held owner never completes

@@ -6,17 +6,12 @@
 --
 -- A record is one string, owner first so that a fenced script finds it at
 -- a fixed offset:
---   pending:   'P' or 'Q' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
+--   pending:   'P' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
 --   completed: 'C' len(owner) owner len(fp) fp retention-ms ' ' outcome
 --   held:      'H' len(owner) owner len(fp) fp life-ms ' ' lease-tail-ms
 --              ' ' hold-tail-ms ' ' len(code) ' ' code message
 -- where len(owner) and len(fp) are one byte, the other numbers canonical
--- decimals. 'Q' marks a pending record that may have checkpoints or
--- watchers: checkpoint.lua and watch.lua mark it, every rewrite of a
--- pending record keeps the mark (a takeover sets it), and complete.lua
--- moves the checkpoints' expiry and notifies the watchers only for a
--- marked record, so that a plain first execution costs it one GET and one
--- SET. Times are not stored: they are offsets back from the key's
+-- decimals. Times are not stored: they are offsets back from the key's
 -- expiry (its PX TTL, the server's clock), which the store reads with PTTL
 -- in the same atomic step as the value:
 --   life       = expiry - when the record was claimed (or held)
@@ -47,23 +42,18 @@ local function ttl(key)
 	return t
 end
 
--- decode returns {state = 'P', 'C' or 'H', marked (a 'Q' record: state
--- 'P'), owner, fp, life, lease_tail (pending and held), hold_tail, code
--- and message (held), outcome_at (completed: where the outcome starts)},
--- or raises an ONCECORRUPT error reply for a value this package did not
--- write.
+-- decode returns {state = 'P', 'C' or 'H', owner, fp, life, lease_tail
+-- (pending and held), hold_tail, code and message (held), outcome_at
+-- (completed: where the outcome starts)}, or raises an ONCECORRUPT error
+-- reply for a value this package did not write.
 local function decode(cur)
 	local st = string.sub(cur, 1, 1)
 	local m = string.byte(cur, 2)
 	local n = m and string.byte(cur, 3 + m)
-	local marked = st == 'Q'
-	if marked then
-		st = 'P'
-	end
 	if (st ~= 'P' and st ~= 'C' and st ~= 'H') or not n or #cur < 3 + m + n then
 		error({err = 'ONCECORRUPT record layout'})
 	end
-	local r = {state = st, marked = marked, owner = string.sub(cur, 3, 2 + m), fp = string.sub(cur, 4 + m, 3 + m + n)}
+	local r = {state = st, owner = string.sub(cur, 3, 2 + m), fp = string.sub(cur, 4 + m, 3 + m + n)}
 	local at = 4 + m + n
 	if st == 'C' then
 		local ret, from = string.match(cur, '^(%d+) ()', at)
@@ -101,9 +91,8 @@ local function head(st, owner, fp)
 	return st .. string.char(#owner) .. owner .. string.char(#fp) .. fp
 end
 
--- encode_pending writes 'Q' when marked (see the layout above).
-local function encode_pending(owner, fp, life, lease_tail, marked)
-	return head(marked and 'Q' or 'P', owner, fp) .. string.format('%d %d', life, lease_tail)
+local function encode_pending(owner, fp, life, lease_tail)
+	return head('P', owner, fp) .. string.format('%d %d', life, lease_tail)
 end
 
 local function encode_held(r)

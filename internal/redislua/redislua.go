@@ -10,13 +10,12 @@
 // its whole run, so a PTTL and a later SET PX agree, and so do the PX of a
 // record and of its checkpoints set by one script.
 //
-// Every script but Complete, Checkpoint and Watch starts with the prelude
+// Every script but Complete and Checkpoint starts with the prelude
 // record.lua, the one definition of the record layout and of the
 // fingerprint rules on the server side. Complete, which runs on every
 // first execution, and Checkpoint, which runs on every step, read the
-// record by the fixed offsets record.lua documents, and Watch its state
-// byte alone; they carry no prelude (defining the prelude's functions
-// costs every run).
+// record by the fixed offsets record.lua documents and carry no prelude
+// (defining the prelude's functions costs every run).
 package redislua
 
 import _ "embed"
@@ -45,12 +44,10 @@ var (
 	leaseHeld string
 	//go:embed checkpoint.lua
 	checkpoint string
-	//go:embed watch.lua
-	watch string
 )
 
-// The scripts, one per store operation, each (but Complete, Checkpoint
-// and Watch) the prelude followed by its body.
+// The scripts, one per store operation, each (but Complete and
+// Checkpoint) the prelude followed by its body.
 var (
 	Claim    = prelude + claim
 	Complete = complete
@@ -64,8 +61,6 @@ var (
 	LeaseHeld = prelude + leaseHeld
 	// Checkpoint implements backends.Store.Checkpoint.
 	Checkpoint = checkpoint
-	// Watch marks a pending record watched, for backends.Watcher.Watch.
-	Watch = watch
 )
 
 // Prelude is record.lua alone, for tests of the layout.

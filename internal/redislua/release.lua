@@ -18,7 +18,7 @@ if r.state ~= 'P' or r.owner ~= ARGV[1] then
 end
 if redis.call('EXISTS', KEYS[2]) == 1 then
 	local t = ttl(KEYS[1])
-	set(encode_pending(r.owner, r.fp, r.life, t, true), t, true)
+	set(encode_pending(r.owner, r.fp, r.life, t), t, true)
 else
 	redis.call('DEL', KEYS[1])
 end

@@ -16,5 +16,5 @@ end
 local t = ttl(KEYS[1])
 local lease = tonumber(ARGV[2])
 local exp = math.max(t, lease)
-set(encode_pending(r.owner, r.fp, r.life + exp - t, exp - lease, r.marked), exp, exp == t)
+set(encode_pending(r.owner, r.fp, r.life + exp - t, exp - lease), exp, exp == t)
 return 1
