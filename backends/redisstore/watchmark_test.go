@@ -1,0 +1,185 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/stagedoor/once"
+	"github.com/stagedoor/once/backends"
+	"github.com/stagedoor/once/backends/backendtest"
+	"github.com/stagedoor/once/backends/redisstore"
+)
+
+// firstPublish subscribes a plain Pub/Sub client to the record's channel,
+// runs act, then publishes a sentinel itself: messages on one channel
+// arrive in order, so the first payload is what act published, or the
+// sentinel when act published nothing. No timing is involved.
+func firstPublish(t *testing.T, f *stepsFixture, key string, act func()) string {
+	t.Helper()
+	ctx := t.Context()
+	channel, _ := f.keys(key)
+	ps := f.c.Subscribe(ctx, channel)
+	defer ps.Close()
+	_, err := ps.Receive(ctx) // the subscription's confirmation
+	require.NoError(t, err)
+	act()
+	require.NoError(t, f.c.Publish(ctx, channel, "sentinel").Err())
+	m, err := ps.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	return m.Payload
+}
+
+// TestWatchMissesCompletionOfClaimAfterWatch: Watch returned on a key with
+// no pending record (the waiter's claim saw one, released before Watch
+// ran, so watch.lua found nothing to mark); a new claim of the key after
+// Watch returned is unmarked ('P'), and its completion publishes nothing,
+// although backends.Watcher promises that no change made after Watch
+// returned is missed. The waiter keeps this watch open (wait.go) and so
+// sleeps through the completion until its poll timer.
+func TestWatchMissesCompletionOfClaimAfterWatch(t *testing.T) {
+	f := newStepsFixture(t)
+	ctx := t.Context()
+	changed, stop, err := f.s.Watch(ctx, f.scope, "k")
+	require.NoError(t, err)
+	defer stop()
+	got := firstPublish(t, f, "k", func() {
+		owner := backendtest.Token()
+		require.True(t, f.claim("k", "fp", owner, time.Minute).Claimed)
+		ok, err := f.s.Complete(ctx, backends.CompleteParams{Scope: f.scope, Key: "k", Owner: owner, Outcome: []byte("v"), Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+	})
+	select {
+	case <-changed:
+		t.Log("the watch fired (the sentinel woke it)")
+	default:
+	}
+	require.Equal(t, "c", got, "the completion of a claim made after Watch returned published nothing")
+}
+
+// TestWatchMissesCompletionAfterMarkedRecordExpired: Watch marks the
+// pending record ('Q'); the record then expires (its owner died, its life
+// ended: TTL expiry publishes nothing, nor does an eviction), another
+// caller claims the key (a fresh, unmarked 'P' record) and completes it:
+// no PUBLISH, so the waiter still subscribed is not woken.
+func TestWatchMissesCompletionAfterMarkedRecordExpired(t *testing.T) {
+	f := newStepsFixture(t)
+	ctx := t.Context()
+	record, _ := f.keys("k")
+	dead := backendtest.Token()
+	r, err := f.s.Claim(ctx, backends.ClaimParams{Scope: f.scope, Key: "k", Fingerprint: []byte("fp"), Owner: dead, Lease: 50 * time.Millisecond, Retention: 50 * time.Millisecond})
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+	changed, stop, err := f.s.Watch(ctx, f.scope, "k")
+	require.NoError(t, err)
+	defer stop()
+	if f.c.Exists(ctx, record).Val() == 0 {
+		t.Skip("the record expired before Watch returned")
+	}
+	for f.c.Exists(ctx, record).Val() == 1 {
+		backendtest.Elapse(t, f.s, time.Millisecond)
+	}
+	got := firstPublish(t, f, "k", func() {
+		owner := backendtest.Token()
+		require.True(t, f.claim("k", "fp", owner, time.Minute).Claimed)
+		ok, err := f.s.Complete(ctx, backends.CompleteParams{Scope: f.scope, Key: "k", Owner: owner, Outcome: []byte("v"), Retention: time.Hour})
+		require.NoError(t, err)
+		require.True(t, ok)
+	})
+	select {
+	case <-changed:
+	default:
+	}
+	require.Equal(t, "c", got, "the completion of the record that replaced an expired watched one published nothing")
+}
+
+// replacingStore drives TestWaiterSleepsThroughCompletion: the waiter's
+// first Claim finds the key pending (claimed by a dead owner just before);
+// the owner releases it just before the waiter's Watch subscribes (so
+// watch.lua finds no record to mark), and another caller claims the key
+// just after Watch returned. It records whether the waiter's watch had
+// fired when the waiter claimed for the third time (after its re-check
+// with the watch open found the other caller's claim pending).
+type replacingStore struct {
+	*redisstore.Store
+	t        *testing.T
+	claims   atomic.Int64
+	returned atomic.Int64 // claims that returned
+	other    func(scope, key string) // claims the key, after Watch returned
+	watch    <-chan struct{}
+	wokeByCh atomic.Bool
+}
+
+func (s *replacingStore) Claim(ctx context.Context, p backends.ClaimParams) (backends.ClaimResult, error) {
+	n := s.claims.Add(1)
+	if n == 1 {
+		_, err := s.Store.Claim(ctx, backends.ClaimParams{Scope: p.Scope, Key: p.Key, Owner: "dead-owner", Lease: time.Minute, Retention: time.Hour})
+		require.NoError(s.t, err)
+	}
+	if n == 3 { // the first claim after the re-check: the watch fired, or the poll ended
+		select {
+		case <-s.watch:
+			s.wokeByCh.Store(true)
+		default:
+		}
+	}
+	r, err := s.Store.Claim(ctx, p)
+	s.returned.Add(1)
+	return r, err
+}
+
+func (s *replacingStore) Watch(ctx context.Context, scope, key string) (<-chan struct{}, func(), error) {
+	ok, err := s.Store.Release(ctx, backends.ReleaseParams{Scope: scope, Key: key, Owner: "dead-owner"})
+	require.NoError(s.t, err)
+	require.True(s.t, ok)
+	ch, stop, err := s.Store.Watch(ctx, scope, key)
+	s.watch = ch
+	s.other(scope, key)
+	return ch, stop, err
+}
+
+// TestWaiterSleepsThroughCompletion: once.Do with WithWait, on Redis. The
+// waiter's watch is open when another caller claims the key and completes
+// it; before 869617f that completion published and woke the waiter; now
+// the new claim is unmarked, nothing publishes, and the waiter claims
+// again only when its fallback poll (waitWatchPoll, 2 s) ends: the claim
+// after the completion finds its watch not fired.
+func TestWaiterSleepsThroughCompletion(t *testing.T) {
+	c := singleClient(t)
+	s := &replacingStore{Store: newStore(t, c, nil), t: t}
+	ctx := t.Context()
+	started, release, otherDone := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	plain := once.New(s.Store).Scope(backendtest.Scope(t))
+	s.other = func(_, key string) {
+		go func() {
+			_, err := once.Do(ctx, plain, "k", nil, func(context.Context) (int, error) {
+				close(started)
+				<-release
+				return 7, nil
+			})
+			otherDone <- err
+		}()
+		<-started
+	}
+	waiting := once.New(s, once.WithWait(time.Minute)).Scope(plain.Name())
+	got := make(chan int, 1)
+	go func() {
+		v, err := once.Do(ctx, waiting, "k", nil, func(context.Context) (int, error) {
+			return 0, errors.New("the waiter ran fn")
+		})
+		require.NoError(t, err)
+		got <- v
+	}()
+	for s.returned.Load() < 2 { // the re-check with the watch open
+		backendtest.Elapse(t, s.Store, time.Millisecond)
+	}
+	close(release)
+	require.NoError(t, <-otherDone)
+	require.Equal(t, 7, <-got)
+	require.True(t, s.wokeByCh.Load(), "the waiter claimed again without its watch having fired: it slept through the completion until its poll")
+}
