@@ -109,7 +109,7 @@ type replacingStore struct {
 	*redisstore.Store
 	t        *testing.T
 	claims   atomic.Int64
-	returned atomic.Int64 // claims that returned
+	returned atomic.Int64            // claims that returned
 	other    func(scope, key string) // claims the key, after Watch returned
 	watch    <-chan struct{}
 	wokeByCh atomic.Bool
