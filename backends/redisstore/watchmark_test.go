@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -182,4 +183,36 @@ func TestWaiterSleepsThroughCompletion(t *testing.T) {
 	require.NoError(t, <-otherDone)
 	require.Equal(t, 7, <-got)
 	require.True(t, s.wokeByCh.Load(), "the waiter claimed again without its watch having fired: it slept through the completion until its poll")
+}
+
+// TestClusterWatchMissesCompletionOfClaimAfterWatch: as
+// TestWatchMissesCompletionOfClaimAfterWatch, on a Cluster, where the
+// completion would SPUBLISH in the record's slot.
+func TestClusterWatchMissesCompletionOfClaimAfterWatch(t *testing.T) {
+	c := clusterClient(t)
+	s, scope := newStore(t, c, nil), backendtest.Scope(t)
+	ctx := t.Context()
+	changed, stop, err := s.Watch(ctx, scope, "k")
+	require.NoError(t, err)
+	defer stop()
+	channel := testPrefix + "{" + strconv.Itoa(len(scope)) + ":" + scope + ":k}"
+	ps := c.SSubscribe(ctx, channel)
+	defer ps.Close()
+	_, err = ps.Receive(ctx)
+	require.NoError(t, err)
+	owner := backendtest.Token()
+	r, err := s.Claim(ctx, backends.ClaimParams{Scope: scope, Key: "k", Owner: owner, Lease: time.Minute, Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+	ok, err := s.Complete(ctx, backends.CompleteParams{Scope: scope, Key: "k", Owner: owner, Outcome: []byte("v"), Retention: time.Hour})
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, c.SPublish(ctx, channel, "sentinel").Err())
+	m, err := ps.ReceiveMessage(ctx)
+	require.NoError(t, err)
+	select {
+	case <-changed:
+	default:
+	}
+	require.Equal(t, "c", m.Payload, "the completion of a claim made after Watch returned did not SPUBLISH")
 }
