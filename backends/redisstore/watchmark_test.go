@@ -216,3 +216,47 @@ func TestClusterWatchMissesCompletionOfClaimAfterWatch(t *testing.T) {
 	}
 	require.Equal(t, "c", m.Payload, "the completion of a claim made after Watch returned did not SPUBLISH")
 }
+
+// TestLeftoverCheckpointsOutliveUnmarkedCompletion: checkpoints left
+// behind by an eviction of their record alone (emulated by a DEL of the
+// record key) meet a new intent claimed by the plain SET NX, which neither
+// deletes nor marks them ('P'). Before 869617f its completion gave them the
+// completed record's expiry, so they died with it; now complete.lua skips
+// a 'P' record's checkpoints key, they outlive the completed record, and
+// the takeover of the next intent's lapsed claim is handed the first
+// intent's checkpoints.
+func TestLeftoverCheckpointsOutliveUnmarkedCompletion(t *testing.T) {
+	f := newStepsFixture(t)
+	ctx := t.Context()
+	record, steps := f.keys("k")
+	first := backendtest.Token()
+	require.True(t, f.claim("k", "fp", first, time.Minute).Claimed)
+	require.True(t, f.checkpoint("k", first, "first intent's steps"))
+	require.NoError(t, f.c.Del(ctx, record).Err()) // evicted, its checkpoints left
+
+	second := backendtest.Token()
+	r, err := f.s.Claim(ctx, backends.ClaimParams{Scope: f.scope, Key: "k", Owner: second, Lease: time.Minute, Retention: 100 * time.Millisecond})
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+	ok, err := f.s.Complete(ctx, backends.CompleteParams{Scope: f.scope, Key: "k", Owner: second, Outcome: []byte("v"), Retention: 100 * time.Millisecond})
+	require.NoError(t, err)
+	require.True(t, ok)
+	rt, err := f.c.PTTL(ctx, record).Result()
+	require.NoError(t, err)
+	st, err := f.c.PTTL(ctx, steps).Result()
+	require.NoError(t, err)
+	t.Logf("completed record's PTTL %v, leftover checkpoints' PTTL %v", rt, st)
+
+	for f.c.Exists(ctx, record).Val() == 1 { // the completed record's retention ends
+		backendtest.Elapse(t, f.s, 10*time.Millisecond)
+	}
+	third := backendtest.Token()
+	r, err = f.s.Claim(ctx, backends.ClaimParams{Scope: f.scope, Key: "k", Owner: third, Lease: time.Millisecond, Retention: time.Minute})
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+	backendtest.Elapse(t, f.s, 2*time.Millisecond) // the third claim's owner died
+	c := f.claim("k", "", backendtest.Token(), time.Minute)
+	require.True(t, c.Claimed)
+	require.Nil(t, c.Steps, "a takeover of the third intent got the first intent's checkpoints (took over: %v)", c.TookOver)
+	require.LessOrEqual(t, st, rt, "the leftover checkpoints outlive the completed record")
+}
