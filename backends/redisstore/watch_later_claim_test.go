@@ -35,14 +35,12 @@ func firstPublish(t *testing.T, f *stepsFixture, key string, act func()) string 
 	return m.Payload
 }
 
-// TestWatchMissesCompletionOfClaimAfterWatch: Watch returned on a key with
-// no pending record (the waiter's claim saw one, released before Watch
-// ran, so watch.lua found nothing to mark); a new claim of the key after
-// Watch returned is unmarked ('P'), and its completion publishes nothing,
-// although backends.Watcher promises that no change made after Watch
-// returned is missed. The waiter keeps this watch open (wait.go) and so
-// sleeps through the completion until its poll timer.
-func TestWatchMissesCompletionOfClaimAfterWatch(t *testing.T) {
+// TestWatchSeesCompletionOfClaimAfterWatch: Watch returned on a key with
+// no pending record; a claim of the key made after Watch returned is
+// completed, and the completion publishes (backends.Watcher: no change made
+// after Watch returned is missed). The waiter keeps one watch open across
+// records (wait.go), so the wake-up must not depend on the record watched.
+func TestWatchSeesCompletionOfClaimAfterWatch(t *testing.T) {
 	f := newStepsFixture(t)
 	ctx := t.Context()
 	changed, stop, err := f.s.Watch(ctx, f.scope, "k")
@@ -63,12 +61,11 @@ func TestWatchMissesCompletionOfClaimAfterWatch(t *testing.T) {
 	require.Equal(t, "c", got, "the completion of a claim made after Watch returned published nothing")
 }
 
-// TestWatchMissesCompletionAfterMarkedRecordExpired: Watch marks the
-// pending record ('Q'); the record then expires (its owner died, its life
-// ended: TTL expiry publishes nothing, nor does an eviction), another
-// caller claims the key (a fresh, unmarked 'P' record) and completes it:
-// no PUBLISH, so the waiter still subscribed is not woken.
-func TestWatchMissesCompletionAfterMarkedRecordExpired(t *testing.T) {
+// TestWatchSeesCompletionAfterWatchedRecordExpired: the record watched
+// expires (TTL expiry publishes nothing, nor does an eviction), another
+// caller claims the key and completes it: the completion publishes, so the
+// waiter still subscribed wakes.
+func TestWatchSeesCompletionAfterWatchedRecordExpired(t *testing.T) {
 	f := newStepsFixture(t)
 	ctx := t.Context()
 	record, _ := f.keys("k")
@@ -99,13 +96,13 @@ func TestWatchMissesCompletionAfterMarkedRecordExpired(t *testing.T) {
 	require.Equal(t, "c", got, "the completion of the record that replaced an expired watched one published nothing")
 }
 
-// replacingStore drives TestWaiterSleepsThroughCompletion: the waiter's
-// first Claim finds the key pending (claimed by a dead owner just before);
-// the owner releases it just before the waiter's Watch subscribes (so
-// watch.lua finds no record to mark), and another caller claims the key
-// just after Watch returned. It records whether the waiter's watch had
-// fired when the waiter claimed for the third time (after its re-check
-// with the watch open found the other caller's claim pending).
+// replacingStore drives TestWaiterWakesOnCompletionOfALaterClaim: the
+// waiter's first Claim finds the key pending (claimed by a dead owner just
+// before); the owner releases it just before the waiter's Watch subscribes,
+// and another caller claims the key just after Watch returned. It records
+// whether the waiter's watch had fired when the waiter claimed for the
+// third time (after its re-check with the watch open found the other
+// caller's claim pending).
 type replacingStore struct {
 	*redisstore.Store
 	t        *testing.T
@@ -144,13 +141,11 @@ func (s *replacingStore) Watch(ctx context.Context, scope, key string) (<-chan s
 	return ch, stop, err
 }
 
-// TestWaiterSleepsThroughCompletion: once.Do with WithWait, on Redis. The
-// waiter's watch is open when another caller claims the key and completes
-// it; before 869617f that completion published and woke the waiter; now
-// the new claim is unmarked, nothing publishes, and the waiter claims
-// again only when its fallback poll (waitWatchPoll, 2 s) ends: the claim
-// after the completion finds its watch not fired.
-func TestWaiterSleepsThroughCompletion(t *testing.T) {
+// TestWaiterWakesOnCompletionOfALaterClaim: once.Do with WithWait, on
+// Redis. The waiter's watch is open when another caller claims the key and
+// completes it: that completion wakes the waiter, whose next claim finds
+// its watch fired, rather than its fallback poll (waitWatchPoll).
+func TestWaiterWakesOnCompletionOfALaterClaim(t *testing.T) {
 	c := singleClient(t)
 	s := &replacingStore{Store: newStore(t, c, nil), t: t}
 	ctx := t.Context()
@@ -185,10 +180,10 @@ func TestWaiterSleepsThroughCompletion(t *testing.T) {
 	require.True(t, s.wokeByCh.Load(), "the waiter claimed again without its watch having fired: it slept through the completion until its poll")
 }
 
-// TestClusterWatchMissesCompletionOfClaimAfterWatch: as
-// TestWatchMissesCompletionOfClaimAfterWatch, on a Cluster, where the
+// TestClusterWatchSeesCompletionOfClaimAfterWatch: as
+// TestWatchSeesCompletionOfClaimAfterWatch, on a Cluster, where the
 // completion would SPUBLISH in the record's slot.
-func TestClusterWatchMissesCompletionOfClaimAfterWatch(t *testing.T) {
+func TestClusterWatchSeesCompletionOfClaimAfterWatch(t *testing.T) {
 	c := clusterClient(t)
 	s, scope := newStore(t, c, nil), backendtest.Scope(t)
 	ctx := t.Context()
@@ -217,15 +212,12 @@ func TestClusterWatchMissesCompletionOfClaimAfterWatch(t *testing.T) {
 	require.Equal(t, "c", m.Payload, "the completion of a claim made after Watch returned did not SPUBLISH")
 }
 
-// TestLeftoverCheckpointsOutliveUnmarkedCompletion: checkpoints left
-// behind by an eviction of their record alone (emulated by a DEL of the
-// record key) meet a new intent claimed by the plain SET NX, which neither
-// deletes nor marks them ('P'). Before 869617f its completion gave them the
-// completed record's expiry, so they died with it; now complete.lua skips
-// a 'P' record's checkpoints key, they outlive the completed record, and
-// the takeover of the next intent's lapsed claim is handed the first
-// intent's checkpoints.
-func TestLeftoverCheckpointsOutliveUnmarkedCompletion(t *testing.T) {
+// TestLeftoverCheckpointsExpireWithTheCompletion: checkpoints left behind
+// by an eviction of their record alone (emulated by a DEL of the record
+// key) meet a new intent claimed by the plain SET NX; its completion gives
+// them the completed record's expiry, so they die with it and the takeover
+// of a later intent is never handed them.
+func TestLeftoverCheckpointsExpireWithTheCompletion(t *testing.T) {
 	f := newStepsFixture(t)
 	ctx := t.Context()
 	record, steps := f.keys("k")
