@@ -59,7 +59,7 @@ var jsonExactTypes sync.Map // reflect.Type → bool
 
 // jsonMethods are the methods through which a type takes over its own
 // encoding or decoding (encoding/json's and encoding's interfaces).
-var jsonMethods = [...]string{"MarshalJSON", "UnmarshalJSON", "MarshalText", "UnmarshalText", "MarshalJSONTo", "UnmarshalJSONFrom"}
+var jsonMethods = [...]string{"MarshalJSON", "UnmarshalJSON", "MarshalText", "UnmarshalText", "AppendText", "MarshalJSONTo", "UnmarshalJSONFrom"}
 
 func jsonExactType(t reflect.Type) bool {
 	pt := reflect.PointerTo(t)
