@@ -34,7 +34,7 @@ type Rule struct {
 }
 
 // Max is score's ceiling: a Mix at Max creates first again after at most
-// Max new keys in a row.
+// Max-Below+1 new keys in a row (Max with Biased, Max/2+1 with Even).
 const Max = 64
 
 // Rise and Start are Biased's.
