@@ -13,13 +13,19 @@ import (
 // READ COMMITTED transaction, so it locks only the expired rows it deletes
 // (no gap locks that would hold up the inserts of concurrent claims) and
 // never holds them for long. Expired records are already invisible to every
-// operation; sweeping only reclaims space. It stops early when ctx ends,
-// returning the count so far with the error.
+// operation; sweeping only reclaims space. A batch that InnoDB picks as
+// a deadlock victim (a concurrent write locked rows in another order) was
+// rolled back whole and runs again, at most deadlockAttempts times in all.
+// It stops early when ctx ends, returning the count so far with the error.
 func (s *Store) Sweep(ctx context.Context) (int64, error) {
 	batchSize := s.cfg.sweepBatchSize
 	var total int64
-	for {
+	for attempt := 1; ; attempt++ {
 		n, err := s.sweepBatch(ctx, batchSize)
+		if err != nil && code(err) == CodeDeadlock && attempt < deadlockAttempts && ctx.Err() == nil {
+			continue
+		}
+		attempt = 0
 		total += n
 		if err != nil || n < int64(batchSize) {
 			return total, err
