@@ -30,19 +30,11 @@ func lockWaitSeconds(t *testing.T, pool *pgxpool.Pool, name string) float64 {
 	var s float64
 	err := pool.QueryRow(context.Background(), `SELECT coalesce(max(extract(epoch FROM clock_timestamp() - query_start)), -1)::float8
 		FROM pg_stat_activity WHERE application_name = $1 AND wait_event_type = 'Lock'`, name).Scan(&s)
-	require.NoError(t, err)
-	return s
-}
-
-func pollUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
+	if err != nil {
+		t.Error(err) // from require.Eventually's goroutine: no FailNow
+		return -1
 	}
+	return s
 }
 
 // TestClaimWaitsForACommittingTx: a Claim of a key an uncommitted
@@ -84,7 +76,7 @@ func TestClaimWaitsForACommittingTx(t *testing.T) {
 				done <- r
 			}()
 			var early *backends.ClaimResult
-			pollUntil(t, "the Claim waiting on the DoTx, or answering", func() bool {
+			require.Eventually(t, func() bool {
 				select {
 				case r := <-done:
 					early = &r
@@ -92,7 +84,7 @@ func TestClaimWaitsForACommittingTx(t *testing.T) {
 				default:
 				}
 				return lockWaitSeconds(t, watch, name) >= 0.2
-			})
+			}, 30*time.Second, 5*time.Millisecond)
 			require.NoError(t, tx.Commit(ctx))
 			if early == nil {
 				r = <-done
