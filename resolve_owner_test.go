@@ -2,6 +2,7 @@ package once_test
 
 import (
 	"context"
+	"encoding/base64"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -30,7 +31,9 @@ func TestResolveSendsAFreshOwnerPerCall(t *testing.T) {
 	require.NoError(t, once.Resolve(context.Background(), scope, "a", nil, 1, nil))
 	require.NoError(t, once.Resolve(context.Background(), scope, "b", nil, 2, nil))
 	require.Len(t, spy.owners, 2)
-	assert.Len(t, spy.owners[0], 32, "a 128-bit token in hex")
+	raw, err := base64.RawURLEncoding.DecodeString(spy.owners[0])
+	require.NoError(t, err, "a token in unpadded base64url")
+	assert.Len(t, raw, 16, "a 128-bit token")
 	assert.NotEqual(t, spy.owners[0], spy.owners[1])
 }
 

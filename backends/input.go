@@ -18,7 +18,7 @@ var (
 // NUL" (a PostgreSQL text column stores neither), or "empty" when
 // required; "" when it can. Claim, Complete, Renew, Release, Hold and
 // LeaseHeld require an owner, Resolve does not (see "Inputs" in the
-// package documentation). The core's owner tokens (32 hexadecimal digits)
+// package documentation). The core's owner tokens (22 base64url characters)
 // always pass. It never allocates.
 func OwnerProblem(owner string, required bool) string {
 	if required && owner == "" {

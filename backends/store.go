@@ -123,7 +123,7 @@
 //     containing NUL. The pending record stays pending and its owner's.
 //
 // The core never sends any of them (it validates scopes, keys and
-// fingerprints first, its owner tokens are 32 hexadecimal digits, and it
+// fingerprints first, its owner tokens are 22 base64url characters, and it
 // makes a held error's code and text valid and cuts them to the limits),
 // so only a direct caller meets these errors. The checks cost a length check, and a
 // pass over a scope's, a key's and an owner's bytes (and a hold's code

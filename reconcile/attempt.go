@@ -3,7 +3,7 @@ package reconcile
 import (
 	"context"
 	"crypto/rand"
-	"encoding/hex"
+	"encoding/base64"
 	"time"
 
 	"github.com/stagedoor/once"
@@ -247,9 +247,10 @@ func (r *Job[T]) ask(ctx context.Context, k HeldKey) (v Verdict[T], panicked boo
 	return v, false, err
 }
 
-// newToken returns a fresh lease owner.
+// newToken returns a fresh lease owner: 128 random bits in 22 characters of
+// unpadded base64url, the form of the core's owner tokens.
 func newToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails since Go 1.24
-	return hex.EncodeToString(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
 }
