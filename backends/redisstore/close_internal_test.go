@@ -251,7 +251,15 @@ func TestCloseInterruptsAWatchInProgress(t *testing.T) {
 	}
 
 	require.NoError(t, s.Close())
-	require.Empty(t, newGoroutines(before))
+	// The goroutine calling Watch above may still be on its way out of
+	// the subscribers' code: it is the caller's, not one Close waits for.
+	var left []string
+	for _, stack := range newGoroutines(before) {
+		if !strings.Contains(stack, "TestCloseInterruptsAWatchInProgress.func") {
+			left = append(left, stack)
+		}
+	}
+	require.Empty(t, left)
 	requireWoken(t, live, "Close")
 	select {
 	case err := <-done:
