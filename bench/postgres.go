@@ -143,12 +143,8 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 	leaseUS, retentionUS, holdUS := lease.Microseconds(), retention.Microseconds(), holdLease.Microseconds()
 	insert := func(ctx context.Context, key string, fp []byte, owner string, leaseUS int64, lockTimeout string) (bool, error) {
 		t.Trips.Add(1)
-		var inserted bool
-		err := pool.QueryRow(ctx, q.InsertClaim, scope, key, fp, owner, leaseUS, retentionUS, lockTimeout).Scan(&inserted)
-		if err == pgx.ErrNoRows {
-			return false, nil
-		}
-		return inserted, err
+		tag, err := pool.Exec(ctx, q.InsertClaim, scope, key, fp, owner, leaseUS, retentionUS, lockTimeout)
+		return tag.RowsAffected() == 1, err
 	}
 	read := func(ctx context.Context, key, owner string) (pgClaimRow, bool, error) {
 		t.Trips.Add(1)
@@ -201,9 +197,9 @@ func sameStatementsTarget(ctx context.Context, pool *pgxpool.Pool, table, scope 
 			return err
 		}
 		t.Trips.Add(1)
-		var ok bool
-		if err := pool.QueryRow(ctx, q.Complete, scope, key, owner, append([]byte{1, 1}, body...), retentionUS, pgsql.Slot(scope, key)).Scan(&ok); err != nil || !ok {
-			return fmt.Errorf("same complete: %v %v", err, ok)
+		tag, err := pool.Exec(ctx, q.Complete, scope, key, owner, append([]byte{1, 1}, body...), retentionUS, pgsql.Slot(scope, key))
+		if err != nil || tag.RowsAffected() != 1 {
+			return fmt.Errorf("same complete: %v %v", err, tag)
 		}
 		return nil
 	}

@@ -95,8 +95,6 @@ type claimArgs struct {
 	lease, retention  int64
 	args              [7]any
 	read              [3]any
-	inserted          boolScan
-	dest              [1]any
 }
 
 // newClaimArgs returns a claim's parameters, with lockTimeout (boxed once,
@@ -108,7 +106,6 @@ func newClaimArgs(p backends.ClaimParams, lockTimeout any) *claimArgs {
 	}
 	a.args = [7]any{textArg{&a.scope}, textArg{&a.key}, byteaArg{&a.fp}, textArg{&a.owner}, int8Arg{&a.lease}, int8Arg{&a.retention}, lockTimeout}
 	a.read = [3]any{a.args[0], a.args[1], a.args[3]}
-	a.dest = [1]any{&a.inserted}
 	return a
 }
 
@@ -126,8 +123,6 @@ type completeArgs struct {
 	outcome           []byte
 	retention         int64
 	args              [6]any
-	applied           boolScan
-	dest              [1]any
 }
 
 func newCompleteArgs(p backends.CompleteParams) *completeArgs {
@@ -136,6 +131,5 @@ func newCompleteArgs(p backends.CompleteParams) *completeArgs {
 		retention: sqlstore.Micros(p.Retention),
 	}
 	a.args = [6]any{textArg{&a.scope}, textArg{&a.key}, textArg{&a.owner}, byteaArg{&a.outcome}, int8Arg{&a.retention}, pgsql.Slot(p.Scope, p.Key)}
-	a.dest = [1]any{&a.applied}
 	return a
 }

@@ -322,32 +322,24 @@ func lockWait(err error) bool { return code(err) == CodeLockNotAvailable }
 // (boxed once: insertLockTimeout or statements.lockTimeout): whether it
 // inserted the claim. When it did not, the key has a row.
 func (q statements) insertClaim(ctx context.Context, db querier, a *claimArgs) (bool, error) {
-	err := db.QueryRow(ctx, q.InsertClaim, a.args[:]...).Scan(a.dest[:]...)
-	found, err := interpretError("claim", err)
-	return found && bool(a.inserted), err
+	return wroteRow(ctx, db, "claim", q.InsertClaim, a.args[:])
 }
 
-// boolScan is a one-column boolean row: insert_claim.sql's, and the
-// fenced writes' (complete.sql's). It implements pgx.RowScanner: it
-// decodes the binary boolean itself (without the allocations of pgx's
-// scan of a *bool), and lets pgx scan any other form (the text column of
-// the simple protocol).
-type boolScan bool
-
-// ScanRow implements pgx.RowScanner.
-func (s *boolScan) ScanRow(rows pgx.Rows) error {
-	fields, values := rows.FieldDescriptions(), rows.RawValues()
-	if len(values) != 1 || len(fields) != 1 {
-		return fmt.Errorf("row has %d columns, want 1", len(values))
+// wroteRow runs a statement that writes at most one row and returns none
+// (insert_claim.sql, complete.sql) on db, and reports from its command tag
+// whether it wrote one. A tag that is neither an INSERT's nor an UPDATE's
+// (a DB wrapper that does not pass the driver's on) is an *Error: the
+// write's outcome is unknown.
+func wroteRow(ctx context.Context, db querier, op, sql string, args []any) (bool, error) {
+	tag, err := db.Exec(ctx, sql, args...)
+	if err != nil {
+		_, err = interpretError(op, err)
+		return false, err
 	}
-	if fields[0].Format != pgx.BinaryFormatCode || fields[0].DataTypeOID != pgtype.BoolOID {
-		return rows.Scan((*bool)(s))
+	if !tag.Insert() && !tag.Update() {
+		return false, &Error{Op: op, kind: fmt.Sprintf("unexpected command tag %q: the DB's Exec must return the driver's", tag.String())}
 	}
-	if len(values[0]) != 1 {
-		return errors.New("bad boolean column")
-	}
-	*s = values[0][0] != 0
-	return nil
+	return tag.RowsAffected() == 1, nil
 }
 
 // readClaim runs read_claim.sql once on db: the key's row as the claim

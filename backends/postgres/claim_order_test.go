@@ -190,6 +190,13 @@ func (b before) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	return b.querier.QueryRow(ctx, sql, args...)
 }
 
+func (b before) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if sql == b.sql {
+		b.f()
+	}
+	return b.querier.Exec(ctx, sql, args...)
+}
+
 // TestRowGoneBeforeRead: insert first, the row insert_claim.sql conflicted
 // with is deleted before read_claim.sql reads it (a Delete, a sweep): the
 // Claim claims the key (takeover.sql inserts it); and when another claim

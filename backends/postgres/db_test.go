@@ -3,8 +3,10 @@ package postgres
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -54,6 +56,11 @@ func (p *tracedPool) QueryRow(ctx context.Context, sql string, args ...any) pgx.
 	return p.Pool.QueryRow(ctx, sql, args...)
 }
 
+func (p *tracedPool) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	p.statements++
+	return p.Pool.Exec(ctx, sql, args...)
+}
+
 func TestWrapperAsDB(t *testing.T) {
 	w := &tracedPool{Pool: newPool(t, nil)}
 	cfg := &Config{Schema: testSchema, Table: "w_" + randomSuffix()}
@@ -81,4 +88,40 @@ func TestTxRefusedAsDB(t *testing.T) {
 	defer func() { _ = tx.Rollback(context.Background()) }()
 	_, err = New(tx, &Config{Schema: testSchema})
 	require.ErrorIs(t, err, ErrTxAsDB)
+}
+
+// tagDropper is a wrapper whose Exec runs the statement but drops the
+// driver's command tag.
+type tagDropper struct{ *pgxpool.Pool }
+
+func (p tagDropper) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	_, err := p.Pool.Exec(ctx, sql, args...)
+	return pgconn.CommandTag{}, err
+}
+
+// TestWrapperDroppingTheCommandTag: a claim's insert and a completion
+// answer by their command tag; a DB whose Exec loses it gets an *Error,
+// never a claim read as taken or a completion read as fenced out.
+func TestWrapperDroppingTheCommandTag(t *testing.T) {
+	pool := newPool(t, nil)
+	cfg := &Config{Schema: testSchema, Table: "t_" + randomSuffix()}
+	good, err := New(pool, cfg)
+	require.NoError(t, err)
+	require.NoError(t, good.Migrate(context.Background()))
+	s, err := New(tagDropper{pool}, cfg)
+	require.NoError(t, err)
+	pinOrder(s, true)
+	ctx := context.Background()
+	_, err = s.Claim(ctx, claimParams("s", "k"))
+	var e *Error
+	require.ErrorAs(t, err, &e)
+	require.Contains(t, e.Error(), "unexpected command tag")
+
+	p := claimParams("s", "k2")
+	r, err := good.Claim(ctx, p)
+	require.NoError(t, err)
+	require.True(t, r.Claimed)
+	_, err = s.Complete(ctx, backends.CompleteParams{Scope: "s", Key: "k2", Owner: p.Owner, Outcome: []byte("v"), Retention: time.Hour})
+	require.ErrorAs(t, err, &e)
+	require.Contains(t, e.Error(), "unexpected command tag")
 }

@@ -23,14 +23,15 @@ func newStatements(table string, lockTimeout time.Duration) statements {
 }
 
 // The fenced writes. Each is one statement conditional on the owner token
-// of a live pending row, and returns a row only when it applied.
+// of a live pending row, and returns a row only when it applied (complete,
+// the hot one, returns none: its command tag counts the row it wrote).
 
 func (q statements) complete(ctx context.Context, db querier, p backends.CompleteParams) (bool, error) {
 	if err := checkInput("complete", p.Scope, p.Key, nil, p.Owner); err != nil {
 		return false, err
 	}
 	a := newCompleteArgs(p)
-	return interpretError("complete", db.QueryRow(ctx, q.Complete, a.args[:]...).Scan(a.dest[:]...))
+	return wroteRow(ctx, db, "complete", q.Complete, a.args[:])
 }
 
 func (q statements) renew(ctx context.Context, db querier, p backends.RenewParams) (bool, error) {

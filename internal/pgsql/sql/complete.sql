@@ -9,9 +9,15 @@
 -- lease.
 --
 -- {notify:$6} (see pgsql.go) wakes the key's waiters when the row changed
--- and somebody listens, in the same statement; it is always true, so the
--- statement returns true exactly when it applied. The notification is
--- delivered when the transaction commits. With the slot given, the server
+-- and somebody listens, in the same statement. It is the WHERE clause's
+-- last condition and always true, so the command tag counts one row
+-- exactly when the completion applied, and the statement returns no row
+-- (a RETURNING list costs the server a result row per completion). The
+-- planner orders a WHERE clause's conditions by their cost, which puts
+-- this one, the costliest, after the fencing conditions; were it tried on
+-- a row they refuse, that would send at most a spurious notification,
+-- which the contract allows. The notification is delivered when the
+-- transaction commits. With the slot given, the server
 -- hashes the key only when it notifies: hashing it on every completion
 -- (SHA-256 through OpenSSL) cost about 13 µs of the server's CPU per
 -- completion, a tenth of the statement.
@@ -24,4 +30,4 @@ UPDATE {table} SET
 WHERE scope = $1::text AND key = $2::text
 	AND owner = $3::text AND expires_at > clock_timestamp()
 	AND (state = 1 OR (state = 2 AND outcome = $4::bytea))
-RETURNING {notify:$6}
+	AND {notify:$6}

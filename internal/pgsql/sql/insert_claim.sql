@@ -3,10 +3,12 @@
 -- statement.
 --
 -- The plain INSERT … ON CONFLICT DO NOTHING of a hand-written idempotency
--- table, into a table whose only index is the primary key: it returns one
--- row when it inserted the claim, and none when the key has a row. A
--- conflict writes nothing and takes no lock, so a replay that meets it
--- writes no WAL. The Store sends it first while most of its recent claims
+-- table, into a table whose only index is the primary key: its command tag
+-- counts one row when it inserted the claim, none when the key has a row.
+-- It returns no row: the command tag is the answer, and a RETURNING list,
+-- even of a constant, costs the server a result row per claim. A conflict
+-- writes nothing and takes no lock, so a replay that meets it writes no
+-- WAL. The Store sends it first while most of its recent claims
 -- met new keys (then read_claim.sql when it inserted nothing), and after
 -- read_claim.sql otherwise, when the read saw no row; when that insert,
 -- too, inserts nothing (a row committed after the read's snapshot), the
@@ -34,4 +36,3 @@ SELECT $1::text, $2::text, $3::bytea, 1, $4::text,
 	c.now
 FROM (SELECT clock_timestamp() AS now, set_config('lock_timeout', $7::text, true) AS lock_timeout) c
 ON CONFLICT (scope, key) DO NOTHING
-RETURNING true
