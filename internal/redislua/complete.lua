@@ -30,7 +30,10 @@ if string.byte(cur, 2) == m and string.sub(cur, 3, 2 + m) == o and (st == 80 or 
 		return 0
 	end
 	redis.call('SET', KEYS[1], 'C' .. string.sub(cur, 2, 3 + m + n) .. ARGV[3] .. ' ' .. ARGV[2], 'PX', ARGV[3])
-	redis.call('PEXPIRE', KEYS[2], ARGV[3]) -- as record.lua's set
+	local steps = redis.call('GET', KEYS[2]) -- as record.lua's keep_steps
+	if steps then
+		redis.call('SET', KEYS[2], steps, 'PXAT', redis.call('PEXPIRETIME', KEYS[1]))
+	end
 	if ARGV[4] ~= '' then
 		redis.call(ARGV[4], KEYS[1], 'c')
 	end

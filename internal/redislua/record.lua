@@ -26,10 +26,11 @@
 --
 -- A record's checkpoints (backends.Store.Checkpoint), when it has any, are
 -- a second string key, the record's key followed by ":steps" (same Cluster
--- hash tag, so same slot), which only checkpoint.lua writes; every script
--- that moves the record's expiry gives them the same one (see set), so
--- they expire with it, and the record's key alone decides every claim,
--- replay and fence. The scripts that may touch them take it as KEYS[2].
+-- hash tag, so same slot), whose bytes only checkpoint.lua changes; every
+-- script that moves the record's expiry gives them the same one (see
+-- keep_steps), so they expire with it, and the record's key alone decides
+-- every claim, replay and fence. The scripts that may touch them take it
+-- as KEYS[2].
 --
 -- Replies that report a record a script did not change: {record, ttl}.
 
@@ -104,17 +105,36 @@ local function encode_completed(owner, fp, retention, outcome)
 	return head('C', owner, fp) .. retention .. ' ' .. outcome
 end
 
--- set writes v as the record (KEYS[1]), living exp ms from now, and gives
--- its checkpoints (KEYS[2], if any) the same expiry, so that they die with
--- it: Redis freezes the time for the whole script, so both PX count from
--- the same instant. keep says the expiry is unchanged (KEEPTTL).
+-- keep_steps gives the checkpoints (KEYS[2]), if any, the record's very
+-- expiry (KEYS[1]'s PEXPIRETIME) by writing them again with SET PXAT, and
+-- returns them (nil when none). Not PEXPIRE or PEXPIREAT: on Redis 7.0
+-- they read the clock twice, for the new expiry and for their "already
+-- expired" check, and delete the key when the expiry has come by the
+-- second (PEXPIRE key 1 does when a millisecond ends in between), so a
+-- live record lost its checkpoints. Nor a PX of their own: on 7.0 each
+-- command reads the clock anew, so two PX in one script may differ. SET
+-- PXAT never deletes on 7.0; later servers, some of which do for a time
+-- already past, freeze the clock for the whole script, and the record's
+-- new expiry is later than that frozen time.
+local function keep_steps()
+	local steps = redis.call('GET', KEYS[2])
+	if steps then
+		redis.call('SET', KEYS[2], steps, 'PXAT', redis.call('PEXPIRETIME', KEYS[1]))
+	end
+	return steps
+end
+
+-- set writes v as the record (KEYS[1]), living exp ms from now, and
+-- gives its checkpoints (KEYS[2]), if any, that very expiry (see
+-- keep_steps); keep says the expiry is unchanged (KEEPTTL), and so is
+-- theirs. It returns the checkpoints it kept (nil when none or keep).
 local function set(v, exp, keep)
 	if keep then
 		redis.call('SET', KEYS[1], v, 'KEEPTTL')
-	else
-		redis.call('SET', KEYS[1], v, 'PX', exp)
-		redis.call('PEXPIRE', KEYS[2], exp)
+		return nil
 	end
+	redis.call('SET', KEYS[1], v, 'PX', exp)
+	return keep_steps()
 end
 
 -- The fingerprint rules of backends.FingerprintMatches and

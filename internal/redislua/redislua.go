@@ -6,9 +6,11 @@
 // Cluster hash tag. When a script notifies, it publishes on a channel
 // named like the record's key. So each is single-slot on a Redis Cluster.
 // None reads the clock: times are offsets from the key's expiry, read
-// with PTTL (see record.lua), and Redis freezes the time a script sees for
-// its whole run, so a PTTL and a later SET PX agree, and so do the PX of a
-// record and of its checkpoints set by one script.
+// with PTTL (see record.lua). A script that moves a record's expiry gives
+// its checkpoints that very expiry as an absolute time (SET PXAT the
+// record's PEXPIRETIME), never a PX of their own: Redis 7.0 freezes a
+// script's time only to decide which keys have expired, and each PTTL, SET
+// PX and PEXPIRE of the script reads the clock anew.
 //
 // Every script but Complete and Checkpoint starts with the prelude
 // record.lua, the one definition of the record layout and of the
