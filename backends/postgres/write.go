@@ -23,8 +23,9 @@ func newStatements(table string, lockTimeout time.Duration) statements {
 }
 
 // The fenced writes. Each is one statement conditional on the owner token
-// of a live pending row, and returns a row only when it applied (complete,
-// the hot one, returns none: its command tag counts the row it wrote).
+// of a live pending row. Complete, Renew and Checkpoint return no row:
+// their command tag counts the row they updated (wroteRow); Release
+// returns a row only when it applied.
 
 func (q statements) complete(ctx context.Context, db querier, p backends.CompleteParams) (bool, error) {
 	if err := checkInput("complete", p.Scope, p.Key, nil, p.Owner); err != nil {
@@ -38,9 +39,7 @@ func (q statements) renew(ctx context.Context, db querier, p backends.RenewParam
 	if err := checkInput("renew", p.Scope, p.Key, nil, p.Owner); err != nil {
 		return false, err
 	}
-	var ok bool
-	return interpretError("renew", db.QueryRow(ctx, q.Renew,
-		p.Scope, p.Key, p.Owner, sqlstore.Micros(p.Lease)).Scan(&ok))
+	return wroteRow(ctx, db, "renew", q.Renew, []any{p.Scope, p.Key, p.Owner, sqlstore.Micros(p.Lease)})
 }
 
 func (q statements) checkpoint(ctx context.Context, db querier, p backends.CheckpointParams) (bool, error) {
@@ -51,9 +50,7 @@ func (q statements) checkpoint(ctx context.Context, db querier, p backends.Check
 	if len(p.Steps) > 0 {
 		steps = p.Steps
 	}
-	var ok bool
-	return interpretError("checkpoint", db.QueryRow(ctx, q.Checkpoint,
-		p.Scope, p.Key, p.Owner, steps).Scan(&ok))
+	return wroteRow(ctx, db, "checkpoint", q.Checkpoint, []any{p.Scope, p.Key, p.Owner, steps})
 }
 
 func (q statements) release(ctx context.Context, db querier, p backends.ReleaseParams) (bool, error) {

@@ -6,9 +6,9 @@
 -- re-send applies again and reports true. steps is unindexed: a HOT
 -- update whenever the page has room (a large blob is stored out of line,
 -- in the table's TOAST relation). Nobody waits for a checkpoint: it
--- notifies nobody. Returns a row only when it applied.
+-- notifies nobody. Returns no row: its command tag counts the row it
+-- updated, one exactly when it applied.
 UPDATE {table} SET
 	steps = $4::bytea
 WHERE scope = $1::text AND key = $2::text
 	AND state = 1 AND owner = $3::text AND expires_at > clock_timestamp()
-RETURNING true
