@@ -348,11 +348,7 @@ func TestReleaseWaitingForACheckpoint(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, r.Claimed)
 
-	tx, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(ctx) }()
-	var pid int32
-	require.NoError(t, tx.QueryRow(ctx, `SELECT pg_backend_pid()`).Scan(&pid))
+	tx, pid := beginWithPID(t, pool)
 	ok, err := s.InTx(tx).Checkpoint(ctx, backends.CheckpointParams{Scope: scope, Key: "k", Owner: p.Owner, Steps: []byte("s")})
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -365,11 +361,7 @@ func TestReleaseWaitingForACheckpoint(t *testing.T) {
 		}
 		released <- err
 	}()
-	require.Eventually(t, func() bool {
-		var blocked bool
-		err := pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity WHERE $1::int = ANY (pg_blocking_pids(pid)))`, pid).Scan(&blocked)
-		return err == nil && blocked
-	}, 10*time.Second, 5*time.Millisecond, "the release waits for the checkpoint's transaction")
+	requireBlockedBy(t, pool, pid, "the release waits for the checkpoint's transaction")
 	require.NoError(t, tx.Commit(ctx))
 	require.NoError(t, <-released)
 	rec, err := s.Get(ctx, scope, "k")

@@ -23,9 +23,10 @@ func newStatements(table string, lockTimeout time.Duration) statements {
 }
 
 // The fenced writes. Each is one statement conditional on the owner token
-// of a live pending row. Complete, Renew and Checkpoint return no row:
-// their command tag counts the row they updated (wroteRow); Release
-// returns a row only when it applied.
+// of a live pending row. Complete, Renew and Checkpoint answer by their
+// command tag, which counts the row they updated (wroteRow; Complete's
+// RETURNING, its waiter check, is discarded); Release returns a row only
+// when it applied.
 
 func (q statements) complete(ctx context.Context, db querier, p backends.CompleteParams) (bool, error) {
 	if err := checkInput("complete", p.Scope, p.Key, nil, p.Owner); err != nil {

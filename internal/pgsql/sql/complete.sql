@@ -9,18 +9,19 @@
 -- lease.
 --
 -- {notify:$6} (see pgsql.go) wakes the key's waiters when the row changed
--- and somebody listens, in the same statement. It is the WHERE clause's
--- last condition and always true, so the command tag counts one row
--- exactly when the completion applied, and the statement returns no row
--- (a RETURNING list costs the server a result row per completion). The
--- planner orders a WHERE clause's conditions by their cost, which puts
--- this one, the costliest, after the fencing conditions; were it tried on
--- a row they refuse, that would send at most a spurious notification,
--- which the contract allows. The notification is delivered when the
--- transaction commits. With the slot given, the server
--- hashes the key only when it notifies: hashing it on every completion
--- (SHA-256 through OpenSSL) cost about 13 µs of the server's CPU per
--- completion, a tenth of the statement.
+-- and somebody listens, in the same statement. It is in the RETURNING
+-- list, which the server evaluates only on the row it updated, after it
+-- locked it: in the WHERE clause it was tried on the row version the
+-- statement read before waiting for a concurrent transaction that holds
+-- the row (a DoTx that took the record over), so the statement held the
+-- slot's exclusive lock for all that wait, and the key's waiters could
+-- not Watch (TestLateCompletionWaitingForARowLeavesTheSlotFree). The
+-- Store sends it with Exec and ignores the row: the command tag counts
+-- one row exactly when the completion applied (wroteRow). The
+-- notification is delivered when the transaction commits. With the slot
+-- given, the server hashes the key only when it notifies: hashing it on
+-- every completion (SHA-256 through OpenSSL) cost about 13 µs of the
+-- server's CPU per completion, a tenth of the statement.
 UPDATE {table} SET
 	state = 2,
 	lease_until = NULL,
@@ -30,4 +31,4 @@ UPDATE {table} SET
 WHERE scope = $1::text AND key = $2::text
 	AND owner = $3::text AND expires_at > clock_timestamp()
 	AND (state = 1 OR (state = 2 AND outcome = $4::bytea))
-	AND {notify:$6}
+RETURNING {notify:$6}
