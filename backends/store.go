@@ -146,8 +146,8 @@ import (
 // MaxFingerprintLen that of a fingerprint (ClaimParams.Fingerprint,
 // ResolveParams.Fingerprint) and MaxOwnerLen that of an owner token (the
 // Owner of every operation's parameters). The core validates scopes, keys
-// and fingerprints before any store call, and sends owner tokens of 32
-// hexadecimal digits; every store refuses a direct caller's violation too
+// and fingerprints before any store call, and sends owner tokens of 22
+// base64url characters; every store refuses a direct caller's violation too
 // (see "Inputs" in the package documentation).
 const (
 	MaxScopeLen       = 255
