@@ -44,8 +44,11 @@ else
 end
 local lease = tonumber(ARGV[3])
 local life = math.max(lease, tonumber(ARGV[4]))
-local steps = set(encode_pending(ARGV[1], fp, life, life - lease), life, false)
-if took == 2 and steps then
-	return {2, steps}
+set(encode_pending(ARGV[1], fp, life, life - lease), life, false)
+if took == 2 then
+	local steps = redis.call('GET', KEYS[2])
+	if steps then
+		return {2, steps}
+	end
 end
 return took

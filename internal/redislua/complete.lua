@@ -30,9 +30,14 @@ if string.byte(cur, 2) == m and string.sub(cur, 3, 2 + m) == o and (st == 80 or 
 		return 0
 	end
 	redis.call('SET', KEYS[1], 'C' .. string.sub(cur, 2, 3 + m + n) .. ARGV[3] .. ' ' .. ARGV[2], 'PX', ARGV[3])
-	local steps = redis.call('GET', KEYS[2]) -- as record.lua's keep_steps
-	if steps then
-		redis.call('SET', KEYS[2], steps, 'PXAT', redis.call('PEXPIRETIME', KEYS[1]))
+	local at = redis.call('PEXPIRETIME', KEYS[1]) -- as record.lua's keep_steps
+	if tonumber(ARGV[3]) >= 1000 then
+		redis.call('PEXPIREAT', KEYS[2], at)
+	else
+		local steps = redis.call('GET', KEYS[2])
+		if steps then
+			redis.call('SET', KEYS[2], steps, 'PXAT', at)
+		end
 	end
 	if ARGV[4] ~= '' then
 		redis.call(ARGV[4], KEYS[1], 'c')

@@ -106,35 +106,44 @@ local function encode_completed(owner, fp, retention, outcome)
 end
 
 -- keep_steps gives the checkpoints (KEYS[2]), if any, the record's very
--- expiry (KEYS[1]'s PEXPIRETIME) by writing them again with SET PXAT, and
--- returns them (nil when none). Not PEXPIRE or PEXPIREAT: on Redis 7.0
--- they read the clock twice, for the new expiry and for their "already
--- expired" check, and delete the key when the expiry has come by the
--- second (PEXPIRE key 1 does when a millisecond ends in between), so a
--- live record lost its checkpoints. Nor a PX of their own: on 7.0 each
--- command reads the clock anew, so two PX in one script may differ. SET
--- PXAT never deletes on 7.0; later servers, some of which do for a time
--- already past, freeze the clock for the whole script, and the record's
--- new expiry is later than that frozen time.
-local function keep_steps()
+-- expiry (KEYS[1]'s PEXPIRETIME), which the script has just set exp ms
+-- from now. With exp of a second or more, PEXPIREAT, whose cost does not
+-- grow with the checkpoints' size (rewriting them held the server, which
+-- runs one script at a time, for a time that grows with their size, on
+-- every renewal and completion): on Redis 7.0 it deletes the key only when
+-- the time it is given has already come by the real clock, which would
+-- take exp ms between two consecutive commands of one script, and the
+-- record would then have expired as well; later servers freeze the clock
+-- for the whole script, before that time. A shorter expiry, whose end may
+-- come during the script, writes them again with SET PXAT instead, which
+-- never deletes on 7.0. Not PEXPIRE: on 7.0 it reads the clock twice, for
+-- the new expiry and for its "already expired" check, and PEXPIRE key 1
+-- deleted a live record's checkpoints when a millisecond ended in between.
+-- Nor a PX of their own: on 7.0 each command reads the clock anew, so two
+-- PX in one script may differ.
+local function keep_steps(exp)
+	local at = redis.call('PEXPIRETIME', KEYS[1])
+	if tonumber(exp) >= 1000 then
+		redis.call('PEXPIREAT', KEYS[2], at)
+		return
+	end
 	local steps = redis.call('GET', KEYS[2])
 	if steps then
-		redis.call('SET', KEYS[2], steps, 'PXAT', redis.call('PEXPIRETIME', KEYS[1]))
+		redis.call('SET', KEYS[2], steps, 'PXAT', at)
 	end
-	return steps
 end
 
 -- set writes v as the record (KEYS[1]), living exp ms from now, and
 -- gives its checkpoints (KEYS[2]), if any, that very expiry (see
 -- keep_steps); keep says the expiry is unchanged (KEEPTTL), and so is
--- theirs. It returns the checkpoints it kept (nil when none or keep).
+-- theirs.
 local function set(v, exp, keep)
 	if keep then
 		redis.call('SET', KEYS[1], v, 'KEEPTTL')
-		return nil
+		return
 	end
 	redis.call('SET', KEYS[1], v, 'PX', exp)
-	return keep_steps()
+	keep_steps(exp)
 end
 
 -- The fingerprint rules of backends.FingerprintMatches and

@@ -7,8 +7,9 @@
 // named like the record's key. So each is single-slot on a Redis Cluster.
 // None reads the clock: times are offsets from the key's expiry, read
 // with PTTL (see record.lua). A script that moves a record's expiry gives
-// its checkpoints that very expiry as an absolute time (SET PXAT the
-// record's PEXPIRETIME), never a PX of their own: Redis 7.0 freezes a
+// its checkpoints that very expiry as an absolute time (PEXPIREAT the
+// record's PEXPIRETIME, or SET PXAT it for an expiry under a second: see
+// record.lua's keep_steps), never a PX of their own: Redis 7.0 freezes a
 // script's time only to decide which keys have expired, and each PTTL, SET
 // PX and PEXPIRE of the script reads the clock anew.
 //
