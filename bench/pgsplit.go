@@ -18,14 +18,16 @@ import (
 const (
 	// splitPlainInsert: $1 scope, $2 key, $3 fingerprint, $4 owner, $5
 	// lease µs, $6 retention µs. The claim's columns, as a plain INSERT …
-	// ON CONFLICT DO NOTHING RETURNING, without the lock_timeout that
-	// bounds its wait for an uncommitted transaction holding the key.
+	// ON CONFLICT DO NOTHING: insert_claim.sql without the lock_timeout
+	// that bounds its wait for an uncommitted transaction holding the key,
+	// and like it returning no row (a RETURNING's result row would count
+	// against the lock_timeout's difference).
 	splitPlainInsert = `INSERT INTO {table} (scope, key, fingerprint, state, owner, lease_until, expires_at, claimed_at)
 VALUES ($1::text, $2::text, $3::bytea, 1, $4::text,
 	clock_timestamp() + $5::bigint * interval '1 microsecond',
 	clock_timestamp() + greatest($5::bigint, $6::bigint) * interval '1 microsecond',
 	clock_timestamp())
-ON CONFLICT (scope, key) DO NOTHING RETURNING true`
+ON CONFLICT (scope, key) DO NOTHING`
 	// splitPlainUpdate: $1 scope, $2 key, $3 outcome. The completion's
 	// columns, unfenced, as the seed's UPDATE.
 	splitPlainUpdate = `UPDATE {table} SET state = 2, lease_until = NULL, outcome = $3::bytea
@@ -61,9 +63,11 @@ func (p *pgStats) measureSplit(ctx context.Context, conn *pgxpool.Conn) ([]split
 	lib := pgsql.Render(table)
 	r := strings.NewReplacer("{table}", table)
 	plainInsert, plainUpdate := r.Replace(splitPlainInsert), r.Replace(splitPlainUpdate)
-	// The completion without its waiter check: the rendered check is
-	// replaced by an expression that only keeps $6 typed.
-	noWaiterCheck := strings.Replace(lib.Complete, pgsql.NotifySlot(table, "$6"), "($6::int IS NOT NULL)", 1)
+	// The completion without its waiter check: the RETURNING that holds
+	// it (a result row the statement needs only for it) is replaced by a
+	// condition that only keeps $6 typed, as the plain UPDATE below
+	// returns no row either.
+	noWaiterCheck := strings.Replace(lib.Complete, "\nRETURNING "+pgsql.NotifySlot(table, "$6"), "\n\tAND ($6::int IS NOT NULL)", 1)
 	if noWaiterCheck == lib.Complete {
 		return nil, nil, fmt.Errorf("split: the completion's waiter check was not found in complete.sql")
 	}
