@@ -123,6 +123,8 @@ type completeArgs struct {
 	outcome           []byte
 	retention         int64
 	args              [6]any
+	applied           boolScan
+	dest              [1]any
 }
 
 func newCompleteArgs(p backends.CompleteParams) *completeArgs {
@@ -131,5 +133,6 @@ func newCompleteArgs(p backends.CompleteParams) *completeArgs {
 		retention: sqlstore.Micros(p.Retention),
 	}
 	a.args = [6]any{textArg{&a.scope}, textArg{&a.key}, textArg{&a.owner}, byteaArg{&a.outcome}, int8Arg{&a.retention}, pgsql.Slot(p.Scope, p.Key)}
+	a.dest = [1]any{&a.applied}
 	return a
 }

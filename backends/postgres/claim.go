@@ -325,11 +325,11 @@ func (q statements) insertClaim(ctx context.Context, db querier, a *claimArgs) (
 	return wroteRow(ctx, db, "claim", q.InsertClaim, a.args[:])
 }
 
-// wroteRow runs a statement that writes at most one row (insert_claim.sql,
-// complete.sql, renew.sql, checkpoint.sql) on db, discarding any row it
-// returns, and reports from its command tag whether it wrote one. A tag that is neither an INSERT's nor an UPDATE's
-// (a DB wrapper that does not pass the driver's on) is an *Error: the
-// write's outcome is unknown.
+// wroteRow runs a statement that writes at most one row and returns none
+// (insert_claim.sql, renew.sql, checkpoint.sql) on db, and reports from
+// its command tag whether it wrote one. A tag that is neither an INSERT's
+// nor an UPDATE's (a DB wrapper that does not pass the driver's on) is an
+// *Error: the write's outcome is unknown.
 func wroteRow(ctx context.Context, db querier, op, sql string, args []any) (bool, error) {
 	tag, err := db.Exec(ctx, sql, args...)
 	if err != nil {

@@ -99,9 +99,9 @@ func (p tagDropper) Exec(ctx context.Context, sql string, args ...any) (pgconn.C
 	return pgconn.CommandTag{}, err
 }
 
-// TestWrapperDroppingTheCommandTag: a claim's insert and a completion
-// answer by their command tag; a DB whose Exec loses it gets an *Error,
-// never a claim read as taken or a completion read as fenced out.
+// TestWrapperDroppingTheCommandTag: a claim's insert, a renewal and a
+// checkpoint answer by their command tag; a DB whose Exec loses it gets
+// an *Error, never a claim read as taken or a write read as fenced out.
 func TestWrapperDroppingTheCommandTag(t *testing.T) {
 	pool := newPool(t, nil)
 	cfg := &Config{Schema: testSchema, Table: "t_" + randomSuffix()}
@@ -121,7 +121,10 @@ func TestWrapperDroppingTheCommandTag(t *testing.T) {
 	r, err := good.Claim(ctx, p)
 	require.NoError(t, err)
 	require.True(t, r.Claimed)
-	_, err = s.Complete(ctx, backends.CompleteParams{Scope: "s", Key: "k2", Owner: p.Owner, Outcome: []byte("v"), Retention: time.Hour})
+	_, err = s.Renew(ctx, backends.RenewParams{Scope: "s", Key: "k2", Owner: p.Owner, Lease: time.Hour})
+	require.ErrorAs(t, err, &e)
+	require.Contains(t, e.Error(), "unexpected command tag")
+	_, err = s.Checkpoint(ctx, backends.CheckpointParams{Scope: "s", Key: "k2", Owner: p.Owner, Steps: []byte("s")})
 	require.ErrorAs(t, err, &e)
 	require.Contains(t, e.Error(), "unexpected command tag")
 }

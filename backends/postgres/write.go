@@ -2,7 +2,12 @@ package postgres
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/stagedoor/once/backends"
 	"github.com/stagedoor/once/backends/internal/sqlstore"
@@ -23,17 +28,17 @@ func newStatements(table string, lockTimeout time.Duration) statements {
 }
 
 // The fenced writes. Each is one statement conditional on the owner token
-// of a live pending row. Complete, Renew and Checkpoint answer by their
-// command tag, which counts the row they updated (wroteRow; Complete's
-// RETURNING, its waiter check, is discarded); Release returns a row only
-// when it applied.
+// of a live pending row. Renew and Checkpoint return no row: their command
+// tag counts the row they updated (wroteRow). Complete and Release return
+// a row only when they applied (Complete's holds its waiter check, which
+// must run after the row is locked).
 
 func (q statements) complete(ctx context.Context, db querier, p backends.CompleteParams) (bool, error) {
 	if err := checkInput("complete", p.Scope, p.Key, nil, p.Owner); err != nil {
 		return false, err
 	}
 	a := newCompleteArgs(p)
-	return wroteRow(ctx, db, "complete", q.Complete, a.args[:])
+	return interpretError("complete", db.QueryRow(ctx, q.Complete, a.args[:]...).Scan(a.dest[:]...))
 }
 
 func (q statements) renew(ctx context.Context, db querier, p backends.RenewParams) (bool, error) {
@@ -61,4 +66,27 @@ func (q statements) release(ctx context.Context, db querier, p backends.ReleaseP
 	var ok bool
 	return interpretError("release", db.QueryRow(ctx, q.Release,
 		p.Scope, p.Key, p.Owner).Scan(&ok))
+}
+
+// boolScan is a one-column boolean row: complete.sql's. It implements
+// pgx.RowScanner: it decodes the binary boolean itself (without the
+// allocations of pgx's scan of a *bool, or of Exec, which copies the row
+// it discards), and lets pgx scan any other form (the text column of the
+// simple protocol).
+type boolScan bool
+
+// ScanRow implements pgx.RowScanner.
+func (s *boolScan) ScanRow(rows pgx.Rows) error {
+	fields, values := rows.FieldDescriptions(), rows.RawValues()
+	if len(values) != 1 || len(fields) != 1 {
+		return fmt.Errorf("row has %d columns, want 1", len(values))
+	}
+	if fields[0].Format != pgx.BinaryFormatCode || fields[0].DataTypeOID != pgtype.BoolOID {
+		return rows.Scan((*bool)(s))
+	}
+	if len(values[0]) != 1 {
+		return errors.New("bad boolean column")
+	}
+	*s = values[0][0] != 0
+	return nil
 }

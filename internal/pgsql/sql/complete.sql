@@ -9,15 +9,14 @@
 -- lease.
 --
 -- {notify:$6} (see pgsql.go) wakes the key's waiters when the row changed
--- and somebody listens, in the same statement. It is in the RETURNING
+-- and somebody listens, in the same statement; it is always true, so the
+-- statement returns true exactly when it applied. It is in the RETURNING
 -- list, which the server evaluates only on the row it updated, after it
--- locked it: in the WHERE clause it was tried on the row version the
+-- locked it: in the WHERE clause it would be tried on the row version the
 -- statement read before waiting for a concurrent transaction that holds
--- the row (a DoTx that took the record over), so the statement held the
--- slot's exclusive lock for all that wait, and the key's waiters could
--- not Watch (TestLateCompletionWaitingForARowLeavesTheSlotFree). The
--- Store sends it with Exec and ignores the row: the command tag counts
--- one row exactly when the completion applied (wroteRow). The
+-- the row (a DoTx that took the record over), holding the slot's
+-- exclusive lock for all that wait, so that the key's waiters could not
+-- Watch (TestLateCompletionWaitingForARowLeavesTheSlotFree). The
 -- notification is delivered when the transaction commits. With the slot
 -- given, the server hashes the key only when it notifies: hashing it on
 -- every completion (SHA-256 through OpenSSL) cost about 13 µs of the
