@@ -13,7 +13,7 @@ import (
 // once.Do over a Store with its defaults (the insert first, then
 // complete.sql), keys made beforehand: the core's, the Store's and pgx's
 // together. A change that adds an allocation to that path fails
-// TestDoAllocationBudget and must either be reworked or raise the budget
+// TestAllocationBudgets and must either be reworked or raise the budget
 // with its reason. The raw driver's first execution (BenchmarkRawBaseline)
 // is measured beside it and logged, for comparison. 21 since the first
 // caller of a value whose JSON round trip is exact (allocCharge's) gets it
@@ -103,10 +103,11 @@ func BenchmarkDoFirstExecution(b *testing.B) {
 	}
 }
 
-// TestDoAllocationBudget checks allocsFirstExecution. Allocation counts
+// TestAllocationBudgets checks allocsFirstExecution. Allocation counts
 // are exact and repeatable, unlike timings; the race detector adds its
-// own, so the budget is checked without it.
-func TestDoAllocationBudget(t *testing.T) {
+// own, so the budget is checked without it: CI runs the tests of this name
+// apart, without -race.
+func TestAllocationBudgets(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector allocates on its own")
 	}
