@@ -44,9 +44,9 @@ type splitRow struct {
 
 // splitBlocks is how many blocks of 50 first executions each row of the
 // split runs (interleaved with the other rows' blocks); its median per
-// row is printed. Each row differs from the next by a few microseconds
-// of a first execution's ~200; with fewer blocks that difference moved by
-// as much from one run to the next.
+// row is printed. Adjacent rows differ by a small fraction of a first
+// execution; with fewer blocks that difference moved by as much from one
+// run to the next.
 func splitBlocks() int { return max(profileOps/50, 1) * 20 }
 
 // measureSplit runs each row's statements as prepared statements on conn,

@@ -18,9 +18,8 @@
 -- exclusive lock for all that wait, so that the key's waiters could not
 -- Watch (TestLateCompletionWaitingForARowLeavesTheSlotFree). The
 -- notification is delivered when the transaction commits. With the slot
--- given, the server hashes the key only when it notifies: hashing it on
--- every completion (SHA-256 through OpenSSL) cost about 13 µs of the
--- server's CPU per completion, a tenth of the statement.
+-- given, the server hashes the key (SHA-256) only when it notifies, not
+-- on every completion.
 UPDATE {table} SET
 	state = 2,
 	lease_until = NULL,
